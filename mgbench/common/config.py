@@ -1,0 +1,94 @@
+"""`RunConfig`: everything that defines one run, so it can be sent to a subprocess and stored.
+
+A run is one framework, one strategy, one device count. The config travels to the child
+process as JSON and is copied into the result row, so any row can be rerun exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mgbench.common.errors import UsageError
+from mgbench.common.models import ModelSpec, model_spec
+
+Precision = Literal["fp32", "bf16", "fp16"]
+DataFormat = Literal["channels_first", "channels_last"]
+DeviceKind = Literal["cuda", "cpu"]
+
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
+DATA_FORMATS: tuple[str, ...] = ("channels_first", "channels_last")
+
+MOMENTUM = 0.9
+"""The job every adapter trains: SGD with this momentum, no weight decay, `learning_rate` from the config."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    framework: str
+    strategy: str
+    model: str
+    devices: int
+    device_kind: DeviceKind
+    batch_per_device: int
+    steps: int
+    precision: Precision = "fp32"
+    data_format: DataFormat = "channels_first"
+    dataset: str = "synthetic"
+    data_on_device: bool = False
+    image_size: int | None = None
+    learning_rate: float = 0.01
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        model_spec(self.model)
+        if self.devices < 1:
+            raise UsageError(f"device count must be at least 1, got {self.devices}")
+        if self.batch_per_device < 1:
+            raise UsageError(f"batch per device must be at least 1, got {self.batch_per_device}")
+        if self.steps < 1:
+            raise UsageError(f"steps must be at least 1, got {self.steps}")
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
+        if self.data_format not in DATA_FORMATS:
+            raise UsageError(f"unknown data format {self.data_format!r}; choose from {', '.join(DATA_FORMATS)}")
+        if self.image_size is not None and self.image_size < 16:
+            raise UsageError(f"image size must be at least 16 px, got {self.image_size}")
+
+    @property
+    def spec(self) -> ModelSpec:
+        return model_spec(self.model)
+
+    @property
+    def global_batch(self) -> int:
+        return self.batch_per_device * self.devices
+
+    @property
+    def input_size(self) -> int:
+        """Image side in pixels: the model's own unless overridden (small CPU demos)."""
+        return self.image_size or self.spec.image_size
+
+    @property
+    def run_id(self) -> str:
+        """A name that is unique within one compare and safe as a file name."""
+        return f"{self.framework}-{self.strategy}-{self.devices}{self.device_kind}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunConfig":
+        return cls.from_dict(json.loads(text))
+
+    def with_changes(self, **changes: Any) -> "RunConfig":
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,42 @@
+"""The framework-neutral model catalogue.
+
+Every adapter builds these same architectures; this table fixes what "the same" means
+(input size, number of outputs, loss), so a framework cannot silently train something else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from mgbench.common.errors import UsageError
+
+LossKind = Literal["softmax", "sigmoid"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    image_size: int
+    num_classes: int
+    loss: LossKind
+    description: str
+
+
+MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec("densenet121", 224, 14, "sigmoid", "DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy"),
+        ModelSpec("resnet50", 224, 1000, "softmax", "ResNet-50, 1000-way softmax (ImageNet)"),
+        ModelSpec("inception_v3", 299, 1000, "softmax", "Inception-v3 without the auxiliary head, 299 px, 1000-way softmax"),
+        ModelSpec("tiny", 32, 10, "softmax", "two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks"),
+    )
+}
+
+
+def model_spec(name: str) -> ModelSpec:
+    """Look a model up, failing with the list of known names."""
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise UsageError(f"unknown model {name!r}; known models: {', '.join(MODELS)}") from None

@@ -1,0 +1,87 @@
+"""The `Trainer` protocol: the only surface a framework adapter implements.
+
+The common driver (`mgbench.common.driver`) owns the loop, the clocks and the result, so an
+adapter holds framework code only: build, feed, step, synchronise, evaluate, close. Keeping
+timing out of adapters is what makes their numbers comparable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Protocol, runtime_checkable
+
+from mgbench.common.config import RunConfig
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where this process sits in the job: its rank, how many processes, which devices it drives."""
+
+    rank: int
+    world_size: int
+    device_names: list[str] = field(default_factory=list)
+
+    @property
+    def is_primary(self) -> bool:
+        """Only the primary process writes the result (all ranks step in lock-step)."""
+        return self.rank == 0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What `setup` built: trainable parameter count (checked equal across frameworks)."""
+
+    parameters: int
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    def setup(self, config: RunConfig) -> ModelInfo:
+        """Join the process group if any, build model, loss and optimizer for `config`."""
+        ...
+
+    @property
+    def placement(self) -> Placement:
+        """Valid after `setup`."""
+        ...
+
+    def batches(self) -> Iterator[Any]:
+        """The training input pipeline: an endless iterator of batches ready for `train_step`.
+
+        The time `next()` takes is what the driver reports as input wait, so an adapter that
+        prefetches to the device hides it and one that feeds synchronously shows it.
+        """
+        ...
+
+    def train_step(self, batch: Any) -> None:
+        """Forward, loss, backward, gradient exchange and optimizer update for one batch."""
+        ...
+
+    def synchronize(self) -> None:
+        """Block until every device this process drives has finished its queued work."""
+        ...
+
+    def last_loss(self) -> float:
+        """The training loss of the last step (global mean where the strategy exchanges it)."""
+        ...
+
+    def evaluate(self) -> dict[str, float]:
+        """Metrics on held-out data, timed separately from training."""
+        ...
+
+    def peak_memory_bytes(self) -> int | None:
+        """Peak device memory (host RSS on CPU) of this process, None where unknown."""
+        ...
+
+    def framework_versions(self) -> dict[str, str]:
+        """Versions of the framework and libraries that shape performance (CUDA, cuDNN, NCCL)."""
+        ...
+
+    def save_state(self, path: Path) -> None:
+        """Write trainable weights as an .npz of named float arrays (equivalence checks)."""
+        ...
+
+    def close(self) -> None:
+        """Leave the process group and free devices."""
+        ...

@@ -1,0 +1,102 @@
+"""`RunResult` and the results file: one JSON object per line, readable by `pandas.read_json(lines=True)`.
+
+A result row is flat: the run's config fields sit at the top level beside the measured figures,
+so a DataFrame of a results file has one column per config field and per figure. The file is
+rewritten through a temporary file and `os.replace`, so a crash mid-write never leaves a
+half-written line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mgbench.common.config import RunConfig
+
+Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "interrupted"]
+RESULTS_FILE = "results.jsonl"
+
+
+@dataclass
+class RunResult:
+    config: RunConfig
+    status: Status
+    error: str | None = None
+    command: str | None = None
+    interpreter: str | None = None
+    started_at: str | None = None
+    wall_seconds: float | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    framework_versions: dict[str, str] = field(default_factory=dict)
+    device_names: list[str] = field(default_factory=list)
+    parameters: int | None = None
+    startup_seconds: float | None = None
+    warmup_steps: int | None = None
+    warmup_detected: bool | None = None
+    warmup_seconds: float | None = None
+    steady_steps: int | None = None
+    median_step_seconds: float | None = None
+    images_per_sec: float | None = None
+    images_per_sec_p10: float | None = None
+    images_per_sec_p90: float | None = None
+    input_wait_fraction: float | None = None
+    train_seconds: float | None = None
+    eval_seconds: float | None = None
+    eval_metrics: dict[str, float] = field(default_factory=dict)
+    final_loss: float | None = None
+    peak_memory_bytes: int | None = None
+    step_seconds: list[float] = field(default_factory=list)
+    input_wait_seconds: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+    def to_record(self) -> dict[str, Any]:
+        """Flat dict: config fields first, then `run_id`, `global_batch` and the figures."""
+        figures = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "config"}
+        return {**self.config.to_dict(), "run_id": self.run_id, "global_batch": self.config.global_batch, **figures}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "RunResult":
+        names = {f.name for f in dataclasses.fields(cls)} - {"config"}
+        return cls(config=RunConfig.from_dict(record), **{k: v for k, v in record.items() if k in names})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_record())
+
+
+def write_json_atomically(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, then rename over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def append_result(path: Path, result: RunResult) -> None:
+    """Add one row to a results file, atomically."""
+    existing = path.read_text() if path.exists() else ""
+    if existing and not existing.endswith("\n"):
+        existing += "\n"
+    write_json_atomically(path, existing + result.to_json() + "\n")
+
+
+def read_results(path: Path) -> list[RunResult]:
+    """All rows of a results file (empty if it does not exist yet)."""
+    if not path.exists():
+        return []
+    return [RunResult.from_record(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]

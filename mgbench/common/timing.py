@@ -1,0 +1,108 @@
+"""Step-time statistics: warm-up detection and steady-state throughput.
+
+Warm-up (graph compilation, cuDNN autotuning, allocator growth, caches) differs by framework
+and model, so a fixed "skip the first 10 steps" either keeps slow steps or throws good ones
+away. Instead the warm-up ends at the first step after which a rolling median of step times
+stays within a tolerance of the steady-state median (the median of the second half of the run).
+The tolerance widens to twice the steady state's step-to-step noise (median absolute difference
+of successive steps, which a slow drift does not inflate) where that is larger, so a noisy but
+flat series (CPU runs) is not read as endless warm-up, while a quiet GPU series keeps the
+tight default and a drifting one is reported as never settling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+DEFAULT_WINDOW = 5
+DEFAULT_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Warmup:
+    steps: int
+    detected: bool
+
+
+def detect_warmup(
+    step_seconds: Sequence[float],
+    window: int = DEFAULT_WINDOW,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> Warmup:
+    """Number of leading steps to exclude, and whether a steady state was actually found.
+
+    With too few steps to see a steady state, only the first step (which always carries
+    start-up work) is excluded and `detected` is False, so reports can say so.
+    """
+    times = np.asarray(step_seconds, dtype=float)
+    n = len(times)
+    if n < 2 * window:
+        return Warmup(steps=min(1, max(n - 1, 0)), detected=False)
+    second_half = times[n // 2 :]
+    reference = float(np.median(second_half))
+    noise = float(np.median(np.abs(np.diff(second_half)))) / reference
+    tolerance = max(tolerance, 2 * noise)
+    rolling = np.array([np.median(times[j : j + window]) for j in range(n - window + 1)])
+    outside = np.nonzero(np.abs(rolling - reference) > tolerance * reference)[0]
+    first_steady = int(outside[-1]) + 1 if len(outside) else 0
+    if first_steady > n - window:
+        return Warmup(steps=max(n - window, 1), detected=False)
+    # A window's median hides up to half a window of slow steps at its start: walk past them.
+    while abs(times[first_steady] - reference) > tolerance * reference:
+        first_steady += 1
+    return Warmup(steps=first_steady, detected=True)
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """Steady-state figures derived from per-step times (warm-up excluded)."""
+
+    warmup_steps: int
+    warmup_detected: bool
+    warmup_seconds: float
+    steady_steps: int
+    median_step_seconds: float
+    images_per_sec: float
+    images_per_sec_p10: float
+    images_per_sec_p90: float
+    input_wait_fraction: float
+    train_seconds: float
+
+
+def summarise_steps(
+    step_seconds: Sequence[float],
+    input_wait_seconds: Sequence[float],
+    global_batch: int,
+    window: int = DEFAULT_WINDOW,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> StepStats:
+    """Median throughput with its p10/p90 spread, and the share of step time spent waiting for input.
+
+    `step_seconds[i]` must include `input_wait_seconds[i]` (the driver times both from the
+    same start), so the wait fraction is a share of the whole step.
+    """
+    times = np.asarray(step_seconds, dtype=float)
+    waits = np.asarray(input_wait_seconds, dtype=float)
+    if len(times) == 0:
+        raise ValueError("no steps were timed")
+    if len(waits) != len(times):
+        raise ValueError("step and input-wait series differ in length")
+    warmup = detect_warmup(times, window, tolerance)
+    steady = times[warmup.steps :]
+    median_step = float(np.median(steady))
+    p10_step, p90_step = (float(v) for v in np.percentile(steady, [10, 90]))
+    return StepStats(
+        warmup_steps=warmup.steps,
+        warmup_detected=warmup.detected,
+        warmup_seconds=float(times[: warmup.steps].sum()),
+        steady_steps=len(steady),
+        median_step_seconds=median_step,
+        images_per_sec=global_batch / median_step,
+        images_per_sec_p10=global_batch / p90_step,
+        images_per_sec_p90=global_batch / p10_step,
+        input_wait_fraction=float(waits[warmup.steps :].sum() / steady.sum()),
+        train_seconds=float(times.sum()),
+    )

@@ -1,0 +1,1 @@
+"""Input data shared by all adapters: framework-neutral numpy batches each adapter converts."""

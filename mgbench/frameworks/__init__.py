@@ -1,0 +1,101 @@
+"""The framework registry: names, strategies and environments, without importing any framework.
+
+Each adapter module (`mgbench/frameworks/<name>.py`) imports its framework at its top; this
+registry only names the module, so listing, validating and orchestrating runs never imports a
+framework. Third-party adapters register through `MGBENCH_PLUGINS` (comma-separated module
+names, each defining `FRAMEWORK: FrameworkSpec` and `create_trainer`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+from mgbench.common.errors import UsageError
+from mgbench.common.protocol import Trainer
+
+Launcher = Literal["inprocess", "torchrun", "mpirun", "horovodrun"]
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    name: str
+    launcher: Launcher
+    description: str
+    cpu_multi_device_note: str | None = None
+    """Why N > 1 CPU devices cannot stand in for GPUs with this strategy (None: they can)."""
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    name: str
+    module: str
+    strategies: tuple[StrategySpec, ...]
+    import_names: tuple[str, ...]
+    environment: str
+    """Name of the virtual environment under `.venvs/` and of `requirements/<environment>.txt`."""
+    install_hint: str
+
+    def strategy(self, name: str) -> StrategySpec:
+        for strategy in self.strategies:
+            if strategy.name == name:
+                return strategy
+        known = ", ".join(s.name for s in self.strategies)
+        raise UsageError(f"framework {self.name!r} has no strategy {name!r}; its strategies: {known}")
+
+
+PYTORCH = FrameworkSpec(
+    name="pytorch",
+    module="mgbench.frameworks.pytorch",
+    strategies=(
+        StrategySpec(
+            "ddp",
+            "torchrun",
+            "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU)",
+        ),
+        StrategySpec(
+            "dp",
+            "inprocess",
+            "nn.DataParallel, outputs gathered on device 0 where the loss is computed",
+            cpu_multi_device_note="nn.DataParallel replicates over CUDA devices only",
+        ),
+        StrategySpec(
+            "dp-loss",
+            "inprocess",
+            "nn.DataParallel with the loss computed on each device; only per-device losses gathered",
+            cpu_multi_device_note="nn.DataParallel replicates over CUDA devices only",
+        ),
+    ),
+    import_names=("torch", "torchvision"),
+    environment="pytorch",
+    install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
+)
+
+BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH,)
+
+
+def registered() -> dict[str, FrameworkSpec]:
+    """Built-in frameworks plus those named in MGBENCH_PLUGINS."""
+    specs = {spec.name: spec for spec in BUILTIN}
+    for module_name in filter(None, os.environ.get("MGBENCH_PLUGINS", "").split(",")):
+        plugin = importlib.import_module(module_name.strip())
+        specs[plugin.FRAMEWORK.name] = plugin.FRAMEWORK
+    return specs
+
+
+def framework_spec(name: str) -> FrameworkSpec:
+    specs = registered()
+    try:
+        return specs[name]
+    except KeyError:
+        raise UsageError(f"unknown framework {name!r}; known frameworks: {', '.join(specs)}") from None
+
+
+def create_trainer(framework: str, strategy: str) -> Trainer:
+    """Import the adapter (and so its framework) and make a trainer for one strategy."""
+    spec = framework_spec(framework)
+    spec.strategy(strategy)
+    adapter = importlib.import_module(spec.module)
+    return adapter.create_trainer(strategy)

@@ -1,0 +1,275 @@
+"""PyTorch adapter: DistributedDataParallel, DataParallel, and DataParallel with per-device loss.
+
+- `ddp`: one process per device under torchrun; gradients all-reduced in buckets during backward.
+- `dp`: one process drives all devices; nn.DataParallel scatters the batch, replicates the
+  model every step, runs replicas in threads and gathers the outputs on device 0, where the
+  loss is computed.
+- `dp-loss`: as `dp`, but the loss runs inside each replica on its share of the targets, so
+  only one scalar per device is gathered instead of the whole output tensor.
+
+Autocast is thread-local; DataParallel runs replicas in worker threads, so the autocast region
+lives inside the replicated module's forward (`Autocasting`) rather than around the call.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torchvision
+from torch import nn
+
+from mgbench.common.config import MOMENTUM, RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.models import ModelSpec
+from mgbench.common.protocol import ModelInfo, Placement
+from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+
+AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def build_model(spec: ModelSpec) -> nn.Module:
+    """The torchvision architecture for a catalogue entry (random weights: nothing is downloaded)."""
+    if spec.name == "densenet121":
+        return torchvision.models.densenet121(weights=None, num_classes=spec.num_classes)
+    if spec.name == "resnet50":
+        return torchvision.models.resnet50(weights=None, num_classes=spec.num_classes)
+    if spec.name == "inception_v3":
+        return torchvision.models.inception_v3(
+            weights=None, aux_logits=False, init_weights=True, num_classes=spec.num_classes
+        )
+    if spec.name == "tiny":
+        return nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(32, spec.num_classes),
+        )
+    raise UsageError(f"the pytorch adapter has no model {spec.name!r}")
+
+
+def build_criterion(spec: ModelSpec) -> nn.Module:
+    return nn.BCEWithLogitsLoss() if spec.loss == "sigmoid" else nn.CrossEntropyLoss()
+
+
+class Autocasting(nn.Module):
+    """Runs the wrapped module under autocast inside its own forward (so in every replica thread)."""
+
+    def __init__(self, module: nn.Module, device_type: str, dtype: torch.dtype | None):
+        super().__init__()
+        self.module = module
+        self.device_type = device_type
+        self.dtype = dtype
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(self.device_type, dtype=self.dtype, enabled=self.dtype is not None):
+            return self.module(images)
+
+
+class LossComputingModule(nn.Module):
+    """Model plus criterion in one forward: DataParallel then gathers a scalar per device."""
+
+    def __init__(self, model: nn.Module, criterion: nn.Module):
+        super().__init__()
+        self.model = model
+        self.criterion = criterion
+
+    def forward(self, images: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return self.criterion(self.model(images).float(), targets).unsqueeze(0)
+
+
+class DevicePrefetcher:
+    """Cycles pinned host batches, copying batch k+1 to the device on a side stream during step k."""
+
+    def __init__(self, host_batches: list[tuple[torch.Tensor, torch.Tensor]], device: torch.device, channels_last: bool):
+        self.host_batches = [(x.pin_memory(), y.pin_memory()) for x, y in host_batches]
+        self.device = device
+        self.channels_last = channels_last
+        self.stream = torch.cuda.Stream(device)
+        self.index = 0
+        self.pending = self._start_copy()
+
+    def _start_copy(self) -> tuple[torch.Tensor, torch.Tensor]:
+        images, labels = self.host_batches[self.index % len(self.host_batches)]
+        self.index += 1
+        with torch.cuda.stream(self.stream):
+            images = images.to(self.device, non_blocking=True)
+            if self.channels_last:
+                images = images.contiguous(memory_format=torch.channels_last)
+            return images, labels.to(self.device, non_blocking=True)
+
+    def __iter__(self) -> "DevicePrefetcher":
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        torch.cuda.current_stream(self.device).wait_stream(self.stream)
+        images, labels = self.pending
+        images.record_stream(torch.cuda.current_stream(self.device))
+        labels.record_stream(torch.cuda.current_stream(self.device))
+        self.pending = self._start_copy()
+        return images, labels
+
+
+def cycle(batches: list[Any]) -> Iterator[Any]:
+    while True:
+        yield from batches
+
+
+class TorchTrainer:
+    def __init__(self, strategy: str):
+        self.strategy = strategy
+        self._placement = Placement(rank=0, world_size=1)
+
+    @property
+    def placement(self) -> Placement:
+        return self._placement
+
+    def setup(self, config: RunConfig) -> ModelInfo:
+        self.config = config
+        self.use_cuda = config.device_kind == "cuda"
+        if self.use_cuda and not torch.cuda.is_available():
+            raise UsageError("CUDA devices were asked for but torch sees none")
+        torch.backends.cudnn.benchmark = True
+        self.devices = self._join_devices(config)
+        self.device = self.devices[0]
+        torch.manual_seed(config.seed)
+
+        spec = config.spec
+        core = build_model(spec)
+        self.channels_last = config.data_format == "channels_last"
+        memory_format = torch.channels_last if self.channels_last else torch.contiguous_format
+        core = core.to(self.device, memory_format=memory_format)
+        self.core = core
+        self.criterion = build_criterion(spec).to(self.device)
+        autocast_dtype = AUTOCAST_DTYPES[config.precision]
+        casting = Autocasting(core, self.device.type, autocast_dtype)
+        device_ids = [d.index for d in self.devices] if self.use_cuda else None
+        if self.strategy == "ddp":
+            self.model = nn.parallel.DistributedDataParallel(
+                casting, device_ids=device_ids, gradient_as_bucket_view=True
+            )
+        elif self.strategy == "dp":
+            self.model = nn.DataParallel(casting, device_ids=device_ids)
+        elif self.strategy == "dp-loss":
+            self.model = nn.DataParallel(LossComputingModule(casting, self.criterion), device_ids=device_ids)
+        else:
+            raise UsageError(f"the pytorch adapter has no strategy {self.strategy!r}")
+        self.optimizer = torch.optim.SGD(core.parameters(), lr=config.learning_rate, momentum=MOMENTUM)
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
+        self._loss = torch.zeros((), device=self.device)
+        return ModelInfo(parameters=sum(p.numel() for p in core.parameters() if p.requires_grad))
+
+    def _join_devices(self, config: RunConfig) -> list[torch.device]:
+        """Join the process group for DDP; pick the devices this process drives."""
+        if self.strategy == "ddp":
+            dist.init_process_group("nccl" if self.use_cuda else "gloo")
+            rank, world = dist.get_rank(), dist.get_world_size()
+            if world != config.devices:
+                raise UsageError(f"ddp was launched with {world} processes for {config.devices} devices")
+            local_rank = int(os.environ.get("LOCAL_RANK", rank))
+            devices = [torch.device("cuda", local_rank)] if self.use_cuda else [torch.device("cpu")]
+        else:
+            rank, world = 0, 1
+            if self.use_cuda and config.devices > torch.cuda.device_count():
+                raise UsageError(f"{config.devices} devices asked for, torch sees {torch.cuda.device_count()}")
+            count = config.devices if self.use_cuda else 1
+            devices = [torch.device("cuda", i) if self.use_cuda else torch.device("cpu") for i in range(count)]
+        if self.use_cuda:
+            torch.cuda.set_device(devices[0])
+            names = [torch.cuda.get_device_name(d) for d in devices]
+        else:
+            names = [f"cpu ({torch.get_num_threads()} threads)"]
+        self._placement = Placement(rank=rank, world_size=world, device_names=names)
+        return devices
+
+    def _shard(self) -> Shard:
+        return Shard.of_rank(self._placement.rank, self._placement.world_size, self.config.global_batch)
+
+    def _to_tensors(self, batch: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.from_numpy(batch[0]), torch.from_numpy(batch[1])
+
+    def _to_device(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        images, labels = batch[0].to(self.device), batch[1].to(self.device)
+        if self.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
+        return images, labels
+
+    def batches(self) -> Iterator[Any]:
+        if self.config.dataset != "synthetic":
+            raise UsageError(f"the pytorch adapter cannot read dataset {self.config.dataset!r}")
+        pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
+        host = [self._to_tensors(batch) for batch in pool]
+        if self.config.data_on_device or not self.use_cuda:
+            return cycle([self._to_device(batch) for batch in host])
+        return DevicePrefetcher(host, self.device, self.channels_last)
+
+    def train_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
+        images, labels = batch
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.strategy == "dp-loss":
+            loss = self.model(images, labels).mean()
+        else:
+            loss = self.criterion(self.model(images).float(), labels)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self._loss = loss.detach()
+
+    def synchronize(self) -> None:
+        if self.use_cuda:
+            for device in self.devices:
+                torch.cuda.synchronize(device)
+
+    def _global_mean(self, value: torch.Tensor) -> float:
+        if self.strategy == "ddp":
+            value = value.clone()
+            dist.all_reduce(value)
+            value /= dist.get_world_size()
+        return float(value.item())
+
+    def last_loss(self) -> float:
+        return self._global_mean(self._loss)
+
+    def evaluate(self) -> dict[str, float]:
+        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
+        images, labels = self._to_device(self._to_tensors(batch))
+        casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.precision])
+        self.core.eval()
+        with torch.no_grad():
+            loss = self.criterion(casting(images).float(), labels)
+        self.core.train()
+        return {"loss": self._global_mean(loss)}
+
+    def peak_memory_bytes(self) -> int | None:
+        if self.use_cuda:
+            return max(torch.cuda.max_memory_allocated(d) for d in self.devices)
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def framework_versions(self) -> dict[str, str]:
+        versions = {"torch": torch.__version__, "torchvision": torchvision.__version__}
+        if self.use_cuda:
+            versions["cuda"] = str(torch.version.cuda)
+            versions["cudnn"] = str(torch.backends.cudnn.version())
+            versions["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        return versions
+
+    def save_state(self, path: Path) -> None:
+        arrays = {name: p.detach().float().cpu().numpy() for name, p in self.core.named_parameters()}
+        np.savez(path, **arrays)
+
+    def close(self) -> None:
+        if self.strategy == "ddp" and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def create_trainer(strategy: str) -> TorchTrainer:
+    return TorchTrainer(strategy)

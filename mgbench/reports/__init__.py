@@ -1,0 +1,1 @@
+"""Tables, charts and the HTML report built from a run folder's results."""

@@ -1,0 +1,102 @@
+"""The compare table: throughput, speedup and efficiency per framework/strategy/device count.
+
+Speedup is throughput at N devices over throughput at the smallest device count of the same
+framework and strategy (normally 1); efficiency is speedup over the device ratio. Both are
+derived here from the results file, never stored, so a partial results file still tabulates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from mgbench.common.results import RunResult
+
+GROUP = ["framework", "strategy"]
+
+TABLE_COLUMNS = {
+    "framework": "framework",
+    "strategy": "strategy",
+    "devices": "devices",
+    "device_kind": "kind",
+    "status": "status",
+    "images_per_sec": "images/sec",
+    "spread": "p10-p90",
+    "speedup": "speedup",
+    "efficiency": "efficiency",
+    "warmup": "warm-up",
+    "input_wait_pct": "input wait %",
+    "startup_seconds": "start-up s",
+    "peak_memory_gib": "peak mem GiB",
+}
+
+
+def results_frame(results: list[RunResult]) -> pd.DataFrame:
+    """One row per run with the scaling figures added."""
+    frame = pd.DataFrame([r.to_record() for r in results])
+    if frame.empty:
+        return frame
+    frame["speedup"] = np.nan
+    frame["efficiency"] = np.nan
+    ok = frame[frame["status"] == "ok"]
+    for _, group in ok.groupby(GROUP):
+        base = group.loc[group["devices"].idxmin()]
+        speedup = group["images_per_sec"] / base["images_per_sec"]
+        frame.loc[group.index, "speedup"] = speedup
+        frame.loc[group.index, "efficiency"] = speedup / (group["devices"] / base["devices"])
+    return frame
+
+
+def _fmt(value: object, pattern: str) -> str:
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else pattern.format(value)
+
+
+def display_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The human table: formatted strings, failures showing their status and first error line."""
+    rows = []
+    for _, r in frame.iterrows():
+        ok = r["status"] == "ok"
+        status = r["status"] if ok else f"{r['status']}: {str(r['error'] or '').splitlines()[0] if r['error'] else ''}"
+        rows.append(
+            {
+                "framework": r["framework"],
+                "strategy": r["strategy"],
+                "devices": str(r["devices"]),
+                "device_kind": r["device_kind"],
+                "status": status,
+                "images_per_sec": _fmt(r["images_per_sec"], "{:.1f}") if ok else "",
+                "spread": f"{r['images_per_sec_p10']:.0f}-{r['images_per_sec_p90']:.0f}" if ok else "",
+                "speedup": _fmt(r["speedup"], "{:.2f}x"),
+                "efficiency": _fmt(r["efficiency"], "{:.0%}"),
+                "warmup": f"{int(r['warmup_steps'])} st / {r['warmup_seconds']:.1f} s" if ok else "",
+                "input_wait_pct": _fmt(r["input_wait_fraction"] * 100, "{:.1f}") if ok else "",
+                "startup_seconds": _fmt(r["startup_seconds"], "{:.1f}") if ok else "",
+                "peak_memory_gib": _fmt(r["peak_memory_bytes"] / 2**30, "{:.2f}") if ok and r["peak_memory_bytes"] else "",
+            }
+        )
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)).rename(columns=TABLE_COLUMNS)
+
+
+def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
+    """`summary.csv` (numbers, one row per run) and `summary.md` (the human table)."""
+    frame = results_frame(results)
+    numeric = [c for c in frame.columns if c not in ("step_seconds", "input_wait_seconds", "losses", "environment")]
+    frame[numeric].to_csv(folder / "summary.csv", index=False)
+    (folder / "summary.md").write_text(display_table(frame).to_markdown(index=False) + "\n")
+    return frame
+
+
+def print_summary(frame: pd.DataFrame, console: Console, title: str) -> None:
+    if not console.is_terminal:
+        console = Console(width=200)
+    table = Table(title=title)
+    shown = display_table(frame)
+    for column in shown.columns:
+        table.add_column(column, overflow="fold")
+    for row in shown.itertuples(index=False):
+        table.add_row(*row)
+    console.print(table)

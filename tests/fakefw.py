@@ -1,0 +1,91 @@
+"""A framework adapter with no framework: scripted step times and faults, for driver/compare tests.
+
+Registered through MGBENCH_PLUGINS=fakefw (with tests/ on PYTHONPATH). Its strategies say
+what it does: `steady` trains (slow first steps, then steady), `crash` raises mid-run, `hang`
+never finishes a step, `oom` dies the way an out-of-memory run dies.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from mgbench.common.config import RunConfig
+from mgbench.common.protocol import ModelInfo, Placement
+from mgbench.frameworks import FrameworkSpec, StrategySpec
+
+WARMUP_STEPS = 3
+WARMUP_SECONDS = 0.12
+STEP_SECONDS = 0.02
+INPUT_SECONDS = 0.005
+
+FRAMEWORK = FrameworkSpec(
+    name="fake",
+    module="fakefw",
+    strategies=(
+        StrategySpec("steady", "inprocess", "slow first steps, then steady"),
+        StrategySpec("crash", "inprocess", "raises at step 2"),
+        StrategySpec("hang", "inprocess", "never finishes a step"),
+        StrategySpec("oom", "inprocess", "dies of out-of-memory"),
+    ),
+    import_names=("numpy",),
+    environment="fake",
+    install_hint="nothing to install",
+)
+
+
+class FakeTrainer:
+    def __init__(self, strategy: str):
+        self.strategy = strategy
+        self.steps_done = 0
+
+    @property
+    def placement(self) -> Placement:
+        return Placement(rank=0, world_size=1, device_names=["fake"])
+
+    def setup(self, config: RunConfig) -> ModelInfo:
+        self.config = config
+        return ModelInfo(parameters=1234)
+
+    def batches(self) -> Iterator[int]:
+        while True:
+            time.sleep(INPUT_SECONDS)
+            yield self.steps_done
+
+    def train_step(self, batch: int) -> None:
+        if self.strategy == "crash" and self.steps_done == 2:
+            raise RuntimeError("fake adapter crashed on purpose")
+        if self.strategy == "hang":
+            time.sleep(3600)
+        if self.strategy == "oom":
+            raise MemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        time.sleep(WARMUP_SECONDS if self.steps_done < WARMUP_STEPS else STEP_SECONDS)
+        self.steps_done += 1
+
+    def synchronize(self) -> None:
+        return None
+
+    def last_loss(self) -> float:
+        return 1.0 / (1 + self.steps_done)
+
+    def evaluate(self) -> dict[str, float]:
+        return {"loss": 0.5}
+
+    def peak_memory_bytes(self) -> int | None:
+        return 2**20
+
+    def framework_versions(self) -> dict[str, str]:
+        return {"fake": "1.0"}
+
+    def save_state(self, path: Path) -> None:
+        np.savez(path, steps=np.array([self.steps_done]))
+
+    def close(self) -> None:
+        return None
+
+
+def create_trainer(strategy: str) -> FakeTrainer:
+    return FakeTrainer(strategy)

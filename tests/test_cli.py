@@ -1,0 +1,66 @@
+"""The command line as users meet it: help without frameworks, and bad input as one line, exit 2."""
+
+import os
+
+import pytest
+
+from conftest import mgbench
+
+
+def test_help_lists_the_verbs():
+    done = mgbench("--help")
+    assert done.returncode == 0
+    for verb in ("compare", "run", "list", "env", "setup"):
+        assert verb in done.stdout
+
+
+def test_package_import_pulls_in_no_framework():
+    import subprocess
+    import sys
+
+    code = "import sys, mgbench.cli, mgbench.common.orchestrator; print(sorted(m for m in ('torch','tensorflow','jax','mxnet','chainer') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_list_shows_frameworks_models_and_install_state():
+    done = mgbench("list")
+    assert done.returncode == 0, done.stderr
+    for word in ("pytorch", "ddp", "dp-loss", "densenet121", "inception_v3", "fake"):
+        assert word in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["compare", "--frameworks", "nosuch"], "unknown framework 'nosuch'"),
+        (["compare", "--frameworks", "fake", "--model", "vgg"], "unknown model 'vgg'"),
+        (["compare", "--frameworks", "fake", "--strategies", "warp"], "no strategy 'warp'"),
+        (["compare", "--frameworks", "fake", "--gpus", "0"], "--gpus must be at least 1"),
+        (["compare", "--frameworks", "fake", "--gpus", "4096"], "--gpus 4096 asked for, but only"),
+        (["compare", "--frameworks", "fake", "--gpus", "two"], "--gpus takes a number"),
+        (["compare", "--frameworks", "fake", "--precision", "fp8"], "invalid choice: 'fp8'"),
+        (["compare", "--frameworks", "fake", "--batch-per-gpu", "0"], "batch per device must be at least 1"),
+        (["compare", "--frameworks", "fake", "--dataset", "imagenet:/nonexistent"], "unknown dataset"),
+        (
+            ["compare", "--frameworks", "fake", "--gpus", "1,2", "--scaling", "strong", "--batch-per-gpu", "3"],
+            "does not split over 2 devices",
+        ),
+        (["compare", "--frameworks", "fake", "--out", "/proc/mgbench-out"], "cannot write to run folder"),
+        (["run", "--framework", "nosuch"], "unknown framework 'nosuch'"),
+        (["setup", "nosuch"], "unknown framework 'nosuch'"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(args, message):
+    done = mgbench(*args)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("mgbench: error: ") and message in lines[0]
+
+
+def test_more_gpus_than_cpus_names_the_capacity():
+    done = mgbench("compare", "--frameworks", "fake", "--device", "cpu", "--gpus", str((os.cpu_count() or 1) + 1))
+    assert done.returncode == 2
+    assert f"only {os.cpu_count()} CPU cores" in done.stderr

@@ -1,0 +1,56 @@
+"""`compare` end to end on the fake adapter: rows for every run, failures kept, others unaffected."""
+
+import json
+
+import pandas as pd
+
+from conftest import mgbench
+
+
+def read_rows(folder):
+    return pd.read_json(folder / "results.jsonl", lines=True)
+
+
+def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
+    out = tmp_path / "run"
+    done = mgbench(
+        "compare", "--frameworks", "fake", "--strategies", "steady,crash,hang,oom", "--gpus", "2",
+        "--model", "tiny", "--steps", "20", "--timeout", "10", "--out", str(out),
+    )
+    assert done.returncode == 1, done.stderr
+    rows = read_rows(out)
+    assert len(rows) == 8
+    status = {(r.strategy, r.devices): r.status for r in rows.itertuples()}
+    assert status == {
+        ("steady", 1): "ok", ("steady", 2): "ok",
+        ("crash", 1): "failed", ("crash", 2): "failed",
+        ("hang", 1): "timeout", ("hang", 2): "timeout",
+        ("oom", 1): "oom", ("oom", 2): "oom",
+    }
+    crash = rows[rows.strategy == "crash"].iloc[0]
+    assert "fake adapter crashed on purpose" in crash.error
+    assert "timed out after 10 s" in rows[rows.strategy == "hang"].iloc[0].error
+    steady = rows[rows.strategy == "steady"].set_index("devices")
+    assert steady.loc[2, "global_batch"] == 2 * steady.loc[1, "global_batch"]
+    summary = pd.read_csv(out / "summary.csv").set_index(["strategy", "devices"])
+    speedup = summary.loc[("steady", 2), "speedup"]
+    assert abs(speedup - steady.loc[2, "images_per_sec"] / steady.loc[1, "images_per_sec"]) < 1e-9
+    for run_id in steady.run_id:
+        assert (out / "logs" / f"{run_id}.log").exists()
+        trace = pd.read_csv(out / "traces" / f"{run_id}.csv")
+        assert len(trace) > 0 and set(trace.kind) == {"cpu"}
+    recorded = json.loads((out / "compare.json").read_text())
+    assert "--strategies steady,crash,hang,oom" in recorded["command"] and len(recorded["configs"]) == 8
+    assert "CPU devices stand in for GPUs" in done.stderr
+
+
+def test_strong_scaling_splits_the_global_batch(tmp_path):
+    out = tmp_path / "strong"
+    done = mgbench(
+        "compare", "--frameworks", "fake", "--strategies", "steady", "--gpus", "1,2", "--scaling", "strong",
+        "--batch-per-gpu", "8", "--model", "tiny", "--steps", "12", "--out", str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    rows = read_rows(out).set_index("devices")
+    assert rows.loc[1, "batch_per_device"] == 8 and rows.loc[2, "batch_per_device"] == 4
+    assert rows.loc[1, "global_batch"] == rows.loc[2, "global_batch"] == 8

@@ -1,0 +1,110 @@
+"""PyTorch adapter: architectures, autocast in replica threads, and data-parallel equivalence.
+
+The DDP test runs the real path (torchrun, gloo, two processes) and checks that one step on
+2 processes with global batch B leaves the same weights as one process on B, and that the
+step moved the weights far more than the difference between the two.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import mgbench
+from mgbench.common.config import RunConfig
+from mgbench.common.models import MODELS
+from mgbench.frameworks.pytorch import Autocasting, LossComputingModule, build_criterion, build_model, create_trainer
+
+# Published parameter counts of the torchvision architectures (Inception-v3 without its
+# auxiliary head, DenseNet-121 with the 14-output CheXNet head).
+EXPECTED_PARAMETERS = {"densenet121": 6_968_206, "resnet50": 25_557_032, "inception_v3": 23_834_568, "tiny": 5_418}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_PARAMETERS))
+def test_parameter_counts(name):
+    model = build_model(MODELS[name])
+    assert sum(p.numel() for p in model.parameters()) == EXPECTED_PARAMETERS[name]
+
+
+def test_autocast_covers_a_forward_in_another_thread():
+    casting = Autocasting(torch.nn.Linear(8, 4), "cpu", torch.bfloat16)
+    dtypes = []
+    worker = threading.Thread(target=lambda: dtypes.append(casting(torch.randn(2, 8)).dtype))
+    worker.start()
+    worker.join()
+    assert dtypes == [torch.bfloat16]
+
+
+def test_loss_inside_the_module_equals_loss_outside():
+    spec = MODELS["densenet121"]
+    model = torch.nn.Linear(6, spec.num_classes)
+    images, targets = torch.randn(4, 6), (torch.rand(4, spec.num_classes) < 0.2).float()
+    criterion = build_criterion(spec)
+    inside = LossComputingModule(model, criterion)(images, targets)
+    assert inside.shape == (1,)
+    assert inside.item() == pytest.approx(criterion(model(images), targets).item())
+
+
+def losses_in_process(strategy, steps=3, **changes):
+    config = RunConfig(
+        **{
+            **dict(framework="pytorch", strategy=strategy, model="tiny", devices=1, device_kind="cpu",
+                   batch_per_device=8, steps=steps, learning_rate=0.1),
+            **changes,
+        }
+    )
+    trainer = create_trainer(strategy)
+    trainer.setup(config)
+    batches = trainer.batches()
+    losses = []
+    for _ in range(steps):
+        trainer.train_step(next(batches))
+        losses.append(trainer.last_loss())
+    trainer.close()
+    return losses
+
+
+def test_dp_and_dp_loss_follow_the_single_device_losses_on_cpu():
+    reference = losses_in_process("dp")
+    assert reference[0] > reference[-1]  # it trains
+    assert losses_in_process("dp-loss") == pytest.approx(reference, rel=1e-6)
+
+
+def test_bf16_autocast_trains_on_cpu():
+    losses = losses_in_process("dp", precision="bf16", data_format="channels_last")
+    assert all(np.isfinite(losses))
+
+
+def run_state(tmp_path, name, strategy, gpus, batch, lr, device="cpu"):
+    path = tmp_path / f"{name}.npz"
+    done = mgbench(
+        "run", "--framework", "pytorch", "--strategy", strategy, "--gpus", str(gpus), "--model", "tiny",
+        "--batch-per-gpu", str(batch), "--steps", "1", "--lr", str(lr), "--device", device,
+        "--save-state", str(path), "--out", str(tmp_path / name),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    with np.load(path) as state:
+        return {k: state[k] for k in state.files}
+
+
+def max_difference(a, b):
+    return max(float(np.abs(a[k] - b[k]).max()) for k in a)
+
+
+@pytest.mark.slow
+def test_ddp_two_processes_equal_one_process_on_the_same_global_batch(tmp_path):
+    initial = run_state(tmp_path, "init", "ddp", 1, 8, 0.0)
+    single = run_state(tmp_path, "single", "ddp", 1, 8, 0.5)
+    double = run_state(tmp_path, "double", "ddp", 2, 4, 0.5)
+    moved = max_difference(single, initial)
+    assert moved > 1e-3
+    assert max_difference(single, double) < 1e-6 < moved
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel over 2 GPUs needs 2 CUDA devices")
+@pytest.mark.parametrize("strategy", ["dp", "dp-loss", "ddp"])
+def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path, strategy):
+    single = run_state(tmp_path, "single", strategy, 1, 8, 0.5, device="cuda")
+    double = run_state(tmp_path, "double", strategy, 2, 4, 0.5, device="cuda")
+    assert max_difference(single, double) < 1e-4

@@ -1,0 +1,58 @@
+"""Result rows: JSON round trip, pandas reads the file directly, scaling figures are derived right."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mgbench.common.config import RunConfig
+from mgbench.common.results import RunResult, append_result, read_results
+from mgbench.reports.summary import results_frame, write_summary
+
+
+def row(strategy, devices, images_per_sec, status="ok"):
+    config = RunConfig("pytorch", strategy, "resnet50", devices, "cuda", 32, 10)
+    if status != "ok":
+        return RunResult(config, status, error="boom\nsecond line")
+    return RunResult(
+        config,
+        "ok",
+        images_per_sec=images_per_sec,
+        images_per_sec_p10=images_per_sec * 0.9,
+        images_per_sec_p90=images_per_sec * 1.1,
+        warmup_steps=2,
+        warmup_seconds=1.0,
+        input_wait_fraction=0.1,
+        startup_seconds=3.0,
+        peak_memory_bytes=2**30,
+        step_seconds=[0.1, 0.1],
+    )
+
+
+def test_round_trip_and_pandas(tmp_path):
+    path = tmp_path / "results.jsonl"
+    rows = [row("ddp", 1, 100.0), row("ddp", 2, 190.0), row("dp", 2, 0, status="oom")]
+    for r in rows:
+        append_result(path, r)
+    assert [r.to_record() for r in read_results(path)] == [r.to_record() for r in rows]
+    frame = pd.read_json(path, lines=True)
+    assert list(frame["devices"]) == [1, 2, 2]
+    assert list(frame["status"]) == ["ok", "ok", "oom"]
+    assert frame.loc[1, "images_per_sec"] == 190.0
+    assert all(json.loads(line)["run_id"] for line in path.read_text().splitlines())
+
+
+def test_speedup_and_efficiency_per_strategy(tmp_path):
+    results = [row("ddp", 1, 100.0), row("ddp", 4, 360.0), row("dp", 1, 80.0), row("dp", 4, 120.0), row("dp-loss", 4, 0, "failed")]
+    frame = results_frame(results)
+    ddp4 = frame[(frame.strategy == "ddp") & (frame.devices == 4)].iloc[0]
+    dp4 = frame[(frame.strategy == "dp") & (frame.devices == 4)].iloc[0]
+    assert ddp4.speedup == pytest.approx(3.6) and ddp4.efficiency == pytest.approx(0.9)
+    assert dp4.speedup == pytest.approx(1.5) and dp4.efficiency == pytest.approx(0.375)
+    assert np.isnan(frame[frame.strategy == "dp-loss"].iloc[0].speedup)
+    write_summary(tmp_path, results)
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert len(summary) == 5
+    markdown = (tmp_path / "summary.md").read_text()
+    assert "3.60x" in markdown and "90%" in markdown and "failed: boom" in markdown

@@ -1,0 +1,72 @@
+"""Warm-up detection and steady-state statistics on series with a known answer."""
+
+import numpy as np
+import pytest
+
+from mgbench.common.timing import detect_warmup, summarise_steps
+
+
+def noisy(values, relative=0.01, seed=0):
+    rng = np.random.default_rng(seed)
+    values = np.asarray(values, dtype=float)
+    return values * (1 + rng.uniform(-relative, relative, size=len(values)))
+
+
+def test_slow_first_steps_are_the_warmup():
+    series = noisy([2.0, 0.5, 0.3] + [0.1] * 40)
+    warmup = detect_warmup(series)
+    assert (warmup.steps, warmup.detected) == (3, True)
+
+
+def test_no_warmup_when_flat():
+    assert detect_warmup(noisy([0.1] * 40)).steps == 0
+
+
+def test_gradual_decay_ends_where_steps_enter_tolerance():
+    decay = [0.2 - 0.01 * i for i in range(10)]  # 0.20 ... 0.11, all more than 5% above 0.1
+    warmup = detect_warmup(decay + [0.1] * 40)
+    assert (warmup.steps, warmup.detected) == (10, True)
+
+
+def test_single_spike_in_steady_state_does_not_extend_warmup():
+    series = [2.0, 0.5, 0.3] + [0.1] * 40
+    series[30] = 1.0
+    assert detect_warmup(series).steps == 3
+
+
+def test_noisy_flat_cpu_series_is_steady():
+    rng = np.random.default_rng(1)
+    series = [3.0] + list(0.1 * rng.lognormal(0, 0.15, size=60))
+    warmup = detect_warmup(series)
+    assert warmup.detected
+    assert 1 <= warmup.steps <= 5
+
+
+def test_series_that_never_settles_is_reported_as_such():
+    warmup = detect_warmup(list(np.linspace(0.1, 0.4, 40)))
+    assert not warmup.detected
+
+
+def test_too_few_steps_excludes_only_the_first():
+    warmup = detect_warmup([1.0, 0.1, 0.1, 0.1])
+    assert (warmup.steps, warmup.detected) == (1, False)
+
+
+def test_summary_figures():
+    steady = [0.1] * 10 + [0.104] * 5 + [0.096] * 5
+    steps = [1.0, 0.5] + steady
+    waits = [0.0, 0.0] + [0.01] * 10 + [0.02] * 10
+    stats = summarise_steps(steps, waits, global_batch=64)
+    assert stats.warmup_steps == 2
+    assert stats.warmup_seconds == pytest.approx(1.5)
+    assert stats.steady_steps == 20
+    assert stats.images_per_sec == pytest.approx(640.0)
+    assert stats.images_per_sec_p10 == pytest.approx(64 / 0.104)
+    assert stats.images_per_sec_p90 == pytest.approx(64 / 0.096)
+    assert stats.input_wait_fraction == pytest.approx(0.3 / sum(steady))
+    assert stats.train_seconds == pytest.approx(sum(steps))
+
+
+def test_summary_rejects_mismatched_series():
+    with pytest.raises(ValueError):
+        summarise_steps([0.1, 0.1], [0.0], global_batch=1)

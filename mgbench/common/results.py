@@ -48,6 +48,8 @@ class RunResult:
     train_seconds: float | None = None
     eval_seconds: float | None = None
     eval_metrics: dict[str, float] = field(default_factory=dict)
+    epoch_metrics: list[dict[str, float]] = field(default_factory=list)
+    """Per epoch on real data: epoch, train_loss, train_seconds, val_loss, val_auc, val_seconds."""
     final_loss: float | None = None
     peak_memory_bytes: int | None = None
     step_seconds: list[float] = field(default_factory=list)

@@ -9,6 +9,12 @@
 
 Autocast is thread-local; DataParallel runs replicas in worker threads, so the autocast region
 lives inside the replicated module's forward (`Autocasting`) rather than around the call.
+
+cuDNN autotuning (`cudnn.benchmark`) is on for `ddp` and off for the DataParallel strategies:
+PyTorch caches the tuned convolution plans per thread, and DataParallel starts new replica
+threads every step, so with autotuning every step re-tunes every convolution (measured on
+2x H200, ResNet-50 bf16 128/GPU: replica forward 1177 ms with autotuning, 82 ms without;
+BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -138,7 +144,7 @@ class TorchTrainer:
         self.use_cuda = config.device_kind == "cuda"
         if self.use_cuda and not torch.cuda.is_available():
             raise UsageError("CUDA devices were asked for but torch sees none")
-        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.benchmark = self.strategy == "ddp"
         self.devices = self._join_devices(config)
         self.device = self.devices[0]
         torch.manual_seed(config.seed)

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test env-%
+.PHONY: demo test browser env-%
 
 $(STAMP): pyproject.toml requirements/base.txt requirements/pytorch.txt requirements/dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ demo: $(STAMP)
 		--batch-per-gpu 8 --steps 30 --out $(DEMO_OUT)
 	@echo "report folder: $(DEMO_OUT)"
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -q
+
+## Headless Chromium for the report rendering test: installed with apt when missing and we are root.
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "chromium is missing: the report rendering test will skip"
 
 ## Per-framework environment, e.g. `make env-pytorch` (same as `mgbench setup pytorch`).
 env-%: $(STAMP)

@@ -10,7 +10,7 @@ from conftest import mgbench
 def test_help_lists_the_verbs():
     done = mgbench("--help")
     assert done.returncode == 0
-    for verb in ("compare", "run", "list", "env", "setup"):
+    for verb in ("compare", "run", "report", "list", "env", "setup"):
         assert verb in done.stdout
 
 

@@ -17,6 +17,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.orchestrator import RunFolder, plan_runs, run_compare
 from mgbench.common.results import RunResult, write_json_atomically
 from mgbench.frameworks import framework_spec
+from mgbench.reports.html import write_report
 from mgbench.reports.summary import print_summary, write_summary
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
@@ -92,5 +93,6 @@ def handle(args: argparse.Namespace) -> int:
     frame = write_summary(folder.root, results)
     title = f"{base.model} {base.precision} {base.data_format}, {args.scaling} scaling, {base.device_kind}"
     print_summary(frame, Console(), title)
-    console.print(f"results: {folder.results}\nsummary: {folder.root / 'summary.md'}")
+    report = write_report(folder.root)
+    console.print(f"results: {folder.results}\nsummary: {folder.root / 'summary.md'}\nreport: {report}")
     return 1 if any(r.status in FAILED for r in results) else 0

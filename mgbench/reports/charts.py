@@ -1,0 +1,68 @@
+"""Every chart of a run folder, written as PNGs into `charts/`, and what each shows.
+
+Which charts exist depends on what the folder holds: scaling needs two device counts,
+training curves need per-epoch metrics, a utilisation chart needs the run's trace. What a
+chart could not be drawn from is listed as a note for the report instead of failing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mgbench.reports.compare_charts import breakdown_chart, epoch_chart, scaling_chart, throughput_chart
+from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
+from mgbench.reports.runfolder import RunFolderData
+
+CHARTS_DIR = "charts"
+
+
+@dataclass(frozen=True)
+class Chart:
+    title: str
+    path: Path
+
+
+@dataclass
+class ChartSet:
+    compare: list[Chart] = field(default_factory=list)
+    runs: dict[str, list[Chart]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    """Per run id: why a chart of that run is missing."""
+
+
+def _has_epochs(value: object) -> bool:
+    return isinstance(value, list) and len(value) > 0
+
+
+def write_charts(data: RunFolderData, out_dir: Path) -> ChartSet:
+    """Draw what the folder supports; a folder with no successful run gets per-run notes only.
+
+    PNGs left in `out_dir` by an earlier report are removed first, so `charts/` always matches
+    the report next to it.
+    """
+    for stale in out_dir.glob("*.png"):
+        stale.unlink()
+    charts = ChartSet()
+    ok = data.frame[data.frame["status"] == "ok"]
+    if not ok.empty:
+        charts.compare.append(Chart("Throughput", throughput_chart(ok, out_dir / "throughput.png")))
+        if ok["devices"].nunique() > 1:
+            charts.compare.append(Chart("Scaling", scaling_chart(ok, out_dir / "scaling.png")))
+        charts.compare.append(Chart("Time breakdown", breakdown_chart(ok, out_dir / "breakdown.png")))
+        with_epochs = ok[ok["epoch_metrics"].map(_has_epochs)]
+        if not with_epochs.empty:
+            charts.compare.append(Chart("Training curves", epoch_chart(with_epochs, out_dir / "epochs.png")))
+    for _, row in data.frame.iterrows():
+        run_id = row["run_id"]
+        drawn, notes = [], []
+        trace = data.trace(run_id)
+        if trace is None:
+            notes.append("no utilisation trace in this folder")
+        else:
+            drawn.append(Chart("Utilisation", utilisation_chart(row, trace, out_dir / f"utilisation-{run_id}.png")))
+        if row["status"] == "ok" and len(row["step_seconds"]) > 0:
+            drawn.append(Chart("Throughput over steps", step_throughput_chart(row, out_dir / f"steps-{run_id}.png")))
+        charts.runs[run_id] = drawn
+        charts.notes[run_id] = notes
+    return charts

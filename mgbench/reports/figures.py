@@ -1,0 +1,54 @@
+"""Shared figure set-up for every chart: one size, one resolution, titles that say what ran.
+
+Figures are built with `matplotlib.figure.Figure` and saved through the Agg canvas, never
+through pyplot, so reports work headless and leave no global plotting state behind. A fixed
+size and dpi (no tight bounding box) makes every PNG the same, predictable pixel size.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+FIGSIZE_INCHES = (10.0, 5.6)
+DPI = 100
+PIXEL_SIZE = (int(FIGSIZE_INCHES[0] * DPI), int(FIGSIZE_INCHES[1] * DPI))
+"""(width, height) of every chart PNG."""
+
+
+def new_figure() -> Figure:
+    figure = Figure(figsize=FIGSIZE_INCHES, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def save(figure: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png", dpi=DPI)
+    return path
+
+
+def job_title(frame: pd.DataFrame) -> str:
+    """`model precision data-format`, shared by every run of a compare (several values joined)."""
+    parts = []
+    for column in ("model", "precision", "data_format"):
+        values = [str(v) for v in dict.fromkeys(frame[column].dropna())]
+        parts.append("/".join(values))
+    return " ".join(parts)
+
+
+def run_label(row: pd.Series) -> str:
+    """`framework strategy xN` for legends and axis ticks."""
+    return f"{row['framework']} {row['strategy']} x{int(row['devices'])}"
+
+
+def run_title(row: pd.Series) -> str:
+    kind = "GPU" if row["device_kind"] == "cuda" else "CPU device"
+    devices = int(row["devices"])
+    return (
+        f"{row['framework']} {row['strategy']}: {row['model']} {row['precision']}, "
+        f"{devices} {kind}{'s' if devices > 1 else ''}, global batch {int(row['global_batch'])}"
+    )

@@ -1,0 +1,185 @@
+"""`report.html`: one self-contained page per run folder (charts inlined, no external assets).
+
+The page is meant to be mailed or attached to a ticket and opened offline, so charts are
+embedded as base64 data URIs and the CSS is inline. Every value written into the page goes
+through `html.escape`: errors and commands come from subprocess output and may hold anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from mgbench.common.config import RunConfig
+from mgbench.reports.charts import CHARTS_DIR, Chart, ChartSet, write_charts
+from mgbench.reports.figures import job_title
+from mgbench.reports.runfolder import RunFolderData, load_run_folder
+from mgbench.reports.summary import display_table
+
+REPORT_FILE = "report.html"
+HOST_FIELDS = ("hostname", "platform", "python", "mgbench", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
+GPU_FIELDS = ("index", "name", "memory_total_mib", "sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz", "mem_clock_max_mhz")
+RUN_FIELDS = ("command", "interpreter", "started_at", "wall_seconds", "device_names", "parameters", "eval_metrics")
+CONFIG_FIELDS = tuple(RunConfig.__dataclass_fields__)
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto;
+       max-width: 1200px; padding: 0 1rem; color: #1d2430; line-height: 1.45; }
+h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
+h2 { border-bottom: 2px solid #d6dbe3; padding-bottom: 0.2rem; margin-top: 2.2rem; }
+h3 { margin-top: 1.6rem; }
+.meta { color: #5a6472; font-size: 0.9rem; }
+.meta code { word-break: break-all; }
+table { border-collapse: collapse; margin: 0.6rem 0; font-size: 0.9rem; }
+th, td { border: 1px solid #d6dbe3; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
+th { background: #eef1f5; }
+tr.ok td.status { color: #1a7f37; font-weight: 600; }
+tr.problem td { background: #fff4f2; }
+tr.problem td.status { color: #b42318; font-weight: 600; }
+table.summary td { white-space: nowrap; }
+table.summary td.status { white-space: normal; }
+td { overflow-wrap: anywhere; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.notes { background: #fff8e1; border-left: 4px solid #f2b600; padding: 0.5rem 1rem; }
+pre { background: #f6f8fa; border: 1px solid #d6dbe3; padding: 0.6rem; overflow-x: auto;
+      font-size: 0.8rem; max-height: 22rem; }
+figure { margin: 1rem 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #e3e7ee; }
+figcaption { color: #5a6472; font-size: 0.85rem; }
+section.run { border-top: 1px solid #e3e7ee; }
+"""
+NUMERIC_COLUMNS = {"devices", "images/sec", "p10-p90", "speedup", "efficiency", "input wait %", "start-up s", "peak mem GiB"}
+
+
+def _e(value: object) -> str:
+    """Escaped text; floats that hold a count (pandas turns int columns with gaps into float) print as ints."""
+    if isinstance(value, float):
+        value = int(value) if value.is_integer() else f"{value:.6g}"
+    return html.escape("" if value is None else str(value))
+
+
+def _table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    row_attrs: Iterable[str] | None = None,
+    css_class: str = "",
+) -> str:
+    """An escaped table; `row_attrs` holds each row's (already escaped) `<tr>` attributes."""
+    rows = list(rows)
+    attrs = list(row_attrs) if row_attrs is not None else [""] * len(rows)
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = []
+    for cells, attr in zip(rows, attrs):
+        tds = []
+        for name, cell in zip(header, cells):
+            cls = "num" if name in NUMERIC_COLUMNS else ("status" if name == "status" else "")
+            tds.append(f'<td class="{cls}">{_e(cell)}</td>' if cls else f"<td>{_e(cell)}</td>")
+        body.append(f"<tr{attr}>{''.join(tds)}</tr>")
+    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _is_blank(value: object) -> bool:
+    if isinstance(value, (list, dict, str)):
+        return len(value) == 0
+    return value is None or bool(pd.isna(value))
+
+
+def _key_values(pairs: Iterable[tuple[str, object]]) -> str:
+    return _table(("field", "value"), [(k, v) for k, v in pairs if not _is_blank(v)])
+
+
+def _image(chart: Chart) -> str:
+    encoded = base64.b64encode(chart.path.read_bytes()).decode("ascii")
+    return (
+        f'<figure><img alt="{_e(chart.title)}" src="data:image/png;base64,{encoded}">'
+        f"<figcaption>{_e(chart.title)} ({_e(CHARTS_DIR + '/' + chart.path.name)})</figcaption></figure>"
+    )
+
+
+def _summary_section(frame: pd.DataFrame) -> str:
+    shown = display_table(frame)
+    attrs = []
+    for _, row in frame.iterrows():
+        state = "ok" if row["status"] == "ok" else "problem"
+        attrs.append(f' id="row-{_e(row["run_id"])}" class="{state}" data-run-id="{_e(row["run_id"])}"')
+    return "<h2>Summary</h2>" + _table(list(shown.columns), shown.itertuples(index=False), attrs, "summary")
+
+
+def _environment_section(frame: pd.DataFrame) -> str:
+    """Each distinct host once (rows measured on the same machine share it), then framework versions."""
+    parts = ["<h2>Environment</h2>"]
+    hosts: dict[str, dict[str, Any]] = {}
+    for environment in frame["environment"]:
+        if isinstance(environment, dict) and environment:
+            hosts.setdefault(str(environment.get("hostname")), environment)
+    if not hosts:
+        parts.append("<p>No run recorded its environment (only successful runs do).</p>")
+    for environment in hosts.values():
+        parts.append(f"<h3>Host {_e(environment.get('hostname'))}</h3>")
+        parts.append(_key_values((name, environment.get(name)) for name in HOST_FIELDS))
+        gpus = environment.get("gpus") or []
+        if gpus:
+            parts.append(_table(GPU_FIELDS, [[gpu.get(name) for name in GPU_FIELDS] for gpu in gpus]))
+        else:
+            parts.append("<p>No NVIDIA GPU visible on this host: CPU devices stood in for GPUs.</p>")
+    versions = []
+    for _, row in frame.iterrows():
+        if isinstance(row["framework_versions"], dict) and row["framework_versions"]:
+            text = ", ".join(f"{k} {v}" for k, v in row["framework_versions"].items())
+            versions.append((row["framework"], row["strategy"], text, row["interpreter"]))
+    if versions:
+        parts.append("<h3>Framework versions</h3>")
+        parts.append(_table(("framework", "strategy", "versions", "interpreter"), dict.fromkeys(versions)))
+    return "".join(parts)
+
+
+def _run_section(row: pd.Series, charts: ChartSet) -> str:
+    run_id = row["run_id"]
+    parts = [f'<section class="run" id="run-{_e(run_id)}"><h3>{_e(run_id)}: {_e(row["status"])}</h3>']
+    if row["status"] != "ok" and row["error"]:
+        parts.append(f"<pre>{_e(row['error'])}</pre>")
+    config = [(name, row[name]) for name in CONFIG_FIELDS] + [("global_batch", row["global_batch"])]
+    parts.append(_key_values(config + [(name, row[name]) for name in RUN_FIELDS]))
+    parts.extend(_image(chart) for chart in charts.runs.get(run_id, []))
+    parts.extend(f'<p class="meta">{_e(note)}</p>' for note in charts.notes.get(run_id, []))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render_report(data: RunFolderData, charts: ChartSet) -> str:
+    title = f"mgbench report: {job_title(data.frame)}"
+    generated = datetime.now().strftime("%Y-%m-%d %H:%M")
+    parts = [
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>',
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="meta">Run folder <code>{_e(data.root.name)}</code>, {len(data.frame)} runs, report generated {generated}.',
+    ]
+    if data.command:
+        parts.append(f"<br>Command: <code>{_e(data.command)}</code>")
+    parts.append("</p>")
+    if data.notes:
+        parts.append('<div class="notes">' + "".join(f"<p>{_e(n)}</p>" for n in data.notes) + "</div>")
+    parts.append(_summary_section(data.frame))
+    if charts.compare:
+        parts.append("<h2>Charts</h2>" + "".join(_image(chart) for chart in charts.compare))
+    else:
+        parts.append("<h2>Charts</h2><p>No run finished successfully: nothing to compare.</p>")
+    parts.append(_environment_section(data.frame))
+    parts.append("<h2>Runs</h2>" + "".join(_run_section(row, charts) for _, row in data.frame.iterrows()))
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def write_report(root: Path) -> Path:
+    """Charts into `root/charts/`, then `root/report.html`; raises UsageError if `root` is no run folder."""
+    data = load_run_folder(root)
+    charts = write_charts(data, root / CHARTS_DIR)
+    path = root / REPORT_FILE
+    path.write_text(render_report(data, charts))
+    return path

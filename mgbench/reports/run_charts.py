@@ -1,0 +1,68 @@
+"""Charts of one run: device utilisation and memory over time, throughput over steps.
+
+These answer "what did the devices do during this run" (idle GPUs, one GPU working while the
+others wait, memory growth) and "when did it reach steady state" (the detected warm-up shaded).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+
+from mgbench.reports.figures import new_figure, run_title, save
+
+
+def _device_label(kind: str, device: object) -> str:
+    return "CPU (all cores)" if kind == "cpu" else f"GPU {device}"
+
+
+def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
+    """Top: utilisation % per device; bottom: memory used per device (dotted: its capacity)."""
+    figure = new_figure()
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    for (kind, device), samples in trace.groupby(["kind", "device"], sort=True):
+        label = _device_label(str(kind), device)
+        line = top.plot(samples["seconds"], samples["utilization_pct"], label=label, linewidth=1.2)[0]
+        bottom.plot(samples["seconds"], samples["memory_used_mib"] / 1024, label=label, color=line.get_color())
+        capacity = samples["memory_total_mib"].max() / 1024
+        bottom.axhline(capacity, color=line.get_color(), linestyle=":", linewidth=1)
+    kinds = set(trace["kind"])
+    what = "CPU" if kinds == {"cpu"} else "GPU"
+    top.set_ylabel(f"{what} utilisation %")
+    top.set_ylim(0, 105)
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    top.grid(alpha=0.3)
+    memory_what = "host memory" if kinds == {"cpu"} else "GPU memory"
+    bottom.set_ylabel(f"{memory_what} GiB")
+    bottom.set_xlabel("seconds since the run started (dotted: capacity)")
+    bottom.set_ylim(bottom=0)
+    bottom.grid(alpha=0.3)
+    figure.suptitle(f"Utilisation: {run_title(row)}")
+    return save(figure, path)
+
+
+def step_throughput_chart(row: pd.Series, path: Path) -> Path:
+    """Images/sec of every step, the detected warm-up shaded, the steady median as a line."""
+    seconds = np.asarray(row["step_seconds"], dtype=float)
+    rate = row["global_batch"] / seconds
+    steps = np.arange(1, len(seconds) + 1)
+    warmup = int(row["warmup_steps"] or 0)
+    figure = new_figure()
+    axes = figure.subplots()
+    axes.plot(steps, rate, marker=".", linewidth=1, label="images/sec per step")
+    if warmup:
+        detected = "detected" if row["warmup_detected"] else "not detected: run too short or never steady"
+        axes.axvspan(0.5, warmup + 0.5, color="tab:orange", alpha=0.2, label=f"warm-up, {warmup} steps ({detected})")
+    axes.axhline(row["images_per_sec"], color="tab:green", linestyle="--", label=f"steady median {row['images_per_sec']:.1f}")
+    axes.set_xlabel("step")
+    axes.set_ylabel("images/sec")
+    axes.set_ylim(bottom=0)
+    axes.set_xlim(0.5, len(steps) + 0.5)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right", fontsize="small")
+    axes.set_title(f"Throughput over steps: {run_title(row)}")
+    return save(figure, path)

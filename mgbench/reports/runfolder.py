@@ -1,0 +1,105 @@
+"""Read a run folder for reporting, tolerating whatever a real folder can look like.
+
+A folder may come from another machine, from a compare that was interrupted, or from runs
+that failed before writing a trace. Reports must still be built from what is there, so this
+module turns every gap into data the report can show (a planned run with no row becomes an
+`interrupted` row, an unreadable line is counted, a missing trace is `None`) instead of raising.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.monitor import TRACE_COLUMNS
+from mgbench.common.results import RESULTS_FILE, RunResult
+from mgbench.reports.summary import results_frame
+
+COMPARE_FILE = "compare.json"
+NOT_RUN_ERROR = "no result: the compare ended before this run finished"
+
+
+@dataclass
+class RunFolderData:
+    """Everything a report shows: one frame row per run (planned-but-missing runs included)."""
+
+    root: Path
+    results: list[RunResult]
+    frame: pd.DataFrame
+    command: str | None = None
+    unreadable_lines: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def trace(self, run_id: str) -> pd.DataFrame | None:
+        """The run's utilisation samples, or None when the file is missing, empty or malformed."""
+        path = self.root / "traces" / f"{run_id}.csv"
+        if not path.exists():
+            return None
+        try:
+            trace = pd.read_csv(path)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError):
+            return None
+        if trace.empty or not set(TRACE_COLUMNS) <= set(trace.columns):
+            return None
+        return trace
+
+
+def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:
+    """Rows of the results file; a line cut short by a copy, or not a result, is skipped and counted."""
+    records, results, unreadable = [], [], 0
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            results.append(RunResult.from_record(record))
+        except (json.JSONDecodeError, TypeError, AttributeError, UsageError):
+            unreadable += 1
+            continue
+        records.append(record)
+    return records, results, unreadable
+
+
+def _planned(root: Path) -> tuple[str | None, list[RunConfig]]:
+    path = root / COMPARE_FILE
+    if not path.exists():
+        return None, []
+    try:
+        recorded = json.loads(path.read_text())
+        return recorded.get("command"), [RunConfig.from_dict(c) for c in recorded.get("configs", [])]
+    except (json.JSONDecodeError, TypeError, UsageError):
+        return None, []
+
+
+def load_run_folder(root: Path) -> RunFolderData:
+    """The folder's results as a frame (speed-up and efficiency added) plus what the report notes.
+
+    Fields a row carries beyond `RunResult` (e.g. `communication_fraction` from an adapter that
+    measures it) are kept as extra columns, so charts can use them where they exist.
+    """
+    if not root.is_dir():
+        raise UsageError(f"run folder {root} does not exist")
+    results_path = root / RESULTS_FILE
+    if not results_path.is_file():
+        raise UsageError(f"{root} has no {RESULTS_FILE}: not a run folder (or no run has finished yet)")
+    records, results, unreadable = _read_rows(results_path)
+    if not results:
+        raise UsageError(f"{results_path} holds no readable result rows")
+    command, planned = _planned(root)
+    finished = {r.run_id for r in results}
+    missing = [RunResult(c, "interrupted", error=NOT_RUN_ERROR) for c in planned if c.run_id not in finished]
+    frame = results_frame(results + missing)
+    extra = pd.DataFrame(records).drop(columns=list(frame.columns), errors="ignore")
+    frame = frame.join(extra)
+    notes = []
+    if unreadable:
+        notes.append(f"{unreadable} line(s) of {RESULTS_FILE} could not be read and are left out.")
+    if missing:
+        notes.append(f"{len(missing)} planned run(s) have no result: the compare was interrupted or is still running.")
+    return RunFolderData(root, results + missing, frame, command, unreadable, notes)

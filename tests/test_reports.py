@@ -1,0 +1,264 @@
+"""Reports: charts from a fixture run folder, the self-contained HTML, Chromium rendering, partial folders."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import mgbench
+from mgbench.common.config import RunConfig
+from mgbench.common.monitor import TRACE_COLUMNS
+from mgbench.common.results import RunResult, append_result
+from mgbench.common.timing import summarise_steps
+from mgbench.reports.charts import write_charts
+from mgbench.reports.figures import PIXEL_SIZE
+from mgbench.reports.html import write_report
+from mgbench.reports.runfolder import load_run_folder
+
+ENVIRONMENT = {
+    "mgbench": "0.1.0",
+    "python": "3.11.9",
+    "platform": "Linux-6.8-x86_64",
+    "hostname": "gpu-box-7",
+    "cpu_count": 64,
+    "memory_total_gib": 503.5,
+    "driver": "550.54.15",
+    "cuda_driver": 12040,
+    "gpus": [
+        {"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "sm_clock_mhz": 1980,
+         "sm_clock_max_mhz": 1980, "mem_clock_mhz": 2619, "mem_clock_max_mhz": 2619}
+        for i in range(4)
+    ],
+}
+BASE = RunConfig(
+    framework="pytorch", strategy="ddp", model="densenet121", devices=1, device_kind="cuda",
+    batch_per_device=32, steps=40, precision="bf16",
+)
+
+
+def ok_result(config: RunConfig, step_seconds: float, epochs: list[dict] | None = None) -> RunResult:
+    """A successful row whose figures are derived from a step series the way the driver derives them."""
+    rng = np.random.default_rng(config.devices)
+    steps = [step_seconds * 8] * 3 + list(step_seconds * (1 + 0.01 * rng.standard_normal(config.steps - 3)))
+    waits = [s * 0.1 for s in steps]
+    stats = summarise_steps(steps, waits, config.global_batch)
+    return RunResult(
+        config, "ok", command="torchrun ...", interpreter="/env/bin/python", started_at="2025-01-01T00:00:00",
+        wall_seconds=60.0, environment=ENVIRONMENT, framework_versions={"torch": "2.5.1", "cuda": "12.4"},
+        device_names=[f"cuda:{i}" for i in range(config.devices)], parameters=6968206, startup_seconds=9.5,
+        warmup_steps=stats.warmup_steps, warmup_detected=stats.warmup_detected, warmup_seconds=stats.warmup_seconds,
+        steady_steps=stats.steady_steps, median_step_seconds=stats.median_step_seconds,
+        images_per_sec=stats.images_per_sec, images_per_sec_p10=stats.images_per_sec_p10,
+        images_per_sec_p90=stats.images_per_sec_p90, input_wait_fraction=stats.input_wait_fraction,
+        train_seconds=stats.train_seconds, epoch_metrics=epochs or [], peak_memory_bytes=40 * 2**30,
+        step_seconds=steps, input_wait_seconds=waits, losses=[1.0] * config.steps,
+    )
+
+
+def epochs(offset: float) -> list[dict]:
+    return [
+        {"epoch": e, "train_loss": 0.3 - 0.03 * e + offset, "val_loss": 0.32 - 0.02 * e + offset,
+         "val_auc": 0.7 + 0.03 * e - offset, "train_seconds": 100.0, "val_seconds": 10.0}
+        for e in range(1, 6)
+    ]
+
+
+def write_trace(folder: Path, run_id: str, gpus: int) -> None:
+    path = folder / "traces" / f"{run_id}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(TRACE_COLUMNS)
+        for tick in range(50):
+            for gpu in range(gpus):
+                writer.writerow([tick / 10, "gpu", gpu, min(100, 2 * tick + 10 * gpu), 1000 + 500 * tick, 81559, 1980, 2619])
+
+
+def fixture_folder(root: Path) -> tuple[Path, list[str]]:
+    """pytorch ddp on 1, 2 and 4 GPUs (epoch metrics, one with communication measured), dp crashed on 2."""
+    folder = root / "run"
+    results = folder / "results.jsonl"
+    run_ids = []
+    for devices, step in ((1, 0.20), (2, 0.21), (4, 0.23)):
+        config = BASE.with_changes(devices=devices)
+        result = ok_result(config, step, epochs(0.01 * devices) if devices in (1, 4) else None)
+        if devices == 4:
+            record = {**result.to_record(), "communication_fraction": 0.15}
+            with results.open("a") as handle:
+                handle.write(json.dumps(record) + "\n")
+        else:
+            append_result(results, result)
+        write_trace(folder, config.run_id, devices)
+        run_ids.append(config.run_id)
+    crashed = BASE.with_changes(strategy="dp", devices=2)
+    append_result(results, RunResult(crashed, "failed", error="exit code 1\nRuntimeError: NCCL <boom> & co"))
+    run_ids.append(crashed.run_id)
+    return folder, run_ids
+
+
+class DocumentScan(HTMLParser):
+    """Image sources, external references and the summary rows of a report page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[str] = []
+        self.external: list[str] = []
+        self.row_ids: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "img":
+            self.images.append(attributes.get("src") or "")
+        if tag in ("link", "script") or (tag != "img" and attributes.get("src")):
+            self.external.append(tag)
+        if tag == "tr" and attributes.get("data-run-id"):
+            self.row_ids.append(attributes["data-run-id"])
+
+
+def scan(text: str) -> DocumentScan:
+    parser = DocumentScan()
+    parser.feed(text)
+    return parser
+
+
+def test_charts_are_pngs_of_the_expected_size(tmp_path):
+    folder, run_ids = fixture_folder(tmp_path)
+    charts = write_charts(load_run_folder(folder), folder / "charts")
+    names = {chart.path.name for chart in charts.compare}
+    assert names == {"throughput.png", "scaling.png", "breakdown.png", "epochs.png"}
+    ok_ids = run_ids[:3]
+    for run_id in ok_ids:
+        assert {c.path.name for c in charts.runs[run_id]} == {f"utilisation-{run_id}.png", f"steps-{run_id}.png"}
+    failed = run_ids[3]
+    assert charts.runs[failed] == [] and charts.notes[failed] == ["no utilisation trace in this folder"]
+    written = sorted((folder / "charts").glob("*.png"))
+    assert len(written) == 4 + 2 * len(ok_ids)
+    for path in written:
+        with Image.open(path) as image:
+            assert image.format == "PNG" and image.size == PIXEL_SIZE, path.name
+            assert np.unique(np.asarray(image.convert("L"))).size > 20, f"{path.name} looks blank"
+
+
+def test_folder_keeps_extra_fields_and_derives_scaling(tmp_path):
+    folder, run_ids = fixture_folder(tmp_path)
+    frame = load_run_folder(folder).frame.set_index("run_id")
+    assert frame.loc[run_ids[2], "communication_fraction"] == 0.15
+    assert np.isnan(frame.loc[run_ids[0], "communication_fraction"])
+    one, four = frame.loc[run_ids[0]], frame.loc[run_ids[2]]
+    assert four["speedup"] == pytest.approx(four["images_per_sec"] / one["images_per_sec"])
+    assert four["efficiency"] == pytest.approx(four["speedup"] / 4)
+
+
+def test_report_is_self_contained_with_environment_configs_and_errors(tmp_path):
+    folder, run_ids = fixture_folder(tmp_path)
+    text = write_report(folder).read_text()
+    page = scan(text)
+    assert page.row_ids == run_ids
+    assert page.external == []
+    assert len(page.images) == 4 + 2 * 3
+    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+    for expected in ("NVIDIA H100 80GB HBM3", "550.54.15", "1980", "torch 2.5.1", "bf16", "densenet121"):
+        assert expected in text
+    assert "RuntimeError: NCCL &lt;boom&gt; &amp; co" in text and "<boom>" not in text
+    assert text.count('<section class="run"') == len(run_ids)
+
+
+def chromium_or_skip() -> str:
+    binary = shutil.which("chromium")
+    if binary is None:
+        pytest.skip("Debian chromium is not installed (make test installs it when run as root)")
+    return binary
+
+
+def chromium(binary: str, *args: str) -> subprocess.CompletedProcess:
+    profile = tempfile.mkdtemp(prefix="mgbench-chromium-")
+    try:
+        return subprocess.run(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", *args],
+            capture_output=True, text=True, timeout=120,
+        )
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_report_renders_in_headless_chromium_with_every_run_row(tmp_path):
+    binary = chromium_or_skip()
+    folder, run_ids = fixture_folder(tmp_path)
+    report = write_report(folder)
+    dom = chromium(binary, "--dump-dom", report.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    rendered = scan(dom.stdout)
+    assert rendered.row_ids == run_ids
+    assert len(rendered.images) == 4 + 2 * 3
+    screenshot = tmp_path / "report.png"
+    shot = chromium(binary, f"--screenshot={screenshot}", "--window-size=1400,2000", report.as_uri())
+    assert screenshot.exists(), shot.stderr[-2000:]
+    with Image.open(screenshot) as image:
+        assert image.size == (1400, 2000)
+        assert np.unique(np.asarray(image.convert("L"))).size > 20
+
+
+def test_missing_traces_failed_runs_and_an_interrupted_compare_still_report(tmp_path):
+    folder = tmp_path / "partial"
+    planned = [BASE.with_changes(strategy=s) for s in ("ddp", "dp", "dp-loss")]
+    (folder / "traces").mkdir(parents=True)
+    (folder / "compare.json").write_text(json.dumps({"command": "mgbench compare ...", "configs": [c.to_dict() for c in planned]}))
+    append_result(folder / "results.jsonl", ok_result(planned[0], 0.2))
+    append_result(folder / "results.jsonl", RunResult(planned[1], "oom", error="CUDA out of memory"))
+    with (folder / "results.jsonl").open("a") as handle:
+        handle.write('{"framework": "pytorch", "strat')
+    (folder / "traces" / f"{planned[1].run_id}.csv").write_text("")
+    text = write_report(folder).read_text()
+    page = scan(text)
+    assert page.row_ids == [c.run_id for c in planned]
+    assert "interrupted" in text and "1 line(s) of results.jsonl could not be read" in text
+    assert "no utilisation trace in this folder" in text
+    names = sorted(p.name for p in (folder / "charts").glob("*.png"))
+    assert names == ["breakdown.png", f"steps-{planned[0].run_id}.png", "throughput.png"]
+
+
+def test_report_usage_errors_are_one_line(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    blank = tmp_path / "blank"
+    blank.mkdir()
+    (blank / "results.jsonl").write_text("\n")
+    for folder, message in ((tmp_path / "nope", "does not exist"), (empty, "has no results.jsonl"), (blank, "no readable")):
+        done = mgbench("report", str(folder))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and message in done.stderr and done.stderr.startswith("mgbench: error:")
+
+
+def test_compare_writes_a_report_and_report_rebuilds_it_on_a_copied_folder(tmp_path):
+    out = tmp_path / "compare"
+    done = mgbench(
+        "compare", "--frameworks", "fake", "--strategies", "steady,crash", "--gpus", "2",
+        "--model", "tiny", "--steps", "12", "--timeout", "30", "--out", str(out),
+    )
+    assert done.returncode == 1, done.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    page = scan((out / "report.html").read_text())
+    assert page.row_ids == [row["run_id"] for row in rows] and len(rows) == 4
+    assert (out / "charts" / "throughput.png").exists() and (out / "charts" / "scaling.png").exists()
+    copied = tmp_path / "elsewhere"
+    shutil.copytree(out, copied)
+    shutil.rmtree(copied / "traces")
+    (copied / "report.html").unlink()
+    rebuilt = mgbench("report", str(copied))
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert Path(rebuilt.stdout.strip()) == copied / "report.html"
+    text = (copied / "report.html").read_text()
+    assert scan(text).row_ids == page.row_ids
+    assert "no utilisation trace in this folder" in text
+    assert not list((copied / "charts").glob("utilisation-*.png"))

@@ -5,7 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test browser env-%
+VENVS := .venvs
+## Framework environments `make test` builds first (each rebuilt only when its requirements change).
+TEST_ENVS := gluon chainer
+
+.PHONY: demo test browser env-% mpi
 
 $(STAMP): pyproject.toml requirements/base.txt requirements/pytorch.txt requirements/dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +23,7 @@ demo: $(STAMP)
 		--batch-per-gpu 8 --steps 30 --out $(DEMO_OUT)
 	@echo "report folder: $(DEMO_OUT)"
 
-test: $(STAMP) browser
+test: $(STAMP) browser $(TEST_ENVS:%=$(VENVS)/%/.installed)
 	$(PY) -m pytest -q
 
 ## Headless Chromium for the report rendering test: installed with apt when missing and we are root.
@@ -29,5 +33,18 @@ browser:
 		|| echo "chromium is missing: the report rendering test will skip"
 
 ## Per-framework environment, e.g. `make env-pytorch` (same as `mgbench setup pytorch`).
-env-%: $(STAMP)
+env-%: $(VENVS)/%/.installed
+	@echo "$*: $(VENVS)/$*/bin/python"
+
+$(VENVS)/%/.installed: requirements/%.txt pyproject.toml | $(STAMP)
 	$(VENV)/bin/mgbench setup $*
+	touch $@
+
+$(VENVS)/chainer/.installed: requirements/chainer-build-constraints.txt | mpi
+
+## ChainerMN needs an MPI (mpi4py links it, mpiexec launches the processes): Debian's Open MPI,
+## installed when mpiexec is missing and we are root; otherwise the chainer tests skip, saying why.
+mpi:
+	@command -v mpiexec >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev; } || \
+		echo "warning: no mpiexec and cannot apt-get install openmpi-bin libopenmpi-dev: chainer runs will be skipped"

@@ -1,7 +1,8 @@
 """`mgbench run`: one framework, one strategy, one device count.
 
 Two ways in. A user names the run with flags; a multi-process strategy is then started under
-its launcher (torchrun, mpiexec, horovodrun) exactly as `compare` would. A launcher (or
+its launcher (torchrun, mpiexec, horovodrun) exactly as `compare` would, and so is a run whose
+framework has its own environment (`.venvs/<env>`) other than this interpreter. A launcher (or
 `compare`) starts it with `--config FILE`; the run then happens in this process, and the
 primary rank writes the result to `--result-file`.
 """
@@ -9,6 +10,7 @@ primary rank writes the result to `--result-file`.
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -18,10 +20,10 @@ from mgbench.cli.options import add_job_options, base_config
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.driver import run_training
-from mgbench.common.launch import launched_by_launcher
+from mgbench.common.launch import environment_python, launched_by_launcher
 from mgbench.common.orchestrator import RunFolder, execute_run
 from mgbench.common.results import append_result, write_json_atomically
-from mgbench.frameworks import create_trainer, framework_spec
+from mgbench.frameworks import FrameworkSpec, create_trainer, framework_spec
 from mgbench.reports.summary import print_summary, results_frame
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
@@ -49,10 +51,23 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
     return config
 
 
+def in_other_environment(spec: FrameworkSpec) -> bool:
+    """True where the framework has its own environment and this interpreter is not in it."""
+    own = environment_python(spec)
+    return own.exists() and Path(sys.prefix).resolve() != own.parents[1].resolve()
+
+
+def needs_own_process(config: RunConfig, from_flags: bool) -> bool:
+    """Whether the run must be started as `compare` starts it (launcher, environment), not here."""
+    spec = framework_spec(config.framework)
+    if spec.strategy(config.strategy).launcher != "inprocess":
+        return not launched_by_launcher()
+    return from_flags and in_other_environment(spec)
+
+
 def handle(args: argparse.Namespace) -> int:
     config = RunConfig.from_json(args.config.read_text()) if args.config else config_from_flags(args)
-    strategy = framework_spec(config.framework).strategy(config.strategy)
-    if strategy.launcher != "inprocess" and not launched_by_launcher():
+    if needs_own_process(config, from_flags=args.config is None):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = RunFolder(args.out or Path("runs") / f"{stamp}-{config.run_id}")
         result = execute_run(config, folder, args.timeout, args.save_state)

@@ -3,11 +3,17 @@
 Frameworks pin incompatible stacks (MXNet and Chainer need numpy 1.23, TensorFlow and torch
 want numpy 2), so each can get `.venvs/<env>` built from `requirements/<env>.txt` plus mgbench
 itself. Checks run in the framework's interpreter, by import spec only, never importing it.
+
+An environment whose sdists need pinned build tools (Chainer's setup.py needs an old setuptools)
+gets them from `requirements/<env>-build-constraints.txt`. Built wheels land in pip's wheel
+cache, so rebuilding an environment does not build them again.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -50,6 +56,7 @@ def inspect_installation(spec: FrameworkSpec) -> Installation:
     except (subprocess.SubprocessError, OSError, ValueError):
         return Installation(interpreter, False, {}, list(spec.import_names))
     missing = [name for name, ok in probe["found"].items() if not ok]
+    missing += [command for command in spec.required_commands if shutil.which(command) is None]
     return Installation(interpreter, not missing, probe["versions"], missing)
 
 
@@ -57,19 +64,42 @@ def requirements_file(spec: FrameworkSpec) -> Path:
     return project_root() / "requirements" / f"{spec.environment}.txt"
 
 
+def build_constraints_file(spec: FrameworkSpec) -> Path:
+    return project_root() / "requirements" / f"{spec.environment}-build-constraints.txt"
+
+
+def pip_environment(spec: FrameworkSpec) -> dict[str, str]:
+    """pip's environment: build constraints where the framework has them.
+
+    pip before 25.3 applies PIP_CONSTRAINT inside its isolated build environments (and to the
+    install itself); 25.3 and later read PIP_BUILD_CONSTRAINT for builds. Both are set so that
+    whichever pip the new environment has, the sdists build with the pinned tools.
+    """
+    env = dict(os.environ)
+    constraints = build_constraints_file(spec)
+    if constraints.exists():
+        env["PIP_CONSTRAINT"] = env["PIP_BUILD_CONSTRAINT"] = str(constraints)
+    return env
+
+
 def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
-    """Build `.venvs/<env>` from the requirements file plus mgbench; returns its interpreter."""
+    """Build `.venvs/<env>` from the requirements file plus mgbench; returns its interpreter.
+
+    The requirements and mgbench are installed in one pip call, so mgbench's own dependencies
+    are resolved against the framework's pins (numpy 1.23.5 stays numpy 1.23.5).
+    """
     requirements = requirements_file(spec)
     if not requirements.exists():
         raise UsageError(f"no requirements file for {spec.name}: {requirements}")
     target = venvs_dir() / spec.environment
+    interpreter = str(environment_python(spec))
     steps = [
         [python or sys.executable, "-m", "venv", str(target)],
-        [str(environment_python(spec)), "-m", "pip", "install", "-r", str(requirements)],
-        [str(environment_python(spec)), "-m", "pip", "install", "-e", str(project_root())],
+        [interpreter, "-m", "pip", "install", "-r", str(requirements), "-e", str(project_root())],
     ]
+    env = pip_environment(spec)
     for step in steps:
         print("$", " ".join(step), file=sys.stderr, flush=True)
-        if subprocess.run(step).returncode != 0:
+        if subprocess.run(step, env=env).returncode != 0:
             raise UsageError(f"setting up {spec.name} failed at: {' '.join(step)}")
     return environment_python(spec)

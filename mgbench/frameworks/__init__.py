@@ -37,6 +37,8 @@ class FrameworkSpec:
     environment: str
     """Name of the virtual environment under `.venvs/` and of `requirements/<environment>.txt`."""
     install_hint: str
+    required_commands: tuple[str, ...] = ()
+    """Programs the strategies need on PATH besides the Python packages (e.g. `mpiexec`)."""
 
     def strategy(self, name: str) -> StrategySpec:
         for strategy in self.strategies:
@@ -73,7 +75,44 @@ PYTORCH = FrameworkSpec(
     install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
 )
 
-BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH,)
+GLUON = FrameworkSpec(
+    name="gluon",
+    module="mgbench.frameworks.gluon",
+    strategies=(
+        StrategySpec(
+            "device",
+            "inprocess",
+            "one process drives every device; gluon.Trainer sums gradients through kvstore 'device'",
+        ),
+        StrategySpec(
+            "nccl",
+            "inprocess",
+            "as 'device', with gradients summed through kvstore 'nccl'",
+            cpu_multi_device_note="the NCCL kvstore exchanges between CUDA devices only",
+        ),
+    ),
+    import_names=("mxnet",),
+    environment="gluon",
+    install_hint="make env-gluon (Python <= 3.11; MXNet 1.9.1 is CPU-only from PyPI)",
+)
+
+CHAINER = FrameworkSpec(
+    name="chainer",
+    module="mgbench.frameworks.chainer",
+    strategies=(
+        StrategySpec(
+            "chainermn",
+            "mpirun",
+            "ChainerMN, one MPI process per device: pure_nccl communicator on GPU, naive (MPI) on CPU",
+        ),
+    ),
+    import_names=("chainer", "chainermn", "mpi4py"),
+    environment="chainer",
+    install_hint="make env-chainer (needs mpiexec: apt-get install openmpi-bin libopenmpi-dev)",
+    required_commands=("mpiexec",),
+)
+
+BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, GLUON, CHAINER)
 
 
 def registered() -> dict[str, FrameworkSpec]:

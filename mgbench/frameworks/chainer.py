@@ -1,0 +1,184 @@
+"""Chainer adapter: ChainerMN data parallelism, one MPI process per device under mpiexec.
+
+- On GPU the `pure_nccl` communicator all-reduces gradients with NCCL; on CPU the `naive`
+  communicator does it over MPI, so `--gpus N` without GPUs means N MPI processes sharing the
+  host's cores.
+- Every process computes the mean loss of its own shard; ChainerMN's multi-node optimizer
+  averages the gradients over processes, which equals the gradient of the mean loss over the
+  global batch because the shards are equal.
+- ChainerMN's multi-node optimizer spends its first `update()` broadcasting rank 0's weights
+  instead of updating. `setup` does that broadcast itself and lets the optimizer record the
+  parameter set, so every timed step is a real training step.
+
+Chainer is imported after `chainer_compat.apply()`, which lets Chainer 7.8.1 run on numpy 2
+(needed by CuPy 14 on GPU machines); on numpy 1.23 it does nothing. CuPy 14 has no cuDNN
+module: Chainer then runs without cuDNN, and `framework_versions` says so.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from itertools import cycle
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from mgbench.frameworks import chainer_compat
+
+NUMPY_PATCHES = chainer_compat.apply()
+
+import chainer  # noqa: E402
+import chainer.functions as F  # noqa: E402
+import chainermn  # noqa: E402
+import mpi4py  # noqa: E402
+from mpi4py import MPI  # noqa: E402
+
+from mgbench.common.config import MOMENTUM, RunConfig  # noqa: E402
+from mgbench.common.errors import UsageError  # noqa: E402
+from mgbench.common.models import ModelSpec  # noqa: E402
+from mgbench.common.protocol import ModelInfo, Placement  # noqa: E402
+from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool  # noqa: E402
+from mgbench.frameworks.chainer_models import build_model, parameter_count  # noqa: E402
+
+COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}
+
+
+def loss_function(spec: ModelSpec):
+    """Mean softmax cross-entropy, or (CheXNet) sigmoid cross-entropy averaged over every output."""
+    if spec.loss == "sigmoid":
+        return lambda logits, targets: F.sigmoid_cross_entropy(logits, targets, normalize=True)
+    return F.softmax_cross_entropy
+
+
+def cudnn_state() -> str:
+    """Whether Chainer uses cuDNN, and why not when it does not."""
+    cuda = chainer.backends.cuda
+    if cuda.cudnn_enabled:
+        return str(cuda.cuda.cudnn.getVersion())
+    return f"not used ({getattr(cuda, '_resolution_error', None) or 'cuDNN disabled'})"
+
+
+class ChainerTrainer:
+    def __init__(self, strategy: str):
+        if strategy != "chainermn":
+            raise UsageError(f"the chainer adapter has no strategy {strategy!r}")
+        self.strategy = strategy
+        self._placement = Placement(rank=0, world_size=1)
+
+    @property
+    def placement(self) -> Placement:
+        return self._placement
+
+    def setup(self, config: RunConfig) -> ModelInfo:
+        if config.precision != "fp32":
+            raise UsageError(f"the chainer adapter trains in fp32 only, not {config.precision}")
+        if config.data_format != "channels_first":
+            raise UsageError("the chainer adapter supports channels_first (NCHW) only")
+        self.config = config
+        self.use_cuda = config.device_kind == "cuda"
+        self.comm = chainermn.create_communicator(COMMUNICATORS[config.device_kind])
+        if self.comm.size != config.devices:
+            raise UsageError(f"chainermn was launched with {self.comm.size} processes for {config.devices} devices")
+        self.device = self._join_device()
+        np.random.seed(config.seed)
+        self.model = build_model(config.spec)
+        self.model.to_device(self.device)
+        self.lossfun = loss_function(config.spec)
+        optimizer = chainer.optimizers.MomentumSGD(lr=config.learning_rate, momentum=MOMENTUM)
+        self.optimizer = chainermn.create_multi_node_optimizer(optimizer, self.comm)
+        self.optimizer.setup(self.model)
+        self.comm.bcast_data(self.model)
+        self.optimizer.is_changed(self.model)
+        self._loss = 0.0
+        return ModelInfo(parameters=parameter_count(self.model))
+
+    def _join_device(self) -> chainer.backend.Device:
+        if self.use_cuda:
+            device = chainer.get_device(f"@cupy:{self.comm.intra_rank}")
+            device.use()
+            chainer.global_config.use_cudnn = "auto" if chainer.backends.cuda.cudnn_enabled else "never"
+            import cupy
+
+            name = cupy.cuda.runtime.getDeviceProperties(self.comm.intra_rank)["name"]
+            names = [name.decode() if isinstance(name, bytes) else str(name)]
+        else:
+            device = chainer.get_device("@numpy")
+            names = [f"cpu ({os.environ.get('OMP_NUM_THREADS', os.cpu_count())} threads)"]
+        self._placement = Placement(rank=self.comm.rank, world_size=self.comm.size, device_names=names)
+        return device
+
+    def _shard(self) -> Shard:
+        return Shard.of_rank(self._placement.rank, self._placement.world_size, self.config.global_batch)
+
+    def _to_device(self, batch: tuple[np.ndarray, np.ndarray]) -> tuple[Any, Any]:
+        images, labels = batch
+        return self.device.send(images), self.device.send(labels.astype(np.int32))
+
+    def batches(self) -> Iterator[Any]:
+        if self.config.dataset != "synthetic":
+            raise UsageError(f"the chainer adapter cannot read dataset {self.config.dataset!r}")
+        pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
+        if self.config.data_on_device or not self.use_cuda:
+            return cycle([self._to_device(batch) for batch in pool])
+        return (self._to_device(batch) for batch in cycle(pool))
+
+    def train_step(self, batch: tuple[Any, Any]) -> None:
+        images, labels = batch
+        loss = self.lossfun(self.model(images), labels)
+        self.model.cleargrads()
+        loss.backward()
+        self.optimizer.update()
+        self._loss = loss.array
+
+    def synchronize(self) -> None:
+        if self.use_cuda:
+            self.device.device.synchronize()
+
+    def _global_mean(self, value: Any) -> float:
+        return self.comm.allreduce_obj(float(value)) / self.comm.size
+
+    def last_loss(self) -> float:
+        return self._global_mean(self._loss)
+
+    def evaluate(self) -> dict[str, float]:
+        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
+        images, labels = self._to_device(batch)
+        with chainer.using_config("train", False), chainer.no_backprop_mode():
+            loss = self.lossfun(self.model(images), labels)
+        return {"loss": self._global_mean(loss.array)}
+
+    def peak_memory_bytes(self) -> int | None:
+        if self.use_cuda:
+            return None
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def framework_versions(self) -> dict[str, str]:
+        versions = {
+            "chainer": chainer.__version__,
+            "numpy": np.__version__,
+            "mpi4py": mpi4py.__version__,
+            "mpi": MPI.Get_library_version().splitlines()[0].strip(),
+            "communicator": COMMUNICATORS[self.config.device_kind],
+        }
+        if NUMPY_PATCHES:
+            versions["numpy_compat"] = "restored " + ", ".join(NUMPY_PATCHES)
+        if self.use_cuda:
+            import cupy
+
+            versions["cupy"] = cupy.__version__
+            versions["cudnn"] = cudnn_state()
+        return versions
+
+    def save_state(self, path: Path) -> None:
+        cpu = chainer.get_device("@numpy")
+        arrays = {name.lstrip("/"): cpu.send(param.array) for name, param in self.model.namedparams()}
+        np.savez(path, **arrays)
+
+    def close(self) -> None:
+        self.comm.mpi_comm.Barrier()
+
+
+def create_trainer(strategy: str) -> ChainerTrainer:
+    return ChainerTrainer(strategy)

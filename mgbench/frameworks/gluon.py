@@ -1,0 +1,227 @@
+"""Gluon (MXNet 1.9) adapter: one process drives every device; the kvstore sums the gradients.
+
+- `device`: gluon.Trainer with kvstore 'device' (gradients summed on the devices).
+- `nccl`: the same with kvstore 'nccl' (CUDA devices only).
+
+A step: `split_and_load` puts each device's slice of the global batch on it; forward and loss
+run per device under `autograd.record`, and each device keeps its own per-sample losses
+(nothing is gathered to one device); backward runs on every device; `trainer.step(global_batch)`
+sums the devices' gradients through the kvstore and rescales them by 1 / global batch. Because
+backward starts from per-sample losses (summed), that is the gradient of the mean loss over the
+global batch: what one device computes on the whole batch.
+
+Without GPUs, N `mx.cpu(i)` contexts stand in for N devices in one process (they share the
+host's cores). MXNet 1.9.1 from PyPI is a CPU build; GPU runs need a CUDA build of MXNet.
+
+Models come from the Gluon model zoo, with two changes that do not alter them at their native
+input size: the fixed-size final average pooling (7x7 in DenseNet, 8x8 in Inception-v3) becomes
+a global average pooling, so `--image-size` works; and ResNet-50 v1's 1x1 convolutions carry
+biases right before batch-norm, which cancels them, so those 18,880 biases stay at zero and are
+not trained (the trainable count is then torchvision's 25,557,032). Gluon's ResNet-50 v1 strides
+in the first 1x1 convolution of a down-sampling block; torchvision's (v1.5) in the 3x3.
+"""
+
+from __future__ import annotations
+
+import resource
+from itertools import cycle
+from pathlib import Path
+from typing import Any, Iterator
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+from mxnet.gluon import nn
+from mxnet.gluon.model_zoo import vision
+
+from mgbench.common.config import MOMENTUM, RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.models import ModelSpec
+from mgbench.common.protocol import ModelInfo, Placement
+from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+
+KVSTORES = {"device": "device", "nccl": "nccl"}
+RESNET_BIAS_BEFORE_BATCHNORM = "resnet50"
+
+
+def _tiny(num_classes: int) -> nn.HybridSequential:
+    net = nn.HybridSequential()
+    net.add(
+        nn.Conv2D(16, 3, padding=1, in_channels=3, activation="relu"),
+        nn.MaxPool2D(2),
+        nn.Conv2D(32, 3, padding=1, in_channels=16, activation="relu"),
+        nn.GlobalAvgPool2D(),
+        nn.Flatten(),
+        nn.Dense(num_classes, in_units=32),
+    )
+    return net
+
+
+def _with_global_pooling(net: gluon.HybridBlock) -> gluon.HybridBlock:
+    """Replace the model zoo's fixed-size final average pooling by a global one (same at native size)."""
+    blocks = [nn.GlobalAvgPool2D() if isinstance(block, nn.AvgPool2D) else block for block in net.features]
+    features = nn.HybridSequential(prefix=net.features.prefix)
+    features.add(*blocks)
+    net.features = features
+    return net
+
+
+def build_model(spec: ModelSpec) -> gluon.HybridBlock:
+    """The model zoo architecture for a catalogue entry (random weights: nothing is downloaded)."""
+    if spec.name == "densenet121":
+        return _with_global_pooling(vision.densenet121(classes=spec.num_classes))
+    if spec.name == "resnet50":
+        return vision.resnet50_v1(classes=spec.num_classes)
+    if spec.name == "inception_v3":
+        return _with_global_pooling(vision.inception_v3(classes=spec.num_classes))
+    if spec.name == "tiny":
+        return _tiny(spec.num_classes)
+    raise UsageError(f"the gluon adapter has no model {spec.name!r}")
+
+
+def freeze_biases_before_batchnorm(net: gluon.Block) -> None:
+    """Keep convolution biases at their zero initialisation (batch-norm right after cancels them)."""
+
+    def freeze(block: gluon.Block) -> None:
+        if isinstance(block, nn.Conv2D) and block.bias is not None:
+            block.bias.grad_req = "null"
+
+    net.apply(freeze)
+
+
+def build_loss(spec: ModelSpec) -> gluon.loss.Loss:
+    """Per-sample losses; the sigmoid loss averages each sample's 14 outputs, like BCEWithLogits."""
+    if spec.loss == "sigmoid":
+        return gluon.loss.SigmoidBinaryCrossEntropyLoss()
+    return gluon.loss.SoftmaxCrossEntropyLoss()
+
+
+def trainable(net: gluon.Block) -> dict[str, gluon.Parameter]:
+    return {name: p for name, p in net.collect_params().items() if p.grad_req != "null"}
+
+
+class GluonTrainer:
+    def __init__(self, strategy: str):
+        if strategy not in KVSTORES:
+            raise UsageError(f"the gluon adapter has no strategy {strategy!r}")
+        self.strategy = strategy
+        self._placement = Placement(rank=0, world_size=1)
+
+    @property
+    def placement(self) -> Placement:
+        return self._placement
+
+    def setup(self, config: RunConfig) -> ModelInfo:
+        if config.precision != "fp32":
+            raise UsageError(f"the gluon adapter trains in fp32 only, not {config.precision}")
+        if config.data_format != "channels_first":
+            raise UsageError("the gluon adapter supports channels_first (NCHW) only")
+        self.config = config
+        self.use_cuda = config.device_kind == "cuda"
+        self.contexts = self._contexts(config)
+        mx.random.seed(config.seed)
+        net = build_model(config.spec)
+        if config.spec.name == RESNET_BIAS_BEFORE_BATCHNORM:
+            freeze_biases_before_batchnorm(net)
+        net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=self.contexts)
+        size = config.input_size
+        net(mx.nd.zeros((1, 3, size, size), ctx=self.contexts[0]))
+        net.hybridize(static_alloc=True, static_shape=True)
+        self.net = net
+        self.loss_fn = build_loss(config.spec)
+        self.trainer = gluon.Trainer(
+            trainable(net),
+            "sgd",
+            {"learning_rate": config.learning_rate, "momentum": MOMENTUM, "wd": 0.0},
+            kvstore=KVSTORES[self.strategy],
+        )
+        self._losses: list[mx.nd.NDArray] = []
+        return ModelInfo(parameters=sum(p.data(self.contexts[0]).size for p in trainable(net).values()))
+
+    def _contexts(self, config: RunConfig) -> list[mx.Context]:
+        if self.use_cuda:
+            visible = mx.context.num_gpus()
+            if config.devices > visible:
+                raise UsageError(f"{config.devices} GPUs asked for, this MXNet build sees {visible}")
+            contexts = [mx.gpu(i) for i in range(config.devices)]
+        else:
+            contexts = [mx.cpu(i) for i in range(config.devices)]
+        self._placement = Placement(rank=0, world_size=1, device_names=[str(c) for c in contexts])
+        return contexts
+
+    def _host_arrays(self, batch: tuple[np.ndarray, np.ndarray]) -> tuple[mx.nd.NDArray, mx.nd.NDArray]:
+        images, labels = batch
+        return mx.nd.array(images), mx.nd.array(labels.astype(np.float32))
+
+    def _split(self, batch: tuple[mx.nd.NDArray, mx.nd.NDArray]) -> tuple[list, list]:
+        """Each device's slice of the global batch, on that device."""
+        images, labels = batch
+        return gluon.utils.split_and_load(images, self.contexts), gluon.utils.split_and_load(labels, self.contexts)
+
+    def _global_shard(self) -> Shard:
+        return Shard(0, self.config.global_batch)
+
+    def batches(self) -> Iterator[Any]:
+        if self.config.dataset != "synthetic":
+            raise UsageError(f"the gluon adapter cannot read dataset {self.config.dataset!r}")
+        pool = synthetic_pool(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed)
+        host = [self._host_arrays(batch) for batch in pool]
+        if self.config.data_on_device or not self.use_cuda:
+            return cycle([self._split(batch) for batch in host])
+        return (self._split(batch) for batch in cycle(host))
+
+    def train_step(self, batch: tuple[list, list]) -> None:
+        images, labels = batch
+        with autograd.record():
+            losses = [self.loss_fn(self.net(x), y) for x, y in zip(images, labels)]
+        autograd.backward(losses)
+        self.trainer.step(self.config.global_batch)
+        self._losses = losses
+
+    def synchronize(self) -> None:
+        mx.nd.waitall()
+
+    def _mean(self, losses: list[mx.nd.NDArray]) -> float:
+        """Mean over the global batch from one scalar per device."""
+        return sum(float(loss.sum().asscalar()) for loss in losses) / self.config.global_batch
+
+    def last_loss(self) -> float:
+        return self._mean(self._losses)
+
+    def evaluate(self) -> dict[str, float]:
+        batch = held_out_batch(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed + 1)
+        images, labels = self._split(self._host_arrays(batch))
+        return {"loss": self._mean([self.loss_fn(self.net(x), y) for x, y in zip(images, labels)])}
+
+    def replica_difference(self) -> float:
+        """Largest difference between any device's copy of a trainable weight and device 0's."""
+        differences = [
+            float(mx.nd.abs(copy.as_in_context(self.contexts[0]) - p.data(self.contexts[0])).max().asscalar())
+            for p in trainable(self.net).values()
+            for copy in p.list_data()
+        ]
+        return max(differences)
+
+    def peak_memory_bytes(self) -> int | None:
+        if self.use_cuda:
+            return None
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def framework_versions(self) -> dict[str, str]:
+        features = mx.runtime.Features()
+        versions = {"mxnet": mx.__version__, "numpy": np.__version__, "kvstore": KVSTORES[self.strategy]}
+        if self.use_cuda:
+            versions["cudnn"] = "enabled" if features.is_enabled("CUDNN") else "not in this build"
+            versions["nccl"] = "enabled" if features.is_enabled("NCCL") else "not in this build"
+        return versions
+
+    def save_state(self, path: Path) -> None:
+        arrays = {name: p.data(self.contexts[0]).asnumpy() for name, p in trainable(self.net).items()}
+        np.savez(path, **arrays)
+
+    def close(self) -> None:
+        mx.nd.waitall()
+
+
+def create_trainer(strategy: str) -> GluonTrainer:
+    return GluonTrainer(strategy)

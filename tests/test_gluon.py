@@ -1,0 +1,82 @@
+"""Gluon (MXNet) adapter, run in its own environment (`make env-gluon`); skipped when not built.
+
+The equivalence test runs `mgbench run` as users do: one step with 2 `mx.cpu(i)` contexts on
+global batch B leaves the same weights as 1 context on B, and the step moved the weights far
+more than the two differ.
+"""
+
+import json
+
+import pytest
+
+from conftest import framework_python, max_difference, mgbench, run_in, saved_state
+
+# torchvision's counts (Inception-v3 without its auxiliary head; DenseNet-121 with 14 outputs).
+EXPECTED_PARAMETERS = {"densenet121": 6_968_206, "resnet50": 25_557_032, "inception_v3": 23_834_568, "tiny": 5_418}
+
+ONE_STEP_ON_TWO_CONTEXTS = """
+import json
+from mgbench.common.config import RunConfig
+from mgbench.frameworks.gluon import create_trainer
+trainer = create_trainer("device")
+info = trainer.setup(RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+                               batch_per_device=4, steps=1, learning_rate=0.5))
+trainer.train_step(next(trainer.batches()))
+trainer.synchronize()
+print(json.dumps({"contexts": trainer.placement.device_names, "difference": trainer.replica_difference(),
+                  "loss": trainer.last_loss()}))
+"""
+
+PARAMETER_COUNTS = """
+import json
+import mxnet as mx
+from mgbench.common.models import MODELS
+from mgbench.frameworks.gluon import RESNET_BIAS_BEFORE_BATCHNORM, build_model, freeze_biases_before_batchnorm, trainable
+counts = {}
+for name in %r:
+    net = build_model(MODELS[name])
+    if name == RESNET_BIAS_BEFORE_BATCHNORM:
+        freeze_biases_before_batchnorm(net)
+    net.initialize()
+    net(mx.nd.zeros((1, 3, MODELS[name].image_size, MODELS[name].image_size)))
+    counts[name] = sum(p.data().size for p in trainable(net).values())
+print(json.dumps(counts))
+"""
+
+
+@pytest.fixture(scope="module")
+def gluon_python():
+    return framework_python("gluon")
+
+
+def test_parameter_counts_equal_torchvision(gluon_python):
+    counts = json.loads(run_in(gluon_python, PARAMETER_COUNTS % (sorted(EXPECTED_PARAMETERS),)))
+    assert counts == EXPECTED_PARAMETERS
+
+
+def test_weights_are_identical_on_every_context_after_a_step(gluon_python):
+    result = json.loads(run_in(gluon_python, ONE_STEP_ON_TWO_CONTEXTS))
+    assert result["contexts"] == ["cpu(0)", "cpu(1)"]
+    assert result["loss"] > 0
+    assert result["difference"] == 0.0
+
+
+@pytest.mark.slow
+def test_two_contexts_equal_one_context_on_the_same_global_batch(tmp_path, gluon_python):
+    initial = saved_state(tmp_path, "init", "gluon", "device", 1, 8, 0.0)
+    single = saved_state(tmp_path, "single", "gluon", "device", 1, 8, 0.5)
+    double = saved_state(tmp_path, "double", "gluon", "device", 2, 4, 0.5)
+    moved = max_difference(single, initial)
+    assert moved > 1e-3
+    assert max_difference(single, double) < 1e-5 < moved
+
+
+def test_compare_uses_the_gluon_environment_and_reports_nccl_on_cpu_unsupported(tmp_path, gluon_python):
+    done = mgbench("compare", "--frameworks", "gluon", "--strategies", "nccl", "--gpus", "2", "--model", "tiny",
+                   "--batch-per-gpu", "2", "--steps", "2", "--device", "cpu", "--out", str(tmp_path / "c"))
+    rows = [json.loads(line) for line in (tmp_path / "c" / "results.jsonl").read_text().splitlines()]
+    statuses = {row["devices"]: row["status"] for row in rows}
+    assert statuses == {1: "ok", 2: "unsupported"}, done.stdout + done.stderr
+    ok = next(row for row in rows if row["status"] == "ok")
+    assert ok["interpreter"] == gluon_python
+    assert ok["framework_versions"]["mxnet"] == "1.9.1"

@@ -167,8 +167,8 @@ def test_prepare_resizes_in_parallel_and_skips_corrupt_images(tmp_path):
     (src / "train_val_list.txt").write_text("".join(f"{i:08d}_000.png\n" for i in range(4)))
     (src / "images" / "00000002_000.png").write_bytes(b"not a png")
     calls = []
-    report = prepare_chestxray(src, tmp_path / "dst", 50, "jpeg", workers=2, on_done=lambda: calls.append(1))
-    assert report.written == 5 and len(calls) == 6
+    report = prepare_chestxray(src, tmp_path / "dst", 50, "jpeg", workers=2, on_progress=lambda d, t: calls.append((d, t)))
+    assert report.written == 5 and calls == [(d, 6) for d in range(1, 7)]
     assert len(report.skipped) == 1 and "00000002_000.png" in report.skipped[0]
     with Image.open(tmp_path / "dst" / "images" / "00000000_000.jpg") as image:
         assert image.size == (50, 50) and image.mode == "L"

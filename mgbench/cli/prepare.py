@@ -23,14 +23,14 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     with Progress(console=console) as progress:
         task = progress.add_task("resizing", total=None)
 
-        def advance() -> None:
-            progress.advance(task)
+        def show(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
 
-        report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, advance)
+        report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show)
     console.print(f"{report.written} images written to {args.dst}")
     if report.skipped:
         console.print(f"[yellow]{len(report.skipped)} unreadable image(s) skipped (listed in {args.dst / SKIPPED_FILE}):[/]")

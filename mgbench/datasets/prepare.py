@@ -51,9 +51,9 @@ def prepare_chestxray(
     size: int,
     image_format: str,
     workers: int | None = None,
-    on_done: Callable[[], None] = lambda: None,
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> PrepareReport:
-    """Resize every image the label file lists; `on_done` is called once per image (progress)."""
+    """Resize every image the label file lists; `on_progress(done, total)` after each image."""
     if image_format not in FORMATS:
         raise UsageError(f"unknown image format {image_format!r}; choose from {', '.join(FORMATS)}")
     if size < 16:
@@ -76,14 +76,14 @@ def prepare_chestxray(
             for name in entries["file"]
         }
         skipped_names = set()
-        for name, job in jobs.items():
+        for done, (name, job) in enumerate(jobs.items(), start=1):
             reason = job.result()
             if reason is None:
                 report.written += 1
             else:
                 report.skipped.append(reason)
                 skipped_names.add(name)
-            on_done()
+            on_progress(done, len(jobs))
     frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
     frame[~frame[IMAGE_COLUMN].isin(skipped_names)].to_csv(dst / LABEL_FILE, index=False)
     for name in (TRAIN_LIST, TEST_LIST):

@@ -9,6 +9,10 @@
 
 Autocast is thread-local; DataParallel runs replicas in worker threads, so the autocast region
 lives inside the replicated module's forward (`Autocasting`) rather than around the call.
+
+Real datasets (`mgbench.datasets`) are read by a DataLoader over the shared description,
+augmentation and epoch sharding, with worker processes, pinned memory and persistent
+workers; the model's head follows the dataset's labels.
 """
 
 from __future__ import annotations

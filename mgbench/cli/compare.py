@@ -16,6 +16,7 @@ from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
 from mgbench.common.orchestrator import RunFolder, plan_runs, run_compare
 from mgbench.common.results import RunResult, write_json_atomically
+from mgbench.datasets.description import check_dataset
 from mgbench.frameworks import framework_spec
 from mgbench.reports.html import write_report
 from mgbench.reports.summary import print_summary, write_summary
@@ -57,11 +58,10 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError("--frameworks is empty")
     specs = [framework_spec(name) for name in frameworks]
     counts = parse_device_counts(args.gpus)
-    if args.dataset != "synthetic":
-        raise UsageError(f"unknown dataset {args.dataset!r}; available: synthetic")
     base = base_config(args, specs[0].name, specs[0].strategies[0].name, 1)
     check_device_counts(counts, base.device_kind)
     configs = plan_runs(base, frameworks, _split(args.strategies), counts, args.scaling)
+    check_dataset(base.dataset, configs)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{base.model}")
     write_json_atomically(

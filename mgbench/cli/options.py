@@ -13,7 +13,12 @@ from mgbench.common.models import MODELS
 def add_job_options(parser: argparse.ArgumentParser) -> None:
     job = parser.add_argument_group("training job (identical in every framework)")
     job.add_argument("--model", default="densenet121", help=f"one of: {', '.join(MODELS)} (default densenet121)")
-    job.add_argument("--dataset", default="synthetic", help="synthetic (default)")
+    job.add_argument(
+        "--dataset",
+        default="synthetic",
+        help="synthetic (default), chestxray:PATH (NIH ChestX-ray14 layout), labels:PATH ({file: labels} "
+        "CSV/JSON), imagefolder:PATH (class folders)",
+    )
     job.add_argument("--batch-per-gpu", type=int, default=32, help="samples per device per step (default 32)")
     job.add_argument("--steps", type=int, default=50, help="timed training steps per run (default 50)")
     job.add_argument("--precision", default="fp32", choices=PRECISIONS)
@@ -24,7 +29,19 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep synthetic data on the device (compute-only ceiling); default feeds from host",
     )
+    job.add_argument(
+        "--epochs", type=int, default=None, help="train whole epochs of a real dataset, validating after each"
+    )
+    job.add_argument(
+        "--workers", type=int, default=None, help="data-loader workers per process (default: CPU count / processes)"
+    )
     job.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (momentum 0.9)")
+    job.add_argument(
+        "--lr-reference-batch",
+        type=int,
+        default=256,
+        help="with --epochs: --lr is the rate at this global batch, scaled linearly with warm-up (default 256)",
+    )
     job.add_argument("--seed", type=int, default=0)
     job.add_argument(
         "--device",
@@ -50,6 +67,9 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
         image_size=args.image_size,
         learning_rate=args.lr,
         seed=args.seed,
+        epochs=args.epochs,
+        workers=args.workers,
+        lr_reference_batch=args.lr_reference_batch,
     )
 
 

@@ -23,6 +23,7 @@ from mgbench.common.driver import run_training
 from mgbench.common.launch import environment_python, launched_by_launcher
 from mgbench.common.orchestrator import RunFolder, execute_run
 from mgbench.common.results import append_result, write_json_atomically
+from mgbench.datasets.description import check_dataset
 from mgbench.frameworks import FrameworkSpec, create_trainer, framework_spec
 from mgbench.reports.summary import print_summary, results_frame
 
@@ -48,6 +49,7 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
     strategy = spec.strategy(args.strategy or spec.strategies[0].name)
     config = base_config(args, spec.name, strategy.name, args.gpus)
     check_device_counts([config.devices], config.device_kind)
+    check_dataset(config.dataset, [config])
     return config
 
 

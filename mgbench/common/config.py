@@ -41,6 +41,12 @@ class RunConfig:
     image_size: int | None = None
     learning_rate: float = 0.01
     seed: int = 0
+    epochs: int | None = None
+    """Train whole epochs of a real dataset (validating after each) instead of `steps` steps."""
+    workers: int | None = None
+    """Data-loader worker processes per training process; None sizes them from the CPU count."""
+    lr_reference_batch: int = 256
+    """With `epochs`, `learning_rate` is the rate for this global batch (linear scaling rule)."""
 
     def __post_init__(self) -> None:
         model_spec(self.model)
@@ -54,6 +60,14 @@ class RunConfig:
             raise UsageError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
         if self.data_format not in DATA_FORMATS:
             raise UsageError(f"unknown data format {self.data_format!r}; choose from {', '.join(DATA_FORMATS)}")
+        if self.epochs is not None and self.epochs < 1:
+            raise UsageError(f"epochs must be at least 1, got {self.epochs}")
+        if self.epochs is not None and self.dataset == "synthetic":
+            raise UsageError("--epochs needs a real dataset (--dataset chestxray:PATH, labels:PATH or imagefolder:PATH)")
+        if self.workers is not None and self.workers < 0:
+            raise UsageError(f"workers must be 0 or more, got {self.workers}")
+        if self.lr_reference_batch < 1:
+            raise UsageError(f"the learning-rate reference batch must be at least 1, got {self.lr_reference_batch}")
         if self.image_size is not None and self.image_size < 16:
             raise UsageError(f"image size must be at least 16 px, got {self.image_size}")
 

@@ -1,7 +1,9 @@
 """The training loop every framework runs through, so every number is taken the same way.
 
 Per step: the clock starts, the next batch is taken (time blocked here is input wait), the
-adapter steps, the driver synchronises the devices, the clock stops. Start-up is measured
+adapter steps, the driver synchronises the devices, the clock stops. Training in epochs
+(`--epochs`, real data) runs the same clocked steps epoch by epoch, sets each step's learning
+rate from the linear scaling rule with warm-up, and times validation apart from training. Start-up is measured
 from the launch (the orchestrator passes its clock in MGBENCH_LAUNCH_TIME) or, for a bare
 `mgbench run`, from this process's creation.
 """
@@ -13,13 +15,17 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Iterator
 
+import numpy as np
 import psutil
 
 from mgbench.common.config import RunConfig
 from mgbench.common.environment import host_environment
-from mgbench.common.protocol import Trainer
+from mgbench.common.errors import UsageError
+from mgbench.common.protocol import EpochTrainer, Trainer
 from mgbench.common.results import RunResult
+from mgbench.common.schedule import learning_rate_at
 from mgbench.common.timing import summarise_steps
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
@@ -32,34 +38,99 @@ def launch_time() -> float:
     return float(value) if value else psutil.Process().create_time()
 
 
+class StepClock:
+    """Times steps the same way in both loops: wait for the batch, step, synchronise."""
+
+    def __init__(self, trainer: Trainer, config: RunConfig, total_steps: int):
+        self.trainer = trainer
+        self.config = config
+        self.total_steps = total_steps
+        self.progress_every = max(1, int(total_steps * PROGRESS_EVERY_FRACTION))
+        self.step_seconds: list[float] = []
+        self.waits: list[float] = []
+        self.losses: list[float] = []
+
+    def step(self, batches: Iterator[Any]) -> None:
+        t0 = time.perf_counter()
+        batch = next(batches)
+        t1 = time.perf_counter()
+        self.trainer.train_step(batch)
+        self.trainer.synchronize()
+        t2 = time.perf_counter()
+        self.step_seconds.append(t2 - t0)
+        self.waits.append(t1 - t0)
+        self.losses.append(self.trainer.last_loss())
+        done = len(self.step_seconds)
+        if self.trainer.placement.is_primary and done % self.progress_every == 0:
+            rate = self.config.global_batch / self.step_seconds[-1]
+            print(f"step {done}/{self.total_steps}: {rate:.1f} img/s, loss {self.losses[-1]:.4f}", file=sys.stderr, flush=True)
+
+
+def train_epochs(trainer: Trainer, config: RunConfig) -> tuple[StepClock, list[dict[str, float]]]:
+    """`config.epochs` epochs with the scaled, warmed-up learning rate and validation after each."""
+    if not isinstance(trainer, EpochTrainer):
+        raise UsageError(f"the {config.framework} adapter cannot train in epochs on real data yet")
+    per_epoch = trainer.steps_per_epoch()
+    clock = StepClock(trainer, config, per_epoch * config.epochs)
+    epoch_metrics: list[dict[str, float]] = []
+    for epoch in range(config.epochs):
+        batches = trainer.epoch_batches(epoch)
+        first = len(clock.step_seconds)
+        for step in range(per_epoch):
+            trainer.set_learning_rate(
+                learning_rate_at(
+                    epoch * per_epoch + step, per_epoch, config.learning_rate, config.global_batch, config.lr_reference_batch
+                )
+            )
+            clock.step(batches)
+        val_start = time.perf_counter()
+        metrics = trainer.evaluate()
+        val_seconds = time.perf_counter() - val_start
+        epoch_metrics.append(
+            {
+                "epoch": epoch + 1,
+                "train_loss": float(np.mean(clock.losses[first:])),
+                "train_seconds": float(sum(clock.step_seconds[first:])),
+                "val_loss": metrics["loss"],
+                "val_auc": metrics.get("auc", float("nan")),
+                "val_seconds": val_seconds,
+            }
+        )
+        if trainer.placement.is_primary:
+            row = epoch_metrics[-1]
+            print(
+                f"epoch {epoch + 1}/{config.epochs}: train loss {row['train_loss']:.4f}, "
+                f"val loss {row['val_loss']:.4f}, val AUC {row['val_auc']:.4f} ({val_seconds:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+    return clock, epoch_metrics
+
+
 def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = None) -> RunResult | None:
-    """Set up, train `config.steps` timed steps, evaluate, close; the primary process gets the result."""
+    """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
+
+    The primary process gets the result.
+    """
     launched = launch_time()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     info = trainer.setup(config)
     placement = trainer.placement
-    batches = trainer.batches()
-    step_seconds: list[float] = []
-    waits: list[float] = []
-    losses: list[float] = []
-    progress_every = max(1, int(config.steps * PROGRESS_EVERY_FRACTION))
     first_step_at = time.time()
-    for step in range(config.steps):
-        t0 = time.perf_counter()
-        batch = next(batches)
-        t1 = time.perf_counter()
-        trainer.train_step(batch)
-        trainer.synchronize()
-        t2 = time.perf_counter()
-        step_seconds.append(t2 - t0)
-        waits.append(t1 - t0)
-        losses.append(trainer.last_loss())
-        if placement.is_primary and (step + 1) % progress_every == 0:
-            rate = config.global_batch / step_seconds[-1]
-            print(f"step {step + 1}/{config.steps}: {rate:.1f} img/s, loss {losses[-1]:.4f}", file=sys.stderr, flush=True)
-    eval_start = time.perf_counter()
-    metrics = trainer.evaluate()
-    eval_seconds = time.perf_counter() - eval_start
+    epoch_metrics: list[dict[str, float]] = []
+    if config.epochs:
+        clock, epoch_metrics = train_epochs(trainer, config)
+        metrics = {"loss": epoch_metrics[-1]["val_loss"], "auc": epoch_metrics[-1]["val_auc"]}
+        eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
+    else:
+        clock = StepClock(trainer, config, config.steps)
+        batches = trainer.batches()
+        for _ in range(config.steps):
+            clock.step(batches)
+        eval_start = time.perf_counter()
+        metrics = trainer.evaluate()
+        eval_seconds = time.perf_counter() - eval_start
+    step_seconds, waits, losses = clock.step_seconds, clock.waits, clock.losses
     if state_path is not None and placement.is_primary:
         trainer.save_state(state_path)
     peak = trainer.peak_memory_bytes()
@@ -91,6 +162,7 @@ def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = 
         train_seconds=stats.train_seconds,
         eval_seconds=eval_seconds,
         eval_metrics=metrics,
+        epoch_metrics=epoch_metrics,
         final_loss=losses[-1],
         peak_memory_bytes=peak,
         step_seconds=step_seconds,

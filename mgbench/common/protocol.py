@@ -85,3 +85,26 @@ class Trainer(Protocol):
     def close(self) -> None:
         """Leave the process group and free devices."""
         ...
+
+
+@runtime_checkable
+class EpochTrainer(Trainer, Protocol):
+    """What an adapter adds to train whole epochs of a real dataset (`--epochs`).
+
+    The driver still owns the loop and the clocks: it asks how many steps an epoch has,
+    sets the learning rate of each step (`mgbench.common.schedule`), and calls `evaluate`
+    after each epoch, which on real data returns `loss` and `auc` over the whole validation
+    split (each process scoring its shard, the predictions gathered before the AUC).
+    """
+
+    def steps_per_epoch(self) -> int:
+        """Whole global batches in one epoch of the training split."""
+        ...
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        """This process's shard of every global batch of epoch `epoch`, ready for `train_step`."""
+        ...
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """Used for the following steps."""
+        ...

@@ -15,10 +15,15 @@ PyTorch caches the tuned convolution plans per thread, and DataParallel starts n
 threads every step, so with autotuning every step re-tunes every convolution (measured on
 2x H200, ResNet-50 bf16 128/GPU: replica forward 1177 ms with autotuning, 82 ms without;
 BENCHMARKS.md).
+
+Real datasets (`mgbench.datasets`) are read by a DataLoader over the shared description,
+augmentation and epoch sharding, with worker processes, pinned memory and persistent
+workers; the model's head follows the dataset's labels.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import resource
 from pathlib import Path
@@ -32,8 +37,13 @@ from torch import nn
 
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.metrics import mean_auc
 from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import ModelInfo, Placement
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.description import DatasetDescription, Split, describe_dataset
+from mgbench.datasets.loading import loader_workers
+from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -94,19 +104,24 @@ class LossComputingModule(nn.Module):
 
 
 class DevicePrefetcher:
-    """Cycles pinned host batches, copying batch k+1 to the device on a side stream during step k."""
+    """Copies batch k+1 from pinned host memory to the device on a side stream during step k.
 
-    def __init__(self, host_batches: list[tuple[torch.Tensor, torch.Tensor]], device: torch.device, channels_last: bool):
-        self.host_batches = [(x.pin_memory(), y.pin_memory()) for x, y in host_batches]
+    Takes any iterator of host batches (a cycled synthetic pool, or a DataLoader with
+    `pin_memory`) and ends when it ends.
+    """
+
+    def __init__(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]], device: torch.device, channels_last: bool):
+        self.host_batches = host_batches
         self.device = device
         self.channels_last = channels_last
         self.stream = torch.cuda.Stream(device)
-        self.index = 0
         self.pending = self._start_copy()
 
-    def _start_copy(self) -> tuple[torch.Tensor, torch.Tensor]:
-        images, labels = self.host_batches[self.index % len(self.host_batches)]
-        self.index += 1
+    def _start_copy(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        batch = next(self.host_batches, None)
+        if batch is None:
+            return None
+        images, labels = batch
         with torch.cuda.stream(self.stream):
             images = images.to(self.device, non_blocking=True)
             if self.channels_last:
@@ -117,12 +132,62 @@ class DevicePrefetcher:
         return self
 
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.pending is None:
+            raise StopIteration
         torch.cuda.current_stream(self.device).wait_stream(self.stream)
         images, labels = self.pending
         images.record_stream(torch.cuda.current_stream(self.device))
         labels.record_stream(torch.cuda.current_stream(self.device))
         self.pending = self._start_copy()
         return images, labels
+
+
+class TrainImages(torch.utils.data.Dataset):
+    """Training split keyed by (epoch, index): the augmentation's random draws depend on both."""
+
+    def __init__(self, split: Split, augmentation: Augmentation, seed: int):
+        self.split = split
+        self.augmentation = augmentation
+        self.seed = seed
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    def __getitem__(self, key: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        epoch, index = key
+        image = self.augmentation.train(self.split.files[index], self.seed, epoch, index)
+        return image, self.split.targets[index]
+
+
+class EvalImages(torch.utils.data.Dataset):
+    """This process's share of the validation split, centre-cropped."""
+
+    def __init__(self, split: Split, augmentation: Augmentation, indices: list[int]):
+        self.split = split
+        self.augmentation = augmentation
+        self.indices = indices
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, position: int) -> tuple[np.ndarray, np.ndarray]:
+        index = self.indices[position]
+        return self.augmentation.eval(self.split.files[index]), self.split.targets[index]
+
+
+class EpochBatchSampler(torch.utils.data.Sampler):
+    """Yields this shard of each global batch of `epoch` (set before each epoch) as (epoch, index) keys."""
+
+    def __init__(self, size: int, global_batch: int, shard: Shard, seed: int):
+        self.size, self.global_batch, self.shard, self.seed = size, global_batch, shard, seed
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return self.size // self.global_batch
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        for batch in epoch_batches(self.size, self.global_batch, self.shard, self.epoch, self.seed):
+            yield [(self.epoch, index) for index in batch]
 
 
 def cycle(batches: list[Any]) -> Iterator[Any]:
@@ -149,7 +214,8 @@ class TorchTrainer:
         self.device = self.devices[0]
         torch.manual_seed(config.seed)
 
-        spec = config.spec
+        self.dataset = describe_dataset(config.dataset)
+        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         core = build_model(spec)
         self.channels_last = config.data_format == "channels_last"
         memory_format = torch.channels_last if self.channels_last else torch.contiguous_format
@@ -172,6 +238,8 @@ class TorchTrainer:
         self.optimizer = torch.optim.SGD(core.parameters(), lr=config.learning_rate, momentum=MOMENTUM)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
+        if self.dataset is not None:
+            self._build_loaders(self.dataset)
         return ModelInfo(parameters=sum(p.numel() for p in core.parameters() if p.requires_grad))
 
     def _join_devices(self, config: RunConfig) -> list[torch.device]:
@@ -209,14 +277,49 @@ class TorchTrainer:
             images = images.contiguous(memory_format=torch.channels_last)
         return images, labels
 
+    def _build_loaders(self, dataset: DatasetDescription) -> None:
+        """Persistent worker pools for training and validation, decoding with PIL in the workers."""
+        workers = loader_workers(self.config.workers, self._placement.world_size)
+        augmentation = Augmentation.for_input(self.config.input_size)
+        options = dict(
+            num_workers=workers,
+            pin_memory=self.use_cuda and not self.config.data_on_device,
+            persistent_workers=workers > 0,
+        )
+        self.sampler = EpochBatchSampler(len(dataset.train), self.config.global_batch, self._shard(), self.config.seed)
+        self.train_loader = torch.utils.data.DataLoader(
+            TrainImages(dataset.train, augmentation, self.config.seed), batch_sampler=self.sampler, **options
+        )
+        indices = validation_indices(len(dataset.val), self._placement.rank, self._placement.world_size)
+        self.val_loader = torch.utils.data.DataLoader(
+            EvalImages(dataset.val, augmentation, indices), batch_size=self.config.batch_per_device, **options
+        )
+
+    def _feed(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[Any]:
+        """Host batches to the device: prefetched on a side stream on GPU, copied in line otherwise."""
+        if self.use_cuda and not self.config.data_on_device:
+            return DevicePrefetcher(host_batches, self.device, self.channels_last)
+        return (self._to_device(batch) for batch in host_batches)
+
     def batches(self) -> Iterator[Any]:
-        if self.config.dataset != "synthetic":
-            raise UsageError(f"the pytorch adapter cannot read dataset {self.config.dataset!r}")
+        if self.dataset is not None:
+            return itertools.chain.from_iterable(self.epoch_batches(epoch) for epoch in itertools.count())
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
         host = [self._to_tensors(batch) for batch in pool]
         if self.config.data_on_device or not self.use_cuda:
             return cycle([self._to_device(batch) for batch in host])
-        return DevicePrefetcher(host, self.device, self.channels_last)
+        return DevicePrefetcher(cycle([(x.pin_memory(), y.pin_memory()) for x, y in host]), self.device, self.channels_last)
+
+    def steps_per_epoch(self) -> int:
+        return len(self.sampler)
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        self.sampler.epoch = epoch
+        return self._feed(iter(self.train_loader))
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
 
     def train_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
         images, labels = batch
@@ -246,14 +349,35 @@ class TorchTrainer:
         return self._global_mean(self._loss)
 
     def evaluate(self) -> dict[str, float]:
-        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
-        images, labels = self._to_device(self._to_tensors(batch))
         casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.precision])
         self.core.eval()
         with torch.no_grad():
-            loss = self.criterion(casting(images).float(), labels)
+            metrics = self._validate(casting) if self.dataset is not None else self._held_out_loss(casting)
         self.core.train()
-        return {"loss": self._global_mean(loss)}
+        return metrics
+
+    def _held_out_loss(self, casting: nn.Module) -> dict[str, float]:
+        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
+        images, labels = self._to_device(self._to_tensors(batch))
+        return {"loss": self._global_mean(self.criterion(casting(images).float(), labels))}
+
+    def _validate(self, casting: nn.Module) -> dict[str, float]:
+        """Loss and mean AUC over the whole validation split: each rank scores its shard, all gather."""
+        scores, targets, loss_sum = [], [], 0.0
+        for images, labels in self._feed(iter(self.val_loader)):
+            logits = casting(images).float()
+            loss_sum += float(self.criterion(logits, labels)) * len(labels)
+            probabilities = torch.sigmoid(logits) if self.dataset.multi_label else torch.softmax(logits, dim=1)
+            scores.append(probabilities.cpu().numpy())
+            targets.append(labels.cpu().numpy())
+        local = (loss_sum, np.concatenate(scores), np.concatenate(targets))
+        shards = [local]
+        if self.strategy == "ddp":
+            shards = [None] * dist.get_world_size()
+            dist.all_gather_object(shards, local)
+        all_scores = np.concatenate([shard[1] for shard in shards])
+        all_targets = np.concatenate([shard[2] for shard in shards])
+        return {"loss": sum(shard[0] for shard in shards) / len(all_targets), "auc": mean_auc(all_targets, all_scores)}
 
     def peak_memory_bytes(self) -> int | None:
         if self.use_cuda:

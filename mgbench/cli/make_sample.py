@@ -1,0 +1,32 @@
+"""`mgbench make-sample-chestxray DST`: a small ChestX-ray14 look-alike for demos, tests and CI."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from mgbench.common.errors import UsageError
+from mgbench.datasets.sample import make_sample
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser(
+        "make-sample-chestxray", help="write a small dataset in the NIH layout whose labels are learnable"
+    )
+    parser.add_argument("dst", type=Path, help="folder to write")
+    parser.add_argument("--n", type=int, default=512, help="number of images (default 512)")
+    parser.add_argument("--size", type=int, default=264, help="image side in pixels (default 264)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.n < 10:
+        raise UsageError(f"--n must be at least 10 (a training and a validation split), got {args.n}")
+    if args.size < 32:
+        raise UsageError(f"--size must be at least 32 px, got {args.size}")
+    make_sample(args.dst, args.n, args.size, args.seed)
+    Console(stderr=True).print(f"{args.n} images in {args.dst} (--dataset chestxray:{args.dst})")
+    return 0

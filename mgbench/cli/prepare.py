@@ -1,0 +1,39 @@
+"""`mgbench prepare chestxray SRC DST`: resize the NIH images once, in parallel, keeping the labels."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+
+from mgbench.datasets.prepare import FORMATS, SKIPPED_FILE, prepare_chestxray
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser("prepare", help="resize a dataset once for training (chestxray)")
+    parser.add_argument("kind", choices=("chestxray",), help="dataset layout")
+    parser.add_argument("src", type=Path, help="folder with Data_Entry_2017.csv and the images")
+    parser.add_argument("dst", type=Path, help="folder to write (images/, label file, split lists)")
+    parser.add_argument("--size", type=int, default=264, help="shorter side in pixels (default 264)")
+    parser.add_argument("--format", default="png", choices=tuple(FORMATS), help="image format (default png)")
+    parser.add_argument("--workers", type=int, default=None, help="resizing processes (default: CPU count)")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    console = Console(stderr=True, soft_wrap=True)
+    with Progress(console=console) as progress:
+        task = progress.add_task("resizing", total=None)
+
+        def show(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show)
+    console.print(f"{report.written} images written to {args.dst}")
+    if report.skipped:
+        console.print(f"[yellow]{len(report.skipped)} unreadable image(s) skipped (listed in {args.dst / SKIPPED_FILE}):[/]")
+        for reason in report.skipped:
+            console.print(f"  {reason}")
+    return 0

@@ -1,0 +1,65 @@
+"""The augmentation every framework applies, written once so it is identical by construction.
+
+Training: resize the shorter side to 264, take a random 224 crop, flip horizontally with
+probability 1/2, scale to [0, 1], normalise with the ImageNet mean and standard deviation;
+grayscale images (X-rays) are expanded to 3 channels. Validation: the same resize and a
+centre crop, no flip. Both sizes scale with the model's input size (`--image-size`), keeping
+the 264:224 ratio. The random draws come from a generator seeded by (seed, epoch, image), so
+the result does not depend on which loader worker, process or framework decodes the image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+from mgbench.datasets.images import open_image
+
+IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+RESIZE_PER_CROP = 264 / 224
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    crop: int
+    resize: int
+
+    @classmethod
+    def for_input(cls, input_size: int) -> "Augmentation":
+        return cls(crop=input_size, resize=round(input_size * RESIZE_PER_CROP))
+
+    def _resized(self, path: str) -> Image.Image:
+        image = open_image(path)
+        width, height = image.size
+        scale = self.resize / min(width, height)
+        size = (max(self.crop, round(width * scale)), max(self.crop, round(height * scale)))
+        return image if size == image.size else image.resize(size, Image.Resampling.BILINEAR)
+
+    def train(self, path: str, seed: int, epoch: int, index: int) -> np.ndarray:
+        """(3, crop, crop) float32: random crop and flip drawn from (seed, epoch, index)."""
+        image = self._resized(path)
+        rng = np.random.default_rng([seed, epoch, index])
+        left = int(rng.integers(0, image.size[0] - self.crop + 1))
+        top = int(rng.integers(0, image.size[1] - self.crop + 1))
+        image = image.crop((left, top, left + self.crop, top + self.crop))
+        if rng.random() < 0.5:
+            image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+        return normalise(image)
+
+    def eval(self, path: str) -> np.ndarray:
+        """(3, crop, crop) float32: the centre crop."""
+        image = self._resized(path)
+        left = (image.size[0] - self.crop) // 2
+        top = (image.size[1] - self.crop) // 2
+        return normalise(image.crop((left, top, left + self.crop, top + self.crop)))
+
+
+def normalise(image: Image.Image) -> np.ndarray:
+    """CHW float32 with ImageNet statistics; one grayscale channel is repeated into three."""
+    pixels = np.asarray(image, dtype=np.float32) / 255.0
+    if pixels.ndim == 2:
+        pixels = np.repeat(pixels[:, :, None], 3, axis=2)
+    return np.ascontiguousarray(((pixels - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1))

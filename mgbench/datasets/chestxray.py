@@ -1,0 +1,105 @@
+"""The NIH ChestX-ray14 label file: `Data_Entry_2017.csv` and the official split lists.
+
+`Finding Labels` holds the findings of an image joined by `|`; `No Finding` means none of the
+14, i.e. an all-zero row. The label order is fixed (NIH's own), so column k means the same
+finding in every framework, every run and every AUC table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mgbench.common.errors import UsageError
+from mgbench.datasets.description import DatasetDescription, Split, hashed_validation, split_by_mask
+from mgbench.datasets.images import index_images, resolve_files
+
+LABEL_FILE = "Data_Entry_2017.csv"
+TRAIN_LIST = "train_val_list.txt"
+TEST_LIST = "test_list.txt"
+IMAGE_COLUMN = "Image Index"
+FINDINGS_COLUMN = "Finding Labels"
+PATIENT_COLUMN = "Patient ID"
+NO_FINDING = "No Finding"
+NIH_LABELS: tuple[str, ...] = (
+    "Atelectasis",
+    "Cardiomegaly",
+    "Effusion",
+    "Infiltration",
+    "Mass",
+    "Nodule",
+    "Pneumonia",
+    "Pneumothorax",
+    "Consolidation",
+    "Edema",
+    "Emphysema",
+    "Fibrosis",
+    "Pleural_Thickening",
+    "Hernia",
+)
+
+
+def multi_hot(findings: str, where: str) -> np.ndarray:
+    """One row of 14 zeros/ones for a `Finding Labels` cell such as `Effusion|Mass`."""
+    row = np.zeros(len(NIH_LABELS), dtype=np.float32)
+    names = [name.strip() for name in findings.split("|") if name.strip()]
+    if names == [NO_FINDING]:
+        return row
+    for name in names:
+        if name not in NIH_LABELS:
+            raise UsageError(f"{where}: unknown finding {name!r}; known: {NO_FINDING}, {', '.join(NIH_LABELS)}")
+        row[NIH_LABELS.index(name)] = 1.0
+    return row
+
+
+def read_entries(csv_path: Path) -> pd.DataFrame:
+    """The label file as a frame with `file`, `patient` and a (N, 14) `targets` array in `.attrs`."""
+    try:
+        frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read label file {csv_path}: {error}") from None
+    missing = [c for c in (IMAGE_COLUMN, FINDINGS_COLUMN) if c not in frame.columns]
+    if missing:
+        raise UsageError(f"{csv_path}: missing column(s) {', '.join(map(repr, missing))}")
+    if frame.empty:
+        raise UsageError(f"{csv_path}: no rows")
+    # Row numbers as a spreadsheet shows them: the header is line 1.
+    targets = np.stack(
+        [multi_hot(cell, f"{csv_path} line {line + 2}") for line, cell in enumerate(frame[FINDINGS_COLUMN])]
+    )
+    patients = frame[PATIENT_COLUMN] if PATIENT_COLUMN in frame.columns else frame[IMAGE_COLUMN]
+    entries = pd.DataFrame({"file": frame[IMAGE_COLUMN].str.strip(), "group": patients})
+    duplicated = entries["file"][entries["file"].duplicated()]
+    if not duplicated.empty:
+        raise UsageError(f"{csv_path}: image {duplicated.iloc[0]!r} is listed twice")
+    entries.attrs["targets"] = targets
+    return entries
+
+
+def read_split_list(path: Path) -> set[str]:
+    return {line.strip() for line in path.read_text().splitlines() if line.strip()}
+
+
+def split_mask(root: Path, entries: pd.DataFrame) -> np.ndarray:
+    """True for validation rows: NIH's `test_list.txt` where both lists exist, else by patient hash."""
+    train_list, test_list = root / TRAIN_LIST, root / TEST_LIST
+    if not (train_list.exists() and test_list.exists()):
+        return hashed_validation(entries["group"])
+    train_names, test_names = read_split_list(train_list), read_split_list(test_list)
+    unlisted = [name for name in entries["file"] if name not in train_names and name not in test_names]
+    if unlisted:
+        raise UsageError(f"{root / LABEL_FILE}: image {unlisted[0]!r} is in neither {TRAIN_LIST} nor {TEST_LIST}")
+    return entries["file"].isin(test_names).to_numpy()
+
+
+def describe(root: Path) -> DatasetDescription:
+    """A folder holding `Data_Entry_2017.csv` and the images (anywhere below it)."""
+    csv_path = root / LABEL_FILE
+    if not csv_path.is_file():
+        raise UsageError(f"{root}: no {LABEL_FILE} (the NIH label file)")
+    entries = read_entries(csv_path)
+    files = resolve_files(list(entries["file"]), index_images(root), csv_path)
+    train, val = split_by_mask(files, entries.attrs["targets"], split_mask(root, entries), root)
+    return DatasetDescription("chestxray", root, NIH_LABELS, True, train, val)

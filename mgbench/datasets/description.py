@@ -1,0 +1,118 @@
+"""The dataset description every adapter trains from, parsed from the `--dataset` string.
+
+`synthetic`, `chestxray:PATH`, `labels:PATH` and `imagefolder:PATH` all become the same
+thing: image paths and targets for a training and a validation split, the label names and
+whether the task is multi-label (sigmoid + BCE, AUC) or single-label (softmax). Adapters
+only turn a `DatasetDescription` into their native loader, so what is read, in which order,
+and with which labels is decided once, here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.models import ModelSpec
+
+SYNTHETIC = "synthetic"
+KINDS = ("chestxray", "labels", "imagefolder")
+VALIDATION_PERCENT = 20
+"""Share of images (by patient or group where known) held out when no official split exists."""
+
+
+@dataclass(frozen=True)
+class Split:
+    files: list[str]
+    targets: np.ndarray
+    """(N, C) float32 multi-hot rows for multi-label sets, (N,) int64 class indices otherwise."""
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
+@dataclass(frozen=True)
+class DatasetDescription:
+    kind: str
+    root: Path
+    label_names: tuple[str, ...]
+    multi_label: bool
+    train: Split
+    val: Split
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.label_names)
+
+    def task_spec(self, spec: ModelSpec) -> ModelSpec:
+        """The model with its head fitted to this dataset: one output per label, the matching loss."""
+        return dataclasses.replace(
+            spec, num_classes=self.num_classes, loss="sigmoid" if self.multi_label else "softmax"
+        )
+
+    def steps_per_epoch(self, global_batch: int) -> int:
+        """Whole global batches per epoch (the last partial batch is dropped, as every adapter does)."""
+        return len(self.train) // global_batch
+
+    def check_batch(self, global_batch: int, shards: int) -> None:
+        """Fail before any run starts when an epoch or the validation split is too small."""
+        if self.steps_per_epoch(global_batch) < 1:
+            raise UsageError(
+                f"{self.root}: {len(self.train)} training images cannot fill one global batch of {global_batch}"
+            )
+        if len(self.val) < shards:
+            raise UsageError(f"{self.root}: {len(self.val)} validation images for {shards} devices")
+
+
+def hashed_validation(groups: Iterable[str]) -> np.ndarray:
+    """True where a group (patient, file) falls in the validation share; stable across machines."""
+    return np.array([zlib.crc32(g.encode()) % 100 < VALIDATION_PERCENT for g in groups], dtype=bool)
+
+
+def split_by_mask(files: list[str], targets: np.ndarray, is_val: np.ndarray, root: Path) -> tuple[Split, Split]:
+    if is_val.all() or not is_val.any():
+        raise UsageError(f"{root}: too few images for both a training and a validation split ({len(files)})")
+    keep = ~is_val
+    return (
+        Split([f for f, k in zip(files, keep) if k], targets[keep]),
+        Split([f for f, v in zip(files, is_val) if v], targets[is_val]),
+    )
+
+
+def parse_dataset(text: str) -> tuple[str, Path | None]:
+    """`synthetic` or `KIND:PATH`, with the path checked to exist."""
+    if text == SYNTHETIC:
+        return SYNTHETIC, None
+    kind, sep, path = text.partition(":")
+    if not sep or kind not in KINDS or not path:
+        raise UsageError(f"unknown dataset {text!r}; use synthetic, " + ", ".join(f"{k}:PATH" for k in KINDS))
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise UsageError(f"dataset path {root} does not exist")
+    return kind, root
+
+
+def describe_dataset(text: str) -> DatasetDescription | None:
+    """The description for a `--dataset` string; None for synthetic data."""
+    from mgbench.datasets import chestxray, imagefolder, labelmap
+
+    kind, root = parse_dataset(text)
+    if root is None:
+        return None
+    readers = {"chestxray": chestxray.describe, "labels": labelmap.describe, "imagefolder": imagefolder.describe}
+    return readers[kind](root)
+
+
+def check_dataset(text: str, configs: list[RunConfig]) -> DatasetDescription | None:
+    """Read and check the dataset in the parent, before any run starts (each run would fail alike)."""
+    description = describe_dataset(text)
+    if description is not None:
+        for config in configs:
+            description.check_batch(config.global_batch, config.devices)
+    return description

@@ -1,0 +1,83 @@
+"""`labels:PATH`: any multi-label image set given as a `{file: labels}` mapping.
+
+PATH is the mapping file (`.csv` with columns `file` and `labels`, labels joined by `|`, or
+`.json` mapping each file to a list of labels or a `|`-joined string) with the images in its
+folder, or a folder holding `labels.csv` / `labels.json`. An optional CSV column `split`
+(`train`/`val`) fixes the split; otherwise it is a stable hash of the file name. Label names
+are the sorted union of all labels, so their order does not depend on row order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mgbench.common.errors import UsageError
+from mgbench.datasets.description import DatasetDescription, hashed_validation, split_by_mask
+from mgbench.datasets.images import index_images, resolve_files
+
+MAPPING_NAMES = ("labels.csv", "labels.json")
+SPLITS = ("train", "val")
+
+
+def find_mapping(path: Path) -> Path:
+    if path.is_file():
+        return path
+    for name in MAPPING_NAMES:
+        if (path / name).is_file():
+            return path / name
+    raise UsageError(f"{path}: no {' or '.join(MAPPING_NAMES)} mapping images to labels")
+
+
+def read_csv_mapping(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read label file {path}: {error}") from None
+    missing = [c for c in ("file", "labels") if c not in frame.columns]
+    if missing:
+        raise UsageError(f"{path}: missing column(s) {', '.join(map(repr, missing))}")
+    if "split" in frame.columns:
+        bad = frame.index[~frame["split"].isin(SPLITS)]
+        if len(bad):
+            raise UsageError(f"{path} line {bad[0] + 2}: split must be train or val, got {frame['split'][bad[0]]!r}")
+    return frame
+
+
+def read_json_mapping(path: Path) -> pd.DataFrame:
+    try:
+        mapping = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read label file {path}: {error}") from None
+    if not isinstance(mapping, dict):
+        raise UsageError(f"{path}: expected an object mapping file names to labels")
+    rows = []
+    for name, labels in mapping.items():
+        if isinstance(labels, str):
+            labels = labels.split("|")
+        if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+            raise UsageError(f"{path}: labels of {name!r} must be a list of strings or a '|'-joined string")
+        rows.append({"file": name, "labels": "|".join(labels)})
+    return pd.DataFrame(rows, columns=["file", "labels"])
+
+
+def describe(path: Path) -> DatasetDescription:
+    mapping = find_mapping(path)
+    frame = read_json_mapping(mapping) if mapping.suffix.lower() == ".json" else read_csv_mapping(mapping)
+    if frame.empty:
+        raise UsageError(f"{mapping}: no images listed")
+    label_sets = [[label.strip() for label in cell.split("|") if label.strip()] for cell in frame["labels"]]
+    names = tuple(sorted({label for labels in label_sets for label in labels}))
+    if not names:
+        raise UsageError(f"{mapping}: no labels at all")
+    targets = np.zeros((len(frame), len(names)), dtype=np.float32)
+    for row, labels in enumerate(label_sets):
+        targets[row, [names.index(label) for label in labels]] = 1.0
+    root = mapping.parent
+    files = resolve_files(list(frame["file"]), index_images(root), mapping)
+    is_val = (frame["split"] == "val").to_numpy() if "split" in frame.columns else hashed_validation(frame["file"])
+    train, val = split_by_mask(files, targets, is_val, root)
+    return DatasetDescription("labels", root, names, True, train, val)

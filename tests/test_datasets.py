@@ -1,0 +1,234 @@
+"""The framework-neutral data layer: label parsing, splits, bad input, the sample set, `prepare`, the LR rule."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from conftest import mgbench
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.metrics import mean_auc
+from mgbench.common.models import MODELS
+from mgbench.common.schedule import learning_rate_at
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.chestxray import NIH_LABELS, multi_hot
+from mgbench.datasets.description import check_dataset, describe_dataset
+from mgbench.datasets.prepare import prepare_chestxray
+from mgbench.datasets.sample import draw_image, make_sample
+from mgbench.datasets.sampling import epoch_batches, validation_indices
+from mgbench.datasets.synthetic import Shard
+
+CSV_HEADER = "Image Index,Finding Labels,Follow-up #,Patient ID\n"
+
+
+def write_nih(root, rows, size=40):
+    """rows: (file, findings, patient); writes gray PNGs and the label file."""
+    (root / "images").mkdir(parents=True)
+    for name, _, _ in rows:
+        Image.fromarray(np.full((size, size), 100, np.uint8)).save(root / "images" / name)
+    (root / "Data_Entry_2017.csv").write_text(CSV_HEADER + "".join(f"{f},{l},0,{p}\n" for f, l, p in rows))
+
+
+def nih_rows(n):
+    findings = ["No Finding", "Effusion|Mass", "Hernia", "Atelectasis|Cardiomegaly|Edema"]
+    return [(f"{i:08d}_000.png", findings[i % 4], str(i)) for i in range(n)]
+
+
+def test_finding_labels_split_on_bar_and_no_finding_is_all_zeros():
+    assert multi_hot("No Finding", "x").sum() == 0
+    row = multi_hot("Effusion|Mass", "x")
+    assert row.sum() == 2 and row[NIH_LABELS.index("Effusion")] == 1 and row[NIH_LABELS.index("Mass")] == 1
+    assert len(NIH_LABELS) == 14 and NIH_LABELS[0] == "Atelectasis" and NIH_LABELS[-1] == "Hernia"
+
+
+def test_chestxray_targets_follow_the_csv_and_the_hash_split_is_by_patient(tmp_path):
+    write_nih(tmp_path, nih_rows(40))
+    description = describe_dataset(f"chestxray:{tmp_path}")
+    assert description.multi_label and description.label_names == NIH_LABELS
+    assert len(description.train) + len(description.val) == 40 and len(description.val) > 0
+    for split in (description.train, description.val):
+        for path, target in zip(split.files, split.targets):
+            index = int(path.rsplit("/", 1)[1][:8])
+            assert np.array_equal(target, multi_hot(nih_rows(40)[index][1], ""))
+    assert describe_dataset(f"chestxray:{tmp_path}").val.files == description.val.files  # deterministic
+
+
+def test_official_split_files_are_honoured(tmp_path):
+    rows = nih_rows(10)
+    write_nih(tmp_path, rows)
+    (tmp_path / "train_val_list.txt").write_text("".join(f"{r[0]}\n" for r in rows[:7]))
+    (tmp_path / "test_list.txt").write_text("".join(f"{r[0]}\n" for r in rows[7:]))
+    description = describe_dataset(f"chestxray:{tmp_path}")
+    assert sorted(p.rsplit("/", 1)[1] for p in description.val.files) == [r[0] for r in rows[7:]]
+    (tmp_path / "test_list.txt").write_text("".join(f"{r[0]}\n" for r in rows[8:]))
+    with pytest.raises(UsageError, match="00000007_000.png.*in neither"):
+        describe_dataset(f"chestxray:{tmp_path}")
+
+
+@pytest.mark.parametrize(
+    "csv, message",
+    [
+        ("Image Index,Labels\na.png,Mass\n", "missing column.*'Finding Labels'"),
+        ("Image Index,Finding Labels\na.png,Mass\nb.png,Broken Heart\n", "line 3: unknown finding 'Broken Heart'"),
+        ("Image Index,Finding Labels\na.png,Mass\nghost.png,Mass\n", "1 image.*ghost.png"),
+    ],
+)
+def test_bad_label_files_name_the_problem(tmp_path, csv, message):
+    (tmp_path / "images").mkdir()
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "images" / "a.png")
+    (tmp_path / "Data_Entry_2017.csv").write_text(csv)
+    with pytest.raises(UsageError, match=message):
+        describe_dataset(f"chestxray:{tmp_path}")
+
+
+def test_dataset_strings_are_checked(tmp_path):
+    assert describe_dataset("synthetic") is None
+    with pytest.raises(UsageError, match="unknown dataset 'cifar'"):
+        describe_dataset("cifar")
+    with pytest.raises(UsageError, match="does not exist"):
+        describe_dataset(f"chestxray:{tmp_path / 'nope'}")
+    with pytest.raises(UsageError, match="no Data_Entry_2017.csv"):
+        describe_dataset(f"chestxray:{tmp_path}")
+
+
+def test_labels_mapping_csv_and_json(tmp_path):
+    for name in ("a", "b", "c", "d"):
+        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / f"{name}.jpg")
+    (tmp_path / "labels.csv").write_text("file,labels,split\na.jpg,cat|dog,train\nb.jpg,,train\nc.jpg,dog,val\nd.jpg,cat,val\n")
+    description = describe_dataset(f"labels:{tmp_path}")
+    assert description.label_names == ("cat", "dog")
+    assert description.train.targets.tolist() == [[1, 1], [0, 0]]
+    assert description.val.targets.tolist() == [[0, 1], [1, 0]]
+    mapping = tmp_path / "other.json"
+    mapping.write_text(json.dumps({"a.jpg": ["x"], "b.jpg": "x|y", "c.jpg": [], "d.jpg": ["y"]}))
+    assert describe_dataset(f"labels:{mapping}").label_names == ("x", "y")
+    mapping.write_text(json.dumps({"a.jpg": 3}))
+    with pytest.raises(UsageError, match="labels of 'a.jpg'"):
+        describe_dataset(f"labels:{mapping}")
+
+
+def test_imagefolder_with_train_and_val(tmp_path):
+    for split, classes in (("train", ("ant", "bee")), ("val", ("ant", "bee"))):
+        for name in classes:
+            (tmp_path / split / name).mkdir(parents=True)
+            Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / split / name / "1.png")
+    description = describe_dataset(f"imagefolder:{tmp_path}")
+    assert not description.multi_label and description.label_names == ("ant", "bee")
+    assert description.val.targets.tolist() == [0, 1]
+    spec = description.task_spec(MODELS["resnet50"])
+    assert spec.num_classes == 2 and spec.loss == "softmax"
+    (tmp_path / "val" / "wasp").mkdir()
+    with pytest.raises(UsageError, match="class 'wasp' is not among the training classes"):
+        describe_dataset(f"imagefolder:{tmp_path}")
+
+
+def test_batch_too_large_for_the_dataset_is_refused_before_running(tmp_path):
+    write_nih(tmp_path, nih_rows(20))
+    config = RunConfig(framework="pytorch", strategy="ddp", model="tiny", devices=2, device_kind="cpu",
+                       batch_per_device=64, steps=1, dataset=f"chestxray:{tmp_path}", epochs=1)
+    with pytest.raises(UsageError, match="cannot fill one global batch of 128"):
+        check_dataset(config.dataset, [config])
+
+
+def test_compare_rejects_a_bad_dataset_before_any_run(tmp_path):
+    done = mgbench("compare", "--frameworks", "fake", "--dataset", f"chestxray:{tmp_path}", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "no Data_Entry_2017.csv" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_sample_has_the_nih_layout_and_labels_drawn_in_pixels(tmp_path):
+    make_sample(tmp_path / "a", 20, 64, seed=3)
+    make_sample(tmp_path / "b", 20, 64, seed=3)
+    frame = pd.read_csv(tmp_path / "a" / "Data_Entry_2017.csv")
+    assert {"Image Index", "Finding Labels", "Patient ID", "Follow-up #"} <= set(frame.columns)
+    assert all((tmp_path / "a" / "images" / name).is_file() for name in frame["Image Index"])
+    listed = (tmp_path / "a" / "train_val_list.txt").read_text().split() + (tmp_path / "a" / "test_list.txt").read_text().split()
+    assert sorted(listed) == sorted(frame["Image Index"])
+    first = frame["Image Index"][0]
+    with Image.open(tmp_path / "a" / "images" / first) as a, Image.open(tmp_path / "b" / "images" / first) as b:
+        assert a.mode == "L" and a.size == (64, 64) and np.array_equal(np.asarray(a), np.asarray(b))
+    # a finding changes its own cell of the grid and nothing else (beyond background noise)
+    findings = np.zeros(14, np.int64)
+    findings[5] = 1
+    empty = draw_image(np.zeros(14, np.int64), 64, np.random.default_rng(0)).astype(int)
+    marked = draw_image(findings, 64, np.random.default_rng(0)).astype(int)
+    changed = np.argwhere(np.abs(marked - empty) > 40)
+    row, col = divmod(5 + 1, 4)
+    assert len(changed) > 20 and (changed // 16 == [row, col]).all()
+
+
+def test_prepare_resizes_in_parallel_and_skips_corrupt_images(tmp_path):
+    src = tmp_path / "src"
+    write_nih(src, nih_rows(6), size=100)
+    (src / "test_list.txt").write_text("00000004_000.png\n00000005_000.png\n")
+    (src / "train_val_list.txt").write_text("".join(f"{i:08d}_000.png\n" for i in range(4)))
+    (src / "images" / "00000002_000.png").write_bytes(b"not a png")
+    calls = []
+    report = prepare_chestxray(src, tmp_path / "dst", 50, "jpeg", workers=2, on_progress=lambda d, t: calls.append((d, t)))
+    assert report.written == 5 and calls == [(d, 6) for d in range(1, 7)]
+    assert len(report.skipped) == 1 and "00000002_000.png" in report.skipped[0]
+    with Image.open(tmp_path / "dst" / "images" / "00000000_000.jpg") as image:
+        assert image.size == (50, 50) and image.mode == "L"
+    description = describe_dataset(f"chestxray:{tmp_path / 'dst'}")
+    assert len(description.train) == 3 and len(description.val) == 2
+    assert "00000002_000.png" not in (tmp_path / "dst" / "train_val_list.txt").read_text()
+
+
+def test_prepare_cli_lists_the_skipped_image(tmp_path):
+    src = tmp_path / "src"
+    write_nih(src, nih_rows(3))
+    (src / "images" / "00000001_000.png").write_bytes(b"\x89PNG broken")
+    done = mgbench("prepare", "chestxray", str(src), str(tmp_path / "dst"), "--size", "32", "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    assert "1 unreadable" in done.stderr and "00000001_000.png" in done.stderr
+
+
+def test_corrupt_image_at_load_time_names_the_file(tmp_path):
+    path = tmp_path / "x.png"
+    path.write_bytes(b"garbage")
+    with pytest.raises(UsageError, match="x.png"):
+        Augmentation.for_input(32).eval(str(path))
+
+
+def test_augmentation_shapes_ranges_and_determinism(tmp_path):
+    path = tmp_path / "g.png"
+    Image.fromarray(np.tile(np.arange(80, dtype=np.uint8) * 3, (80, 1))).save(path)
+    augmentation = Augmentation.for_input(64)
+    assert augmentation.resize == 75
+    image = augmentation.train(str(path), seed=0, epoch=0, index=1)
+    assert image.shape == (3, 64, 64) and image.dtype == np.float32
+    # grayscale expanded to three channels, each normalised with its own ImageNet statistics
+    assert np.allclose(image[0] * 0.229 + 0.485, image[1] * 0.224 + 0.456, atol=1e-5)
+    assert -2.2 < image.min() and image.max() < 2.7
+    assert np.array_equal(image, augmentation.train(str(path), seed=0, epoch=0, index=1))
+    draws = {augmentation.train(str(path), seed=0, epoch=e, index=1).tobytes() for e in range(8)}
+    assert len(draws) > 1
+    centre = augmentation.eval(str(path))
+    assert np.array_equal(centre, augmentation.eval(str(path)))
+
+
+def test_shards_of_an_epoch_are_the_single_process_batches():
+    whole = epoch_batches(50, 8, Shard(0, 8), epoch=2, seed=1)
+    halves = [epoch_batches(50, 8, Shard.of_rank(r, 2, 8), epoch=2, seed=1) for r in range(2)]
+    assert len(whole) == 6
+    assert [a + b for a, b in zip(*halves)] == whole
+    assert len({i for batch in whole for i in batch}) == 48
+    assert epoch_batches(50, 8, Shard(0, 8), epoch=3, seed=1) != whole
+    assert sorted(validation_indices(7, 0, 2) + validation_indices(7, 1, 2)) == list(range(7))
+
+
+def test_linear_scaling_rule_with_warmup():
+    assert learning_rate_at(0, 10, 0.1, 1024, 256) == pytest.approx(0.1)
+    assert learning_rate_at(5, 10, 0.1, 1024, 256) == pytest.approx(0.25)
+    assert learning_rate_at(10, 10, 0.1, 1024, 256) == pytest.approx(0.4)
+    assert learning_rate_at(99, 10, 0.1, 128, 256) == pytest.approx(0.05)
+
+
+def test_mean_auc_skips_labels_without_both_classes():
+    targets = np.array([[1, 0, 1], [0, 0, 1], [1, 0, 1], [0, 0, 1]], np.float32)
+    scores = np.array([[0.9, 0.1, 0.5], [0.2, 0.3, 0.5], [0.7, 0.2, 0.5], [0.6, 0.4, 0.5]])
+    assert mean_auc(targets, scores) == pytest.approx(1.0)
+    assert mean_auc(np.array([0, 1, 1]), np.array([[0.8, 0.2], [0.3, 0.7], [0.9, 0.1]])) == pytest.approx(0.5)

@@ -1,0 +1,92 @@
+"""The PyTorch loader over a dataset description, and convergence on the sample set.
+
+The convergence test trains the `tiny` model in epochs through `compare` (1 process, and
+DDP over 2 gloo processes on the same global batch) on a generated sample whose labels are
+drawn into the pixels, and requires a validation AUC of at least 0.9 from both.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
+
+from conftest import mgbench  # noqa: E402
+from mgbench.common.config import RunConfig  # noqa: E402
+from mgbench.datasets.sample import make_sample  # noqa: E402
+from mgbench.frameworks.pytorch import create_trainer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sample")
+    make_sample(root, 64, 40, seed=0)
+    return root
+
+
+def trainer_for(sample, **changes):
+    config = RunConfig(
+        **{
+            **dict(framework="pytorch", strategy="dp", model="tiny", devices=1, device_kind="cpu", batch_per_device=8,
+                   steps=1, dataset=f"chestxray:{sample}", epochs=1, image_size=32, workers=0),
+            **changes,
+        }
+    )
+    trainer = create_trainer(config.strategy)
+    trainer.setup(config)
+    return trainer
+
+
+def test_loader_batches_shapes_labels_and_determinism(sample):
+    trainer = trainer_for(sample)
+    assert trainer.steps_per_epoch() == len(trainer.dataset.train) // 8
+    images, labels = next(trainer.epoch_batches(0))
+    assert images.shape == (8, 3, 32, 32) and images.dtype == torch.float32
+    assert labels.shape == (8, 14) and set(labels.unique().tolist()) <= {0.0, 1.0}
+    again, _ = next(trainer.epoch_batches(0))
+    assert torch.equal(images, again)
+    other, _ = next(trainer.epoch_batches(1))
+    assert not torch.equal(images, other)
+    # with worker processes the bytes are the same: draws depend on (seed, epoch, image) only
+    with_workers, _ = next(trainer_for(sample, workers=2).epoch_batches(0))
+    assert torch.equal(images, with_workers)
+    assert sum(1 for _ in trainer.epoch_batches(0)) == trainer.steps_per_epoch()
+
+
+def test_head_follows_the_dataset_and_evaluate_reports_auc(sample):
+    trainer = trainer_for(sample)
+    assert trainer.core[-1].out_features == 14
+    metrics = trainer.evaluate()
+    assert set(metrics) == {"loss", "auc"} and 0.0 <= metrics["auc"] <= 1.0 and metrics["loss"] > 0
+
+
+def test_learning_rate_is_set_by_the_driver(sample):
+    trainer = trainer_for(sample)
+    trainer.set_learning_rate(0.123)
+    assert all(group["lr"] == 0.123 for group in trainer.optimizer.param_groups)
+
+
+@pytest.mark.slow
+def test_one_device_and_two_process_ddp_both_reach_auc_0_9(tmp_path):
+    data = tmp_path / "data"
+    assert mgbench("make-sample-chestxray", str(data), "--n", "320", "--size", "38").returncode == 0
+    out = tmp_path / "run"
+    done = mgbench(
+        "compare", "--frameworks", "pytorch", "--strategies", "ddp", "--gpus", "2", "--scaling", "strong",
+        "--model", "tiny", "--image-size", "32", "--dataset", f"chestxray:{data}", "--epochs", "24",
+        "--batch-per-gpu", "16", "--lr", "1.0", "--lr-reference-batch", "16", "--workers", "0",
+        "--device", "cpu", "--out", str(out),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(row["devices"] for row in rows) == [1, 2]
+    for row in rows:
+        curve = row["epoch_metrics"]
+        assert [e["epoch"] for e in curve] == list(range(1, 25))
+        assert all(e["val_seconds"] > 0 and e["train_seconds"] > 0 for e in curve)
+        assert curve[-1]["val_auc"] >= 0.9, (row["devices"], [round(e["val_auc"], 3) for e in curve])
+        assert row["eval_metrics"]["auc"] == curve[-1]["val_auc"]
+        assert 0 <= row["input_wait_fraction"] < 1
+    one, two = sorted(rows, key=lambda row: row["devices"])
+    assert np.isclose(one["epoch_metrics"][-1]["val_auc"], two["epoch_metrics"][-1]["val_auc"], atol=0.02)

@@ -27,6 +27,13 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (momentum 0.9)")
     job.add_argument("--seed", type=int, default=0)
     job.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="after the timed steps, trace STEPS more under the framework's profiler (profiles/<run_id>/)",
+    )
+    job.add_argument(
         "--device",
         default="auto",
         choices=("auto", "cuda", "cpu"),
@@ -50,6 +57,7 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
         image_size=args.image_size,
         learning_rate=args.lr,
         seed=args.seed,
+        profile_steps=args.profile,
     )
 
 

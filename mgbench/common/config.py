@@ -41,6 +41,8 @@ class RunConfig:
     image_size: int | None = None
     learning_rate: float = 0.01
     seed: int = 0
+    profile_steps: int = 0
+    """Extra steady-state steps traced by the framework's profiler after the timed ones (0: none)."""
 
     def __post_init__(self) -> None:
         model_spec(self.model)
@@ -54,6 +56,8 @@ class RunConfig:
             raise UsageError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
         if self.data_format not in DATA_FORMATS:
             raise UsageError(f"unknown data format {self.data_format!r}; choose from {', '.join(DATA_FORMATS)}")
+        if self.profile_steps < 0:
+            raise UsageError(f"--profile takes a number of steps >= 1, got {self.profile_steps}")
         if self.image_size is not None and self.image_size < 16:
             raise UsageError(f"image size must be at least 16 px, got {self.image_size}")
 

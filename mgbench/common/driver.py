@@ -18,6 +18,7 @@ import psutil
 
 from mgbench.common.config import RunConfig
 from mgbench.common.environment import host_environment
+from mgbench.common.profiling import profile_window
 from mgbench.common.protocol import Trainer
 from mgbench.common.results import RunResult
 from mgbench.common.timing import summarise_steps
@@ -32,8 +33,14 @@ def launch_time() -> float:
     return float(value) if value else psutil.Process().create_time()
 
 
-def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = None) -> RunResult | None:
-    """Set up, train `config.steps` timed steps, evaluate, close; the primary process gets the result."""
+def run_training(
+    trainer: Trainer, config: RunConfig, state_path: Path | None = None, profile_dir: Path | None = None
+) -> RunResult | None:
+    """Set up, train `config.steps` timed steps, evaluate, close; the primary process gets the result.
+
+    With `config.profile_steps` and a `profile_dir`, that many more (untimed) steps run under
+    the framework's profiler before evaluation.
+    """
     launched = launch_time()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     info = trainer.setup(config)
@@ -57,6 +64,9 @@ def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = 
         if placement.is_primary and (step + 1) % progress_every == 0:
             rate = config.global_batch / step_seconds[-1]
             print(f"step {step + 1}/{config.steps}: {rate:.1f} img/s, loss {losses[-1]:.4f}", file=sys.stderr, flush=True)
+    profile = None
+    if config.profile_steps and profile_dir is not None:
+        profile = profile_window(trainer, batches, config.profile_steps, profile_dir, placement.rank)
     eval_start = time.perf_counter()
     metrics = trainer.evaluate()
     eval_seconds = time.perf_counter() - eval_start
@@ -96,4 +106,5 @@ def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = 
         step_seconds=step_seconds,
         input_wait_seconds=waits,
         losses=losses,
+        profile=profile,
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import resource
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -27,6 +27,7 @@ from torch import nn
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import ModelSpec
+from mgbench.common.profiling import OpTime
 from mgbench.common.protocol import ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 
@@ -265,6 +266,19 @@ class TorchTrainer:
     def save_state(self, path: Path) -> None:
         arrays = {name: p.detach().float().cpu().numpy() for name, p in self.core.named_parameters()}
         np.savez(path, **arrays)
+
+    def profile(self, run_steps: Callable[[], None], trace_path: Path) -> tuple[list[OpTime], str]:
+        """`run_steps` under torch.profiler: a Chrome trace, and self time per op (device time on GPU)."""
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self.use_cuda:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as profiler:
+            run_steps()
+        profiler.export_chrome_trace(str(trace_path))
+        clock = "device" if self.use_cuda else "cpu"
+        attribute = "self_device_time_total" if self.use_cuda else "self_cpu_time_total"
+        ops = [OpTime(e.key, getattr(e, attribute) / 1e6, e.count) for e in profiler.key_averages()]
+        return ops, clock
 
     def close(self) -> None:
         if self.strategy == "ddp" and dist.is_initialized():

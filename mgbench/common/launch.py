@@ -109,8 +109,9 @@ def multinode_commands(
 ) -> list[NodeCommand]:
     """The launch of `entry` over `hosts`, as the framework's launcher wants it (before ssh).
 
-    torchrun: one agent per node, rendezvous through c10d on the first host. horovodrun and
-    mpiexec: one command here, given the host list. TF: one worker per host with its TF_CONFIG.
+    torchrun: one agent per node, rendezvous through c10d on the first host (c10d assigns node
+    ranks as agents arrive; torchrun ignores --node-rank with it, so none is passed). horovodrun
+    and mpiexec: one command here, given the host list. TF: one worker per host with its TF_CONFIG.
     """
     inner = [*entry, *run_args]
     total = sum(host.slots for host in hosts)
@@ -121,13 +122,13 @@ def multinode_commands(
                 host,
                 [
                     interpreter, "-m", "torch.distributed.run",
-                    f"--nnodes={len(hosts)}", f"--node-rank={rank}", f"--nproc-per-node={host.slots}",
+                    f"--nnodes={len(hosts)}", f"--nproc-per-node={host.slots}",
                     "--rdzv-backend=c10d", f"--rdzv-endpoint={hosts[0].name}:{port}", f"--rdzv-id={run_id}",
                     *inner,
                 ],
                 {},
             )
-            for rank, host in enumerate(hosts)
+            for host in hosts
         ]
     if launcher == "horovodrun":
         argv = [interpreter, "-m", "horovod.runner.launch", "-np", str(total), "-H", host_list, interpreter, *inner]

@@ -3,7 +3,6 @@ finished rows, and `--resume` rerunning only what is not done. The hang past the
 crash are in test_compare.py."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

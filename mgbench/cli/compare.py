@@ -143,11 +143,10 @@ def handle(args: argparse.Namespace) -> int:
     if kind == "cpu":
         console.print("[yellow]No GPU visible: CPU devices stand in for GPUs (processes or logical devices).[/]")
     console.print(f"{len(configs)} runs -> {folder.root}")
-    bandwidth = bandwidth_report(folder, configs, bool(options.get("bandwidth")), console)
-
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
     try:
+        bandwidth = bandwidth_report(folder, configs, bool(options.get("bandwidth")), console)
         with console.status(f"running 1/{len(configs)}...") as status:
 
             def on_result(result: RunResult) -> None:

@@ -2,11 +2,14 @@
 
 Registered through MGBENCH_PLUGINS=fakefw (with tests/ on PYTHONPATH). Its strategies say
 what it does: `steady` trains (slow first steps, then steady), `crash` raises mid-run, `hang`
-never finishes a step, `oom` dies the way an out-of-memory run dies.
+never finishes a step, `oom` dies the way an out-of-memory run dies, `oom-above` does so only
+with more than OOM_ABOVE_BATCH samples per device, `slow` takes SLOW_STEP_SECONDS per step
+(to be interrupted), `flaky` crashes while the environment has FAKE_FAIL=1 (to be resumed).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Iterator
@@ -21,6 +24,8 @@ WARMUP_STEPS = 3
 WARMUP_SECONDS = 0.12
 STEP_SECONDS = 0.02
 INPUT_SECONDS = 0.005
+OOM_ABOVE_BATCH = 4
+SLOW_STEP_SECONDS = 1.0
 
 FRAMEWORK = FrameworkSpec(
     name="fake",
@@ -30,6 +35,9 @@ FRAMEWORK = FrameworkSpec(
         StrategySpec("crash", "inprocess", "raises at step 2"),
         StrategySpec("hang", "inprocess", "never finishes a step"),
         StrategySpec("oom", "inprocess", "dies of out-of-memory"),
+        StrategySpec("oom-above", "inprocess", f"dies of out-of-memory above {OOM_ABOVE_BATCH} per device"),
+        StrategySpec("slow", "inprocess", f"{SLOW_STEP_SECONDS} s per step"),
+        StrategySpec("flaky", "inprocess", "crashes while FAKE_FAIL=1"),
     ),
     import_names=("numpy",),
     environment="fake",
@@ -60,8 +68,12 @@ class FakeTrainer:
             raise RuntimeError("fake adapter crashed on purpose")
         if self.strategy == "hang":
             time.sleep(3600)
-        if self.strategy == "oom":
+        if self.strategy == "oom" or (self.strategy == "oom-above" and self.config.batch_per_device > OOM_ABOVE_BATCH):
             raise MemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        if self.strategy == "flaky" and os.environ.get("FAKE_FAIL") == "1":
+            raise RuntimeError("flaky fake adapter failed on purpose")
+        if self.strategy == "slow":
+            time.sleep(SLOW_STEP_SECONDS)
         time.sleep(WARMUP_SECONDS if self.steps_done < WARMUP_STEPS else STEP_SECONDS)
         self.steps_done += 1
 

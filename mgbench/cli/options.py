@@ -44,6 +44,13 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     )
     job.add_argument("--seed", type=int, default=0)
     job.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="after the timed steps, trace STEPS more under the framework's profiler (profiles/<run_id>/)",
+    )
+    job.add_argument(
         "--device",
         default="auto",
         choices=("auto", "cuda", "cpu"),
@@ -70,6 +77,7 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
         epochs=args.epochs,
         workers=args.workers,
         lr_reference_batch=args.lr_reference_batch,
+        profile_steps=args.profile,
     )
 
 

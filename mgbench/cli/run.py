@@ -38,6 +38,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", type=Path, default=None, help="a RunConfig JSON file (set by compare/launchers)")
     parser.add_argument("--result-file", type=Path, default=None, help="write the result row (JSON) here")
     parser.add_argument("--save-state", type=Path, default=None, help="write trained weights (.npz) here")
+    parser.add_argument("--profile-dir", type=Path, default=None, help="profiler traces go here (set by compare)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, help="seconds, under a launcher")
     parser.add_argument("--out", type=Path, default=None, help="run folder when started under a launcher")
     add_job_options(parser)
@@ -76,7 +77,8 @@ def handle(args: argparse.Namespace) -> int:
         append_result(folder.results, result)
         print_summary(results_frame([result]), Console(), f"{config.model}: {config.run_id}")
         return 0 if result.status == "ok" else 1
-    result = run_training(create_trainer(config.framework, config.strategy), config, args.save_state)
+    profile_dir = args.profile_dir or ((args.out or Path(".")) / "profiles" / config.run_id if config.profile_steps else None)
+    result = run_training(create_trainer(config.framework, config.strategy), config, args.save_state, profile_dir)
     if result is None:
         return 0
     if args.result_file:

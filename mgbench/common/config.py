@@ -47,6 +47,8 @@ class RunConfig:
     """Data-loader worker processes per training process; None sizes them from the CPU count."""
     lr_reference_batch: int = 256
     """With `epochs`, `learning_rate` is the rate for this global batch (linear scaling rule)."""
+    profile_steps: int = 0
+    """Extra steady-state steps traced by the framework's profiler after the timed ones (0: none)."""
 
     def __post_init__(self) -> None:
         model_spec(self.model)
@@ -68,6 +70,8 @@ class RunConfig:
             raise UsageError(f"workers must be 0 or more, got {self.workers}")
         if self.lr_reference_batch < 1:
             raise UsageError(f"the learning-rate reference batch must be at least 1, got {self.lr_reference_batch}")
+        if self.profile_steps < 0:
+            raise UsageError(f"--profile takes a number of steps >= 1, got {self.profile_steps}")
         if self.image_size is not None and self.image_size < 16:
             raise UsageError(f"image size must be at least 16 px, got {self.image_size}")
 

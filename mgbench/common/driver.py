@@ -23,6 +23,7 @@ import psutil
 from mgbench.common.config import RunConfig
 from mgbench.common.environment import host_environment
 from mgbench.common.errors import UsageError
+from mgbench.common.profiling import profile_window
 from mgbench.common.protocol import EpochTrainer, Trainer
 from mgbench.common.results import RunResult
 from mgbench.common.schedule import learning_rate_at
@@ -107,10 +108,13 @@ def train_epochs(trainer: Trainer, config: RunConfig) -> tuple[StepClock, list[d
     return clock, epoch_metrics
 
 
-def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = None) -> RunResult | None:
+def run_training(
+    trainer: Trainer, config: RunConfig, state_path: Path | None = None, profile_dir: Path | None = None
+) -> RunResult | None:
     """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
 
-    The primary process gets the result.
+    The primary process gets the result. With `config.profile_steps` and a `profile_dir`, that
+    many more (untimed) steps run under the framework's profiler after the timed ones.
     """
     launched = launch_time()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -118,6 +122,7 @@ def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = 
     placement = trainer.placement
     first_step_at = time.time()
     epoch_metrics: list[dict[str, float]] = []
+    profile = None
     if config.epochs:
         clock, epoch_metrics = train_epochs(trainer, config)
         metrics = {"loss": epoch_metrics[-1]["val_loss"], "auc": epoch_metrics[-1]["val_auc"]}
@@ -127,6 +132,8 @@ def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = 
         batches = trainer.batches()
         for _ in range(config.steps):
             clock.step(batches)
+        if config.profile_steps and profile_dir is not None:
+            profile = profile_window(trainer, batches, config.profile_steps, profile_dir, placement.rank)
         eval_start = time.perf_counter()
         metrics = trainer.evaluate()
         eval_seconds = time.perf_counter() - eval_start
@@ -168,4 +175,5 @@ def run_training(trainer: Trainer, config: RunConfig, state_path: Path | None = 
         step_seconds=step_seconds,
         input_wait_seconds=waits,
         losses=losses,
+        profile=profile,
     )

@@ -18,9 +18,13 @@ import mgbench
 from mgbench.common.devices import nvml_or_none
 
 
-def gpu_environment() -> list[dict[str, Any]]:
-    """One entry per GPU NVML sees: name, memory, current and maximum SM and memory clocks."""
-    nvml = nvml_or_none()
+def gpu_environment(nvml: Any = None) -> list[dict[str, Any]]:
+    """One entry per GPU NVML sees: name, memory, current and maximum SM and memory clocks, PCIe link.
+
+    `nvml` is the initialised pynvml module (looked up when not given); PCIe links read
+    `gen<G> x<W>` so that GPUs can be compared with one string.
+    """
+    nvml = nvml or nvml_or_none()
     if nvml is None:
         return []
     gpus = []
@@ -35,6 +39,14 @@ def gpu_environment() -> list[dict[str, Any]]:
             try:
                 entry[f"{label}_clock_mhz"] = int(nvml.nvmlDeviceGetClockInfo(handle, clock))
                 entry[f"{label}_clock_max_mhz"] = int(nvml.nvmlDeviceGetMaxClockInfo(handle, clock))
+            except nvml.NVMLError:
+                continue
+        for key, generation, width in (
+            ("pcie_link", nvml.nvmlDeviceGetCurrPcieLinkGeneration, nvml.nvmlDeviceGetCurrPcieLinkWidth),
+            ("pcie_link_max", nvml.nvmlDeviceGetMaxPcieLinkGeneration, nvml.nvmlDeviceGetMaxPcieLinkWidth),
+        ):
+            try:
+                entry[key] = f"gen{int(generation(handle))} x{int(width(handle))}"
             except nvml.NVMLError:
                 continue
         gpus.append(entry)

@@ -33,6 +33,7 @@ for n in names:
         versions[n] = importlib.metadata.version(n)
     except importlib.metadata.PackageNotFoundError:
         pass
+versions["python"] = sys.version.split()[0]
 print(json.dumps({"found": found, "versions": versions}))
 """
 

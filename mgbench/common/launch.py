@@ -4,10 +4,16 @@ Multi-process strategies go through the frameworks' own launchers (torchrun, mpi
 horovodrun), never a home-made one, so what mgbench measures is what users run. Each
 framework runs with the interpreter of its virtual environment (`.venvs/<env>/bin/python`)
 when that exists, else with the interpreter running mgbench.
+
+Across hosts (`compare --hosts`), torchrun and TensorFlow's MultiWorkerMirroredStrategy need
+one command per node: those are started directly on this machine and through `ssh HOST` on
+the others (same paths there: a shared file system or an identical checkout). horovodrun and
+mpiexec take the host list themselves and start the remote processes with their own ssh.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -17,13 +23,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import mgbench
+from mgbench.common.hosts import Host
 from mgbench.frameworks import FrameworkSpec, Launcher
 
 VENVS_ENV = "MGBENCH_VENVS"
 TERMINATE_GRACE_SECONDS = 10.0
 LOG_TAIL_LINES = 25
+POLL_SECONDS = 0.05
 LAUNCHER_ENV_MARKERS = ("TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "HOROVOD_RANK")
 
 
@@ -50,10 +59,18 @@ def launched_by_launcher() -> bool:
     return any(marker in os.environ for marker in LAUNCHER_ENV_MARKERS)
 
 
-def launch_command(interpreter: str, launcher: Launcher, processes: int, run_args: list[str]) -> list[str]:
-    """The command line that starts `mgbench run` under the strategy's launcher."""
-    inner = ["-m", "mgbench", "run", *run_args]
-    if launcher == "inprocess":
+RUN_ENTRY = ("-m", "mgbench", "run")
+TF_CONFIG_ENV = "TF_CONFIG"
+FORWARDED_ENV_PREFIXES = ("MGBENCH_", "OMP_NUM_THREADS", "PYTHON", "CUDA_VISIBLE_DEVICES", "NCCL_", "GLOO_")
+"""Variables a node started through ssh receives from this one (ssh starts a bare environment)."""
+
+
+def launch_command(
+    interpreter: str, launcher: Launcher, processes: int, run_args: list[str], entry: Sequence[str] = RUN_ENTRY
+) -> list[str]:
+    """The command line that starts `entry` (default `mgbench run`) under the strategy's launcher."""
+    inner = [*entry, *run_args]
+    if launcher in ("inprocess", "tf-multiworker"):
         return [interpreter, *inner]
     if launcher == "torchrun":
         return [interpreter, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}", *inner]
@@ -64,6 +81,80 @@ def launch_command(interpreter: str, launcher: Launcher, processes: int, run_arg
     if launcher == "horovodrun":
         return [interpreter, "-m", "horovod.runner.launch", "-np", str(processes), interpreter, *inner]
     raise ValueError(f"unknown launcher {launcher!r}")
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """One command of a (possibly multi-node) launch: where it runs, what, with which extra variables."""
+
+    host: Host | None
+    argv: list[str]
+    env: dict[str, str]
+
+
+def tf_configs(hosts: list[Host], port: int) -> list[dict]:
+    """TF_CONFIG of each MultiWorkerMirroredStrategy worker: one worker per host, driving its GPUs."""
+    workers = [f"{host.name}:{port}" for host in hosts]
+    return [{"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}} for i in range(len(hosts))]
+
+
+def multinode_commands(
+    interpreter: str,
+    launcher: Launcher,
+    hosts: list[Host],
+    run_args: list[str],
+    port: int,
+    run_id: str,
+    entry: Sequence[str] = RUN_ENTRY,
+) -> list[NodeCommand]:
+    """The launch of `entry` over `hosts`, as the framework's launcher wants it (before ssh).
+
+    torchrun: one agent per node, rendezvous through c10d on the first host (c10d assigns node
+    ranks as agents arrive; torchrun ignores --node-rank with it, so none is passed). horovodrun
+    and mpiexec: one command here, given the host list. TF: one worker per host with its TF_CONFIG.
+    """
+    inner = [*entry, *run_args]
+    total = sum(host.slots for host in hosts)
+    host_list = ",".join(str(host) for host in hosts)
+    if launcher == "torchrun":
+        return [
+            NodeCommand(
+                host,
+                [
+                    interpreter, "-m", "torch.distributed.run",
+                    f"--nnodes={len(hosts)}", f"--nproc-per-node={host.slots}",
+                    "--rdzv-backend=c10d", f"--rdzv-endpoint={hosts[0].name}:{port}", f"--rdzv-id={run_id}",
+                    *inner,
+                ],
+                {},
+            )
+            for host in hosts
+        ]
+    if launcher == "horovodrun":
+        argv = [interpreter, "-m", "horovod.runner.launch", "-np", str(total), "-H", host_list, interpreter, *inner]
+        return [NodeCommand(None, argv, {})]
+    if launcher == "mpirun":
+        root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+        argv = [shutil.which("mpiexec") or "mpiexec", *root, "-n", str(total), "-H", host_list, interpreter, *inner]
+        return [NodeCommand(None, argv, {})]
+    if launcher == "tf-multiworker":
+        configs = tf_configs(hosts, port)
+        return [NodeCommand(host, [interpreter, *inner], {TF_CONFIG_ENV: json.dumps(config)}) for host, config in zip(hosts, configs)]
+    raise ValueError(f"launcher {launcher!r} cannot span several hosts")
+
+
+def node_argv(node: NodeCommand, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment that start `node` from here: directly, or through ssh.
+
+    ssh gives the remote command a bare environment, so the mgbench variables, thread counts
+    and the node's own (TF_CONFIG) are exported in front of it, in the same folder as here.
+    """
+    if node.host is None or node.host.is_local:
+        return node.argv, {**env, **node.env}
+    forwarded = {k: v for k, v in env.items() if k.startswith(FORWARDED_ENV_PREFIXES)} | node.env
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(forwarded.items()))
+    remote = f"cd {shlex.quote(os.getcwd())} && env {exports} {shlex.join(node.argv)}"
+    return ["ssh", "-o", "BatchMode=yes", node.host.name, remote], env
 
 
 @dataclass(frozen=True)
@@ -94,23 +185,56 @@ def _stop_group(process: subprocess.Popen) -> None:
             continue
 
 
+def _wait_all(processes: list[subprocess.Popen], deadline: float) -> int | None:
+    """Wait for every process; the first non-zero exit stops the others (a node that died leaves
+    its peers waiting at a rendezvous). None when the deadline passed first."""
+    while time.monotonic() < deadline:
+        codes = [process.poll() for process in processes]
+        failed = [code for code in codes if code not in (None, 0)]
+        if failed:
+            for process in processes:
+                _stop_group(process)
+            return failed[0]
+        if all(code == 0 for code in codes):
+            return 0
+        time.sleep(POLL_SECONDS)
+    return None
+
+
 def execute(command: list[str], env: dict[str, str], timeout: float, log_path: Path) -> Outcome:
     """Run `command` in its own process group, output to `log_path`, killed after `timeout` s."""
+    return execute_nodes([NodeCommand(None, command, {})], env, timeout, log_path)
+
+
+def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float, log_path: Path) -> Outcome:
+    """Start every node's command (each in its own process group), wait for all, one log.
+
+    Past `timeout`, or when this process is interrupted (Ctrl-C, SIGTERM), every group is
+    stopped before returning or re-raising; the first non-zero exit code is the outcome's.
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    processes: list[subprocess.Popen] = []
     with log_path.open("w") as log:
-        log.write(f"$ {shlex.join(command)}\n")
-        log.flush()
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
-        )
         try:
-            returncode: int | None = process.wait(timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _stop_group(process)
-            returncode, timed_out = None, True
+            for node in nodes:
+                argv, node_env = node_argv(node, env)
+                log.write(f"$ {shlex.join(argv)}\n")
+                log.flush()
+                processes.append(
+                    subprocess.Popen(
+                        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=node_env,
+                        start_new_session=True,
+                    )
+                )
+            returncode: int | None = _wait_all(processes, deadline)
+            timed_out = returncode is None
+            if timed_out:
+                for process in processes:
+                    _stop_group(process)
         except BaseException:
-            _stop_group(process)
+            for process in processes:
+                _stop_group(process)
             raise
     return Outcome(returncode, timed_out, time.perf_counter() - start, log_tail(log_path))

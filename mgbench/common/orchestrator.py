@@ -4,12 +4,18 @@ Each run is its own subprocess (under its launcher and with its framework's inte
 watched by the device monitor and bounded by a timeout. Whatever happens to it, exactly one
 row is appended to `results.jsonl` as soon as it ends, so a crash, a hang or an out-of-memory
 in one framework never costs the rows of the others.
+
+A run that runs out of memory is retried with half the batch per device (down to 1), and its
+row records the batch that ran and the retries. Ctrl-C or SIGTERM stops the current run's
+process groups and leaves an `interrupted` row; `pending_runs` lets a resumed compare skip
+the runs already done.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +25,19 @@ from mgbench.common.config import RunConfig
 from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
 from mgbench.common.errors import UsageError
-from mgbench.common.launch import execute, interpreter_for, launch_command
+from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
+from mgbench.common.hosts import Host
+from mgbench.common.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
 from mgbench.common.monitor import DeviceMonitor
 from mgbench.common.results import RESULTS_FILE, RunResult, Status, append_result
 from mgbench.frameworks import framework_spec
 
 Scaling = Literal["weak", "strong"]
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
+DONE_STATUSES: tuple[Status, ...] = ("ok", "unsupported")
+"""Rows a resumed compare keeps; every other status (failed, timeout, oom, interrupted) is rerun."""
+RDZV_PORT_ENV = "MGBENCH_RDZV_PORT"
+DEFAULT_RDZV_PORT = 29400
 
 
 def plan_runs(
@@ -97,16 +109,53 @@ class RunFolder:
     def trace(self, run_id: str) -> Path:
         return self.root / "traces" / f"{run_id}.csv"
 
+    def profile_dir(self, run_id: str) -> Path:
+        return self.root / "profiles" / run_id
 
-def execute_run(config: RunConfig, folder: RunFolder, timeout: float, state_path: Path | None = None) -> RunResult:
-    """One run in its own subprocess; always returns a result, a failure row if it did not finish.
+    @property
+    def bandwidth(self) -> Path:
+        return self.root / "bandwidth.json"
 
-    `state_path`, when given, receives the trained weights (equivalence checks).
+    @property
+    def compare_file(self) -> Path:
+        return self.root / "compare.json"
+
+
+def spans_hosts(config: RunConfig, hosts: list[Host] | None) -> bool:
+    """A run spans the hosts when it asks for all their slots; smaller runs stay on this machine."""
+    return bool(hosts) and len(hosts) > 1 and config.devices == sum(host.slots for host in hosts)
+
+
+def rendezvous_port(hosts: list[Host]) -> int:
+    """A free port here when the first host is this machine, else MGBENCH_RDZV_PORT (default 29400)."""
+    if os.environ.get(RDZV_PORT_ENV):
+        return int(os.environ[RDZV_PORT_ENV])
+    if not hosts[0].is_local:
+        return DEFAULT_RDZV_PORT
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        return probe.getsockname()[1]
+
+
+def execute_run(
+    config: RunConfig,
+    folder: RunFolder,
+    timeout: float,
+    state_path: Path | None = None,
+    hosts: list[Host] | None = None,
+) -> RunResult:
+    """One run in its own subprocess(es); always returns a result, a failure row if it did not finish.
+
+    `state_path`, when given, receives the trained weights (equivalence checks). With `hosts`,
+    a run asking for all their slots is launched across them (`spans_hosts`).
     """
     spec = framework_spec(config.framework)
     strategy = spec.strategy(config.strategy)
     if config.device_kind == "cpu" and config.devices > 1 and strategy.cpu_multi_device_note:
         return RunResult(config, "unsupported", error=f"needs GPUs: {strategy.cpu_multi_device_note}")
+    multinode = spans_hosts(config, hosts)
+    if multinode and strategy.launcher == "inprocess":
+        return RunResult(config, "unsupported", error=f"{config.strategy} runs in one process; it cannot span hosts")
     interpreter = interpreter_for(spec)
     config_file, raw = folder.config_file(config.run_id), folder.raw_result(config.run_id)
     config_file.parent.mkdir(parents=True, exist_ok=True)
@@ -115,11 +164,17 @@ def execute_run(config: RunConfig, folder: RunFolder, timeout: float, state_path
     run_args = ["--config", str(config_file), "--result-file", str(raw)]
     if state_path is not None:
         run_args += ["--save-state", str(state_path)]
-    command = launch_command(interpreter, strategy.launcher, config.devices, run_args)
+    if config.profile_steps:
+        run_args += ["--profile-dir", str(folder.profile_dir(config.run_id))]
+    if multinode:
+        assert hosts is not None
+        nodes = multinode_commands(interpreter, strategy.launcher, hosts, run_args, rendezvous_port(hosts), config.run_id)
+    else:
+        nodes = [NodeCommand(None, launch_command(interpreter, strategy.launcher, config.devices, run_args), {})]
     gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind == "cuda" else []
     with DeviceMonitor(folder.trace(config.run_id), gpus):
-        outcome = execute(command, child_environment(config), timeout, folder.log(config.run_id))
-    command_text = " ".join(command)
+        outcome = execute_nodes(nodes, child_environment(config), timeout, folder.log(config.run_id))
+    command_text = "\n".join(" ".join(node.argv) for node in nodes)
     if outcome.returncode == 0 and raw.exists():
         result = RunResult.from_record(json.loads(raw.read_text()))
         result.command = command_text
@@ -134,16 +189,57 @@ def execute_run(config: RunConfig, folder: RunFolder, timeout: float, state_path
     )
 
 
+def execute_with_oom_retry(
+    config: RunConfig, folder: RunFolder, timeout: float, hosts: list[Host] | None = None
+) -> RunResult:
+    """`execute_run`, restarted with half the batch per device while it runs out of memory (down to 1).
+
+    The row keeps the batch that ran in `batch_per_device`, the one asked for in
+    `requested_batch_per_device` and the number of restarts in `oom_retries`.
+    """
+    requested, retries = config.batch_per_device, 0
+    result = execute_run(config, folder, timeout, hosts=hosts)
+    while result.status == "oom" and config.batch_per_device > 1:
+        config = config.with_changes(batch_per_device=config.batch_per_device // 2)
+        retries += 1
+        result = execute_run(config, folder, timeout, hosts=hosts)
+    result.requested_batch_per_device = requested
+    result.oom_retries = retries
+    return result
+
+
+def pending_runs(configs: list[RunConfig], existing: list[RunResult]) -> tuple[list[RunResult], list[RunConfig]]:
+    """Split a compare into the rows already done (kept, in plan order) and the runs still to do."""
+    done = {result.run_id: result for result in existing if result.status in DONE_STATUSES}
+    kept = [done[config.run_id] for config in configs if config.run_id in done]
+    return kept, [config for config in configs if config.run_id not in done]
+
+
 def run_compare(
     configs: list[RunConfig],
     folder: RunFolder,
     timeout: float,
     on_result: Callable[[RunResult], None] = lambda result: None,
+    hosts: list[Host] | None = None,
+    bandwidth: BandwidthReport | None = None,
 ) -> list[RunResult]:
-    """Execute every planned run in order, appending each row as soon as it ends."""
+    """Execute every planned run in order, appending each row as soon as it ends.
+
+    Ctrl-C / SIGTERM (as KeyboardInterrupt) during a run stops it, appends an `interrupted`
+    row for it and ends the compare early; the rows written so far stay.
+    """
     results = []
     for config in configs:
-        result = execute_run(config, folder, timeout)
+        try:
+            result = execute_with_oom_retry(config, folder, timeout, hosts)
+        except KeyboardInterrupt:
+            result = RunResult(config, "interrupted", error="interrupted (Ctrl-C or SIGTERM): the run was stopped")
+            append_result(folder.results, result)
+            results.append(result)
+            on_result(result)
+            break
+        if bandwidth is not None:
+            annotate_allreduce(result, bandwidth)
         append_result(folder.results, result)
         results.append(result)
         on_result(result)

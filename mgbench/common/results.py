@@ -51,6 +51,16 @@ class RunResult:
     epoch_metrics: list[dict[str, float]] = field(default_factory=list)
     """Per epoch on real data: epoch, train_loss, train_seconds, val_loss, val_auc, val_seconds."""
     final_loss: float | None = None
+    requested_batch_per_device: int | None = None
+    """The batch per device asked for; `batch_per_device` is the one that ran (lower after OOM retries)."""
+    oom_retries: int = 0
+    """How many times the run was restarted with a halved batch per device after running out of memory."""
+    expected_allreduce_seconds: float | None = None
+    """Gradient all-reduce time per step predicted from the measured bus bandwidth (bandwidth.json)."""
+    allreduce_step_share: float | None = None
+    """`expected_allreduce_seconds` over the measured median step time."""
+    profile: dict[str, Any] | None = None
+    """Summary of the `--profile` window (see `mgbench.common.profiling`)."""
     peak_memory_bytes: int | None = None
     step_seconds: list[float] = field(default_factory=list)
     input_wait_seconds: list[float] = field(default_factory=list)
@@ -102,3 +112,8 @@ def read_results(path: Path) -> list[RunResult]:
     if not path.exists():
         return []
     return [RunResult.from_record(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_results(path: Path, results: list[RunResult]) -> None:
+    """Replace a results file by exactly these rows, atomically (resume drops rows it reruns)."""
+    write_json_atomically(path, "".join(result.to_json() + "\n" for result in results))

@@ -16,7 +16,7 @@ from typing import Literal
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import Trainer
 
-Launcher = Literal["inprocess", "torchrun", "mpirun", "horovodrun"]
+Launcher = Literal["inprocess", "torchrun", "mpirun", "horovodrun", "tf-multiworker"]
 
 
 @dataclass(frozen=True)

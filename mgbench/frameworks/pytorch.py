@@ -27,7 +27,7 @@ import itertools
 import os
 import resource
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -39,6 +39,7 @@ from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.metrics import mean_auc
 from mgbench.common.models import ModelSpec
+from mgbench.common.profiling import OpTime
 from mgbench.common.protocol import ModelInfo, Placement
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import DatasetDescription, Split, describe_dataset
@@ -395,6 +396,19 @@ class TorchTrainer:
     def save_state(self, path: Path) -> None:
         arrays = {name: p.detach().float().cpu().numpy() for name, p in self.core.named_parameters()}
         np.savez(path, **arrays)
+
+    def profile(self, run_steps: Callable[[], None], trace_path: Path) -> tuple[list[OpTime], str]:
+        """`run_steps` under torch.profiler: a Chrome trace, and self time per op (device time on GPU)."""
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self.use_cuda:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as profiler:
+            run_steps()
+        profiler.export_chrome_trace(str(trace_path))
+        clock = "device" if self.use_cuda else "cpu"
+        attribute = "self_device_time_total" if self.use_cuda else "self_cpu_time_total"
+        ops = [OpTime(e.key, getattr(e, attribute) / 1e6, e.count) for e in profiler.key_averages()]
+        return ops, clock
 
     def close(self) -> None:
         if self.strategy == "ddp" and dist.is_initialized():

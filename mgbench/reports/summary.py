@@ -32,7 +32,9 @@ TABLE_COLUMNS = {
     "input_wait_pct": "input wait %",
     "startup_seconds": "start-up s",
     "peak_memory_gib": "peak mem GiB",
+    "allreduce_pct": "all-reduce % (expected)",
 }
+LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "profile")
 
 
 def results_frame(results: list[RunResult]) -> pd.DataFrame:
@@ -48,11 +50,18 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
         speedup = group["images_per_sec"] / base["images_per_sec"]
         frame.loc[group.index, "speedup"] = speedup
         frame.loc[group.index, "efficiency"] = speedup / (group["devices"] / base["devices"])
+    if "profile" in frame:
+        for share in ("communication_share", "input_copy_share"):
+            frame[f"profile_{share}"] = [p.get(share) if isinstance(p, dict) else None for p in frame["profile"]]
     return frame
 
 
 def _fmt(value: object, pattern: str) -> str:
     return "" if value is None or (isinstance(value, float) and np.isnan(value)) else pattern.format(value)
+
+
+def _percent(share: object) -> float | None:
+    return share * 100 if isinstance(share, float) else None
 
 
 def display_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -76,6 +85,7 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "input_wait_pct": _fmt(r["input_wait_fraction"] * 100, "{:.1f}") if ok else "",
                 "startup_seconds": _fmt(r["startup_seconds"], "{:.1f}") if ok else "",
                 "peak_memory_gib": _fmt(r["peak_memory_bytes"] / 2**30, "{:.2f}") if ok and r["peak_memory_bytes"] else "",
+                "allreduce_pct": _fmt(_percent(r.get("allreduce_step_share")), "{:.1f}"),
             }
         )
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)).rename(columns=TABLE_COLUMNS)
@@ -84,7 +94,7 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
 def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
     """`summary.csv` (numbers, one row per run) and `summary.md` (the human table)."""
     frame = results_frame(results)
-    numeric = [c for c in frame.columns if c not in ("step_seconds", "input_wait_seconds", "losses", "environment")]
+    numeric = [c for c in frame.columns if c not in LIST_COLUMNS]
     frame[numeric].to_csv(folder / "summary.csv", index=False)
     (folder / "summary.md").write_text(display_table(frame).to_markdown(index=False) + "\n")
     return frame

@@ -1,0 +1,80 @@
+"""`mgbench bandwidth`: host<->device, device<->device and all-reduce bandwidth, into bandwidth.json."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from mgbench.common.bandwidth import (
+    BANDWIDTH_FILE,
+    DEFAULT_COPY_BYTES,
+    DEFAULT_SIZES,
+    BandwidthReport,
+    measure_bandwidth,
+    parse_size,
+    parse_sizes,
+)
+from mgbench.common.devices import check_device_counts, device_capacity, resolve_device_kind
+from mgbench.common.errors import UsageError
+
+DEFAULT_TIMEOUT_SECONDS = 600.0
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser("bandwidth", help="measure copy and all-reduce bandwidth (torch) into bandwidth.json")
+    parser.add_argument("--gpus", type=int, default=None, help="processes in the all-reduce (default: every GPU, or 2 on CPU)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
+    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="all-reduce message bytes, e.g. 1K,1M,64M")
+    parser.add_argument("--copy-bytes", default=str(DEFAULT_COPY_BYTES), help="bytes per copy measurement, e.g. 64M")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS)
+    parser.add_argument("--out", type=Path, default=Path("."), help=f"folder for {BANDWIDTH_FILE} (default: here)")
+    parser.set_defaults(handler=handle)
+
+
+def print_report(report: BandwidthReport, console: Console) -> None:
+    console.print(f"{report.devices} x {report.device_kind} ({report.backend}): {', '.join(report.device_names)}")
+    if report.host_memcpy_gbps is not None:
+        console.print(f"host memcpy: {report.host_memcpy_gbps:.2f} GB/s")
+    for label, figures in (("host->device", report.host_to_device_gbps), ("device->host", report.device_to_host_gbps)):
+        if figures:
+            console.print(f"{label}: " + ", ".join(f"{k} {v:.2f} GB/s" for k, v in figures.items()))
+    if report.device_to_device_gbps:
+        matrix = Table(title="device->device GB/s (row: source)")
+        matrix.add_column("")
+        for j in range(len(report.device_to_device_gbps)):
+            matrix.add_column(f"GPU{j}")
+        for i, row in enumerate(report.device_to_device_gbps):
+            matrix.add_row(f"GPU{i}", *("-" if v is None else f"{v:.1f}" for v in row))
+        console.print(matrix)
+    table = Table(title="all-reduce")
+    for column in ("bytes", "time us", "algbw GB/s", "busbw GB/s"):
+        table.add_column(column, justify="right")
+    for entry in report.allreduce:
+        table.add_row(
+            str(entry["bytes"]), f"{entry['seconds'] * 1e6:.1f}", f"{entry['algbw_gbps']:.3f}", f"{entry['busbw_gbps']:.3f}"
+        )
+    console.print(table)
+
+
+def handle(args: argparse.Namespace) -> int:
+    kind = resolve_device_kind(args.device)
+    devices = args.gpus if args.gpus is not None else (device_capacity(kind) if kind == "cuda" else 2)
+    check_device_counts([devices], kind)
+    sizes = parse_sizes(args.sizes)
+    copy_bytes = parse_size(args.copy_bytes, "--copy-bytes")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot write to {args.out}: {error.strerror}") from None
+    path, log = args.out / BANDWIDTH_FILE, args.out / "logs" / "bandwidth.log"
+    outcome = measure_bandwidth(path, devices, kind, sizes, copy_bytes, args.timeout, log)
+    console = Console()
+    if outcome.returncode != 0 or not path.exists():
+        console.print(f"[red]bandwidth measurement failed[/] (log: {log})\n{outcome.log_tail}")
+        return 1
+    print_report(BandwidthReport.read(path), console)
+    console.print(f"written: {path}")
+    return 0

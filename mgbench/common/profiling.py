@@ -1,0 +1,85 @@
+"""`--profile STEPS`: a profiler trace of steady-state steps, and its summary in the result row.
+
+The window is STEPS extra steps run after the timed ones (so profiler overhead never touches
+the measured figures), when the job is past warm-up. Each process writes its trace to
+`profiles/<run_id>/rank<R>-trace.json` in the run folder; the primary's summary goes into the
+row's `profile` field:
+
+    {"steps", "trace", "clock" ("device" or "cpu" self time), "total_self_seconds",
+     "communication_seconds", "communication_share", "input_copy_seconds", "input_copy_share",
+     "top_ops": [{"name", "self_seconds", "calls"}, ...]}
+
+An adapter supports profiling with a method `profile(run_steps, trace_path) -> (ops, clock)`:
+run the callable under its framework's profiler, write the trace, return per-op self times
+(`OpTime`) and which clock they are ("device" or "cpu"). Classifying op names is
+framework-neutral and lives here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from mgbench.common.protocol import Trainer
+
+TOP_OPS = 10
+COMMUNICATION_MARKERS = ("nccl", "gloo", "allreduce", "all_reduce", "allgather", "all_gather", "reduce_scatter", "broadcast")
+INPUT_COPY_MARKERS = ("memcpy", "aten::copy_", "aten::to", "aten::_to_copy", "pin_memory", "htod", "dtoh")
+
+
+@dataclass(frozen=True)
+class OpTime:
+    name: str
+    self_seconds: float
+    calls: int
+
+
+def is_communication(name: str) -> bool:
+    lowered = name.lower()
+    return any(marker in lowered for marker in COMMUNICATION_MARKERS)
+
+
+def is_input_copy(name: str) -> bool:
+    lowered = name.lower()
+    return not is_communication(name) and any(marker in lowered for marker in INPUT_COPY_MARKERS)
+
+
+def summarise_ops(ops: list[OpTime], steps: int, trace: Path, clock: str) -> dict[str, Any]:
+    """Top ops by self time and the time in communication and in input/data copies."""
+    total = sum(op.self_seconds for op in ops)
+    communication = sum(op.self_seconds for op in ops if is_communication(op.name))
+    copies = sum(op.self_seconds for op in ops if is_input_copy(op.name))
+    top = sorted(ops, key=lambda op: op.self_seconds, reverse=True)[:TOP_OPS]
+    return {
+        "steps": steps,
+        "trace": str(trace),
+        "clock": clock,
+        "total_self_seconds": total,
+        "communication_seconds": communication,
+        "communication_share": communication / total if total else 0.0,
+        "input_copy_seconds": copies,
+        "input_copy_share": copies / total if total else 0.0,
+        "top_ops": [{"name": op.name, "self_seconds": op.self_seconds, "calls": op.calls} for op in top],
+    }
+
+
+def trace_path(profile_dir: Path, rank: int) -> Path:
+    return profile_dir / f"rank{rank}-trace.json"
+
+
+def profile_window(trainer: Trainer, batches: Iterator[Any], steps: int, profile_dir: Path, rank: int) -> dict[str, Any]:
+    """Run `steps` more steps under the adapter's profiler; its summary, or why there is none."""
+    profile: Callable[..., tuple[list[OpTime], str]] | None = getattr(trainer, "profile", None)
+    if profile is None:
+        return {"steps": 0, "error": "this framework's adapter has no profiler support"}
+
+    def run_steps() -> None:
+        for _ in range(steps):
+            trainer.train_step(next(batches))
+            trainer.synchronize()
+
+    profile_dir.mkdir(parents=True, exist_ok=True)
+    trace = trace_path(profile_dir, rank)
+    ops, clock = profile(run_steps, trace)
+    return summarise_ops(ops, steps, trace, clock)

@@ -1,0 +1,82 @@
+"""Bandwidth: the ring all-reduce model, its figure in result rows, and a real gloo measurement on CPU."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import mgbench
+from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.results import RunResult
+
+
+def test_ring_formula():
+    # 25.6 M fp32 gradients (ResNet-50) over 8 GPUs at 100 GB/s bus bandwidth: 2*7/8 * 102.4 MB / 100 GB/s.
+    assert expected_allreduce_seconds(25_600_000, 4, 100e9, 8) == pytest.approx(1.792e-3)
+    assert expected_allreduce_seconds(1000, 4, 1e9, 2) == pytest.approx(4e-6)  # 2*(1/2) * 4000 B / 1 GB/s
+    assert expected_allreduce_seconds(1000, 4, 1e9, 1) == 0.0  # nothing to exchange on one device
+    with pytest.raises(ValueError):
+        expected_allreduce_seconds(1000, 4, 0.0, 2)
+
+
+def test_sizes_parse():
+    assert parse_sizes("64K,1K,1M,1024") == [1024, 65536, 2**20]
+    with pytest.raises(UsageError):
+        parse_sizes("2")
+
+
+def test_rows_get_the_expected_allreduce_share():
+    report = BandwidthReport(
+        "cuda", 4, "nccl",
+        allreduce=[
+            {"bytes": 2**20, "seconds": 1e-4, "algbw_gbps": 10.0, "busbw_gbps": 15.0},
+            {"bytes": 2**26, "seconds": 1e-3, "algbw_gbps": 60.0, "busbw_gbps": 90.0},
+        ],
+    )
+    config = RunConfig("pytorch", "ddp", "resnet50", 4, "cuda", 32, 10)
+    row = RunResult(config, "ok", parameters=25_557_032, median_step_seconds=0.25)
+    annotate_allreduce(row, report)
+    # 102 MB of gradients: the 64 MiB measurement (the largest not above it) applies.
+    expected = 2 * 3 / 4 * 25_557_032 * 4 / 90e9
+    assert row.expected_allreduce_seconds == pytest.approx(expected)
+    assert row.allreduce_step_share == pytest.approx(expected / 0.25)
+    small = RunResult(config, "ok", parameters=5_418, median_step_seconds=0.01)
+    annotate_allreduce(small, report)  # 21 kB: below every size, the smallest measured applies
+    assert small.expected_allreduce_seconds == pytest.approx(2 * 3 / 4 * 5_418 * 4 / 15e9)
+    single = RunResult(config.with_changes(devices=1), "ok", parameters=5_418, median_step_seconds=0.01)
+    annotate_allreduce(single, report)
+    assert single.expected_allreduce_seconds is None
+
+
+def test_cpu_gloo_measurement_gives_positive_figures_at_the_sizes_asked(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    done = mgbench("bandwidth", "--device", "cpu", "--gpus", "2", "--sizes", "4K,256K", "--copy-bytes", "1M",
+                   "--out", str(tmp_path), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = BandwidthReport.read(tmp_path / "bandwidth.json")
+    assert report.backend == "gloo" and report.devices == 2 and report.device_kind == "cpu"
+    assert [entry["bytes"] for entry in report.allreduce] == [4096, 262144]
+    for entry in report.allreduce:
+        assert entry["seconds"] > 0 and entry["algbw_gbps"] > 0
+        assert entry["busbw_gbps"] == pytest.approx(entry["algbw_gbps"] * 2 * (2 - 1) / 2)
+        assert entry["algbw_gbps"] == pytest.approx(entry["bytes"] / entry["seconds"] / 1e9)
+    assert report.host_memcpy_gbps > 0 and report.copy_bytes == 2**20
+    assert report.host_to_device_gbps == {} and report.device_to_device_gbps == []
+
+
+def test_compare_reuses_bandwidth_json_in_the_run_folder(tmp_path):
+    out = tmp_path / "bw"
+    out.mkdir()
+    report = BandwidthReport("cpu", 2, "gloo", allreduce=[{"bytes": 1024, "seconds": 1e-3, "algbw_gbps": 1e-3, "busbw_gbps": 1e-3}])
+    report.write(out / "bandwidth.json")
+    done = mgbench("compare", "--frameworks", "fake", "--strategies", "steady", "--gpus", "2", "--model", "tiny",
+                   "--steps", "6", "--bandwidth", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = pd.read_json(out / "results.jsonl", lines=True).set_index("devices")
+    # the fake model has 1234 parameters: 2*(1/2) * 4936 B / 1 MB/s
+    assert rows.loc[2, "expected_allreduce_seconds"] == pytest.approx(4936 / 1e6)
+    assert rows.loc[2, "allreduce_step_share"] == pytest.approx(4936 / 1e6 / rows.loc[2, "median_step_seconds"])
+    assert pd.isna(rows.loc[1, "expected_allreduce_seconds"])
+    assert json.loads((out / "bandwidth.json").read_text()) == report.to_dict()  # reused, not remeasured

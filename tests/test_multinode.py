@@ -1,0 +1,90 @@
+"""Multi-node launch: the launchers' command lines, host lists (incl. Slurm), and a real compare
+over two "hosts" that are both this machine (torchrun c10d rendezvous, gloo, CPU)."""
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from conftest import mgbench
+from mgbench.common.errors import UsageError
+from mgbench.common.hosts import Host, expand_nodelist, parse_hosts, resolve_hosts, slurm_hosts
+from mgbench.common.launch import RUN_ENTRY, NodeCommand, multinode_commands, node_argv, tf_configs
+
+HOSTS = [Host("node1", 4), Host("node2", 4)]
+ARGS = ["--config", "c.json"]
+
+
+def test_parse_hosts_and_local_detection():
+    assert parse_hosts("node1:4, node2:4") == HOSTS
+    assert Host("localhost", 1).is_local and Host("127.0.0.1", 1).is_local and not Host("node1", 1).is_local
+    for bad in ("node1", "node1:0", "node1:x", "a:1,a:1", ""):
+        with pytest.raises(UsageError):
+            parse_hosts(bad)
+
+
+def test_slurm_allocation_becomes_hosts(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")  # no scontrol: the built-in expansion
+    assert expand_nodelist("gpu[01-03,07],login1") == ["gpu01", "gpu02", "gpu03", "gpu07", "login1"]
+    env = {"SLURM_JOB_NODELIST": "gpu[1-2]", "SLURM_NTASKS_PER_NODE": "4(x2)"}
+    assert slurm_hosts(env) == [Host("gpu1", 4), Host("gpu2", 4)]
+    with pytest.raises(UsageError, match="SLURM_JOB_NODELIST"):
+        slurm_hosts({})
+    with pytest.raises(UsageError, match="same slot count"):
+        resolve_hosts("a:4,b:2")
+
+
+def test_torchrun_one_agent_per_node_with_c10d_rendezvous_on_the_first_host():
+    nodes = multinode_commands("py", "torchrun", HOSTS, ARGS, 29400, "run-1")
+    assert [node.host for node in nodes] == HOSTS
+    for node in nodes:
+        assert node.argv == [
+            "py", "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=4", "--rdzv-backend=c10d",
+            "--rdzv-endpoint=node1:29400", "--rdzv-id=run-1", *RUN_ENTRY, *ARGS,
+        ]
+
+
+def test_horovodrun_takes_the_host_list_itself():
+    (node,) = multinode_commands("py", "horovodrun", HOSTS, ARGS, 29400, "run-1")
+    assert node.host is None
+    assert node.argv == ["py", "-m", "horovod.runner.launch", "-np", "8", "-H", "node1:4,node2:4", "py", *RUN_ENTRY, *ARGS]
+
+
+def test_tf_config_per_worker():
+    configs = tf_configs(HOSTS, 12345)
+    assert configs == [
+        {"cluster": {"worker": ["node1:12345", "node2:12345"]}, "task": {"type": "worker", "index": 0}},
+        {"cluster": {"worker": ["node1:12345", "node2:12345"]}, "task": {"type": "worker", "index": 1}},
+    ]
+    nodes = multinode_commands("py", "tf-multiworker", HOSTS, ARGS, 12345, "run-1")
+    assert [json.loads(node.env["TF_CONFIG"]) for node in nodes] == configs
+    assert all(node.argv == ["py", *RUN_ENTRY, *ARGS] for node in nodes)
+
+
+def test_remote_nodes_go_through_ssh_with_their_environment_local_ones_directly():
+    env = {"MGBENCH_LAUNCH_TIME": "1.5", "OMP_NUM_THREADS": "2", "HOME": "/root"}
+    remote = NodeCommand(Host("node2", 4), ["py", "-m", "mgbench", "run"], {"TF_CONFIG": '{"a": 1}'})
+    argv, _ = node_argv(remote, env)
+    assert argv[:4] == ["ssh", "-o", "BatchMode=yes", "node2"]
+    assert argv[4] == (
+        f"cd {os.getcwd()} && env MGBENCH_LAUNCH_TIME=1.5 OMP_NUM_THREADS=2 TF_CONFIG='{{\"a\": 1}}' py -m mgbench run"
+    )
+    local = NodeCommand(Host("localhost", 4), ["py"], {"TF_CONFIG": "x"})
+    argv, local_env = node_argv(local, env)
+    assert argv == ["py"] and local_env == {**env, "TF_CONFIG": "x"}
+
+
+def test_compare_over_two_local_hosts_runs_ddp_across_them(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    out = tmp_path / "hosts"
+    done = mgbench(
+        "compare", "--frameworks", "pytorch", "--strategies", "ddp", "--hosts", "localhost:1,127.0.0.1:1",
+        "--gpus", "2", "--device", "cpu", "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4",
+        "--steps", "4", "--timeout", "180", "--out", str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    rows = pd.read_json(out / "results.jsonl", lines=True).set_index("devices")
+    assert rows.loc[2, "status"] == "ok" and rows.loc[2, "global_batch"] == 8
+    assert rows.loc[2, "command"].count("--nnodes=2") == 2  # one torchrun agent per host
+    assert "--standalone" in rows.loc[1, "command"]  # the 1-device run stays on this machine

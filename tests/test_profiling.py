@@ -1,0 +1,81 @@
+"""`--profile STEPS`: op classification, the window running after the timed steps, and torch traces."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import mgbench
+from mgbench.common.config import RunConfig
+from mgbench.common.driver import run_training
+from mgbench.common.profiling import OpTime, summarise_ops
+
+OPS = [
+    OpTime("aten::convolution", 0.6, 4),
+    OpTime("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0.2, 2),
+    OpTime("c10d::allreduce_", 0.05, 2),
+    OpTime("Memcpy HtoD (Pinned -> Device)", 0.1, 2),
+    OpTime("aten::copy_", 0.05, 6),
+]
+
+
+def test_summary_splits_communication_and_input_copies():
+    summary = summarise_ops(OPS, 2, Path("t.json"), "device")
+    assert summary["total_self_seconds"] == pytest.approx(1.0)
+    assert summary["communication_seconds"] == pytest.approx(0.25)
+    assert summary["communication_share"] == pytest.approx(0.25)
+    assert summary["input_copy_seconds"] == pytest.approx(0.15)
+    assert [op["name"] for op in summary["top_ops"]][:2] == ["aten::convolution", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
+    assert summary["steps"] == 2 and summary["clock"] == "device" and summary["trace"] == "t.json"
+
+
+def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plugin, tmp_path):
+    import fakefw
+
+    class ProfilingFake(fakefw.FakeTrainer):
+        def profile(self, run_steps, trace_path):
+            before = self.steps_done
+            run_steps()
+            trace_path.write_text("{}")
+            return [OpTime("gloo:all_reduce", 0.1 * (self.steps_done - before), 1), OpTime("step", 0.3, 1)], "cpu"
+
+    trainer = ProfilingFake("steady")
+    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 8, profile_steps=3)
+    result = run_training(trainer, config, profile_dir=tmp_path)
+    assert len(result.step_seconds) == 8  # timing untouched by the window
+    assert trainer.steps_done == 8 + 3  # the window's steps ran after the timed ones
+    assert result.profile["communication_share"] == pytest.approx(0.5)  # 0.3 s of all-reduce of 0.6 s
+    assert (tmp_path / "rank0-trace.json").exists() and result.profile["trace"] == str(tmp_path / "rank0-trace.json")
+
+
+def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
+    import fakefw
+
+    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 5, profile_steps=3)
+    result = run_training(fakefw.create_trainer("steady"), config, profile_dir=tmp_path)
+    assert result.status == "ok"
+    assert result.profile == {"steps": 0, "error": "this framework's adapter has no profiler support"}
+
+
+def test_pytorch_ddp_profile_traces_every_rank_and_counts_the_allreduce(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    out = tmp_path / "prof"
+    done = mgbench(
+        "compare", "--frameworks", "pytorch", "--strategies", "ddp", "--gpus", "2", "--device", "cpu",
+        "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4", "--steps", "4", "--profile", "2",
+        "--out", str(out), timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = pd.read_json(out / "results.jsonl", lines=True).set_index("devices")
+    profile = rows.loc[2, "profile"]
+    assert profile["steps"] == 2 and profile["clock"] == "cpu"
+    assert {p.name for p in (out / "profiles" / "pytorch-ddp-2cpu").iterdir()} == {"rank0-trace.json", "rank1-trace.json"}
+    assert json.loads(Path(profile["trace"]).read_text())["traceEvents"]
+    assert profile["communication_seconds"] > 0  # the gloo all-reduce of DDP
+    assert 0 < profile["communication_share"] < 1
+    top = profile["top_ops"]
+    assert top and all(op["self_seconds"] >= 0 for op in top)
+    assert top == sorted(top, key=lambda op: op["self_seconds"], reverse=True)
+    summary = pd.read_csv(out / "summary.csv").set_index("devices")
+    assert summary.loc[2, "profile_communication_share"] == pytest.approx(profile["communication_share"])

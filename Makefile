@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test env-%
+.PHONY: demo test env-% env-horovod-ci
 
 $(STAMP): pyproject.toml requirements/base.txt requirements/pytorch.txt requirements/dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,3 +25,13 @@ test: $(STAMP)
 ## Per-framework environment, e.g. `make env-pytorch` (same as `mgbench setup pytorch`).
 env-%: $(STAMP)
 	$(VENV)/bin/mgbench setup $*
+
+## Horovod's environment behind a stamp, so `make test` can depend on it (CI covers the build).
+## Built from source once (~N min on 2 cores); the wheel is cached in ~/.cache/mgbench/wheels.
+HOROVOD_STAMP := .venvs/horovod/.installed
+$(HOROVOD_STAMP): $(STAMP) requirements/horovod.txt requirements/pytorch.txt requirements/base.txt \
+		scripts/build_horovod.sh patches/horovod-0.28.1-torch2.patch
+	$(VENV)/bin/mgbench setup horovod
+	touch $@
+
+env-horovod-ci: $(HOROVOD_STAMP)

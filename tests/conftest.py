@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 TESTS = Path(__file__).resolve().parent
@@ -35,3 +36,29 @@ def fake_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     """Register the fake adapter in this process too."""
     monkeypatch.syspath_prepend(str(TESTS))
     monkeypatch.setenv("MGBENCH_PLUGINS", "fakefw")
+
+
+def load_state(path: Path) -> dict[str, np.ndarray]:
+    """Weights written by `mgbench run --save-state`."""
+    with np.load(path) as state:
+        return {k: state[k] for k in state.files}
+
+
+def run_state(
+    tmp_path: Path, name: str, strategy: str, gpus: int, batch: int, lr: float, device: str = "cpu",
+    framework: str = "pytorch",
+) -> dict[str, np.ndarray]:
+    """Weights of the tiny model after one step through the CLI (the data-parallel equivalence checks)."""
+    path = tmp_path / f"{name}.npz"
+    done = mgbench(
+        "run", "--framework", framework, "--strategy", strategy, "--gpus", str(gpus), "--model", "tiny",
+        "--batch-per-gpu", str(batch), "--steps", "1", "--lr", str(lr), "--device", device,
+        "--save-state", str(path), "--out", str(tmp_path / name),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return load_state(path)
+
+
+def max_difference(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
+    assert a.keys() == b.keys()
+    return max(float(np.abs(a[k] - b[k]).max()) for k in a)

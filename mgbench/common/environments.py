@@ -66,8 +66,10 @@ def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
     steps = [
         [python or sys.executable, "-m", "venv", str(target)],
         [str(environment_python(spec)), "-m", "pip", "install", "-r", str(requirements)],
-        [str(environment_python(spec)), "-m", "pip", "install", "-e", str(project_root())],
     ]
+    if spec.post_install:
+        steps.append([str(project_root() / spec.post_install), str(environment_python(spec))])
+    steps.append([str(environment_python(spec)), "-m", "pip", "install", "-e", str(project_root())])
     for step in steps:
         print("$", " ".join(step), file=sys.stderr, flush=True)
         if subprocess.run(step).returncode != 0:

@@ -37,6 +37,9 @@ class FrameworkSpec:
     environment: str
     """Name of the virtual environment under `.venvs/` and of `requirements/<environment>.txt`."""
     install_hint: str
+    post_install: str | None = None
+    """A repo-relative script `mgbench setup` runs with the environment's interpreter after its
+    requirements, for what PyPI has no wheel of (e.g. Horovod, built against the installed torch)."""
 
     def strategy(self, name: str) -> StrategySpec:
         for strategy in self.strategies:
@@ -73,7 +76,23 @@ PYTORCH = FrameworkSpec(
     install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
 )
 
-BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH,)
+HOROVOD = FrameworkSpec(
+    name="horovod",
+    module="mgbench.frameworks.horovod",
+    strategies=(
+        StrategySpec(
+            "hvd",
+            "horovodrun",
+            "Horovod over PyTorch: DistributedOptimizer all-reduce, one process per device (NCCL on GPU, gloo on CPU)",
+        ),
+    ),
+    import_names=("horovod", "torch", "torchvision"),
+    environment="horovod",
+    install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch, ~N min on 2 cores)",
+    post_install="scripts/build_horovod.sh",
+)
+
+BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, HOROVOD)
 
 
 def registered() -> dict[str, FrameworkSpec]:

@@ -152,21 +152,33 @@ class TorchTrainer:
         self.criterion = build_criterion(spec).to(self.device)
         autocast_dtype = AUTOCAST_DTYPES[config.precision]
         casting = Autocasting(core, self.device.type, autocast_dtype)
-        device_ids = [d.index for d in self.devices] if self.use_cuda else None
-        if self.strategy == "ddp":
-            self.model = nn.parallel.DistributedDataParallel(
-                casting, device_ids=device_ids, gradient_as_bucket_view=True
-            )
-        elif self.strategy == "dp":
-            self.model = nn.DataParallel(casting, device_ids=device_ids)
-        elif self.strategy == "dp-loss":
-            self.model = nn.DataParallel(LossComputingModule(casting, self.criterion), device_ids=device_ids)
-        else:
-            raise UsageError(f"the pytorch adapter has no strategy {self.strategy!r}")
-        self.optimizer = torch.optim.SGD(core.parameters(), lr=config.learning_rate, momentum=MOMENTUM)
+        self.model = self._parallelize(casting)
+        self.optimizer = self._distribute_optimizer(
+            torch.optim.SGD(core.parameters(), lr=config.learning_rate, momentum=MOMENTUM)
+        )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         return ModelInfo(parameters=sum(p.numel() for p in core.parameters() if p.requires_grad))
+
+    def _parallelize(self, casting: Autocasting) -> nn.Module:
+        """Wrap the model for the strategy (subclasses that exchange gradients elsewhere override)."""
+        device_ids = [d.index for d in self.devices] if self.use_cuda else None
+        if self.strategy == "ddp":
+            return nn.parallel.DistributedDataParallel(casting, device_ids=device_ids, gradient_as_bucket_view=True)
+        if self.strategy == "dp":
+            return nn.DataParallel(casting, device_ids=device_ids)
+        if self.strategy == "dp-loss":
+            return nn.DataParallel(LossComputingModule(casting, self.criterion), device_ids=device_ids)
+        raise UsageError(f"the pytorch adapter has no strategy {self.strategy!r}")
+
+    def _distribute_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+        """The optimizer the step uses; DDP and DataParallel exchange gradients in the model instead."""
+        return optimizer
+
+    def _apply_gradients(self) -> None:
+        """Unscale (fp16), step and update the loss scale once backward has produced the gradients."""
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
 
     def _join_devices(self, config: RunConfig) -> list[torch.device]:
         """Join the process group for DDP; pick the devices this process drives."""
@@ -220,8 +232,7 @@ class TorchTrainer:
         else:
             loss = self.criterion(self.model(images).float(), labels)
         self.scaler.scale(loss).backward()
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
+        self._apply_gradients()
         self._loss = loss.detach()
 
     def synchronize(self) -> None:

@@ -8,7 +8,6 @@ move the weights far more than those differences.
 """
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -43,17 +42,31 @@ def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, sing
     assert max_difference(single, ddp) < 1e-6
 
 
-def test_two_hosts_on_localhost_equal_one_process(tmp_path, single):
-    """`horovodrun -H` with two host names for this machine: two 'nodes', one process each, no ssh."""
-    state = tmp_path / "hosts.npz"
-    command = [
-        str(PYTHON), "-m", "horovod.runner.launch", "-np", "2", "-H", "localhost:1,127.0.0.1:1", "--gloo",
-        str(PYTHON), "-m", "mgbench", "run", "--framework", "horovod", "--strategy", "hvd", "--gpus", "2",
-        "--device", "cpu", "--model", "tiny", "--batch-per-gpu", "4", "--steps", "1", "--lr", str(LR),
-        "--save-state", str(state),
-    ]
+TWO_HOSTS = ["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--gloo"]
+
+
+def horovodrun(*command: str) -> str:
     done = subprocess.run(
-        command, capture_output=True, text=True, timeout=300, env=cli_env(OMP_NUM_THREADS="1"), cwd=Path.cwd()
+        [str(PYTHON), "-m", "horovod.runner.launch", *command],
+        capture_output=True, text=True, timeout=300, env=cli_env(OMP_NUM_THREADS="1"),
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_two_host_names_for_this_machine_make_two_nodes():
+    """Horovod sees localhost and 127.0.0.1 as two hosts (cross size 2), and starts both without ssh."""
+    probe = "import horovod.torch as hvd; hvd.init(); print('topology', hvd.local_size(), hvd.cross_size())"
+    output = horovodrun(*TWO_HOSTS, str(PYTHON), "-c", probe)
+    assert output.count("topology 1 2") == 2, output
+
+
+def test_two_hosts_on_localhost_equal_one_process(tmp_path, single):
+    """`horovodrun -H` over the two 'nodes', one process each, `mgbench run` started by hand."""
+    state = tmp_path / "hosts.npz"
+    horovodrun(
+        *TWO_HOSTS, str(PYTHON), "-m", "mgbench", "run", "--framework", "horovod", "--strategy", "hvd",
+        "--gpus", "2", "--device", "cpu", "--model", "tiny", "--batch-per-gpu", "4", "--steps", "1",
+        "--lr", str(LR), "--save-state", str(state),
+    )
     assert max_difference(single, load_state(state)) < 1e-6

@@ -226,7 +226,7 @@ class TorchTrainer:
 
     def train_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
         images, labels = batch
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad()  # set_to_none, the default (Horovod's wrapper takes no argument)
         if self.strategy == "dp-loss":
             loss = self.model(images, labels).mean()
         else:

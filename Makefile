@@ -27,7 +27,8 @@ env-%: $(STAMP)
 	$(VENV)/bin/mgbench setup $*
 
 ## Horovod's environment behind a stamp, so `make test` can depend on it (CI covers the build).
-## Built from source once (~N min on 2 cores); the wheel is cached in ~/.cache/mgbench/wheels.
+## Horovod is built from source once (~7 min on 2 cores, ~10 min with the env); its wheel is cached
+## in ~/.cache/mgbench/wheels, so a rebuilt env takes the time of installing torch.
 HOROVOD_STAMP := .venvs/horovod/.installed
 $(HOROVOD_STAMP): $(STAMP) requirements/horovod.txt requirements/pytorch.txt requirements/base.txt \
 		scripts/build_horovod.sh patches/horovod-0.28.1-torch2.patch

@@ -88,7 +88,7 @@ HOROVOD = FrameworkSpec(
     ),
     import_names=("horovod", "torch", "torchvision"),
     environment="horovod",
-    install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch, ~N min on 2 cores)",
+    install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
     post_install="scripts/build_horovod.sh",
 )
 

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 TESTS = Path(__file__).resolve().parent
@@ -38,17 +37,9 @@ def fake_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MGBENCH_PLUGINS", "fakefw")
 
 
-def load_state(path: Path) -> dict[str, np.ndarray]:
-    """Weights written by `mgbench run --save-state`."""
-    with np.load(path) as state:
-        return {k: state[k] for k in state.files}
-
-
-def run_state(
-    tmp_path: Path, name: str, strategy: str, gpus: int, batch: int, lr: float, device: str = "cpu",
-    framework: str = "pytorch",
-) -> dict[str, np.ndarray]:
-    """Weights of the tiny model after one step through the CLI (the data-parallel equivalence checks)."""
+def saved_state(tmp_path: Path, name: str, framework: str, strategy: str, gpus: int, batch: int, lr: float,
+                device: str = "cpu") -> dict:
+    """Weights after one step of `mgbench run` on the tiny model (the framework's environment runs it)."""
     path = tmp_path / f"{name}.npz"
     done = mgbench(
         "run", "--framework", framework, "--strategy", strategy, "--gpus", str(gpus), "--model", "tiny",
@@ -59,6 +50,14 @@ def run_state(
     return load_state(path)
 
 
-def max_difference(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
+def load_state(path: Path) -> dict:
+    """Weights written by `mgbench run --save-state` (.npz of named arrays)."""
+    import numpy as np
+
+    with np.load(path) as state:
+        return {k: state[k] for k in state.files}
+
+
+def max_difference(a: dict, b: dict) -> float:
     assert a.keys() == b.keys()
-    return max(float(np.abs(a[k] - b[k]).max()) for k in a)
+    return max(float(abs(a[k] - b[k]).max()) for k in a)

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import cli_env, load_state, max_difference, run_state
+from conftest import cli_env, load_state, max_difference, saved_state
 from mgbench.common.launch import environment_python
 from mgbench.frameworks import framework_spec
 
@@ -29,13 +29,13 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def single(tmp_path_factory) -> dict:
     """One horovod process on the global batch of 8."""
-    return run_state(tmp_path_factory.mktemp("single"), "single", "hvd", 1, 8, LR, framework="horovod")
+    return saved_state(tmp_path_factory.mktemp("single"), "single", "horovod", "hvd", 1, 8, LR)
 
 
 def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, single):
-    initial = run_state(tmp_path, "init", "hvd", 1, 8, 0.0, framework="horovod")
-    double = run_state(tmp_path, "double", "hvd", 2, 4, LR, framework="horovod")
-    ddp = run_state(tmp_path, "ddp", "ddp", 1, 8, LR, framework="pytorch")
+    initial = saved_state(tmp_path, "init", "horovod", "hvd", 1, 8, 0.0)
+    double = saved_state(tmp_path, "double", "horovod", "hvd", 2, 4, LR)
+    ddp = saved_state(tmp_path, "ddp", "pytorch", "ddp", 1, 8, LR)
     moved = max_difference(single, initial)
     assert moved > 1e-3
     assert max_difference(single, double) < 1e-6 < moved

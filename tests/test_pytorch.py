@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import max_difference, run_state
+from conftest import mgbench
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
 from mgbench.frameworks.pytorch import Autocasting, LossComputingModule, build_criterion, build_model, create_trainer
@@ -74,6 +74,22 @@ def test_dp_and_dp_loss_follow_the_single_device_losses_on_cpu():
 def test_bf16_autocast_trains_on_cpu():
     losses = losses_in_process("dp", precision="bf16", data_format="channels_last")
     assert all(np.isfinite(losses))
+
+
+def run_state(tmp_path, name, strategy, gpus, batch, lr, device="cpu"):
+    path = tmp_path / f"{name}.npz"
+    done = mgbench(
+        "run", "--framework", "pytorch", "--strategy", strategy, "--gpus", str(gpus), "--model", "tiny",
+        "--batch-per-gpu", str(batch), "--steps", "1", "--lr", str(lr), "--device", device,
+        "--save-state", str(path), "--out", str(tmp_path / name),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    with np.load(path) as state:
+        return {k: state[k] for k in state.files}
+
+
+def max_difference(a, b):
+    return max(float(np.abs(a[k] - b[k]).max()) for k in a)
 
 
 @pytest.mark.slow

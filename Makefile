@@ -7,7 +7,7 @@ DEMO_OUT ?= runs/demo
 
 VENVS := .venvs
 ## Framework environments `make test` builds first (each rebuilt only when its requirements change).
-TEST_ENVS := gluon chainer
+TEST_ENVS := gluon chainer horovod
 
 .PHONY: demo test browser env-% mpi
 
@@ -48,3 +48,7 @@ mpi:
 	@command -v mpiexec >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev; } || \
 		echo "warning: no mpiexec and cannot apt-get install openmpi-bin libopenmpi-dev: chainer runs will be skipped"
+
+## Horovod is built from source by `mgbench setup horovod` (scripts/build_horovod.sh, ~7 min on 2 cores
+## once); its wheel is cached in ~/.cache/mgbench/wheels, so a rebuilt env takes the time of installing torch.
+$(VENVS)/horovod/.installed: scripts/build_horovod.sh patches/horovod-0.28.1-torch2.patch requirements/pytorch.txt requirements/base.txt

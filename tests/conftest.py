@@ -40,8 +40,6 @@ def fake_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
 def saved_state(tmp_path: Path, name: str, framework: str, strategy: str, gpus: int, batch: int, lr: float,
                 device: str = "cpu") -> dict:
     """Weights after one step of `mgbench run` on the tiny model (the framework's environment runs it)."""
-    import numpy as np
-
     path = tmp_path / f"{name}.npz"
     done = mgbench(
         "run", "--framework", framework, "--strategy", strategy, "--gpus", str(gpus), "--model", "tiny",
@@ -49,6 +47,13 @@ def saved_state(tmp_path: Path, name: str, framework: str, strategy: str, gpus: 
         "--save-state", str(path), "--out", str(tmp_path / name),
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return load_state(path)
+
+
+def load_state(path: Path) -> dict:
+    """Weights written by `mgbench run --save-state` (.npz of named arrays)."""
+    import numpy as np
+
     with np.load(path) as state:
         return {k: state[k] for k in state.files}
 

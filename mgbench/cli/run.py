@@ -49,7 +49,10 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
     spec = framework_spec(args.framework)
     strategy = spec.strategy(args.strategy or spec.strategies[0].name)
     config = base_config(args, spec.name, strategy.name, args.gpus)
-    check_device_counts([config.devices], config.device_kind)
+    if not launched_by_launcher():
+        # Under a launcher `--gpus` counts every process of the job, across nodes too: the
+        # adapter checks it against the world size, as this host alone sees only its share.
+        check_device_counts([config.devices], config.device_kind)
     check_dataset(config.dataset, [config])
     return config
 

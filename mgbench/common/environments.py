@@ -98,6 +98,8 @@ def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
         [python or sys.executable, "-m", "venv", str(target)],
         [interpreter, "-m", "pip", "install", "-r", str(requirements), "-e", str(project_root())],
     ]
+    if spec.post_install:
+        steps.append([str(project_root() / spec.post_install), interpreter])
     env = pip_environment(spec)
     for step in steps:
         print("$", " ".join(step), file=sys.stderr, flush=True)

@@ -39,6 +39,9 @@ class FrameworkSpec:
     install_hint: str
     required_commands: tuple[str, ...] = ()
     """Programs the strategies need on PATH besides the Python packages (e.g. `mpiexec`)."""
+    post_install: str | None = None
+    """A repo-relative script `mgbench setup` runs with the environment's interpreter after its
+    requirements, for what PyPI has no wheel of (e.g. Horovod, built against the installed torch)."""
 
     def strategy(self, name: str) -> StrategySpec:
         for strategy in self.strategies:
@@ -112,7 +115,23 @@ CHAINER = FrameworkSpec(
     required_commands=("mpiexec",),
 )
 
-BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, GLUON, CHAINER)
+HOROVOD = FrameworkSpec(
+    name="horovod",
+    module="mgbench.frameworks.horovod",
+    strategies=(
+        StrategySpec(
+            "hvd",
+            "horovodrun",
+            "Horovod over PyTorch: DistributedOptimizer all-reduce, one process per device (NCCL on GPU, gloo on CPU)",
+        ),
+    ),
+    import_names=("horovod", "torch", "torchvision"),
+    environment="horovod",
+    install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
+    post_install="scripts/build_horovod.sh",
+)
+
+BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, GLUON, CHAINER, HOROVOD)
 
 
 def registered() -> dict[str, FrameworkSpec]:

@@ -1,0 +1,72 @@
+"""Horovod adapter: data-parallel equivalence under horovodrun (gloo, CPU), one host and two.
+
+Runs through the CLI with the `.venvs/horovod` interpreter, which the orchestrator picks by
+itself; skipped, with the reason, where that environment was not built (`make env-horovod`).
+One step on 2 processes with global batch B must leave the weights one process leaves on B
+(which must also equal the PyTorch adapter's, the same job without Horovod), and the step must
+move the weights far more than those differences.
+"""
+
+import subprocess
+
+import pytest
+
+from conftest import cli_env, load_state, max_difference, saved_state
+from mgbench.common.launch import environment_python
+from mgbench.frameworks import framework_spec
+
+PYTHON = environment_python(framework_spec("horovod"))
+LR = 0.5
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not PYTHON.exists(), reason=f"horovod environment not built ({PYTHON} missing): make env-horovod"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory) -> dict:
+    """One horovod process on the global batch of 8."""
+    return saved_state(tmp_path_factory.mktemp("single"), "single", "horovod", "hvd", 1, 8, LR)
+
+
+def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, single):
+    initial = saved_state(tmp_path, "init", "horovod", "hvd", 1, 8, 0.0)
+    double = saved_state(tmp_path, "double", "horovod", "hvd", 2, 4, LR)
+    ddp = saved_state(tmp_path, "ddp", "pytorch", "ddp", 1, 8, LR)
+    moved = max_difference(single, initial)
+    assert moved > 1e-3
+    assert max_difference(single, double) < 1e-6 < moved
+    assert max_difference(single, ddp) < 1e-6
+
+
+TWO_HOSTS = ["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--gloo"]
+
+
+def horovodrun(*command: str) -> str:
+    done = subprocess.run(
+        [str(PYTHON), "-m", "horovod.runner.launch", *command],
+        capture_output=True, text=True, timeout=300, env=cli_env(OMP_NUM_THREADS="1"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_two_host_names_for_this_machine_make_two_nodes():
+    """Horovod sees localhost and 127.0.0.1 as two hosts (cross size 2), and starts both without ssh."""
+    probe = "import horovod.torch as hvd; hvd.init(); print('topology', hvd.local_size(), hvd.cross_size())"
+    output = horovodrun(*TWO_HOSTS, str(PYTHON), "-c", probe)
+    assert output.count("topology 1 2") == 2, output
+
+
+def test_two_hosts_on_localhost_equal_one_process(tmp_path, single):
+    """`horovodrun -H` over the two 'nodes', one process each, `mgbench run` started by hand."""
+    state = tmp_path / "hosts.npz"
+    horovodrun(
+        *TWO_HOSTS, str(PYTHON), "-m", "mgbench", "run", "--framework", "horovod", "--strategy", "hvd",
+        "--gpus", "2", "--device", "cpu", "--model", "tiny", "--batch-per-gpu", "4", "--steps", "1",
+        "--lr", str(LR), "--save-state", str(state),
+    )
+    assert max_difference(single, load_state(state)) < 1e-6

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol, runtime_checkable
 
 from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -108,3 +109,31 @@ class EpochTrainer(Trainer, Protocol):
     def set_learning_rate(self, learning_rate: float) -> None:
         """Used for the following steps."""
         ...
+
+
+class AdapterBase:
+    """What every adapter starts with: its strategy, checked against the ones it implements,
+    and the placement `setup` fills in; plus the check of which precisions and layouts it trains.
+    """
+
+    framework: str = ""
+    strategies: tuple[str, ...] = ()
+    precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
+    data_formats: tuple[str, ...] = ("channels_first", "channels_last")
+
+    def __init__(self, strategy: str):
+        if self.strategies and strategy not in self.strategies:
+            raise UsageError(f"the {self.framework} adapter has no strategy {strategy!r}")
+        self.strategy = strategy
+        self._placement = Placement(rank=0, world_size=1)
+
+    @property
+    def placement(self) -> Placement:
+        return self._placement
+
+    def check_supported(self, config: RunConfig) -> None:
+        """Fail clearly, before building anything, on a job this framework cannot train."""
+        if config.precision not in self.precisions:
+            raise UsageError(f"the {self.framework} adapter trains in {', '.join(self.precisions)} only, not {config.precision}")
+        if config.data_format not in self.data_formats:
+            raise UsageError(f"the {self.framework} adapter supports {', '.join(self.data_formats)} only")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from mgbench.common.errors import UsageError
-from mgbench.datasets.description import DatasetDescription, Split, hashed_validation, split_by_mask
+from mgbench.datasets.description import DatasetDescription, hashed_validation, split_by_mask
 from mgbench.datasets.images import index_images, resolve_files
 
 LABEL_FILE = "Data_Entry_2017.csv"

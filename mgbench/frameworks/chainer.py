@@ -38,7 +38,7 @@ from mpi4py import MPI  # noqa: E402
 from mgbench.common.config import MOMENTUM, RunConfig  # noqa: E402
 from mgbench.common.errors import UsageError  # noqa: E402
 from mgbench.common.models import ModelSpec  # noqa: E402
-from mgbench.common.protocol import ModelInfo, Placement  # noqa: E402
+from mgbench.common.protocol import AdapterBase, ModelInfo, Placement  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool  # noqa: E402
 from mgbench.frameworks.chainer_models import build_model, parameter_count  # noqa: E402
 
@@ -60,22 +60,14 @@ def cudnn_state() -> str:
     return f"not used ({getattr(cuda, '_resolution_error', None) or 'cuDNN disabled'})"
 
 
-class ChainerTrainer:
-    def __init__(self, strategy: str):
-        if strategy != "chainermn":
-            raise UsageError(f"the chainer adapter has no strategy {strategy!r}")
-        self.strategy = strategy
-        self._placement = Placement(rank=0, world_size=1)
-
-    @property
-    def placement(self) -> Placement:
-        return self._placement
+class ChainerTrainer(AdapterBase):
+    framework = "chainer"
+    strategies = ("chainermn",)
+    precisions = ("fp32",)
+    data_formats = ("channels_first",)
 
     def setup(self, config: RunConfig) -> ModelInfo:
-        if config.precision != "fp32":
-            raise UsageError(f"the chainer adapter trains in fp32 only, not {config.precision}")
-        if config.data_format != "channels_first":
-            raise UsageError("the chainer adapter supports channels_first (NCHW) only")
+        self.check_supported(config)
         self.config = config
         self.use_cuda = config.device_kind == "cuda"
         self.comm = chainermn.create_communicator(COMMUNICATORS[config.device_kind])

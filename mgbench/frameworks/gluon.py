@@ -37,7 +37,7 @@ from mxnet.gluon.model_zoo import vision
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import ModelSpec
-from mgbench.common.protocol import ModelInfo, Placement
+from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
@@ -100,22 +100,14 @@ def trainable(net: gluon.Block) -> dict[str, gluon.Parameter]:
     return {name: p for name, p in net.collect_params().items() if p.grad_req != "null"}
 
 
-class GluonTrainer:
-    def __init__(self, strategy: str):
-        if strategy not in KVSTORES:
-            raise UsageError(f"the gluon adapter has no strategy {strategy!r}")
-        self.strategy = strategy
-        self._placement = Placement(rank=0, world_size=1)
-
-    @property
-    def placement(self) -> Placement:
-        return self._placement
+class GluonTrainer(AdapterBase):
+    framework = "gluon"
+    strategies = tuple(KVSTORES)
+    precisions = ("fp32",)
+    data_formats = ("channels_first",)
 
     def setup(self, config: RunConfig) -> ModelInfo:
-        if config.precision != "fp32":
-            raise UsageError(f"the gluon adapter trains in fp32 only, not {config.precision}")
-        if config.data_format != "channels_first":
-            raise UsageError("the gluon adapter supports channels_first (NCHW) only")
+        self.check_supported(config)
         self.config = config
         self.use_cuda = config.device_kind == "cuda"
         self.contexts = self._contexts(config)

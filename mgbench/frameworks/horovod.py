@@ -29,6 +29,9 @@ from mgbench.frameworks.pytorch import Autocasting, TorchTrainer
 
 
 class HorovodTrainer(TorchTrainer):
+    framework = "horovod"
+    strategies = ("hvd",)
+
     def _join_devices(self, config: RunConfig) -> list[torch.device]:
         hvd.init()
         rank, world = hvd.rank(), hvd.size()
@@ -75,6 +78,4 @@ class HorovodTrainer(TorchTrainer):
 
 
 def create_trainer(strategy: str) -> HorovodTrainer:
-    if strategy != "hvd":
-        raise UsageError(f"the horovod adapter has no strategy {strategy!r}")
     return HorovodTrainer(strategy)

@@ -41,7 +41,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.metrics import mean_auc
 from mgbench.common.models import ModelSpec
 from mgbench.common.profiling import OpTime
-from mgbench.common.protocol import ModelInfo, Placement
+from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import DatasetDescription, Split, describe_dataset
 from mgbench.datasets.loading import loader_workers
@@ -200,14 +200,9 @@ def cycle(batches: list[Any]) -> Iterator[Any]:
         yield from batches
 
 
-class TorchTrainer:
-    def __init__(self, strategy: str):
-        self.strategy = strategy
-        self._placement = Placement(rank=0, world_size=1)
-
-    @property
-    def placement(self) -> Placement:
-        return self._placement
+class TorchTrainer(AdapterBase):
+    framework = "pytorch"
+    strategies = ("ddp", "dp", "dp-loss")
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.config = config
@@ -246,9 +241,7 @@ class TorchTrainer:
             return nn.parallel.DistributedDataParallel(casting, device_ids=device_ids, gradient_as_bucket_view=True)
         if self.strategy == "dp":
             return nn.DataParallel(casting, device_ids=device_ids)
-        if self.strategy == "dp-loss":
-            return nn.DataParallel(LossComputingModule(casting, self.criterion), device_ids=device_ids)
-        raise UsageError(f"the pytorch adapter has no strategy {self.strategy!r}")
+        return nn.DataParallel(LossComputingModule(casting, self.criterion), device_ids=device_ids)
 
     def _distribute_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
         """The optimizer the step uses; DDP and DataParallel exchange gradients in the model instead."""

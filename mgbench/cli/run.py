@@ -9,6 +9,7 @@ primary rank writes the result to `--result-file`.
 from __future__ import annotations
 
 import argparse
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def handle(args: argparse.Namespace) -> int:
         append_result(folder.results, result)
         print_summary(results_frame([result]), Console(), f"{config.model}: {config.run_id}")
         return 0 if result.status == "ok" else 1
+    os.environ.update(framework_spec(config.framework).variables_for(config))
     result = run_training(create_trainer(config.framework, config.strategy), config, args.save_state)
     if result is None:
         return 0

@@ -5,7 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test env-%
+# Framework environments the tests need beyond .venv (each .venvs/<env>, stamped when built).
+# About a minute each from a pip mirror; pytorch runs from .venv itself.
+FRAMEWORK_ENVS := keras-tf keras-jax
+
+.PHONY: demo test envs env-%
 
 $(STAMP): pyproject.toml requirements/base.txt requirements/pytorch.txt requirements/dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +23,16 @@ demo: $(STAMP)
 		--batch-per-gpu 8 --steps 30 --out $(DEMO_OUT)
 	@echo "report folder: $(DEMO_OUT)"
 
-test: $(STAMP)
+test: $(STAMP) envs
 	$(PY) -m pytest -q
 
-## Per-framework environment, e.g. `make env-pytorch` (same as `mgbench setup pytorch`).
+## Build the framework environments the tests use (idempotent: rebuilt only when requirements change).
+envs: $(FRAMEWORK_ENVS:%=.venvs/%/.installed)
+
+.venvs/%/.installed: requirements/%.txt requirements/base.txt pyproject.toml | $(STAMP)
+	$(VENV)/bin/mgbench setup $*
+	touch $@
+
+## Per-framework environment, e.g. `make env-keras` or `make env-keras-tf` (same as `mgbench setup NAME`).
 env-%: $(STAMP)
 	$(VENV)/bin/mgbench setup $*

@@ -1,7 +1,8 @@
 """`mgbench run`: one framework, one strategy, one device count.
 
 Two ways in. A user names the run with flags; a multi-process strategy is then started under
-its launcher (torchrun, mpiexec, horovodrun) exactly as `compare` would. A launcher (or
+its launcher (torchrun, mpiexec, horovodrun), and a framework with its own environment
+(`.venvs/<env>`) in that interpreter, exactly as `compare` would. A launcher (or
 `compare`) starts it with `--config FILE`; the run then happens in this process, and the
 primary rank writes the result to `--result-file`.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -19,10 +21,10 @@ from mgbench.cli.options import add_job_options, base_config
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.driver import run_training
-from mgbench.common.launch import launched_by_launcher
+from mgbench.common.launch import interpreter_for, launched_by_launcher
 from mgbench.common.orchestrator import RunFolder, execute_run
 from mgbench.common.results import append_result, write_json_atomically
-from mgbench.frameworks import create_trainer, framework_spec
+from mgbench.frameworks import FrameworkSpec, StrategySpec, create_trainer, framework_spec
 from mgbench.reports.summary import print_summary, results_frame
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
@@ -50,17 +52,28 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
     return config
 
 
+def needs_own_process(spec: FrameworkSpec, strategy: StrategySpec, from_config: bool) -> bool:
+    """A run named by flags goes through `execute_run` (as `compare` runs it) when it needs a
+    launcher, or when its framework has its own environment and this is another interpreter."""
+    if from_config:
+        return False
+    if strategy.launcher != "inprocess":
+        return not launched_by_launcher()
+    return Path(interpreter_for(spec)).absolute() != Path(sys.executable).absolute()
+
+
 def handle(args: argparse.Namespace) -> int:
     config = RunConfig.from_json(args.config.read_text()) if args.config else config_from_flags(args)
-    strategy = framework_spec(config.framework).strategy(config.strategy)
-    if strategy.launcher != "inprocess" and not launched_by_launcher():
+    spec = framework_spec(config.framework)
+    strategy = spec.strategy(config.strategy)
+    if needs_own_process(spec, strategy, args.config is not None):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = RunFolder(args.out or Path("runs") / f"{stamp}-{config.run_id}")
         result = execute_run(config, folder, args.timeout, args.save_state)
         append_result(folder.results, result)
         print_summary(results_frame([result]), Console(), f"{config.model}: {config.run_id}")
         return 0 if result.status == "ok" else 1
-    os.environ.update(framework_spec(config.framework).variables_for(config))
+    os.environ.update(spec.variables_for(config))
     result = run_training(create_trainer(config.framework, config.strategy), config, args.save_state)
     if result is None:
         return 0

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import jax
+import jaxlib
 import keras
 import numpy as np
 
@@ -66,8 +67,8 @@ class JaxDataParallelTrainer:
         self.model.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
         self.state = None if self.on_batch else self._variables_state()
+        # A zeroed loss tracker for every step, so the logged loss is that step's, not a running mean.
         self.fresh_metrics = [np.zeros(v.shape, v.dtype) for v in self.model.metrics_variables]
-        """Zeroed loss tracker for each step, so the logged loss is that step's, not a running mean."""
         self._loss: Any = 0.0
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
 
@@ -145,8 +146,6 @@ class JaxDataParallelTrainer:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     def framework_versions(self) -> dict[str, str]:
-        import jaxlib
-
         return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
     def save_state(self, path: Path) -> None:

@@ -40,32 +40,32 @@ def _tiny(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
             keras.layers.MaxPooling2D(2),
             keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
             keras.layers.GlobalAveragePooling2D(),
-            keras.layers.Dense(spec.num_classes, dtype="float32"),
+            keras.layers.Dense(spec.num_classes),
         ],
         name="tiny",
     )
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: str) -> keras.Model:
-    """The keras.applications architecture (random weights), emitting float32 logits.
+    """The keras.applications architecture (random weights), emitting logits.
 
     Logits rather than probabilities because both losses take `from_logits=True` (as the
     torch adapter's BCEWithLogits/CrossEntropy do): numerically safer under mixed precision.
+    Under a mixed policy the logits come in the compute dtype; the loss casts them to float32,
+    as the torch adapter does with `.float()`.
     """
     keras.config.set_image_data_format(data_format)
     input_shape = (3, image_size, image_size) if data_format == "channels_first" else (image_size, image_size, 3)
     common = dict(weights=None, input_shape=input_shape, classes=spec.num_classes, classifier_activation=None)
     if spec.name == "densenet121":
-        model = keras.applications.DenseNet121(**common)
-    elif spec.name == "resnet50":
-        model = keras.applications.ResNet50(**common)
-    elif spec.name == "inception_v3":
-        model = keras.applications.InceptionV3(**common)
-    elif spec.name == "tiny":
+        return keras.applications.DenseNet121(**common)
+    if spec.name == "resnet50":
+        return keras.applications.ResNet50(**common)
+    if spec.name == "inception_v3":
+        return keras.applications.InceptionV3(**common)
+    if spec.name == "tiny":
         return _tiny(spec, input_shape)
-    else:
-        raise UsageError(f"the keras adapters have no model {spec.name!r}")
-    return model
+    raise UsageError(f"the keras adapters have no model {spec.name!r}")
 
 
 def build_loss(spec: ModelSpec, reduction: str = "sum_over_batch_size") -> keras.losses.Loss:

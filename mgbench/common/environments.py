@@ -65,7 +65,7 @@ def spec_for_setup(name: str) -> FrameworkSpec:
         if spec.environment == name:
             return spec
     environments = sorted({spec.environment for spec in specs.values()})
-    raise UsageError(f"unknown framework or environment {name!r}; frameworks: {', '.join(specs)}; "
+    raise UsageError(f"unknown framework {name!r} (nor an environment); frameworks: {', '.join(specs)}; "
                      f"environments: {', '.join(environments)}")
 
 

@@ -15,7 +15,9 @@ import pytest
 
 from framework_envs import max_difference, own_python, trained_state
 from mgbench.common.config import RunConfig
+from mgbench.common.launch import environment_python
 from mgbench.datasets.synthetic import Shard, synthetic_pool
+from mgbench.frameworks import framework_spec
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
@@ -34,11 +36,10 @@ def runs(tmp_path_factory):
 
 def keras_probe_python():
     """keras-jax imports no TensorFlow, so it is the faster place to build the models."""
-    for framework in ("keras-jax", "keras"):
-        try:
-            return own_python(framework), "jax" if framework == "keras-jax" else "tensorflow"
-        except pytest.skip.Exception:
-            continue
+    for framework, backend in (("keras-jax", "jax"), ("keras", "tensorflow")):
+        python = environment_python(framework_spec(framework))
+        if python.exists():
+            return python, backend
     pytest.skip("no Keras environment: run `make env-keras-jax` or `make env-keras`")
 
 

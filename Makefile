@@ -7,7 +7,7 @@ DEMO_OUT ?= runs/demo
 
 VENVS := .venvs
 ## Framework environments `make test` builds first (each rebuilt only when its requirements change).
-TEST_ENVS := gluon chainer horovod
+TEST_ENVS := gluon chainer horovod keras-tf keras-jax
 
 .PHONY: demo test browser env-% mpi
 
@@ -36,7 +36,7 @@ browser:
 env-%: $(VENVS)/%/.installed
 	@echo "$*: $(VENVS)/$*/bin/python"
 
-$(VENVS)/%/.installed: requirements/%.txt pyproject.toml | $(STAMP)
+$(VENVS)/%/.installed: requirements/%.txt requirements/base.txt pyproject.toml | $(STAMP)
 	$(VENV)/bin/mgbench setup $*
 	touch $@
 

@@ -10,6 +10,7 @@ primary rank writes the result to `--result-file`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -73,6 +74,7 @@ def needs_own_process(config: RunConfig, from_flags: bool) -> bool:
 
 def handle(args: argparse.Namespace) -> int:
     config = RunConfig.from_json(args.config.read_text()) if args.config else config_from_flags(args)
+    spec = framework_spec(config.framework)
     if needs_own_process(config, from_flags=args.config is None):
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         folder = RunFolder(args.out or Path("runs") / f"{stamp}-{config.run_id}")
@@ -80,6 +82,7 @@ def handle(args: argparse.Namespace) -> int:
         append_result(folder.results, result)
         print_summary(results_frame([result]), Console(), f"{config.model}: {config.run_id}")
         return 0 if result.status == "ok" else 1
+    os.environ.update(spec.variables_for(config))
     profile_dir = args.profile_dir or ((args.out or Path(".")) / "profiles" / config.run_id if config.profile_steps else None)
     result = run_training(create_trainer(config.framework, config.strategy), config, args.save_state, profile_dir)
     if result is None:

@@ -21,18 +21,21 @@ from pathlib import Path
 
 from mgbench.common.errors import UsageError
 from mgbench.common.launch import environment_python, interpreter_for, project_root, venvs_dir
-from mgbench.frameworks import FrameworkSpec
+from mgbench.frameworks import FrameworkSpec, registered
 
 _PROBE = """
 import importlib.util, importlib.metadata, json, sys
 names = sys.argv[1:]
 found = {n: importlib.util.find_spec(n) is not None for n in names}
 versions = {}
+distributions = importlib.metadata.packages_distributions()
 for n in names:
-    try:
-        versions[n] = importlib.metadata.version(n)
-    except importlib.metadata.PackageNotFoundError:
-        pass
+    for dist in distributions.get(n, [n]):
+        try:
+            versions[n] = importlib.metadata.version(dist)
+            break
+        except importlib.metadata.PackageNotFoundError:
+            pass
 versions["python"] = sys.version.split()[0]
 print(json.dumps({"found": found, "versions": versions}))
 """
@@ -59,6 +62,19 @@ def inspect_installation(spec: FrameworkSpec) -> Installation:
     missing = [name for name, ok in probe["found"].items() if not ok]
     missing += [command for command in spec.required_commands if shutil.which(command) is None]
     return Installation(interpreter, not missing, probe["versions"], missing)
+
+
+def spec_for_setup(name: str) -> FrameworkSpec:
+    """A framework by name, or by its environment's name (`keras-tf` serves keras and tensorflow)."""
+    specs = registered()
+    if name in specs:
+        return specs[name]
+    for spec in specs.values():
+        if spec.environment == name:
+            return spec
+    environments = sorted({spec.environment for spec in specs.values()})
+    raise UsageError(f"unknown framework {name!r} (nor an environment); frameworks: {', '.join(specs)}; "
+                     f"environments: {', '.join(environments)}")
 
 
 def requirements_file(spec: FrameworkSpec) -> Path:

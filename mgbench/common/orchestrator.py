@@ -71,12 +71,14 @@ def plan_runs(
 
 
 def child_environment(config: RunConfig) -> dict[str, str]:
-    """The run's environment: the launch clock, and CPU threads shared fairly between CPU 'devices'."""
+    """The run's environment: the launch clock, CPU threads shared fairly between CPU 'devices',
+    and what the framework reads at import (`FrameworkSpec.environment_variables`), last."""
     env = dict(os.environ)
     env[LAUNCH_TIME_ENV] = repr(time.time())
     env["PYTHONUNBUFFERED"] = "1"
     if config.device_kind == "cpu":
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // config.devices))
+    env.update(framework_spec(config.framework).variables_for(config))
     return env
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
+from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import Trainer
+from mgbench.frameworks.keras_environment import jax_variables, tensorflow_variables
 
 Launcher = Literal["inprocess", "torchrun", "mpirun", "horovodrun", "tf-multiworker"]
 
@@ -42,6 +44,13 @@ class FrameworkSpec:
     post_install: str | None = None
     """A repo-relative script `mgbench setup` runs with the environment's interpreter after its
     requirements, for what PyPI has no wheel of (e.g. Horovod, built against the installed torch)."""
+    environment_variables: Callable[[RunConfig], dict[str, str]] | None = None
+    """Variables the framework reads at import (backend choice, host device count): they go into
+    the run's environment, and an in-process `mgbench run` sets them before importing the adapter.
+    Must not import the framework."""
+
+    def variables_for(self, config: RunConfig) -> dict[str, str]:
+        return self.environment_variables(config) if self.environment_variables else {}
 
     def strategy(self, name: str) -> StrategySpec:
         for strategy in self.strategies:
@@ -131,7 +140,68 @@ HOROVOD = FrameworkSpec(
     post_install="scripts/build_horovod.sh",
 )
 
-BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, GLUON, CHAINER, HOROVOD)
+KERAS = FrameworkSpec(
+    name="keras",
+    module="mgbench.frameworks.keras",
+    strategies=(
+        StrategySpec("mirrored", "inprocess", "Keras 3 over TF, tf.distribute.MirroredStrategy, staged input"),
+        StrategySpec("mirrored-unstaged", "inprocess", "as mirrored, input fed synchronously from host arrays"),
+        StrategySpec(
+            "central-storage",
+            "inprocess",
+            "variables on the CPU, compute mirrored on the devices (parameter server on CPU), staged input",
+        ),
+        StrategySpec(
+            "central-storage-unstaged",
+            "inprocess",
+            "as central-storage, input fed synchronously from host arrays",
+        ),
+    ),
+    import_names=("keras", "tensorflow"),
+    environment="keras-tf",
+    install_hint="make env-keras-tf (or: mgbench setup keras)",
+    environment_variables=tensorflow_variables,
+)
+
+KERAS_JAX = FrameworkSpec(
+    name="keras-jax",
+    module="mgbench.frameworks.keras_jax",
+    strategies=(
+        StrategySpec(
+            "jax-dp",
+            "inprocess",
+            "Keras 3 over JAX, keras.distribution.DataParallel: Keras' jitted step on a held state, "
+            "batches sharded onto the devices one step ahead",
+        ),
+        StrategySpec(
+            "jax-dp-on-batch",
+            "inprocess",
+            "as jax-dp, but model.train_on_batch on the pre-sharded batches (variables synced every step)",
+        ),
+    ),
+    import_names=("keras", "jax"),
+    environment="keras-jax",
+    install_hint="make env-keras-jax (or: pip install -r requirements/keras-jax.txt)",
+    environment_variables=jax_variables,
+)
+
+TENSORFLOW = FrameworkSpec(
+    name="tensorflow",
+    module="mgbench.frameworks.tensorflow",
+    strategies=(
+        StrategySpec(
+            "mirrored",
+            "inprocess",
+            "custom loop: tf.function + strategy.run under MirroredStrategy, staged tf.data input",
+        ),
+    ),
+    import_names=("keras", "tensorflow"),
+    environment="keras-tf",
+    install_hint="make env-keras-tf (or: mgbench setup tensorflow)",
+    environment_variables=tensorflow_variables,
+)
+
+BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, KERAS, KERAS_JAX, TENSORFLOW, GLUON, CHAINER, HOROVOD)
 
 
 def registered() -> dict[str, FrameworkSpec]:

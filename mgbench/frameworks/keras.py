@@ -1,0 +1,39 @@
+"""Keras 3 adapter over TensorFlow: Keras' own compiled train step under a tf.distribute strategy.
+
+- `mirrored`: tf.distribute.MirroredStrategy, variables mirrored on every device, gradients
+  all-reduced (NCCL between GPUs).
+- `central-storage`: tf.distribute.experimental.CentralStorageStrategy, variables on the CPU
+  (the seeds' "parameter server on CPU"), computation mirrored on the devices.
+- `*-unstaged`: the same strategy fed synchronously from host arrays instead of a tf.data
+  pipeline prefetched to the devices (`mgbench.frameworks.tf_distribute`).
+
+The driver owns the loop, so instead of `fit` each step calls the model's `train_function`
+(what `fit` and `train_on_batch` call) on one batch; metrics are reset before each step so the
+reported loss is that step's, averaged over replicas as `fit` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mgbench.frameworks import keras_models
+from mgbench.frameworks.tf_trainer import StrategyTrainer
+
+
+class KerasTrainer(StrategyTrainer):
+    def build_step(self) -> None:
+        spec = self.config.spec
+        self.model.compile(
+            optimizer=keras_models.build_optimizer(self.config), loss=keras_models.build_loss(spec), jit_compile="auto"
+        )
+        self.model.optimizer.build(self.model.trainable_variables)
+        self.model.make_train_function()
+
+    def train_step(self, batch: Any) -> None:
+        self.model.reset_metrics()
+        logs = self.model.train_function([self.replica_inputs(batch)])
+        self._loss = logs["loss"]
+
+
+def create_trainer(strategy: str) -> KerasTrainer:
+    return KerasTrainer(strategy)

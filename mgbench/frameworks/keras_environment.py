@@ -1,0 +1,39 @@
+"""Environment variables Keras, TensorFlow and JAX read when they are imported.
+
+One process drives every device under these strategies, and what it may see is fixed at import:
+Keras picks its backend from KERAS_BACKEND, and JAX makes N host devices only when XLA_FLAGS
+says so before its backend starts. These functions are named in the registry's
+`FrameworkSpec.environment_variables`, so the orchestrator puts them in the run's environment
+and an in-process `mgbench run` sets them before the adapter is imported. They import nothing.
+(TensorFlow splits the CPU with `tf.config` after import, so it needs no variable for that.)
+"""
+
+from __future__ import annotations
+
+import os
+
+from mgbench.common.config import RunConfig
+
+XLA_HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def _one_process_threads() -> dict[str, str]:
+    """All cores to the one process (the orchestrator's default splits them per device)."""
+    return {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}
+
+
+def tensorflow_variables(config: RunConfig) -> dict[str, str]:
+    variables = {"KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if config.device_kind == "cpu":
+        variables.update(_one_process_threads())
+    return variables
+
+
+def jax_variables(config: RunConfig) -> dict[str, str]:
+    variables = {"KERAS_BACKEND": "jax"}
+    if config.device_kind == "cpu":
+        kept = [flag for flag in os.environ.get("XLA_FLAGS", "").split() if not flag.startswith(XLA_HOST_DEVICES_FLAG)]
+        variables["XLA_FLAGS"] = " ".join([*kept, f"{XLA_HOST_DEVICES_FLAG}={config.devices}"])
+        variables["JAX_PLATFORMS"] = "cpu"
+        variables.update(_one_process_threads())
+    return variables

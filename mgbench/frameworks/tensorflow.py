@@ -1,0 +1,48 @@
+"""TensorFlow adapter: a custom training loop, tf.function around strategy.run, MirroredStrategy.
+
+The raw-TF column of a compare: the same keras.applications models, tf.data pipeline and
+optimizer as the `keras` adapter (`mgbench.frameworks.tf_trainer`), but the step is written out:
+each replica takes its loss over its shard divided by the global batch, tape gradients, and the
+optimizer all-reduces (sums) them across replicas before the update.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from mgbench.frameworks import keras_models
+from mgbench.frameworks.tf_trainer import StrategyTrainer
+
+
+class CustomLoopTrainer(StrategyTrainer):
+    def build_step(self) -> None:
+        self.optimizer = keras_models.build_optimizer(self.config)
+        self.optimizer.build(self.model.trainable_variables)
+        per_example = keras_models.build_loss(self.config.spec, reduction="none")
+        global_batch = self.config.global_batch
+        model, optimizer = self.model, self.optimizer
+
+        def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+            with tf.GradientTape() as tape:
+                logits = model(images, training=True)
+                loss = tf.nn.compute_average_loss(per_example(labels, logits), global_batch_size=global_batch)
+                scaled = optimizer.scale_loss(loss)
+            gradients = tape.gradient(scaled, model.trainable_variables)
+            optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+            return loss
+
+        @tf.function
+        def distributed_step(batch: Any) -> tf.Tensor:
+            losses = self.strategy.run(replica_step, args=batch)
+            return self.strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
+        self.step = distributed_step
+
+    def train_step(self, batch: Any) -> None:
+        self._loss = self.step(self.replica_inputs(batch))
+
+
+def create_trainer(strategy: str) -> CustomLoopTrainer:
+    return CustomLoopTrainer(strategy)

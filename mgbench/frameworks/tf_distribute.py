@@ -1,0 +1,117 @@
+"""TensorFlow devices, tf.distribute strategies and the input pipelines, shared by the `keras`
+(Keras 3 over TensorFlow) and `tensorflow` (custom loop) adapters.
+
+Devices: N GPUs, or without GPUs the host CPU split into N logical devices, which TensorFlow
+allows only before it initialises its runtime (so `strategy_for` runs first in `setup`).
+
+Input, the seeds' question of staging:
+- staged: a tf.data pipeline of global batches, split by `experimental_distribute_dataset`
+  and prefetched into every replica's device (two batches buffered per replica), so the copy
+  of batch k+1 overlaps step k; `next()` returns batches already on the devices.
+- unstaged: host numpy arrays; each step slices them per replica and the step's own inputs
+  are copied to the devices synchronously, inside the step (the seeds' slow baseline).
+Both cycle the same synthetic global batches in the same order, so they train identically.
+"""
+
+from __future__ import annotations
+
+from itertools import cycle
+from typing import Iterator
+
+import numpy as np
+import tensorflow as tf
+
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.datasets.synthetic import Shard, synthetic_pool
+
+HostBatch = tuple[np.ndarray, np.ndarray]
+PER_REPLICA_PREFETCH = 2
+
+
+def device_names(config: RunConfig) -> list[str]:
+    """The logical devices the strategy mirrors over (GPUs, or the CPU split into N)."""
+    if config.device_kind == "cpu":
+        tf.config.set_visible_devices([], "GPU")
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * config.devices)
+        return [device.name for device in tf.config.list_logical_devices("CPU")]
+    gpus = tf.config.list_physical_devices("GPU")
+    if len(gpus) < config.devices:
+        raise UsageError(f"{config.devices} GPUs asked for, TensorFlow sees {len(gpus)} (is tensorflow[and-cuda] installed?)")
+    tf.config.set_visible_devices(gpus[: config.devices], "GPU")
+    for gpu in gpus[: config.devices]:
+        tf.config.experimental.set_memory_growth(gpu, True)
+    return [device.name for device in tf.config.list_logical_devices("GPU")]
+
+
+def strategy_for(kind: str, devices: list[str]) -> tf.distribute.Strategy:
+    """`mirrored`: variables mirrored on every device, gradients all-reduced (NCCL on GPUs).
+    `central-storage`: variables on the CPU, computation mirrored on the devices."""
+    if kind == "mirrored":
+        return tf.distribute.MirroredStrategy(devices)
+    if kind == "central-storage":
+        return tf.distribute.experimental.CentralStorageStrategy(compute_devices=devices, parameter_device="/cpu:0")
+    raise UsageError(f"no tf.distribute strategy {kind!r}")
+
+
+def global_pool(config: RunConfig) -> list[HostBatch]:
+    """The synthetic global batches, in the model's layout (one process holds the whole batch)."""
+    return synthetic_pool(
+        config.spec,
+        config.input_size,
+        Shard(0, config.global_batch),
+        config.seed,
+        channels_last=config.data_format == "channels_last",
+    )
+
+
+def staged_batches(strategy: tf.distribute.Strategy, pool: list[HostBatch]) -> Iterator:
+    """Distributed values already on the devices: tf.data, split per replica, prefetched."""
+    images = np.concatenate([batch[0] for batch in pool])
+    labels = np.concatenate([batch[1] for batch in pool])
+    dataset = (
+        tf.data.Dataset.from_tensor_slices((images, labels))
+        .batch(len(pool[0][0]), drop_remainder=True)
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    return iter(strategy.experimental_distribute_dataset(dataset.with_options(options), input_options(strategy)))
+
+
+def input_options(strategy: tf.distribute.Strategy) -> tf.distribute.InputOptions | None:
+    """Fetch to the devices, two batches per replica. CentralStorageStrategy gets None (its
+    defaults: fetch to device, one batch per replica) because in TF 2.21 it crashes on any
+    InputOptions (it reads a misspelt `experimental_replication_moden` attribute)."""
+    if isinstance(strategy, tf.distribute.experimental.CentralStorageStrategy):
+        return None
+    return tf.distribute.InputOptions(
+        experimental_fetch_to_device=True, experimental_per_replica_buffer_size=PER_REPLICA_PREFETCH
+    )
+
+
+def unstaged_batches(pool: list[HostBatch]) -> Iterator[HostBatch]:
+    """Host arrays as they are; `split_host_batch` hands them to the replicas inside the step."""
+    return cycle(pool)
+
+
+def split_host_batch(strategy: tf.distribute.Strategy, batch: HostBatch):
+    """Each replica's consecutive slice of a host global batch, as host tensors (copied by the step)."""
+    per_replica = len(batch[0]) // strategy.num_replicas_in_sync
+
+    def replica_slice(context: tf.distribute.experimental.ValueContext) -> tuple[tf.Tensor, tf.Tensor]:
+        start = context.replica_id_in_sync_group * per_replica
+        with tf.device("/cpu:0"):
+            return tuple(tf.constant(array[start : start + per_replica]) for array in batch)
+
+    return strategy.experimental_distribute_values_from_function(replica_slice)
+
+
+def versions(use_gpu: bool) -> dict[str, str]:
+    found = {"tensorflow": tf.__version__}
+    if use_gpu:
+        build = tf.sysconfig.get_build_info()
+        found.update({k: str(build[k]) for k in ("cuda_version", "cudnn_version") if k in build})
+    return found

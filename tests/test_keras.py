@@ -1,0 +1,113 @@
+"""Keras 3 adapters, run through the CLI in their own environments (.venvs/keras-tf, keras-jax).
+
+Data parallelism is checked on CPU devices: TensorFlow splits the CPU into 2 logical devices,
+JAX gets 2 host devices (XLA_FLAGS). Two steps on 2 devices with global batch B must leave the
+same weights as 2 steps on 1 device with B, far closer than the steps moved them. Two steps,
+because the pool cycles two different batches: a pipeline delivering them out of order fails.
+"""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from framework_envs import max_difference, own_python, trained_state
+from mgbench.common.config import RunConfig
+from mgbench.common.launch import environment_python
+from mgbench.datasets.synthetic import Shard, synthetic_pool
+from mgbench.frameworks import framework_spec
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+TOLERANCE = 1e-5
+
+# Trainable parameters of the keras.applications builds. Torchvision (tests/test_pytorch.py):
+# densenet121 6,968,206, resnet50 25,557,032, inception_v3 (no aux head) 23,834,568, tiny 5,418.
+KERAS_PARAMETERS = {"densenet121": 6_968_206, "resnet50": 25_583_592, "inception_v3": 23_817_352, "tiny": 5_418}
+TORCHVISION_PARAMETERS = {"resnet50": 25_557_032, "inception_v3": 23_834_568}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return tmp_path_factory.mktemp("keras-runs")
+
+
+def keras_probe_python():
+    """keras-jax imports no TensorFlow, so it is the faster place to build the models."""
+    for framework, backend in (("keras-jax", "jax"), ("keras", "tensorflow")):
+        python = environment_python(framework_spec(framework))
+        if python.exists():
+            return python, backend
+    pytest.skip("no Keras environment: run `make env-keras-jax` or `make env-keras`")
+
+
+def test_parameter_counts_match_torchvision_except_resnet_biases_and_inception_gammas():
+    python, backend = keras_probe_python()
+    env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
+    done = subprocess.run([str(python), os.path.join(TESTS, "keras_parameter_probe.py")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["parameters"] == KERAS_PARAMETERS
+    # The only differences from torchvision: ResNet-50's convolutions carry biases in Keras,
+    # and Inception-v3's batch-norms have no gamma in Keras.
+    assert KERAS_PARAMETERS["resnet50"] - found["resnet50_conv_biases"] == TORCHVISION_PARAMETERS["resnet50"]
+    assert KERAS_PARAMETERS["inception_v3"] + found["inception_v3_unscaled_batchnorm_channels"] == (
+        TORCHVISION_PARAMETERS["inception_v3"]
+    )
+
+
+def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batches(tmp_path):
+    python = own_python("keras")
+    config = RunConfig(framework="keras", strategy="mirrored", model="tiny", devices=2, device_kind="cpu",
+                       batch_per_device=3, steps=1, data_format="channels_last")
+    out = tmp_path / "batches.npz"
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=ROOT)
+    done = subprocess.run([str(python), os.path.join(TESTS, "tf_pipeline_probe.py"), str(out), config.to_json()],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    pool = synthetic_pool(config.spec, config.input_size, Shard(0, 6), config.seed, channels_last=True)
+    with np.load(out) as got:
+        for draw in range(3):
+            images, labels = pool[draw % len(pool)]
+            for replica in range(2):
+                rows = slice(3 * replica, 3 * replica + 3)
+                for pipeline in ("staged", "unstaged"):
+                    np.testing.assert_array_equal(got[f"{pipeline}-{draw}-{replica}-images"], images[rows])
+                    np.testing.assert_array_equal(got[f"{pipeline}-{draw}-{replica}-labels"], labels[rows])
+                # Staged batches were prefetched into the replica's own device.
+                assert str(got[f"device-{draw}-{replica}-images"]).endswith(f"CPU:{replica}")
+
+
+@pytest.fixture(scope="module")
+def keras_single(runs):
+    return trained_state(runs, "keras", "mirrored", 1, 8, 0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["mirrored", "mirrored-unstaged", "central-storage", "central-storage-unstaged"])
+def test_two_tf_devices_equal_one_on_the_same_global_batch(runs, keras_single, strategy):
+    initial = trained_state(runs, "keras", "mirrored", 1, 8, 0.0)
+    moved = max_difference(keras_single, initial)
+    double = trained_state(runs, "keras", strategy, 2, 4, 0.5)
+    assert max_difference(keras_single, double) < TOLERANCE < moved
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["jax-dp", "jax-dp-on-batch"])
+def test_two_jax_devices_equal_one_on_the_same_global_batch(runs, strategy):
+    single = trained_state(runs, "keras-jax", "jax-dp", 1, 8, 0.5)
+    initial = trained_state(runs, "keras-jax", "jax-dp", 1, 8, 0.0)
+    double = trained_state(runs, "keras-jax", strategy, 2, 4, 0.5)
+    assert max_difference(single, double) < TOLERANCE < max_difference(single, initial)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework, strategy", [("keras", "mirrored"), ("keras-jax", "jax-dp")])
+def test_bf16_channels_first_trains_on_two_devices(runs, framework, strategy):
+    initial = trained_state(runs, framework, strategy, 2, 4, 0.0, data_format="channels_first", precision="bf16")
+    trained = trained_state(runs, framework, strategy, 2, 4, 0.5, data_format="channels_first", precision="bf16")
+    assert all(np.isfinite(v).all() for v in trained.values())
+    assert max_difference(trained, initial) > 1e-3

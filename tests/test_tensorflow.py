@@ -1,0 +1,28 @@
+"""TensorFlow custom loop (tf.function + strategy.run), through the CLI in .venvs/keras-tf.
+
+Its step is written out by hand, so the strongest check is against Keras' own step: same
+model, data and optimizer, so after two steps the weights must agree with the keras adapter's,
+on 1 device and on 2 logical CPU devices with the same global batch.
+"""
+
+import pytest
+
+from framework_envs import max_difference, trained_state
+
+TOLERANCE = 1e-5
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return tmp_path_factory.mktemp("tensorflow-runs")
+
+
+@pytest.mark.slow
+def test_custom_loop_on_two_devices_equals_one_device_and_keras(runs):
+    single = trained_state(runs, "tensorflow", "mirrored", 1, 8, 0.5)
+    initial = trained_state(runs, "tensorflow", "mirrored", 1, 8, 0.0)
+    double = trained_state(runs, "tensorflow", "mirrored", 2, 4, 0.5)
+    keras_step = trained_state(runs, "keras", "mirrored", 1, 8, 0.5)
+    moved = max_difference(single, initial)
+    assert max_difference(single, double) < TOLERANCE < moved
+    assert max_difference(single, keras_step) < TOLERANCE

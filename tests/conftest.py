@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 TESTS = Path(__file__).resolve().parent
@@ -30,6 +32,11 @@ def mgbench(*args: str, timeout: float = 600, **extra_env: str) -> subprocess.Co
     )
 
 
+def read_rows(folder: Path) -> pd.DataFrame:
+    """A run folder's results file, as users read it."""
+    return pd.read_json(folder / "results.jsonl", lines=True)
+
+
 @pytest.fixture
 def fake_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     """Register the fake adapter in this process too."""
@@ -37,23 +44,28 @@ def fake_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MGBENCH_PLUGINS", "fakefw")
 
 
-def saved_state(tmp_path: Path, name: str, framework: str, strategy: str, gpus: int, batch: int, lr: float,
-                device: str = "cpu") -> dict:
-    """Weights after one step of `mgbench run` on the tiny model (the framework's environment runs it)."""
-    path = tmp_path / f"{name}.npz"
-    done = mgbench(
-        "run", "--framework", framework, "--strategy", strategy, "--gpus", str(gpus), "--model", "tiny",
-        "--batch-per-gpu", str(batch), "--steps", "1", "--lr", str(lr), "--device", device,
-        "--save-state", str(path), "--out", str(tmp_path / name),
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+def saved_state(folder: Path, framework: str, strategy: str, gpus: int, batch: int, lr: float,
+                steps: int = 1, device: str = "cpu", **job: str) -> dict:
+    """Weights after `steps` steps of `mgbench run` on the tiny model (the framework's environment runs it).
+
+    `job` adds run options (`data_format="channels_last"` -> `--data-format channels_last`). Runs are
+    named by everything that defines them, so a run already in `folder` is reused (they are deterministic).
+    """
+    options = [item for key, value in sorted(job.items()) for item in (f"--{key.replace('_', '-')}", value)]
+    name = "-".join([framework, strategy, f"{gpus}x{batch}", f"lr{lr}", f"{steps}steps", device, *options[1::2]])
+    path = folder / f"{name}.npz"
+    if not path.exists():
+        done = mgbench(
+            "run", "--framework", framework, "--strategy", strategy, "--gpus", str(gpus), "--model", "tiny",
+            "--batch-per-gpu", str(batch), "--steps", str(steps), "--lr", str(lr), "--device", device, *options,
+            "--save-state", str(path), "--out", str(folder / name),
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
     return load_state(path)
 
 
 def load_state(path: Path) -> dict:
     """Weights written by `mgbench run --save-state` (.npz of named arrays)."""
-    import numpy as np
-
     with np.load(path) as state:
         return {k: state[k] for k in state.files}
 

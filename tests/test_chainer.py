@@ -72,9 +72,9 @@ def test_parameter_counts_equal_torchvision(chainer_python):
 
 @pytest.mark.slow
 def test_two_mpi_processes_equal_one_process_on_the_same_global_batch(tmp_path, chainer_python):
-    initial = saved_state(tmp_path, "init", "chainer", "chainermn", 1, 8, 0.0)
-    single = saved_state(tmp_path, "single", "chainer", "chainermn", 1, 8, 0.5)
-    double = saved_state(tmp_path, "double", "chainer", "chainermn", 2, 4, 0.5)
+    initial = saved_state(tmp_path, "chainer", "chainermn", 1, 8, 0.0)
+    single = saved_state(tmp_path, "chainer", "chainermn", 1, 8, 0.5)
+    double = saved_state(tmp_path, "chainer", "chainermn", 2, 4, 0.5)
     moved = max_difference(single, initial)
     assert moved > 1e-3
     assert max_difference(single, double) < 1e-5 < moved

@@ -4,11 +4,7 @@ import json
 
 import pandas as pd
 
-from conftest import mgbench
-
-
-def read_rows(folder):
-    return pd.read_json(folder / "results.jsonl", lines=True)
+from conftest import mgbench, read_rows
 
 
 def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):

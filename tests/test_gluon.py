@@ -63,9 +63,9 @@ def test_weights_are_identical_on_every_context_after_a_step(gluon_python):
 
 @pytest.mark.slow
 def test_two_contexts_equal_one_context_on_the_same_global_batch(tmp_path, gluon_python):
-    initial = saved_state(tmp_path, "init", "gluon", "device", 1, 8, 0.0)
-    single = saved_state(tmp_path, "single", "gluon", "device", 1, 8, 0.5)
-    double = saved_state(tmp_path, "double", "gluon", "device", 2, 4, 0.5)
+    initial = saved_state(tmp_path, "gluon", "device", 1, 8, 0.0)
+    single = saved_state(tmp_path, "gluon", "device", 1, 8, 0.5)
+    double = saved_state(tmp_path, "gluon", "device", 2, 4, 0.5)
     moved = max_difference(single, initial)
     assert moved > 1e-3
     assert max_difference(single, double) < 1e-5 < moved

@@ -29,13 +29,13 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def single(tmp_path_factory) -> dict:
     """One horovod process on the global batch of 8."""
-    return saved_state(tmp_path_factory.mktemp("single"), "single", "horovod", "hvd", 1, 8, LR)
+    return saved_state(tmp_path_factory.mktemp("single"), "horovod", "hvd", 1, 8, LR)
 
 
 def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, single):
-    initial = saved_state(tmp_path, "init", "horovod", "hvd", 1, 8, 0.0)
-    double = saved_state(tmp_path, "double", "horovod", "hvd", 2, 4, LR)
-    ddp = saved_state(tmp_path, "ddp", "pytorch", "ddp", 1, 8, LR)
+    initial = saved_state(tmp_path, "horovod", "hvd", 1, 8, 0.0)
+    double = saved_state(tmp_path, "horovod", "hvd", 2, 4, LR)
+    ddp = saved_state(tmp_path, "pytorch", "ddp", 1, 8, LR)
     moved = max_difference(single, initial)
     assert moved > 1e-3
     assert max_difference(single, double) < 1e-6 < moved

@@ -13,7 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from framework_envs import max_difference, own_python, trained_state
+from conftest import framework_python, max_difference, saved_state
 from mgbench.common.config import RunConfig
 from mgbench.common.launch import environment_python
 from mgbench.datasets.synthetic import Shard, synthetic_pool
@@ -60,7 +60,7 @@ def test_parameter_counts_match_torchvision_except_resnet_biases_and_inception_g
 
 
 def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batches(tmp_path):
-    python = own_python("keras")
+    python = framework_python("keras")
     config = RunConfig(framework="keras", strategy="mirrored", model="tiny", devices=2, device_kind="cpu",
                        batch_per_device=3, steps=1, data_format="channels_last")
     out = tmp_path / "batches.npz"
@@ -83,31 +83,31 @@ def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batch
 
 @pytest.fixture(scope="module")
 def keras_single(runs):
-    return trained_state(runs, "keras", "mirrored", 1, 8, 0.5)
+    return saved_state(runs, "keras", "mirrored", 1, 8, 0.5, steps=2, data_format="channels_last")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["mirrored", "mirrored-unstaged", "central-storage", "central-storage-unstaged"])
 def test_two_tf_devices_equal_one_on_the_same_global_batch(runs, keras_single, strategy):
-    initial = trained_state(runs, "keras", "mirrored", 1, 8, 0.0)
+    initial = saved_state(runs, "keras", "mirrored", 1, 8, 0.0, steps=2, data_format="channels_last")
     moved = max_difference(keras_single, initial)
-    double = trained_state(runs, "keras", strategy, 2, 4, 0.5)
+    double = saved_state(runs, "keras", strategy, 2, 4, 0.5, steps=2, data_format="channels_last")
     assert max_difference(keras_single, double) < TOLERANCE < moved
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["jax-dp", "jax-dp-on-batch"])
 def test_two_jax_devices_equal_one_on_the_same_global_batch(runs, strategy):
-    single = trained_state(runs, "keras-jax", "jax-dp", 1, 8, 0.5)
-    initial = trained_state(runs, "keras-jax", "jax-dp", 1, 8, 0.0)
-    double = trained_state(runs, "keras-jax", strategy, 2, 4, 0.5)
+    single = saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.5, steps=2, data_format="channels_last")
+    initial = saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.0, steps=2, data_format="channels_last")
+    double = saved_state(runs, "keras-jax", strategy, 2, 4, 0.5, steps=2, data_format="channels_last")
     assert max_difference(single, double) < TOLERANCE < max_difference(single, initial)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("framework, strategy", [("keras", "mirrored"), ("keras-jax", "jax-dp")])
 def test_bf16_channels_first_trains_on_two_devices(runs, framework, strategy):
-    initial = trained_state(runs, framework, strategy, 2, 4, 0.0, data_format="channels_first", precision="bf16")
-    trained = trained_state(runs, framework, strategy, 2, 4, 0.5, data_format="channels_first", precision="bf16")
+    initial = saved_state(runs, framework, strategy, 2, 4, 0.0, data_format="channels_first", precision="bf16", steps=2)
+    trained = saved_state(runs, framework, strategy, 2, 4, 0.5, data_format="channels_first", precision="bf16", steps=2)
     assert all(np.isfinite(v).all() for v in trained.values())
     assert max_difference(trained, initial) > 1e-3

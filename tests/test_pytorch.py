@@ -76,15 +76,11 @@ def test_bf16_autocast_trains_on_cpu():
     assert all(np.isfinite(losses))
 
 
-def run_state(tmp_path, name, strategy, gpus, batch, lr, device="cpu"):
-    return saved_state(tmp_path, name, "pytorch", strategy, gpus, batch, lr, device)
-
-
 @pytest.mark.slow
 def test_ddp_two_processes_equal_one_process_on_the_same_global_batch(tmp_path):
-    initial = run_state(tmp_path, "init", "ddp", 1, 8, 0.0)
-    single = run_state(tmp_path, "single", "ddp", 1, 8, 0.5)
-    double = run_state(tmp_path, "double", "ddp", 2, 4, 0.5)
+    initial = saved_state(tmp_path, "pytorch", "ddp", 1, 8, 0.0)
+    single = saved_state(tmp_path, "pytorch", "ddp", 1, 8, 0.5)
+    double = saved_state(tmp_path, "pytorch", "ddp", 2, 4, 0.5)
     moved = max_difference(single, initial)
     assert moved > 1e-3
     assert max_difference(single, double) < 1e-6 < moved
@@ -93,6 +89,6 @@ def test_ddp_two_processes_equal_one_process_on_the_same_global_batch(tmp_path):
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel over 2 GPUs needs 2 CUDA devices")
 @pytest.mark.parametrize("strategy", ["dp", "dp-loss", "ddp"])
 def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path, strategy):
-    single = run_state(tmp_path, "single", strategy, 1, 8, 0.5, device="cuda")
-    double = run_state(tmp_path, "double", strategy, 2, 4, 0.5, device="cuda")
+    single = saved_state(tmp_path, "pytorch", strategy, 1, 8, 0.5, device="cuda")
+    double = saved_state(tmp_path, "pytorch", strategy, 2, 4, 0.5, device="cuda")
     assert max_difference(single, double) < 1e-4

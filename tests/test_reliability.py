@@ -12,12 +12,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from conftest import cli_env, mgbench
+from conftest import cli_env, mgbench, read_rows
 from fakefw import OOM_ABOVE_BATCH
-
-
-def read_rows(folder):
-    return pd.read_json(folder / "results.jsonl", lines=True)
 
 
 def test_oom_retries_with_halved_batch_and_the_compare_goes_on(tmp_path):

@@ -23,7 +23,7 @@ def free_port() -> int:
 
 @pytest.mark.slow
 def test_two_torchrun_nodes_equal_one_process_on_the_same_global_batch(tmp_path):
-    single = saved_state(tmp_path, "single", "pytorch", "ddp", 1, 8, LR)
+    single = saved_state(tmp_path, "pytorch", "ddp", 1, 8, LR)
     state = tmp_path / "nodes.npz"
     port = free_port()
     nodes = [

@@ -36,6 +36,7 @@ def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path)
     assert all(w < s for w, s in zip(result.input_wait_seconds, result.step_seconds))
     assert result.startup_seconds > 0 and result.eval_metrics == {"loss": 0.5}
     assert result.parameters == 1234 and result.framework_versions == {"fake": "1.0"}
+    assert result.loader_workers is None
     assert np.load(tmp_path / "state.npz")["steps"][0] == 30
 
 

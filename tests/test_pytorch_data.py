@@ -88,5 +88,6 @@ def test_one_device_and_two_process_ddp_both_reach_auc_0_9(tmp_path):
         assert curve[-1]["val_auc"] >= 0.9, (row["devices"], [round(e["val_auc"], 3) for e in curve])
         assert row["eval_metrics"]["auc"] == curve[-1]["val_auc"]
         assert 0 <= row["input_wait_fraction"] < 1
+        assert row["loader_workers"] == 0
     one, two = sorted(rows, key=lambda row: row["devices"])
     assert np.isclose(one["epoch_metrics"][-1]["val_auc"], two["epoch_metrics"][-1]["val_auc"], atol=0.02)

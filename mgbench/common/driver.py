@@ -28,6 +28,7 @@ from mgbench.common.protocol import EpochTrainer, Trainer
 from mgbench.common.results import RunResult
 from mgbench.common.schedule import learning_rate_at
 from mgbench.common.timing import summarise_steps
+from mgbench.datasets.loading import loader_workers
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
 PROGRESS_EVERY_FRACTION = 0.1
@@ -166,6 +167,7 @@ def run_training(
         images_per_sec_p10=stats.images_per_sec_p10,
         images_per_sec_p90=stats.images_per_sec_p90,
         input_wait_fraction=stats.input_wait_fraction,
+        loader_workers=None if config.dataset == "synthetic" else loader_workers(config.workers, placement.world_size),
         train_seconds=stats.train_seconds,
         eval_seconds=eval_seconds,
         eval_metrics=metrics,

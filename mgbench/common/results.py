@@ -45,6 +45,8 @@ class RunResult:
     images_per_sec_p10: float | None = None
     images_per_sec_p90: float | None = None
     input_wait_fraction: float | None = None
+    loader_workers: int | None = None
+    """Data-loader worker processes per training process on real data (None: synthetic data)."""
     train_seconds: float | None = None
     eval_seconds: float | None = None
     eval_metrics: dict[str, float] = field(default_factory=dict)

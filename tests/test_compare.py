@@ -11,7 +11,7 @@ def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
     out = tmp_path / "run"
     done = mgbench(
         "compare", "--frameworks", "fake", "--strategies", "steady,crash,hang,oom", "--gpus", "2",
-        "--model", "tiny", "--steps", "20", "--timeout", "10", "--out", str(out),
+        "--model", "tiny", "--batch-per-gpu", "2", "--steps", "20", "--timeout", "10", "--out", str(out),
     )
     assert done.returncode == 1, done.stderr
     rows = read_rows(out)

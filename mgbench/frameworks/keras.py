@@ -21,6 +21,9 @@ from mgbench.frameworks.tf_trainer import StrategyTrainer
 
 
 class KerasTrainer(StrategyTrainer):
+    framework = "keras"
+    strategies = ("mirrored", "mirrored-unstaged", "central-storage", "central-storage-unstaged")
+
     def build_step(self) -> None:
         spec = self.config.spec
         self.model.compile(

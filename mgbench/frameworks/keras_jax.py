@@ -30,21 +30,20 @@ import numpy as np
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.protocol import ModelInfo, Placement
+from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks import keras_models
 
 DeviceBatch = tuple[jax.Array, jax.Array]
 
 
-class JaxDataParallelTrainer:
-    def __init__(self, strategy: str):
-        self.on_batch = strategy == "jax-dp-on-batch"
-        self._placement = Placement(rank=0, world_size=1)
+class JaxDataParallelTrainer(AdapterBase):
+    framework = "keras-jax"
+    strategies = ("jax-dp", "jax-dp-on-batch")
 
-    @property
-    def placement(self) -> Placement:
-        return self._placement
+    def __init__(self, strategy: str):
+        super().__init__(strategy)
+        self.on_batch = strategy == "jax-dp-on-batch"
 
     def setup(self, config: RunConfig) -> ModelInfo:
         if keras.backend.backend() != "jax":

@@ -17,6 +17,9 @@ from mgbench.frameworks.tf_trainer import StrategyTrainer
 
 
 class CustomLoopTrainer(StrategyTrainer):
+    framework = "tensorflow"
+    strategies = ("mirrored",)
+
     def build_step(self) -> None:
         self.optimizer = keras_models.build_optimizer(self.config)
         self.optimizer.build(self.model.trainable_variables)

@@ -13,26 +13,21 @@ import keras
 import tensorflow as tf
 
 from mgbench.common.config import RunConfig
-from mgbench.common.protocol import ModelInfo, Placement
+from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch
 from mgbench.frameworks import keras_models, tf_distribute
 
 UNSTAGED_SUFFIX = "-unstaged"
 
 
-class StrategyTrainer:
+class StrategyTrainer(AdapterBase):
     """One process mirrors the model over every device of the run through a tf.distribute strategy."""
 
     def __init__(self, strategy: str):
-        self.strategy_name = strategy
+        super().__init__(strategy)
         self.staged = not strategy.endswith(UNSTAGED_SUFFIX)
         self.strategy_kind = strategy.removesuffix(UNSTAGED_SUFFIX)
-        self._placement = Placement(rank=0, world_size=1)
         self._loss: Any = 0.0
-
-    @property
-    def placement(self) -> Placement:
-        return self._placement
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.config = config

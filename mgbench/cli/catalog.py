@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
 from rich.table import Table
 
 from mgbench.common.environments import inspect_installation
 from mgbench.common.models import MODELS
 from mgbench.frameworks import registered
+from mgbench.reports.summary import table_console
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -18,7 +18,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    console = Console()
+    console = table_console()
     frameworks = Table(title="frameworks and strategies")
     for column in ("framework", "strategy", "launcher", "what it does", "installed"):
         frameworks.add_column(column, overflow="fold")

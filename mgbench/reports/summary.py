@@ -100,9 +100,14 @@ def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
     return frame
 
 
+def table_console() -> Console:
+    """A console for wide tables: the terminal's width, or 200 columns when output is piped/logged
+    (rich would otherwise fold every column of a logged table into an unreadable 80)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
 def print_summary(frame: pd.DataFrame, console: Console, title: str) -> None:
-    if not console.is_terminal:
-        console = Console(width=200)
     table = Table(title=title)
     shown = display_table(frame)
     for column in shown.columns:

@@ -29,7 +29,7 @@ from mgbench.common.results import RunResult, read_results, write_json_atomicall
 from mgbench.datasets.description import check_dataset
 from mgbench.frameworks import framework_spec
 from mgbench.reports.html import write_report
-from mgbench.reports.summary import print_summary, table_console, write_summary
+from mgbench.reports.summary import print_summary, write_summary
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
 FAILED = ("failed", "timeout", "oom")
@@ -172,7 +172,7 @@ def handle(args: argparse.Namespace) -> int:
         frame = write_summary(folder.root, results)
         first = results[0].config
         title = f"{first.model} {first.precision} {first.data_format}, {options.get('scaling', 'weak')} scaling, {first.device_kind}"
-        print_summary(frame, table_console(), title)
+        print_summary(frame, title)
         console.print(f"report: {write_report(folder.root)}")
     console.print(f"results: {folder.results}\nsummary: {folder.root / 'summary.md'}")
     if interrupted:

@@ -25,7 +25,7 @@ from mgbench.common.orchestrator import RunFolder, execute_run
 from mgbench.common.results import append_result, write_json_atomically
 from mgbench.datasets.description import check_dataset
 from mgbench.frameworks import FrameworkSpec, create_trainer, framework_spec
-from mgbench.reports.summary import print_summary, table_console, results_frame
+from mgbench.reports.summary import print_summary, results_frame
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
 
@@ -79,7 +79,7 @@ def handle(args: argparse.Namespace) -> int:
         folder = RunFolder(args.out or Path("runs") / f"{stamp}-{config.run_id}")
         result = execute_run(config, folder, args.timeout, args.save_state)
         append_result(folder.results, result)
-        print_summary(results_frame([result]), table_console(), f"{config.model}: {config.run_id}")
+        print_summary(results_frame([result]), f"{config.model}: {config.run_id}")
         return 0 if result.status == "ok" else 1
     os.environ.update(spec.variables_for(config))
     profile_dir = args.profile_dir or ((args.out or Path(".")) / "profiles" / config.run_id if config.profile_steps else None)
@@ -89,5 +89,5 @@ def handle(args: argparse.Namespace) -> int:
     if args.result_file:
         write_json_atomically(args.result_file, result.to_json())
     if not args.config:
-        print_summary(results_frame([result]), table_console(), f"{config.model}: {config.run_id}")
+        print_summary(results_frame([result]), f"{config.model}: {config.run_id}")
     return 0

@@ -65,6 +65,19 @@ FORWARDED_ENV_PREFIXES = ("MGBENCH_", "OMP_NUM_THREADS", "PYTHON", "CUDA_VISIBLE
 """Variables a node started through ssh receives from this one (ssh starts a bare environment)."""
 
 
+def mpiexec_prefix(processes: int, host_list: str | None = None) -> list[str]:
+    """`mpiexec -n N [-H hosts]`, allowed to run as root where we are root (containers, CI)."""
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    hosts = ["-H", host_list] if host_list else []
+    return [shutil.which("mpiexec") or "mpiexec", *root, "-n", str(processes), *hosts]
+
+
+def horovodrun_prefix(interpreter: str, processes: int, host_list: str | None = None) -> list[str]:
+    """horovodrun through the environment's interpreter (its console script may be elsewhere)."""
+    hosts = ["-H", host_list] if host_list else []
+    return [interpreter, "-m", "horovod.runner.launch", "-np", str(processes), *hosts]
+
+
 def launch_command(
     interpreter: str, launcher: Launcher, processes: int, run_args: list[str], entry: Sequence[str] = RUN_ENTRY
 ) -> list[str]:
@@ -75,11 +88,9 @@ def launch_command(
     if launcher == "torchrun":
         return [interpreter, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}", *inner]
     if launcher == "mpirun":
-        mpiexec = shutil.which("mpiexec") or "mpiexec"
-        root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-        return [mpiexec, *root, "-n", str(processes), interpreter, *inner]
+        return [*mpiexec_prefix(processes), interpreter, *inner]
     if launcher == "horovodrun":
-        return [interpreter, "-m", "horovod.runner.launch", "-np", str(processes), interpreter, *inner]
+        return [*horovodrun_prefix(interpreter, processes), interpreter, *inner]
     raise ValueError(f"unknown launcher {launcher!r}")
 
 
@@ -131,12 +142,9 @@ def multinode_commands(
             for host in hosts
         ]
     if launcher == "horovodrun":
-        argv = [interpreter, "-m", "horovod.runner.launch", "-np", str(total), "-H", host_list, interpreter, *inner]
-        return [NodeCommand(None, argv, {})]
+        return [NodeCommand(None, [*horovodrun_prefix(interpreter, total, host_list), interpreter, *inner], {})]
     if launcher == "mpirun":
-        root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-        argv = [shutil.which("mpiexec") or "mpiexec", *root, "-n", str(total), "-H", host_list, interpreter, *inner]
-        return [NodeCommand(None, argv, {})]
+        return [NodeCommand(None, [*mpiexec_prefix(total, host_list), interpreter, *inner], {})]
     if launcher == "tf-multiworker":
         configs = tf_configs(hosts, port)
         return [NodeCommand(host, [interpreter, *inner], {TF_CONFIG_ENV: json.dumps(config)}) for host, config in zip(hosts, configs)]

@@ -9,6 +9,8 @@ device on batch B with N devices on B/N each.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import cycle
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -91,3 +93,15 @@ def held_out_batch(
 ) -> tuple[np.ndarray, np.ndarray]:
     """A batch never trained on, for the evaluation pass."""
     return synthetic_batch(spec, image_size, HELD_OUT_BATCH, shard, seed, channels_last)
+
+
+def placed_batches(pool: list[Any], place: Callable[[Any], Any], resident: bool) -> Iterator[Any]:
+    """Endless training batches from a pool, put where the framework computes by `place`.
+
+    Resident: placed once and cycled (`--data-on-device`, the compute-only ceiling, and CPU
+    devices, where placing is free). Otherwise placed every step, so each step pays the
+    host-to-device copy as it would with real data.
+    """
+    if resident:
+        return cycle([place(batch) for batch in pool])
+    return (place(batch) for batch in cycle(pool))

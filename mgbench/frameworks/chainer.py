@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import resource
-from itertools import cycle
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -39,7 +38,7 @@ from mgbench.common.config import MOMENTUM, RunConfig  # noqa: E402
 from mgbench.common.errors import UsageError  # noqa: E402
 from mgbench.common.models import ModelSpec  # noqa: E402
 from mgbench.common.protocol import AdapterBase, ModelInfo, Placement  # noqa: E402
-from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool  # noqa: E402
+from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
 from mgbench.frameworks.chainer_models import build_model, parameter_count  # noqa: E402
 
 COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}
@@ -112,9 +111,7 @@ class ChainerTrainer(AdapterBase):
         if self.config.dataset != "synthetic":
             raise UsageError(f"the chainer adapter cannot read dataset {self.config.dataset!r}")
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
-        if self.config.data_on_device or not self.use_cuda:
-            return cycle([self._to_device(batch) for batch in pool])
-        return (self._to_device(batch) for batch in cycle(pool))
+        return placed_batches(pool, self._to_device, resident=self.config.data_on_device or not self.use_cuda)
 
     def train_step(self, batch: tuple[Any, Any]) -> None:
         images, labels = batch

@@ -24,7 +24,6 @@ in the first 1x1 convolution of a down-sampling block; torchvision's (v1.5) in t
 from __future__ import annotations
 
 import resource
-from itertools import cycle
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -38,7 +37,7 @@ from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
-from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
 RESNET_BIAS_BEFORE_BATCHNORM = "resnet50"
@@ -158,9 +157,7 @@ class GluonTrainer(AdapterBase):
             raise UsageError(f"the gluon adapter cannot read dataset {self.config.dataset!r}")
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed)
         host = [self._host_arrays(batch) for batch in pool]
-        if self.config.data_on_device or not self.use_cuda:
-            return cycle([self._split(batch) for batch in host])
-        return (self._split(batch) for batch in cycle(host))
+        return placed_batches(host, self._split, resident=self.config.data_on_device or not self.use_cuda)
 
     def train_step(self, batch: tuple[list, list]) -> None:
         images, labels = batch

@@ -195,11 +195,6 @@ class EpochBatchSampler(torch.utils.data.Sampler):
             yield [(self.epoch, index) for index in batch]
 
 
-def cycle(batches: list[Any]) -> Iterator[Any]:
-    while True:
-        yield from batches
-
-
 class TorchTrainer(AdapterBase):
     framework = "pytorch"
     strategies = ("ddp", "dp", "dp-loss")
@@ -317,8 +312,8 @@ class TorchTrainer(AdapterBase):
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
         host = [self._to_tensors(batch) for batch in pool]
         if self.config.data_on_device or not self.use_cuda:
-            return cycle([self._to_device(batch) for batch in host])
-        return DevicePrefetcher(cycle([(x.pin_memory(), y.pin_memory()) for x, y in host]), self.device, self.channels_last)
+            return itertools.cycle([self._to_device(batch) for batch in host])  # resident: copied once
+        return self._feed(itertools.cycle([(x.pin_memory(), y.pin_memory()) for x, y in host]))
 
     def steps_per_epoch(self) -> int:
         return len(self.sampler)

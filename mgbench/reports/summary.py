@@ -107,11 +107,11 @@ def table_console() -> Console:
     return console if console.is_terminal else Console(width=200)
 
 
-def print_summary(frame: pd.DataFrame, console: Console, title: str) -> None:
+def print_summary(frame: pd.DataFrame, title: str) -> None:
     table = Table(title=title)
     shown = display_table(frame)
     for column in shown.columns:
         table.add_column(column, overflow="fold")
     for row in shown.itertuples(index=False):
         table.add_row(*row)
-    console.print(table)
+    table_console().print(table)

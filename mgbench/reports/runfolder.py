@@ -18,10 +18,10 @@ import pandas as pd
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.monitor import TRACE_COLUMNS
+from mgbench.common.orchestrator import RunFolder
 from mgbench.common.results import RESULTS_FILE, RunResult
 from mgbench.reports.summary import results_frame
 
-COMPARE_FILE = "compare.json"
 NOT_RUN_ERROR = "no result: the compare ended before this run finished"
 
 
@@ -38,7 +38,7 @@ class RunFolderData:
 
     def trace(self, run_id: str) -> pd.DataFrame | None:
         """The run's utilisation samples, or None when the file is missing, empty or malformed."""
-        path = self.root / "traces" / f"{run_id}.csv"
+        path = RunFolder(self.root).trace(run_id)
         if not path.exists():
             return None
         try:
@@ -67,7 +67,7 @@ def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:
 
 
 def _planned(root: Path) -> tuple[str | None, list[RunConfig]]:
-    path = root / COMPARE_FILE
+    path = RunFolder(root).compare_file
     if not path.exists():
         return None, []
     try:
@@ -85,7 +85,7 @@ def load_run_folder(root: Path) -> RunFolderData:
     """
     if not root.is_dir():
         raise UsageError(f"run folder {root} does not exist")
-    results_path = root / RESULTS_FILE
+    results_path = RunFolder(root).results
     if not results_path.is_file():
         raise UsageError(f"{root} has no {RESULTS_FILE}: not a run folder (or no run has finished yet)")
     records, results, unreadable = _read_rows(results_path)

@@ -96,7 +96,7 @@ def test_two_tf_devices_equal_one_on_the_same_global_batch(runs, keras_single, s
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["jax-dp", "jax-dp-on-batch"])
+@pytest.mark.parametrize("strategy", ["jax-dp", "jax-dp-on-batch", "jax-shard-map"])
 def test_two_jax_devices_equal_one_on_the_same_global_batch(runs, strategy):
     single = saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.5, steps=2, data_format="channels_last")
     initial = saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.0, steps=2, data_format="channels_last")
@@ -111,3 +111,24 @@ def test_bf16_channels_first_trains_on_two_devices(runs, framework, strategy):
     trained = saved_state(runs, framework, strategy, 2, 4, 0.5, data_format="channels_first", precision="bf16", steps=2)
     assert all(np.isfinite(v).all() for v in trained.values())
     assert max_difference(trained, initial) > 1e-3
+
+
+@pytest.mark.slow
+def test_jax_dp_normalises_over_the_global_batch_and_shard_map_over_each_device():
+    """With batch-norm the split of the batch matters: one step on the whole batch differs from
+    the mean of steps on its halves. Keras' DataParallel (jax-dp) computes the statistics over
+    the global batch, so its 2-device step equals the 1-device step on the whole batch;
+    jax-shard-map normalises each device's shard and averages the gradients, as DDP does, so it
+    equals the mean of the halves' steps. Differences are in units of the split's own effect
+    (the step on the first convolution is large here: fresh batch-norms over 4 images)."""
+    python = framework_python("keras-jax")
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    done = subprocess.run([str(python), os.path.join(TESTS, "keras_jax_batchnorm_probe.py")],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    split_effect = found["whole_vs_mean_of_halves"]
+    assert split_effect > 0.1
+    assert found["jax-dp_vs_whole"] < split_effect / 20
+    assert found["jax-shard-map_vs_mean_of_halves"] < split_effect * 1e-4

@@ -178,6 +178,12 @@ KERAS_JAX = FrameworkSpec(
             "inprocess",
             "as jax-dp, but model.train_on_batch on the pre-sharded batches (variables synced every step)",
         ),
+        StrategySpec(
+            "jax-shard-map",
+            "inprocess",
+            "Keras 3 over JAX, one device's step mapped over the devices with jax.shard_map: local "
+            "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean",
+        ),
     ),
     import_names=("keras", "jax"),
     environment="keras-jax",

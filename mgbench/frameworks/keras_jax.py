@@ -1,19 +1,28 @@
-"""Keras 3 adapter over JAX: keras.distribution.DataParallel, with no TensorFlow anywhere.
+"""Keras 3 adapter over JAX, with no TensorFlow anywhere.
 
-For machines where TensorFlow has no GPU build. Variables are replicated over the devices by
-the DataParallel distribution; each batch is sharded along its first axis, and XLA's SPMD
-partitioner inserts the gradient all-reduce in the compiled step.
+For machines where TensorFlow has no GPU build. Variables are replicated over the devices and
+each batch is sharded along its first axis. Two ways to split the step:
+- `jax-dp` / `jax-dp-on-batch`: keras.distribution.DataParallel. XLA's SPMD partitioner
+  compiles one global step, so every batch-norm's mean and variance are computed over the
+  global batch: a synchronous batch-norm, with all-reduces in the forward and the backward of
+  every batch-norm layer (98 for ResNet-50), on the critical path. That is a different job
+  from DDP's, and slower: on 2x H200 it reached 79% efficiency (ResNet-50) where
+  jax-shard-map reached 86% (BENCHMARKS.md).
+- `jax-shard-map`: the step of one device, mapped over the devices with `jax.shard_map`: each
+  device normalises its own shard (local batch-norm statistics, as DDP and Horovod), and the
+  gradients are averaged with `pmean` after the backward.
 
 Why not `fit` on numpy arrays (3258 img/s against 9158 for PyTorch DDP on 4x H200): with a
 distribution set, Keras' iterator copies each batch to the devices synchronously, one step at
-a time. Here batches are sharded onto the devices one step ahead (`device_put` is
-asynchronous, so batch k+1 travels while step k computes; with `--data-on-device` the pool is
-sharded once), and the step is chosen by strategy:
+a time. Here the batch pool sits in page-locked host memory, and batches are sharded onto the
+devices one step ahead (`device_put` is asynchronous, so batch k+1 travels while step k
+computes; with `--data-on-device` the pool is sharded once), and the step is chosen by strategy:
 - `jax-dp`: Keras' own jitted train step (`model.make_train_function`, what `fit` runs) called
   on a state held as JAX arrays between steps, synced back into the Keras variables only for
   evaluation and saving, as `fit` does.
 - `jax-dp-on-batch`: `model.train_on_batch` on the pre-sharded arrays: the same compiled step,
   plus a sync of every variable and a host read of the logs after each step.
+- `jax-shard-map`: its own step, under `jax.shard_map` (above).
 """
 
 from __future__ import annotations
@@ -37,13 +46,18 @@ from mgbench.frameworks import keras_models
 DeviceBatch = tuple[jax.Array, jax.Array]
 
 
+DeviceState = tuple[list[jax.Array], ...]
+BATCH_AXIS = "batch"
+
+
 class JaxDataParallelTrainer(AdapterBase):
     framework = "keras-jax"
-    strategies = ("jax-dp", "jax-dp-on-batch")
+    strategies = ("jax-dp", "jax-dp-on-batch", "jax-shard-map")
 
     def __init__(self, strategy: str):
         super().__init__(strategy)
         self.on_batch = strategy == "jax-dp-on-batch"
+        self.shard_map = strategy == "jax-shard-map"
 
     def setup(self, config: RunConfig) -> ModelInfo:
         if keras.backend.backend() != "jax":
@@ -55,8 +69,12 @@ class JaxDataParallelTrainer(AdapterBase):
             raise UsageError(f"{config.devices} {platform} devices asked for, JAX sees {len(devices)}")
         devices = devices[: config.devices]
         self._placement = Placement(rank=0, world_size=1, device_names=[str(d.device_kind) for d in devices])
-        self.distribution = keras.distribution.DataParallel(devices=devices)
-        keras.distribution.set_distribution(self.distribution)
+        if self.shard_map:
+            self.mesh = jax.sharding.Mesh(np.array(devices), (BATCH_AXIS,))
+        else:
+            distribution = keras.distribution.DataParallel(devices=devices)
+            keras.distribution.set_distribution(distribution)
+            self.mesh = distribution.device_mesh.backend_mesh
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
         self.model = keras_models.build_model(config.spec, config.input_size, config.data_format)
@@ -65,19 +83,57 @@ class JaxDataParallelTrainer(AdapterBase):
         )
         self.model.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
+        self.step = self._shard_map_step() if self.shard_map else self.model.train_function
+        self.forward = jax.jit(self._inference)
         self.state = None if self.on_batch else self._variables_state()
         # A zeroed loss tracker for every step, so the logged loss is that step's, not a running mean.
         self.fresh_metrics = [np.zeros(v.shape, v.dtype) for v in self.model.metrics_variables]
         self._loss: Any = 0.0
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
 
-    def _variables_state(self) -> tuple[list[jax.Array], ...]:
+    def _variables_state(self) -> DeviceState:
         """The variables' values, replicated on the mesh as the compiled step returns them; else
         the second step sees differently placed inputs and compiles the step again."""
         model = self.model
         groups = (model.trainable_variables, model.non_trainable_variables, model.optimizer.variables, model.metrics_variables)
-        replicated = jax.sharding.NamedSharding(self.distribution.device_mesh.backend_mesh, jax.sharding.PartitionSpec())
+        replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
         return jax.device_put(tuple([v.value for v in group] for group in groups), replicated)
+
+    def _shard_map_step(self) -> Any:
+        """`jax-shard-map`'s compiled step, called as Keras' train function is: (state, data)."""
+        model = self.model
+        grad_fn = jax.value_and_grad(model.compute_loss_and_updates, has_aux=True)
+
+        def device_step(state: DeviceState, images: jax.Array, labels: jax.Array) -> tuple[jax.Array, DeviceState]:
+            trainable, non_trainable, optimizer_state, metrics = state
+            # This device's own copy of the weights: differentiating the replicated weights
+            # directly would hand back gradients already summed over the devices.
+            local = jax.lax.pcast(trainable, BATCH_AXIS, to="varying")
+            (_, (loss, _, non_trainable, _)), grads = grad_fn(
+                local, non_trainable, metrics, images, labels, None,
+                training=True, optimizer_variables=optimizer_state,
+            )
+            # The moving batch-norm statistics are averaged too, so the replicas stay identical.
+            grads, non_trainable, loss = jax.lax.pmean((grads, non_trainable, loss), BATCH_AXIS)
+            trainable, optimizer_state = model.optimizer.stateless_apply(optimizer_state, grads, trainable)
+            return loss, (trainable, non_trainable, optimizer_state, metrics)
+
+        replicated, sharded = jax.sharding.PartitionSpec(), jax.sharding.PartitionSpec(BATCH_AXIS)
+        mapped = jax.shard_map(
+            device_step, mesh=self.mesh, in_specs=(replicated, sharded, sharded), out_specs=(replicated, replicated)
+        )
+        step = jax.jit(mapped, donate_argnums=0)
+
+        def train_function(state: DeviceState, data: Iterator[DeviceBatch]) -> tuple[dict[str, jax.Array], DeviceState]:
+            loss, state = step(state, *next(data))
+            return {"loss": loss}, state
+
+        return train_function
+
+    def _inference(self, trainable: list[jax.Array], non_trainable: list[jax.Array], images: jax.Array) -> jax.Array:
+        """The model in inference mode as one compiled function (called eagerly, Keras over JAX
+        dispatches layer by layer, minutes for DenseNet-121)."""
+        return self.model.stateless_call(trainable, non_trainable, images, training=False)[0]
 
     def _sync_variables(self) -> None:
         """Write the held state back into the Keras variables (for evaluation and saving)."""
@@ -89,11 +145,12 @@ class JaxDataParallelTrainer(AdapterBase):
             for variable, value in zip(group, values):
                 variable.assign(value)
 
-    def _shard(self, batch: tuple[np.ndarray, np.ndarray]) -> DeviceBatch:
-        """Split along the batch axis over the devices, with the distribution's own data layout."""
-        return tuple(
-            jax.device_put(array, self.distribution.get_data_layout(array.shape).backend_layout) for array in batch
-        )
+    def shard(self, batch: tuple[Any, Any], memory_kind: str = "device") -> DeviceBatch:
+        """Split along the batch axis over the devices (the layout DataParallel gives data), into
+        the devices' memory or, with `memory_kind="pinned_host"`, page-locked host memory."""
+        axis = self.mesh.axis_names[0]
+        sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec(axis), memory_kind=memory_kind)
+        return tuple(jax.device_put(array, sharded) for array in batch)
 
     def batches(self) -> Iterator[DeviceBatch]:
         channels_last = self.config.data_format == "channels_last"
@@ -101,15 +158,18 @@ class JaxDataParallelTrainer(AdapterBase):
             self.config.spec, self.config.input_size, Shard(0, self.config.global_batch), self.config.seed, channels_last
         )
         if self.config.data_on_device:
-            return cycle([self._shard(batch) for batch in pool])
-        return self._one_ahead(pool)
+            return cycle([self.shard(batch) for batch in pool])
+        # Host-fed like the PyTorch adapter's pinned pool: from numpy (pageable memory) one
+        # process copied the 4-GPU ResNet-50 batch (308 MB) at about 10 GB/s, 2-3 ms of input
+        # wait in a 31 ms step; from page-locked memory each device's share is one DMA.
+        return self._one_ahead([self.shard(batch, "pinned_host") for batch in pool])
 
-    def _one_ahead(self, pool: list[tuple[np.ndarray, np.ndarray]]) -> Iterator[DeviceBatch]:
+    def _one_ahead(self, pool: list[DeviceBatch]) -> Iterator[DeviceBatch]:
         """Start copying batch k+1 to the devices before handing out batch k."""
         host = cycle(pool)
-        pending = self._shard(next(host))
+        pending = self.shard(next(host))
         while True:
-            ready, pending = pending, self._shard(next(host))
+            ready, pending = pending, self.shard(next(host))
             yield ready
 
     def train_step(self, batch: DeviceBatch) -> None:
@@ -119,7 +179,7 @@ class JaxDataParallelTrainer(AdapterBase):
             return
         trainable, non_trainable, optimizer_state, _ = self.state
         state = (trainable, non_trainable, optimizer_state, list(self.fresh_metrics))
-        logs, self.state = self.model.train_function(state, iter([(images, labels)]))
+        logs, self.state = self.step(state, iter([(images, labels)]))
         self._loss = logs["loss"]
 
     def synchronize(self) -> None:
@@ -129,13 +189,17 @@ class JaxDataParallelTrainer(AdapterBase):
         return float(self._loss)
 
     def evaluate(self) -> dict[str, float]:
-        self._sync_variables()
+        model = self.model
+        if self.on_batch:
+            trainable, non_trainable = [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables]
+        else:
+            trainable, non_trainable = self.state[0], self.state[1]
         channels_last = self.config.data_format == "channels_last"
         batch = held_out_batch(
             self.config.spec, self.config.input_size, Shard(0, self.config.global_batch), self.config.seed + 1, channels_last
         )
-        images, labels = self._shard(batch)
-        loss = keras_models.build_loss(self.config.spec)(labels, self.model(images, training=False))
+        images, labels = self.shard(batch)
+        loss = keras_models.build_loss(self.config.spec)(labels, self.forward(trainable, non_trainable, images))
         return {"loss": float(loss)}
 
     def peak_memory_bytes(self) -> int | None:

@@ -47,13 +47,25 @@ def test_series_that_never_settles_is_reported_as_such():
     assert not warmup.detected
 
 
+def test_periodic_bursts_of_slow_steps_are_steady_state():
+    """DenseNet-121 on 4 GPUs: 5 steps of 63 ms every 13 steps of 56 ms, after 2 start-up steps."""
+    bursts = ([0.056] * 13 + [0.063] * 5) * 6
+    warmup = detect_warmup(noisy([6.7, 0.095] + bursts, relative=0.005))
+    assert (warmup.steps, warmup.detected) == (2, True)
+
+
+def test_step_change_late_in_the_run_is_drift():
+    warmup = detect_warmup(noisy([0.1] * 30 + [0.12] * 10))
+    assert not warmup.detected
+
+
 def test_too_few_steps_excludes_only_the_first():
     warmup = detect_warmup([1.0, 0.1, 0.1, 0.1])
     assert (warmup.steps, warmup.detected) == (1, False)
 
 
 def test_summary_figures():
-    steady = [0.1] * 10 + [0.104] * 5 + [0.096] * 5
+    steady = [0.1] * 10 + [0.104, 0.096] * 5
     steps = [1.0, 0.5] + steady
     waits = [0.0, 0.0] + [0.01] * 10 + [0.02] * 10
     stats = summarise_steps(steps, waits, global_batch=64)

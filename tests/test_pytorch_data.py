@@ -54,6 +54,29 @@ def test_loader_batches_shapes_labels_and_determinism(sample):
     assert sum(1 for _ in trainer.epoch_batches(0)) == trainer.steps_per_epoch()
 
 
+def test_pixels_normalised_after_the_copy_equal_the_shared_host_augmentation(sample):
+    """Workers ship uint8 pixels and the adapter normalises them; the result must be exactly
+    the float images `Augmentation.train` makes for the same (seed, epoch, image)."""
+    trainer = trainer_for(sample)
+    images, _ = next(trainer.epoch_batches(1))
+    keys = next(iter(trainer.sampler))
+    dataset = trainer.train_loader.dataset
+    expected = np.stack([dataset.augmentation.train(dataset.split.files[i], dataset.seed, epoch, i) for epoch, i in keys])
+    assert images.dtype == torch.float32 and images.shape == expected.shape
+    np.testing.assert_allclose(images.numpy(), expected, rtol=0, atol=1e-6)
+
+
+def test_steps_stream_runs_through_epochs_in_one_loader_pass(sample):
+    """A steps-timed run reads epoch 0 then epoch 1, the same batches the epoch loop gives."""
+    trainer = trainer_for(sample, workers=2)
+    per_epoch = trainer.steps_per_epoch()
+    stream = trainer.batches()
+    streamed = [next(stream) for _ in range(per_epoch + 2)]
+    expected = [*trainer.epoch_batches(0), *list(trainer.epoch_batches(1))[:2]]
+    for (images, labels), (want_images, want_labels) in zip(streamed, expected, strict=True):
+        assert torch.equal(images, want_images) and torch.equal(labels, want_labels)
+
+
 def test_head_follows_the_dataset_and_evaluate_reports_auc(sample):
     trainer = trainer_for(sample)
     assert trainer.core[-1].out_features == 14

@@ -2,7 +2,8 @@
 
 Training: resize the shorter side to 264, take a random 224 crop, flip horizontally with
 probability 1/2, scale to [0, 1], normalise with the ImageNet mean and standard deviation;
-grayscale images (X-rays) are expanded to 3 channels. Validation: the same resize and a
+grayscale images (X-rays) are expanded to 3 channels. `*_pixels` stop before the scaling and
+normalisation, for loaders that finish on the device. Validation: the same resize and a
 centre crop, no flip. Both sizes scale with the model's input size (`--image-size`), keeping
 the 264:224 ratio. The random draws come from a generator seeded by (seed, epoch, image), so
 the result does not depend on which loader worker, process or framework decodes the image.
@@ -38,8 +39,8 @@ class Augmentation:
         size = (max(self.crop, round(width * scale)), max(self.crop, round(height * scale)))
         return image if size == image.size else image.resize(size, Image.Resampling.BILINEAR)
 
-    def train(self, path: str, seed: int, epoch: int, index: int) -> np.ndarray:
-        """(3, crop, crop) float32: random crop and flip drawn from (seed, epoch, index)."""
+    def train_pixels(self, path: str, seed: int, epoch: int, index: int) -> np.ndarray:
+        """(crop, crop, 3) uint8: random crop and flip drawn from (seed, epoch, index)."""
         image = self._resized(path)
         rng = np.random.default_rng([seed, epoch, index])
         left = int(rng.integers(0, image.size[0] - self.crop + 1))
@@ -47,19 +48,35 @@ class Augmentation:
         image = image.crop((left, top, left + self.crop, top + self.crop))
         if rng.random() < 0.5:
             image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-        return normalise(image)
+        return rgb_pixels(image)
 
-    def eval(self, path: str) -> np.ndarray:
-        """(3, crop, crop) float32: the centre crop."""
+    def eval_pixels(self, path: str) -> np.ndarray:
+        """(crop, crop, 3) uint8: the centre crop."""
         image = self._resized(path)
         left = (image.size[0] - self.crop) // 2
         top = (image.size[1] - self.crop) // 2
-        return normalise(image.crop((left, top, left + self.crop, top + self.crop)))
+        return rgb_pixels(image.crop((left, top, left + self.crop, top + self.crop)))
+
+    def train(self, path: str, seed: int, epoch: int, index: int) -> np.ndarray:
+        """(3, crop, crop) float32: `train_pixels`, normalised."""
+        return normalise(self.train_pixels(path, seed, epoch, index))
+
+    def eval(self, path: str) -> np.ndarray:
+        """(3, crop, crop) float32: `eval_pixels`, normalised."""
+        return normalise(self.eval_pixels(path))
 
 
-def normalise(image: Image.Image) -> np.ndarray:
-    """CHW float32 with ImageNet statistics; one grayscale channel is repeated into three."""
-    pixels = np.asarray(image, dtype=np.float32) / 255.0
-    if pixels.ndim == 2:
-        pixels = np.repeat(pixels[:, :, None], 3, axis=2)
-    return np.ascontiguousarray(((pixels - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1))
+def rgb_pixels(image: Image.Image) -> np.ndarray:
+    """HWC uint8 with three channels; one grayscale channel is repeated into three."""
+    pixels = np.asarray(image, dtype=np.uint8)
+    return np.repeat(pixels[:, :, None], 3, axis=2) if pixels.ndim == 2 else pixels
+
+
+def normalise(pixels: np.ndarray) -> np.ndarray:
+    """CHW float32 with ImageNet statistics, from HWC uint8 pixels.
+
+    Loaders that ship uint8 pixels to the device and normalise there (4x fewer bytes through
+    worker queues, pinned buffers and the bus) must compute exactly this.
+    """
+    scaled = pixels.astype(np.float32) / 255.0
+    return np.ascontiguousarray(((scaled - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1))

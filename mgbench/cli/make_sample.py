@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from mgbench.cli.progress import progress_bar
 from mgbench.common.errors import UsageError
 from mgbench.datasets.sample import make_sample
 
@@ -19,6 +20,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--n", type=int, default=512, help="number of images (default 512)")
     parser.add_argument("--size", type=int, default=264, help="image side in pixels (default 264)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=None, help="drawing processes (default: CPU count)")
     parser.set_defaults(handler=handle)
 
 
@@ -27,6 +29,8 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--n must be at least 10 (a training and a validation split), got {args.n}")
     if args.size < 32:
         raise UsageError(f"--size must be at least 32 px, got {args.size}")
-    make_sample(args.dst, args.n, args.size, args.seed)
-    Console(stderr=True).print(f"{args.n} images in {args.dst} (--dataset chestxray:{args.dst})")
+    console = Console(stderr=True, soft_wrap=True)
+    with progress_bar(console, "drawing") as show:
+        make_sample(args.dst, args.n, args.size, args.seed, args.workers, show)
+    console.print(f"{args.n} images in {args.dst} (--dataset chestxray:{args.dst})")
     return 0

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import Progress
 
+from mgbench.cli.progress import progress_bar
 from mgbench.datasets.prepare import FORMATS, SKIPPED_FILE, prepare_chestxray
 
 
@@ -24,12 +24,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
-    with Progress(console=console) as progress:
-        task = progress.add_task("resizing", total=None)
-
-        def show(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
+    with progress_bar(console, "resizing") as show:
         report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show)
     console.print(f"{report.written} images written to {args.dst}")
     if report.skipped:

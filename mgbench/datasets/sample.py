@@ -5,12 +5,15 @@ names (`00000001_000.png`: patient, follow-up), and the official split files
 `train_val_list.txt` / `test_list.txt` (split by patient). Each finding, when present, draws
 its own texture (stripes, checks, dots, rings... all unchanged by a horizontal flip, so the
 flip augmentation keeps labels true) in its own cell of a 4x4 grid, on a noisy chest-like
-background. Everything is drawn from one seed, so the same command writes the same bytes.
+background. Everything is drawn from one seed (each image from (seed, its index), so worker
+processes can draw them in any order), so the same command writes the same bytes.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -79,16 +82,35 @@ def finding_labels(row: np.ndarray) -> str:
     return "|".join(names) if names else NO_FINDING
 
 
-def make_sample(dst: Path, n: int, size: int = 264, seed: int = 0) -> None:
-    """Write `n` images, the label file and the split lists under `dst`."""
+def write_image(path: str, findings: np.ndarray, size: int, seed: int, index: int) -> None:
+    """Draw and save one image (a worker's job)."""
+    Image.fromarray(draw_image(findings, size, np.random.default_rng([seed, index])), mode="L").save(path)
+
+
+def make_sample(
+    dst: Path,
+    n: int,
+    size: int = 264,
+    seed: int = 0,
+    workers: int | None = None,
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
+) -> None:
+    """Write `n` images (in parallel), the label file and the split lists under `dst`;
+    `on_progress(done, total)` after each image."""
     rng = np.random.default_rng(seed)
     (dst / "images").mkdir(parents=True, exist_ok=True)
     findings = (rng.random((n, len(NIH_LABELS))) < FINDING_RATE).astype(np.int64)
     patients = np.arange(n) // IMAGES_PER_PATIENT + 1
     followups = np.arange(n) % IMAGES_PER_PATIENT
     names = [f"{p:08d}_{f:03d}.png" for p, f in zip(patients, followups)]
-    for name, row in zip(names, findings):
-        Image.fromarray(draw_image(row, size, rng), mode="L").save(dst / "images" / name)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        jobs = [
+            pool.submit(write_image, str(dst / "images" / name), row, size, seed, index)
+            for index, (name, row) in enumerate(zip(names, findings))
+        ]
+        for done, job in enumerate(jobs, start=1):
+            job.result()
+            on_progress(done, n)
     pd.DataFrame(
         {
             IMAGE_COLUMN: names,

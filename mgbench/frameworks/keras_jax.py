@@ -5,7 +5,7 @@ each batch is sharded along its first axis. Two ways to split the step:
 - `jax-dp` / `jax-dp-on-batch`: keras.distribution.DataParallel. XLA's SPMD partitioner
   compiles one global step, so every batch-norm's mean and variance are computed over the
   global batch: a synchronous batch-norm, with all-reduces in the forward and the backward of
-  every batch-norm layer (98 for ResNet-50), on the critical path. That is a different job
+  every batch-norm layer (203 of the 205 in ResNet-50's step), on the critical path. That is a different job
   from DDP's, and slower: on 2x H200 it reached 79% efficiency (ResNet-50) where
   jax-shard-map reached 86% (BENCHMARKS.md).
 - `jax-shard-map`: the step of one device, mapped over the devices with `jax.shard_map`: each

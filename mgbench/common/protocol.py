@@ -131,6 +131,12 @@ class AdapterBase:
     def placement(self) -> Placement:
         return self._placement
 
+    def accept(self, config: RunConfig) -> None:
+        """What `setup` starts with: the job checked, kept, and whether it runs on CUDA."""
+        self.check_supported(config)
+        self.config = config
+        self.use_cuda = config.device_kind == "cuda"
+
     def check_supported(self, config: RunConfig) -> None:
         """Fail clearly, before building anything, on a job this framework cannot train."""
         if config.precision not in self.precisions:

@@ -66,9 +66,7 @@ class ChainerTrainer(AdapterBase):
     data_formats = ("channels_first",)
 
     def setup(self, config: RunConfig) -> ModelInfo:
-        self.check_supported(config)
-        self.config = config
-        self.use_cuda = config.device_kind == "cuda"
+        self.accept(config)
         self.comm = chainermn.create_communicator(COMMUNICATORS[config.device_kind])
         if self.comm.size != config.devices:
             raise UsageError(f"chainermn was launched with {self.comm.size} processes for {config.devices} devices")

@@ -106,9 +106,7 @@ class GluonTrainer(AdapterBase):
     data_formats = ("channels_first",)
 
     def setup(self, config: RunConfig) -> ModelInfo:
-        self.check_supported(config)
-        self.config = config
-        self.use_cuda = config.device_kind == "cuda"
+        self.accept(config)
         self.contexts = self._contexts(config)
         mx.random.seed(config.seed)
         net = build_model(config.spec)

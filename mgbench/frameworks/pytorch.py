@@ -227,8 +227,7 @@ class TorchTrainer(AdapterBase):
     strategies = ("ddp", "dp", "dp-loss")
 
     def setup(self, config: RunConfig) -> ModelInfo:
-        self.config = config
-        self.use_cuda = config.device_kind == "cuda"
+        self.accept(config)
         if self.use_cuda and not torch.cuda.is_available():
             raise UsageError("CUDA devices were asked for but torch sees none")
         torch.backends.cudnn.benchmark = self.strategy not in REPLICA_THREAD_STRATEGIES

@@ -9,10 +9,8 @@ too), so one bad file never stops the preparation.
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 from PIL import Image
@@ -20,6 +18,7 @@ from PIL import Image
 from mgbench.common.errors import UsageError
 from mgbench.datasets.chestxray import IMAGE_COLUMN, LABEL_FILE, TEST_LIST, TRAIN_LIST, read_entries
 from mgbench.datasets.images import index_images, open_image
+from mgbench.datasets.parallel import ProgressCallback, map_with_progress
 
 FORMATS = {"png": ".png", "jpeg": ".jpg"}
 JPEG_QUALITY = 95
@@ -51,7 +50,7 @@ def prepare_chestxray(
     size: int,
     image_format: str,
     workers: int | None = None,
-    on_progress: Callable[[int, int], None] = lambda done, total: None,
+    on_progress: ProgressCallback = lambda done, total: None,
 ) -> PrepareReport:
     """Resize every image the label file lists; `on_progress(done, total)` after each image."""
     if image_format not in FORMATS:
@@ -67,23 +66,13 @@ def prepare_chestxray(
     if absent:
         raise UsageError(f"{csv_path} lists {len(absent)} image(s) that are not in {src}, e.g. {absent[0]}")
     (dst / "images").mkdir(parents=True, exist_ok=True)
-    report = PrepareReport()
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        jobs = {
-            name: pool.submit(
-                resize_one, str(index[Path(name).stem]), str(dst / "images" / (Path(name).stem + FORMATS[image_format])), size
-            )
-            for name in entries["file"]
-        }
-        skipped_names = set()
-        for done, (name, job) in enumerate(jobs.items(), start=1):
-            reason = job.result()
-            if reason is None:
-                report.written += 1
-            else:
-                report.skipped.append(reason)
-                skipped_names.add(name)
-            on_progress(done, len(jobs))
+    names = list(dict.fromkeys(entries["file"]))  # each listed file once
+    jobs = [(str(index[Path(name).stem]), str(dst / "images" / (Path(name).stem + FORMATS[image_format])), size) for name in names]
+    reasons = map_with_progress(resize_one, jobs, workers, on_progress)
+    report = PrepareReport(
+        written=sum(reason is None for reason in reasons), skipped=[reason for reason in reasons if reason is not None]
+    )
+    skipped_names = {name for name, reason in zip(names, reasons) if reason is not None}
     frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
     frame[~frame[IMAGE_COLUMN].isin(skipped_names)].to_csv(dst / LABEL_FILE, index=False)
     for name in (TRAIN_LIST, TEST_LIST):

@@ -11,9 +11,7 @@ processes can draw them in any order), so the same command writes the same bytes
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -29,6 +27,7 @@ from mgbench.datasets.chestxray import (
     TEST_LIST,
     TRAIN_LIST,
 )
+from mgbench.datasets.parallel import ProgressCallback, map_with_progress
 
 FINDING_RATE = 0.15
 IMAGES_PER_PATIENT = 2
@@ -93,7 +92,7 @@ def make_sample(
     size: int = 264,
     seed: int = 0,
     workers: int | None = None,
-    on_progress: Callable[[int, int], None] = lambda done, total: None,
+    on_progress: ProgressCallback = lambda done, total: None,
 ) -> None:
     """Write `n` images (in parallel), the label file and the split lists under `dst`;
     `on_progress(done, total)` after each image."""
@@ -103,14 +102,8 @@ def make_sample(
     patients = np.arange(n) // IMAGES_PER_PATIENT + 1
     followups = np.arange(n) % IMAGES_PER_PATIENT
     names = [f"{p:08d}_{f:03d}.png" for p, f in zip(patients, followups)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        jobs = [
-            pool.submit(write_image, str(dst / "images" / name), row, size, seed, index)
-            for index, (name, row) in enumerate(zip(names, findings))
-        ]
-        for done, job in enumerate(jobs, start=1):
-            job.result()
-            on_progress(done, n)
+    jobs = [(str(dst / "images" / name), row, size, seed, index) for index, (name, row) in enumerate(zip(names, findings))]
+    map_with_progress(write_image, jobs, workers, on_progress)
     pd.DataFrame(
         {
             IMAGE_COLUMN: names,

@@ -18,8 +18,8 @@ a time. Here the batch pool sits in page-locked host memory, and batches are sha
 devices one step ahead (`device_put` is asynchronous, so batch k+1 travels while step k
 computes; with `--data-on-device` the pool is sharded once), and the step is chosen by strategy:
 - `jax-dp`: Keras' own jitted train step (`model.make_train_function`, what `fit` runs) called
-  on a state held as JAX arrays between steps, synced back into the Keras variables only for
-  evaluation and saving, as `fit` does.
+  on a state held as JAX arrays between steps (evaluation reads it directly), synced back into
+  the Keras variables only for saving.
 - `jax-dp-on-batch`: `model.train_on_batch` on the pre-sharded arrays: the same compiled step,
   plus a sync of every variable and a host read of the logs after each step.
 - `jax-shard-map`: its own step, under `jax.shard_map` (above).
@@ -91,13 +91,19 @@ class JaxDataParallelTrainer(AdapterBase):
         self._loss: Any = 0.0
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
 
+    def _variable_groups(self) -> tuple[list[keras.Variable], ...]:
+        """The Keras variables in the order of a train step's state."""
+        model = self.model
+        return (model.trainable_variables, model.non_trainable_variables, model.optimizer.variables, model.metrics_variables)
+
+    def _variable_values(self) -> DeviceState:
+        return tuple([v.value for v in group] for group in self._variable_groups())
+
     def _variables_state(self) -> DeviceState:
         """The variables' values, replicated on the mesh as the compiled step returns them; else
         the second step sees differently placed inputs and compiles the step again."""
-        model = self.model
-        groups = (model.trainable_variables, model.non_trainable_variables, model.optimizer.variables, model.metrics_variables)
         replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
-        return jax.device_put(tuple([v.value for v in group] for group in groups), replicated)
+        return jax.device_put(self._variable_values(), replicated)
 
     def _shard_map_step(self) -> Any:
         """`jax-shard-map`'s compiled step, called as Keras' train function is: (state, data)."""
@@ -136,12 +142,10 @@ class JaxDataParallelTrainer(AdapterBase):
         return self.model.stateless_call(trainable, non_trainable, images, training=False)[0]
 
     def _sync_variables(self) -> None:
-        """Write the held state back into the Keras variables (for evaluation and saving)."""
+        """Write the held state back into the Keras variables (for saving)."""
         if self.on_batch:
             return
-        model = self.model
-        groups = (model.trainable_variables, model.non_trainable_variables, model.optimizer.variables, model.metrics_variables)
-        for group, values in zip(groups, self.state):
+        for group, values in zip(self._variable_groups(), self.state):
             for variable, value in zip(group, values):
                 variable.assign(value)
 
@@ -189,11 +193,7 @@ class JaxDataParallelTrainer(AdapterBase):
         return float(self._loss)
 
     def evaluate(self) -> dict[str, float]:
-        model = self.model
-        if self.on_batch:
-            trainable, non_trainable = [v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables]
-        else:
-            trainable, non_trainable = self.state[0], self.state[1]
+        trainable, non_trainable = (self._variable_values() if self.on_batch else self.state)[:2]
         channels_last = self.config.data_format == "channels_last"
         batch = held_out_batch(
             self.config.spec, self.config.input_size, Shard(0, self.config.global_batch), self.config.seed + 1, channels_last

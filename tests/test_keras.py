@@ -9,13 +9,16 @@ because the pool cycles two different batches: a pipeline delivering them out of
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from conftest import framework_python, max_difference, saved_state
+from conftest import framework_python, max_difference, mgbench, saved_state
 from mgbench.common.config import RunConfig
 from mgbench.common.launch import environment_python
+from mgbench.common.profiling import xla_device_events
 from mgbench.datasets.synthetic import Shard, synthetic_pool
 from mgbench.frameworks import framework_spec
 
@@ -132,3 +135,24 @@ def test_jax_dp_normalises_over_the_global_batch_and_shard_map_over_each_device(
     assert split_effect > 0.1
     assert found["jax-dp_vs_whole"] < split_effect / 20
     assert found["jax-shard-map_vs_mean_of_halves"] < split_effect * 1e-4
+
+
+@pytest.mark.slow
+def test_keras_jax_profile_reads_every_devices_ops_from_the_jax_trace(tmp_path):
+    framework_python("keras-jax")
+    out = tmp_path / "prof"
+    done = mgbench(
+        "compare", "--frameworks", "keras-jax", "--strategies", "jax-shard-map", "--gpus", "2", "--device", "cpu",
+        "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4", "--steps", "4", "--profile", "2",
+        "--out", str(out), timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    profile = pd.read_json(out / "results.jsonl", lines=True).set_index("devices").loc[2, "profile"]
+    assert profile["steps"] == 2 and profile["clock"] == "cpu"
+    trace = json.loads(Path(profile["trace"]).read_text())
+    assert sorted(xla_device_events(trace)) == ["cpu:0", "cpu:1"]
+    # One combined gradient all-reduce per step on each device.
+    all_reduce = {op["name"]: op for op in profile["top_ops"]}["all-reduce"]
+    assert all_reduce["calls"] == 2 * 2
+    assert profile["communication_seconds"] >= all_reduce["self_seconds"] > 0
+

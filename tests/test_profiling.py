@@ -9,7 +9,7 @@ import pytest
 from conftest import mgbench
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
-from mgbench.common.profiling import OpTime, summarise_ops
+from mgbench.common.profiling import OpTime, summarise_ops, xla_device_events, xla_trace_op_times
 
 OPS = [
     OpTime("aten::convolution", 0.6, 4),
@@ -28,6 +28,56 @@ def test_summary_splits_communication_and_input_copies():
     assert summary["input_copy_seconds"] == pytest.approx(0.15)
     assert [op["name"] for op in summary["top_ops"]][:2] == ["aten::convolution", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
     assert summary["steps"] == 2 and summary["clock"] == "device" and summary["trace"] == "t.json"
+
+
+def xla_gpu_trace():
+    """An XLA profiler trace of two GPUs as JAX exports it: per device, stream lines with the
+    kernels and a derived line that repeats them; the host's own process beside them."""
+    meta = [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+        {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "pid": 3, "name": "process_name", "args": {"name": "/device:GPU:1"}},
+    ] + [
+        {"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": line}}
+        for pid in (2, 3) for tid, line in ((7, "Stream #7(Compute)"), (9, "Stream #9(Nccl)"), (90, "XLA Ops"))
+    ]
+    kernels = [
+        {"ph": "X", "pid": pid, "tid": tid, "ts": ts, "dur": dur, "name": name}
+        for pid in (2, 3)
+        for tid, ts, dur, name in ((7, 0, 300, "sm90_xmma_fprop"), (7, 300, 100, "loop_fusion"),
+                                   (9, 250, 200, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"), (90, 0, 450, "fusion.3"))
+    ]
+    host = [{"ph": "X", "pid": 1, "tid": 5, "ts": 0, "dur": 999, "name": "PjitFunction(step)", "args": {"hlo_op": "x"}}]
+    return {"traceEvents": meta + kernels + host}
+
+
+def test_xla_gpu_trace_counts_each_kernel_once_per_device_on_its_streams():
+    by_device = xla_device_events(xla_gpu_trace())
+    assert sorted(by_device) == ["/device:GPU:0", "/device:GPU:1"]
+    assert sorted(e["name"] for e in by_device["/device:GPU:1"]) == [
+        "loop_fusion", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "sm90_xmma_fprop",
+    ]
+    ops, clock = xla_trace_op_times(xla_gpu_trace())
+    assert clock == "device"
+    summary = summarise_ops(ops, 1, Path("t.json"), clock)
+    assert summary["total_self_seconds"] == pytest.approx(2 * 600e-6)
+    assert summary["communication_seconds"] == pytest.approx(2 * 200e-6)
+    assert {op["name"]: op["calls"] for op in summary["top_ops"]}["sm90_xmma_fprop"] == 2
+
+
+def test_xla_cpu_trace_takes_the_ops_host_threads_ran_per_device_ordinal():
+    op = {"ph": "X", "pid": 1, "tid": 4, "ts": 0, "dur": 50}
+    trace = {"traceEvents": [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+        dict(op, name="all-reduce", args={"hlo_op": "all-reduce", "device_ordinal": "0"}),
+        dict(op, name="wrapped_broadcast.1", args={"hlo_op": "wrapped_broadcast.1", "device_ordinal": "1"}),
+        dict(op, name="ThunkExecutor::Execute", args={"device_ordinal": "1"}),
+    ]}
+    assert {device: len(events) for device, events in xla_device_events(trace).items()} == {"cpu:0": 1, "cpu:1": 1}
+    ops, clock = xla_trace_op_times(trace)
+    summary = summarise_ops(ops, 1, Path("t.json"), clock)
+    # XLA's element-wise broadcast is compute, not a collective.
+    assert clock == "cpu" and summary["communication_seconds"] == pytest.approx(50e-6)
 
 
 def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plugin, tmp_path):

@@ -27,10 +27,13 @@ computes; with `--data-on-device` the pool is sharded once), and the step is cho
 
 from __future__ import annotations
 
+import gzip
+import json
 import resource
+import tempfile
 from itertools import cycle
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import jax
 import jaxlib
@@ -39,6 +42,7 @@ import numpy as np
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.profiling import OpTime, xla_trace_op_times
 from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks import keras_models
@@ -207,6 +211,17 @@ class JaxDataParallelTrainer(AdapterBase):
             stats = [d.memory_stats() or {} for d in jax.devices("gpu")[: self.config.devices]]
             return max(s.get("peak_bytes_in_use", 0) for s in stats)
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def profile(self, run_steps: Callable[[], None], trace_path: Path) -> tuple[list[OpTime], str]:
+        """`run_steps` under `jax.profiler`: its Chrome trace (every device's streams on one
+        timeline), and time per kernel (device time on GPU) or per XLA op (CPU)."""
+        with tempfile.TemporaryDirectory() as logs:
+            with jax.profiler.trace(logs):
+                run_steps()
+            (exported,) = Path(logs).rglob("*.trace.json.gz")
+            trace = json.loads(gzip.decompress(exported.read_bytes()))
+        trace_path.write_text(json.dumps(trace))
+        return xla_trace_op_times(trace)
 
     def framework_versions(self) -> dict[str, str]:
         return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}

@@ -90,7 +90,6 @@ class JaxDataParallelTrainer(AdapterBase):
         self.step = self._shard_map_step() if self.shard_map else self.model.train_function
         self.forward = jax.jit(self._inference)
         self.state = None if self.on_batch else self._variables_state()
-        # A zeroed loss tracker for every step, so the logged loss is that step's, not a running mean.
         self.fresh_metrics = [np.zeros(v.shape, v.dtype) for v in self.model.metrics_variables]
         self._loss: Any = 0.0
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
@@ -185,8 +184,12 @@ class JaxDataParallelTrainer(AdapterBase):
         if self.on_batch:
             self._loss = self.model.train_on_batch(images, labels, return_dict=True)["loss"]
             return
-        trainable, non_trainable, optimizer_state, _ = self.state
-        state = (trainable, non_trainable, optimizer_state, list(self.fresh_metrics))
+        state = self.state
+        if not self.shard_map:
+            # Keras' step logs its loss tracker's mean: zero it so the loss is this step's.
+            # jax-shard-map returns the loss itself and never reads the tracker: its state goes
+            # back in as it came out, with no host array to copy onto the devices each step.
+            state = (*state[:3], list(self.fresh_metrics))
         logs, self.state = self.step(state, iter([(images, labels)]))
         self._loss = logs["loss"]
 

@@ -34,7 +34,7 @@ def one_step(strategy: str, devices: int, images: np.ndarray, labels: np.ndarray
     trainer.setup(config)
     trainer.train_step(trainer.shard((images, labels)))
     trainer.synchronize()
-    trainable, non_trainable = trainer.state[0], trainer.state[1]
+    trainable, non_trainable = trainer.held_state()[:2]
     trainer.close()
     return [np.asarray(value) for value in [*trainable, *non_trainable]]
 

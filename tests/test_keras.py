@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import framework_python, max_difference, mgbench, saved_state
+from conftest import framework_python, max_difference, mgbench, run_in, saved_state
 from mgbench.common.config import RunConfig
 from mgbench.common.launch import environment_python
 from mgbench.common.profiling import xla_device_events
@@ -156,3 +156,25 @@ def test_keras_jax_profile_reads_every_devices_ops_from_the_jax_trace(tmp_path):
     assert all_reduce["calls"] == 2 * 2
     assert profile["communication_seconds"] >= all_reduce["self_seconds"] > 0
 
+
+def test_packed_state_holds_one_array_per_dtype_and_unpacks_exactly():
+    python = framework_python("keras-jax")
+    found = json.loads(run_in(python, """
+import json, os
+os.environ["JAX_PLATFORMS"] = "cpu"
+import jax, jax.numpy as jnp, numpy as np
+from mgbench.frameworks.packed_state import PackedTree
+rng = np.random.default_rng(0)
+tree = ([rng.normal(size=(3, 2, 4)).astype(np.float32), np.float32(2.5)],
+        {"count": np.int32(7), "bn": [rng.normal(size=5).astype(np.float32)]},
+        [rng.normal(size=(2, 3)).astype(jnp.bfloat16)])
+packing = PackedTree(tree)
+packed = jax.jit(packing.pack)(tree)
+back = jax.jit(packing.unpack)(packed)
+same = all(np.array_equal(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype == np.asarray(b).dtype
+           for a, b in zip(jax.tree.leaves(tree), jax.tree.leaves(back)))
+print(json.dumps({"sizes": {k: int(v.size) for k, v in packed.items()}, "same": same,
+                  "structure": jax.tree.structure(back) == jax.tree.structure(tree)}))
+""").strip().splitlines()[-1])
+    assert found["sizes"] == {"float32": 24 + 1 + 5, "int32": 1, "bfloat16": 6}
+    assert found["same"] and found["structure"]

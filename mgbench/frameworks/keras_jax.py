@@ -22,7 +22,8 @@ computes; with `--data-on-device` the pool is sharded once), and the step is cho
   the Keras variables only for saving.
 - `jax-dp-on-batch`: `model.train_on_batch` on the pre-sharded arrays: the same compiled step,
   plus a sync of every variable and a host read of the logs after each step.
-- `jax-shard-map`: its own step, under `jax.shard_map` (above).
+- `jax-shard-map`: its own step, under `jax.shard_map` (above), on a state packed into one
+  array per dtype (`packed_state.py`: per-buffer host time between synchronised steps).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from mgbench.common.profiling import OpTime, xla_trace_op_times
 from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks import keras_models
+from mgbench.frameworks.packed_state import Packed, PackedTree
 
 DeviceBatch = tuple[jax.Array, jax.Array]
 
@@ -87,8 +89,13 @@ class JaxDataParallelTrainer(AdapterBase):
         )
         self.model.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
-        self.step = self._shard_map_step() if self.shard_map else self.model.train_function
         self.forward = jax.jit(self._inference)
+        if self.shard_map:
+            self.packing = PackedTree(self._variable_values())
+            self.step = self._shard_map_step()
+            self.unpack = jax.jit(self.packing.unpack)
+        else:
+            self.step = self.model.train_function
         self.state = None if self.on_batch else self._variables_state()
         self.fresh_metrics = [np.zeros(v.shape, v.dtype) for v in self.model.metrics_variables]
         self._loss: Any = 0.0
@@ -102,19 +109,27 @@ class JaxDataParallelTrainer(AdapterBase):
     def _variable_values(self) -> DeviceState:
         return tuple([v.value for v in group] for group in self._variable_groups())
 
-    def _variables_state(self) -> DeviceState:
-        """The variables' values, replicated on the mesh as the compiled step returns them; else
-        the second step sees differently placed inputs and compiles the step again."""
+    def _variables_state(self) -> DeviceState | Packed:
+        """The variables' values (packed, for jax-shard-map), replicated on the mesh as the
+        compiled step returns them; else the second step sees differently placed inputs and
+        compiles the step again."""
         replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
-        return jax.device_put(self._variable_values(), replicated)
+        values = self._variable_values()
+        return jax.device_put(self.packing.pack(values) if self.shard_map else values, replicated)
+
+    def held_state(self) -> DeviceState:
+        """The variables' current values, by group, wherever this strategy holds them."""
+        if self.on_batch:
+            return self._variable_values()
+        return self.unpack(self.state) if self.shard_map else self.state
 
     def _shard_map_step(self) -> Any:
         """`jax-shard-map`'s compiled step, called as Keras' train function is: (state, data)."""
         model = self.model
         grad_fn = jax.value_and_grad(model.compute_loss_and_updates, has_aux=True)
 
-        def device_step(state: DeviceState, images: jax.Array, labels: jax.Array) -> tuple[jax.Array, DeviceState]:
-            trainable, non_trainable, optimizer_state, metrics = state
+        def device_step(packed: Packed, images: jax.Array, labels: jax.Array) -> tuple[jax.Array, Packed]:
+            trainable, non_trainable, optimizer_state, metrics = self.packing.unpack(packed)
             # This device's own copy of the weights: differentiating the replicated weights
             # directly would hand back gradients already summed over the devices.
             local = jax.lax.pcast(trainable, BATCH_AXIS, to="varying")
@@ -125,7 +140,7 @@ class JaxDataParallelTrainer(AdapterBase):
             # The moving batch-norm statistics are averaged too, so the replicas stay identical.
             grads, non_trainable, loss = jax.lax.pmean((grads, non_trainable, loss), BATCH_AXIS)
             trainable, optimizer_state = model.optimizer.stateless_apply(optimizer_state, grads, trainable)
-            return loss, (trainable, non_trainable, optimizer_state, metrics)
+            return loss, self.packing.pack((trainable, non_trainable, optimizer_state, metrics))
 
         replicated, sharded = jax.sharding.PartitionSpec(), jax.sharding.PartitionSpec(BATCH_AXIS)
         mapped = jax.shard_map(
@@ -133,7 +148,7 @@ class JaxDataParallelTrainer(AdapterBase):
         )
         step = jax.jit(mapped, donate_argnums=0)
 
-        def train_function(state: DeviceState, data: Iterator[DeviceBatch]) -> tuple[dict[str, jax.Array], DeviceState]:
+        def train_function(state: Packed, data: Iterator[DeviceBatch]) -> tuple[dict[str, jax.Array], Packed]:
             loss, state = step(state, *next(data))
             return {"loss": loss}, state
 
@@ -148,7 +163,7 @@ class JaxDataParallelTrainer(AdapterBase):
         """Write the held state back into the Keras variables (for saving)."""
         if self.on_batch:
             return
-        for group, values in zip(self._variable_groups(), self.state):
+        for group, values in zip(self._variable_groups(), self.held_state()):
             for variable, value in zip(group, values):
                 variable.assign(value)
 
@@ -200,7 +215,7 @@ class JaxDataParallelTrainer(AdapterBase):
         return float(self._loss)
 
     def evaluate(self) -> dict[str, float]:
-        trainable, non_trainable = (self._variable_values() if self.on_batch else self.state)[:2]
+        trainable, non_trainable = self.held_state()[:2]
         channels_last = self.config.data_format == "channels_last"
         batch = held_out_batch(
             self.config.spec, self.config.input_size, Shard(0, self.config.global_batch), self.config.seed + 1, channels_last

@@ -15,7 +15,7 @@ else
   export PYTHONPATH=$PWD
 fi
 N=$(python3 -c 'import jax; print(len(jax.devices("gpu")))')
-python3 -c 'import jax, jaxlib, keras; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "keras", keras.__version__)'
+KERAS_BACKEND=jax python3 -c 'import jax, jaxlib, keras; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "keras", keras.__version__)'
 JOB="--frameworks keras-jax --precision bf16 --data-format channels_last --batch-per-gpu ${BATCH:-128} --steps ${STEPS:-60} --timeout 400"
 for model in ${MODELS:-resnet50 densenet121}; do
   python3 -m mgbench compare $JOB --model $model --strategies jax-shard-map --gpus 1,$N --out runs/kjax-$model 2>&1 | grep -E "│ keras|rror"

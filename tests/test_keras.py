@@ -12,10 +12,9 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from conftest import framework_python, max_difference, mgbench, run_in, saved_state
+from conftest import framework_python, max_difference, profiled_two_cpu_compare, run_in, saved_state
 from mgbench.common.config import RunConfig
 from mgbench.common.launch import environment_python
 from mgbench.common.profiling import xla_device_events
@@ -140,14 +139,7 @@ def test_jax_dp_normalises_over_the_global_batch_and_shard_map_over_each_device(
 @pytest.mark.slow
 def test_keras_jax_profile_reads_every_devices_ops_from_the_jax_trace(tmp_path):
     framework_python("keras-jax")
-    out = tmp_path / "prof"
-    done = mgbench(
-        "compare", "--frameworks", "keras-jax", "--strategies", "jax-shard-map", "--gpus", "2", "--device", "cpu",
-        "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4", "--steps", "4", "--profile", "2",
-        "--out", str(out), timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    profile = pd.read_json(out / "results.jsonl", lines=True).set_index("devices").loc[2, "profile"]
+    profile = profiled_two_cpu_compare(tmp_path / "prof", "keras-jax", "jax-shard-map")
     assert profile["steps"] == 2 and profile["clock"] == "cpu"
     trace = json.loads(Path(profile["trace"]).read_text())
     assert sorted(xla_device_events(trace)) == ["cpu:0", "cpu:1"]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import mgbench
+from conftest import profiled_two_cpu_compare
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.profiling import OpTime, summarise_ops, xla_device_events, xla_trace_op_times
@@ -111,14 +111,7 @@ def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
 def test_pytorch_ddp_profile_traces_every_rank_and_counts_the_allreduce(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
     out = tmp_path / "prof"
-    done = mgbench(
-        "compare", "--frameworks", "pytorch", "--strategies", "ddp", "--gpus", "2", "--device", "cpu",
-        "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4", "--steps", "4", "--profile", "2",
-        "--out", str(out), timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    rows = pd.read_json(out / "results.jsonl", lines=True).set_index("devices")
-    profile = rows.loc[2, "profile"]
+    profile = profiled_two_cpu_compare(out, "pytorch", "ddp", timeout=300)
     assert profile["steps"] == 2 and profile["clock"] == "cpu"
     assert {p.name for p in (out / "profiles" / "pytorch-ddp-2cpu").iterdir()} == {"rank0-trace.json", "rank1-trace.json"}
     assert json.loads(Path(profile["trace"]).read_text())["traceEvents"]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -85,6 +86,20 @@ def load_state(path: Path) -> dict:
 def max_difference(a: dict, b: dict) -> float:
     assert a.keys() == b.keys()
     return max(float(abs(a[k] - b[k]).max()) for k in a)
+
+
+def assert_two_devices_equal_one(folder: Path, framework: str, strategy: str, tolerance: float, **job: Any) -> dict:
+    """Data parallelism's proof: 2 devices at 4 images each (global batch 8) must leave the same
+    weights as 1 device at 8, within `tolerance`, while the same steps moved the weights more
+    than 1e-3 (a step that did nothing would pass the first check). Returns the 1-device weights;
+    `job` passes run options (`steps=2`, `data_format=...`) to every run."""
+    initial = saved_state(folder, framework, strategy, 1, 8, 0.0, **job)
+    single = saved_state(folder, framework, strategy, 1, 8, 0.5, **job)
+    double = saved_state(folder, framework, strategy, 2, 4, 0.5, **job)
+    moved = max_difference(single, initial)
+    assert moved > 1e-3
+    assert max_difference(single, double) < tolerance < moved
+    return single
 
 
 def framework_python(framework: str) -> str:

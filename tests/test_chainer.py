@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import framework_python, max_difference, run_in, saved_state
+from conftest import assert_two_devices_equal_one, framework_python, run_in
 
 EXPECTED_PARAMETERS = {"densenet121": 6_968_206, "resnet50": 25_557_032, "tiny": 5_418}
 
@@ -72,12 +72,7 @@ def test_parameter_counts_equal_torchvision(chainer_python):
 
 @pytest.mark.slow
 def test_two_mpi_processes_equal_one_process_on_the_same_global_batch(tmp_path, chainer_python):
-    initial = saved_state(tmp_path, "chainer", "chainermn", 1, 8, 0.0)
-    single = saved_state(tmp_path, "chainer", "chainermn", 1, 8, 0.5)
-    double = saved_state(tmp_path, "chainer", "chainermn", 2, 4, 0.5)
-    moved = max_difference(single, initial)
-    assert moved > 1e-3
-    assert max_difference(single, double) < 1e-5 < moved
+    assert_two_devices_equal_one(tmp_path, "chainer", "chainermn", 1e-5)
 
 
 @pytest.mark.skipif(int(np.__version__.split(".")[0]) < 2, reason="the compatibility layer acts on numpy >= 2 only")

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import framework_python, max_difference, mgbench, run_in, saved_state
+from conftest import assert_two_devices_equal_one, framework_python, mgbench, run_in
 
 # torchvision's counts (Inception-v3 without its auxiliary head; DenseNet-121 with 14 outputs).
 EXPECTED_PARAMETERS = {"densenet121": 6_968_206, "resnet50": 25_557_032, "inception_v3": 23_834_568, "tiny": 5_418}
@@ -63,12 +63,7 @@ def test_weights_are_identical_on_every_context_after_a_step(gluon_python):
 
 @pytest.mark.slow
 def test_two_contexts_equal_one_context_on_the_same_global_batch(tmp_path, gluon_python):
-    initial = saved_state(tmp_path, "gluon", "device", 1, 8, 0.0)
-    single = saved_state(tmp_path, "gluon", "device", 1, 8, 0.5)
-    double = saved_state(tmp_path, "gluon", "device", 2, 4, 0.5)
-    moved = max_difference(single, initial)
-    assert moved > 1e-3
-    assert max_difference(single, double) < 1e-5 < moved
+    assert_two_devices_equal_one(tmp_path, "gluon", "device", 1e-5)
 
 
 def test_compare_uses_the_gluon_environment_and_reports_nccl_on_cpu_unsupported(tmp_path, gluon_python):

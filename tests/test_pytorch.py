@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import max_difference, saved_state
+from conftest import assert_two_devices_equal_one, max_difference, saved_state
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
 from mgbench.frameworks.pytorch import Autocasting, LossComputingModule, build_criterion, build_model, create_trainer
@@ -78,12 +78,7 @@ def test_bf16_autocast_trains_on_cpu():
 
 @pytest.mark.slow
 def test_ddp_two_processes_equal_one_process_on_the_same_global_batch(tmp_path):
-    initial = saved_state(tmp_path, "pytorch", "ddp", 1, 8, 0.0)
-    single = saved_state(tmp_path, "pytorch", "ddp", 1, 8, 0.5)
-    double = saved_state(tmp_path, "pytorch", "ddp", 2, 4, 0.5)
-    moved = max_difference(single, initial)
-    assert moved > 1e-3
-    assert max_difference(single, double) < 1e-6 < moved
+    assert_two_devices_equal_one(tmp_path, "pytorch", "ddp", 1e-6)
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel over 2 GPUs needs 2 CUDA devices")

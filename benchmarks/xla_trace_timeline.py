@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from mgbench.common.profiling import is_communication, xla_device_events
+from mgbench.common.profiling import is_communication, trace_names, xla_device_events
 
 Interval = tuple[float, float]
 
@@ -61,8 +61,7 @@ def device_breakdown(events: list[dict], steps: int) -> dict[str, float | list[f
 
 
 def host_launch_ms(trace: dict, steps: int) -> dict[str, float]:
-    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
-               if e.get("ph") == "M" and e["name"] == "thread_name"}
+    _, threads = trace_names(trace)
     launch: Counter = Counter()
     for e in trace["traceEvents"]:
         if e.get("ph") == "X" and e["name"].endswith("ExecuteThunks"):
@@ -73,9 +72,7 @@ def host_launch_ms(trace: dict, steps: int) -> dict[str, float]:
 def main(steps: int, paths: list[str]) -> None:
     for path in paths:
         trace = json.loads(Path(path).read_text())
-        lines = Counter(
-            e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M" and e["name"] == "thread_name"
-        )
+        lines = Counter(trace_names(trace)[1].values())
         print(path)
         print("  lines:", ", ".join(f"{name} x{count}" for name, count in sorted(lines.items())))
         for device, events in sorted(xla_device_events(trace).items()):

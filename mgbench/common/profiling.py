@@ -53,6 +53,14 @@ def is_input_copy(name: str) -> bool:
     return not is_communication(name) and any(marker in lowered for marker in INPUT_COPY_MARKERS)
 
 
+def trace_names(trace: dict[str, Any]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
+    """A Chrome trace's process names by pid and its line (thread) names by (pid, tid)."""
+    meta = [e for e in trace["traceEvents"] if e.get("ph") == "M"]
+    processes = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in meta if e["name"] == "thread_name"}
+    return processes, threads
+
+
 def xla_device_events(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Each device's timed events (Chrome "X" events, microseconds) in an XLA profiler trace.
 
@@ -61,10 +69,8 @@ def xla_device_events(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     and would count the same time twice. A CPU-only trace has no device process: the XLA ops
     ran on host threads, each tagged with its device's ordinal.
     """
-    events = trace["traceEvents"]
-    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
-    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
-    timed = [e for e in events if e.get("ph") == "X"]
+    processes, threads = trace_names(trace)
+    timed = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     by_device: dict[str, list[dict[str, Any]]] = defaultdict(list)
     gpus = {pid: name for pid, name in processes.items() if name.startswith(GPU_PROCESS_PREFIX)}
     if gpus:

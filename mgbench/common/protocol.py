@@ -7,6 +7,7 @@ timing out of adapters is what makes their numbers comparable.
 
 from __future__ import annotations
 
+import resource
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Protocol, runtime_checkable
@@ -130,6 +131,17 @@ class AdapterBase:
     @property
     def placement(self) -> Placement:
         return self._placement
+
+    def peak_memory_bytes(self) -> int | None:
+        """Peak device memory on CUDA (what `peak_device_memory_bytes` reports), else this
+        process's peak resident host memory: the same rule for every adapter."""
+        if self.config.device_kind == "cuda":
+            return self.peak_device_memory_bytes()
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def peak_device_memory_bytes(self) -> int | None:
+        """The most any of this process's devices held; None where the framework does not say."""
+        return None
 
     def accept(self, config: RunConfig) -> None:
         """What `setup` starts with: the job checked, kept, and whether it runs on CUDA."""

@@ -18,7 +18,6 @@ module: Chainer then runs without cuDNN, and `framework_versions` says so.
 from __future__ import annotations
 
 import os
-import resource
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -135,11 +134,6 @@ class ChainerTrainer(AdapterBase):
         with chainer.using_config("train", False), chainer.no_backprop_mode():
             loss = self.lossfun(self.model(images), labels)
         return {"loss": self._global_mean(loss.array)}
-
-    def peak_memory_bytes(self) -> int | None:
-        if self.use_cuda:
-            return None
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     def framework_versions(self) -> dict[str, str]:
         versions = {

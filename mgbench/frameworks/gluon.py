@@ -23,7 +23,6 @@ in the first 1x1 convolution of a down-sampling block; torchvision's (v1.5) in t
 
 from __future__ import annotations
 
-import resource
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -188,11 +187,6 @@ class GluonTrainer(AdapterBase):
             for copy in p.list_data()
         ]
         return max(differences)
-
-    def peak_memory_bytes(self) -> int | None:
-        if self.use_cuda:
-            return None
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     def framework_versions(self) -> dict[str, str]:
         features = mx.runtime.Features()

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import resource
 import tempfile
 from itertools import cycle
 from pathlib import Path
@@ -224,11 +223,9 @@ class JaxDataParallelTrainer(AdapterBase):
         loss = keras_models.build_loss(self.config.spec)(labels, self.forward(trainable, non_trainable, images))
         return {"loss": float(loss)}
 
-    def peak_memory_bytes(self) -> int | None:
-        if self.config.device_kind == "cuda":
-            stats = [d.memory_stats() or {} for d in jax.devices("gpu")[: self.config.devices]]
-            return max(s.get("peak_bytes_in_use", 0) for s in stats)
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    def peak_device_memory_bytes(self) -> int | None:
+        stats = [d.memory_stats() or {} for d in jax.devices("gpu")[: self.config.devices]]
+        return max(s.get("peak_bytes_in_use", 0) for s in stats)
 
     def profile(self, run_steps: Callable[[], None], trace_path: Path) -> tuple[list[OpTime], str]:
         """`run_steps` under `jax.profiler`: its Chrome trace (every device's streams on one

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import resource
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -407,10 +406,8 @@ class TorchTrainer(AdapterBase):
         all_targets = np.concatenate([shard[2] for shard in shards])
         return {"loss": sum(shard[0] for shard in shards) / len(all_targets), "auc": mean_auc(all_targets, all_scores)}
 
-    def peak_memory_bytes(self) -> int | None:
-        if self.use_cuda:
-            return max(torch.cuda.max_memory_allocated(d) for d in self.devices)
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    def peak_device_memory_bytes(self) -> int | None:
+        return max(torch.cuda.max_memory_allocated(d) for d in self.devices)
 
     def framework_versions(self) -> dict[str, str]:
         versions = {"torch": torch.__version__, "torchvision": torchvision.__version__}

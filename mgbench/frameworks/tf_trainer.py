@@ -5,7 +5,6 @@ two columns of a compare differ in exactly one thing: Keras' own step versus a h
 
 from __future__ import annotations
 
-import resource
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -69,10 +68,8 @@ class StrategyTrainer(AdapterBase):
         loss = keras_models.build_loss(self.config.spec)(labels, self.model(images, training=False))
         return {"loss": float(loss)}
 
-    def peak_memory_bytes(self) -> int | None:
-        if self.config.device_kind == "cuda":
-            return max(tf.config.experimental.get_memory_info(name)["peak"] for name in self._placement.device_names)
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    def peak_device_memory_bytes(self) -> int | None:
+        return max(tf.config.experimental.get_memory_info(name)["peak"] for name in self._placement.device_names)
 
     def framework_versions(self) -> dict[str, str]:
         return {"keras": keras.__version__, **tf_distribute.versions(self.config.device_kind == "cuda")}

@@ -155,3 +155,7 @@ class AdapterBase:
             raise UsageError(f"the {self.framework} adapter trains in {', '.join(self.precisions)} only, not {config.precision}")
         if config.data_format not in self.data_formats:
             raise UsageError(f"the {self.framework} adapter supports {', '.join(self.data_formats)} only")
+        if config.dataset != "synthetic" and not isinstance(self, EpochTrainer):
+            # Reading a real dataset is what an EpochTrainer adds; without it the adapter would
+            # train on its synthetic pool under the real dataset's name.
+            raise UsageError(f"the {self.framework} adapter cannot read dataset {config.dataset!r}")

@@ -105,8 +105,6 @@ class ChainerTrainer(AdapterBase):
         return self.device.send(images), self.device.send(labels.astype(np.int32))
 
     def batches(self) -> Iterator[Any]:
-        if self.config.dataset != "synthetic":
-            raise UsageError(f"the chainer adapter cannot read dataset {self.config.dataset!r}")
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
         return placed_batches(pool, self._to_device, resident=self.config.data_on_device or not self.use_cuda)
 

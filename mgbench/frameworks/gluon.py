@@ -150,8 +150,6 @@ class GluonTrainer(AdapterBase):
         return Shard(0, self.config.global_batch)
 
     def batches(self) -> Iterator[Any]:
-        if self.config.dataset != "synthetic":
-            raise UsageError(f"the gluon adapter cannot read dataset {self.config.dataset!r}")
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed)
         host = [self._host_arrays(batch) for batch in pool]
         return placed_batches(host, self._split, resident=self.config.data_on_device or not self.use_cuda)

@@ -67,7 +67,7 @@ class JaxDataParallelTrainer(AdapterBase):
     def setup(self, config: RunConfig) -> ModelInfo:
         if keras.backend.backend() != "jax":
             raise UsageError(f"keras-jax needs KERAS_BACKEND=jax, Keras runs on {keras.backend.backend()}")
-        self.config = config
+        self.accept(config)
         platform = "cpu" if config.device_kind == "cpu" else "gpu"
         devices = jax.devices(platform)
         if len(devices) < config.devices:

@@ -29,7 +29,7 @@ class StrategyTrainer(AdapterBase):
         self._loss: Any = 0.0
 
     def setup(self, config: RunConfig) -> ModelInfo:
-        self.config = config
+        self.accept(config)
         devices = tf_distribute.device_names(config)
         self.strategy = tf_distribute.strategy_for(self.strategy_kind, devices)
         self._placement = Placement(rank=0, world_size=1, device_names=devices)

@@ -104,8 +104,8 @@ def assert_two_devices_equal_one(folder: Path, framework: str, strategy: str, to
 
 def framework_python(framework: str) -> str:
     """The framework's own interpreter (`make env-NAME`), or skip the test saying it is not built."""
-    from mgbench.common.environments import inspect_installation
-    from mgbench.frameworks import framework_spec
+    from mgbench.runner.venvs import inspect_installation
+    from mgbench.frameworks.registry import framework_spec
 
     spec = framework_spec(framework)
     found = inspect_installation(spec)

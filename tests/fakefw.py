@@ -18,7 +18,7 @@ import numpy as np
 
 from mgbench.common.config import RunConfig
 from mgbench.common.protocol import ModelInfo, Placement
-from mgbench.frameworks import FrameworkSpec, StrategySpec
+from mgbench.frameworks.registry import FrameworkSpec, StrategySpec
 
 WARMUP_STEPS = 3
 WARMUP_SECONDS = 0.12

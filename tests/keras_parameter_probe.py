@@ -13,7 +13,7 @@ import keras
 import numpy as np
 
 from mgbench.common.models import MODELS
-from mgbench.frameworks.keras_models import build_model, trainable_parameters
+from mgbench.frameworks.keras.models import build_model, trainable_parameters
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ PARAMETER_COUNTS = """
 import json
 import numpy as np
 from mgbench.common.models import MODELS
-from mgbench.frameworks.chainer_models import build_model, parameter_count
+from mgbench.frameworks.chainer.models import build_model, parameter_count
 counts = {}
 for name in %r:
     model = build_model(MODELS[name])
@@ -35,7 +35,7 @@ COMPAT_WITHOUT_DISTUTILS = """
 import json, sys
 sys.modules["numpy.distutils"] = None  # as on Python >= 3.12, where numpy 2 has no numpy.distutils
 import numpy as np
-from mgbench.frameworks.chainer_compat import apply
+from mgbench.frameworks.chainer.compat import apply
 patched = apply()
 import numpy.distutils.system_info as system_info
 print(json.dumps({"patched": patched, "int": [t.__name__ for t in np.sctypes["int"]],
@@ -44,12 +44,12 @@ print(json.dumps({"patched": patched, "int": [t.__name__ for t in np.sctypes["in
 
 CHAINER_ON_NUMPY2 = """
 import json
-from mgbench.frameworks import chainer_compat
+from mgbench.frameworks.chainer import compat as chainer_compat
 patched = chainer_compat.apply()
 import chainer.functions as F
 import numpy as np
 from mgbench.common.models import MODELS
-from mgbench.frameworks.chainer_models import build_model
+from mgbench.frameworks.chainer.models import build_model
 model = build_model(MODELS["tiny"])
 loss = F.softmax_cross_entropy(model(np.ones((2, 3, 32, 32), np.float32)), np.array([1, 2], np.int32))
 loss.backward()
@@ -87,7 +87,7 @@ def test_compat_layer_restores_what_chainer_needs_from_numpy_1():
 
 
 def test_compat_layer_changes_nothing_on_numpy_1(chainer_python):
-    assert json.loads(run_in(chainer_python, "from mgbench.frameworks.chainer_compat import apply; print(apply())")) == []
+    assert json.loads(run_in(chainer_python, "from mgbench.frameworks.chainer.compat import apply; print(apply())")) == []
 
 
 def test_chainer_trains_on_numpy_2_with_the_compat_layer():

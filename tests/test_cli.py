@@ -18,7 +18,7 @@ def test_package_import_pulls_in_no_framework():
     import subprocess
     import sys
 
-    code = "import sys, mgbench.cli, mgbench.common.orchestrator; print(sorted(m for m in ('torch','tensorflow','jax','mxnet','chainer') if m in sys.modules))"
+    code = "import sys, mgbench.cli, mgbench.runner.orchestrator; print(sorted(m for m in ('torch','tensorflow','jax','mxnet','chainer') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

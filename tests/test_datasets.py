@@ -15,7 +15,7 @@ from mgbench.common.models import MODELS
 from mgbench.common.schedule import learning_rate_at
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import NIH_LABELS, multi_hot
-from mgbench.datasets.description import check_dataset, describe_dataset
+from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.prepare import prepare_chestxray
 from mgbench.datasets.sample import draw_image, make_sample
 from mgbench.datasets.sampling import epoch_batches, validation_indices

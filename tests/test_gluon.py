@@ -17,7 +17,7 @@ EXPECTED_PARAMETERS = {"densenet121": 6_968_206, "resnet50": 25_557_032, "incept
 ONE_STEP_ON_TWO_CONTEXTS = """
 import json
 from mgbench.common.config import RunConfig
-from mgbench.frameworks.gluon import create_trainer
+from mgbench.frameworks.gluon.adapter import create_trainer
 trainer = create_trainer("device")
 info = trainer.setup(RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                                batch_per_device=4, steps=1, learning_rate=0.5))
@@ -31,7 +31,7 @@ PARAMETER_COUNTS = """
 import json
 import mxnet as mx
 from mgbench.common.models import MODELS
-from mgbench.frameworks.gluon import RESNET_BIAS_BEFORE_BATCHNORM, build_model, freeze_biases_before_batchnorm, trainable
+from mgbench.frameworks.gluon.adapter import RESNET_BIAS_BEFORE_BATCHNORM, build_model, freeze_biases_before_batchnorm, trainable
 counts = {}
 for name in %r:
     net = build_model(MODELS[name])

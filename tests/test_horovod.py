@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from conftest import cli_env, load_state, max_difference, saved_state
-from mgbench.common.launch import environment_python
-from mgbench.frameworks import framework_spec
+from mgbench.runner.launch import environment_python
+from mgbench.frameworks.registry import framework_spec
 
 PYTHON = environment_python(framework_spec("horovod"))
 LR = 0.5

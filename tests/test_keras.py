@@ -16,10 +16,10 @@ import pytest
 
 from conftest import framework_python, max_difference, profiled_two_cpu_compare, run_in, saved_state
 from mgbench.common.config import RunConfig
-from mgbench.common.launch import environment_python
+from mgbench.runner.launch import environment_python
 from mgbench.common.profiling import xla_device_events
 from mgbench.datasets.synthetic import Shard, synthetic_pool
-from mgbench.frameworks import framework_spec
+from mgbench.frameworks.registry import framework_spec
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
@@ -155,7 +155,7 @@ def test_packed_state_holds_one_array_per_dtype_and_unpacks_exactly():
 import json, os
 os.environ["JAX_PLATFORMS"] = "cpu"
 import jax, jax.numpy as jnp, numpy as np
-from mgbench.frameworks.packed_state import PackedTree
+from mgbench.frameworks.keras.packed_state import PackedTree
 rng = np.random.default_rng(0)
 tree = ([rng.normal(size=(3, 2, 4)).astype(np.float32), np.float32(2.5)],
         {"count": np.int32(7), "bn": [rng.normal(size=5).astype(np.float32)]},

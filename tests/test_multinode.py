@@ -9,8 +9,8 @@ import pytest
 
 from conftest import mgbench
 from mgbench.common.errors import UsageError
-from mgbench.common.hosts import Host, expand_nodelist, parse_hosts, resolve_hosts, slurm_hosts
-from mgbench.common.launch import RUN_ENTRY, NodeCommand, multinode_commands, node_argv, tf_configs
+from mgbench.runner.hosts import Host, expand_nodelist, parse_hosts, resolve_hosts, slurm_hosts
+from mgbench.runner.launch import RUN_ENTRY, NodeCommand, multinode_commands, node_argv, tf_configs
 
 HOSTS = [Host("node1", 4), Host("node2", 4)]
 ARGS = ["--config", "c.json"]

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
 from conftest import mgbench  # noqa: E402
 from mgbench.common.config import RunConfig  # noqa: E402
 from mgbench.datasets.sample import make_sample  # noqa: E402
-from mgbench.frameworks.pytorch import create_trainer  # noqa: E402
+from mgbench.frameworks.torch.adapter import create_trainer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from PIL import Image
 
 from conftest import mgbench
 from mgbench.common.config import RunConfig
-from mgbench.common.monitor import TRACE_COLUMNS
+from mgbench.common.runfolder import TRACE_COLUMNS
 from mgbench.common.results import RunResult, append_result
 from mgbench.common.timing import summarise_steps
 from mgbench.reports.charts import write_charts

@@ -13,11 +13,11 @@ from mgbench.common.bandwidth import (
     DEFAULT_COPY_BYTES,
     DEFAULT_SIZES,
     BandwidthReport,
-    measure_bandwidth,
     parse_size,
     parse_sizes,
 )
 from mgbench.common.devices import check_device_counts, device_capacity, resolve_device_kind
+from mgbench.runner.bandwidth import measure_bandwidth
 from mgbench.common.errors import UsageError
 
 DEFAULT_TIMEOUT_SECONDS = 600.0

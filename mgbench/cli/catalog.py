@@ -6,9 +6,9 @@ import argparse
 
 from rich.table import Table
 
-from mgbench.common.environments import inspect_installation
+from mgbench.runner.venvs import inspect_installation
 from mgbench.common.models import MODELS
-from mgbench.frameworks import registered
+from mgbench.frameworks.registry import registered
 from mgbench.reports.summary import table_console
 
 

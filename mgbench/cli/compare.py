@@ -19,15 +19,17 @@ from typing import Any
 from rich.console import Console
 
 from mgbench.cli.options import add_job_options, base_config, parse_device_counts
-from mgbench.common.bandwidth import DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport, measure_bandwidth
+from mgbench.common.bandwidth import DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
+from mgbench.runner.bandwidth import measure_bandwidth
 from mgbench.common.config import DeviceKind, RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
-from mgbench.common.hosts import Host, resolve_hosts
-from mgbench.common.orchestrator import RunFolder, pending_runs, plan_runs, run_compare
+from mgbench.runner.hosts import Host, resolve_hosts
+from mgbench.common.runfolder import RunFolder
+from mgbench.runner.orchestrator import pending_runs, plan_runs, run_compare
 from mgbench.common.results import RunResult, read_results, write_json_atomically, write_results
-from mgbench.datasets.description import check_dataset
-from mgbench.frameworks import framework_spec
+from mgbench.datasets.resolve import check_dataset
+from mgbench.frameworks.registry import framework_spec
 from mgbench.reports.html import write_report
 from mgbench.reports.summary import print_summary, write_summary
 

@@ -11,10 +11,10 @@ import argparse
 import json
 from typing import Any
 
-from mgbench.common.environment import host_environment
-from mgbench.common.environments import inspect_installation
+from mgbench.common.machine import host_environment
+from mgbench.runner.venvs import inspect_installation
 from mgbench.common.topology import clock_warnings, link_warnings, nvidia_smi_topology, parse_topology
-from mgbench.frameworks import registered
+from mgbench.frameworks.registry import registered
 
 
 def register(verbs: argparse._SubParsersAction) -> None:

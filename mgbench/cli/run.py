@@ -20,11 +20,12 @@ from mgbench.cli.options import add_job_options, base_config
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.driver import run_training
-from mgbench.common.launch import environment_python, launched_by_launcher
-from mgbench.common.orchestrator import RunFolder, execute_run
+from mgbench.runner.launch import environment_python, launched_by_launcher
+from mgbench.common.runfolder import RunFolder
+from mgbench.runner.orchestrator import execute_run
 from mgbench.common.results import append_result, write_json_atomically
-from mgbench.datasets.description import check_dataset
-from mgbench.frameworks import FrameworkSpec, create_trainer, framework_spec
+from mgbench.datasets.resolve import check_dataset
+from mgbench.frameworks.registry import FrameworkSpec, create_trainer, framework_spec
 from mgbench.reports.summary import print_summary, results_frame
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0

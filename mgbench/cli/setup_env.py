@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mgbench.common.environments import create_environment, spec_for_setup
+from mgbench.runner.venvs import create_environment, spec_for_setup
 
 
 def register(verbs: argparse._SubParsersAction) -> None:

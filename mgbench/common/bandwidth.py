@@ -1,6 +1,6 @@
 """Link bandwidths and what they predict: the gradient all-reduce's share of a training step.
 
-`mgbench bandwidth` measures (through torch, in `mgbench.frameworks.pytorch_bandwidth`) copies
+`mgbench bandwidth` measures (through torch, in `mgbench.frameworks.torch.bandwidth_worker`) copies
 between host and devices, between devices, and all-reduce over message sizes, into
 `bandwidth.json`. This module holds the framework-neutral part: the file's schema, the ring
 all-reduce model, and the figure put into result rows.
@@ -13,15 +13,12 @@ the expected time of an all-reduce is 2(N-1)/N * B / busbw.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mgbench.common.errors import UsageError
-from mgbench.common.launch import Outcome, execute, interpreter_for, launch_command
 from mgbench.common.results import RunResult, write_json_atomically
-from mgbench.frameworks import framework_spec
 
 BANDWIDTH_FILE = "bandwidth.json"
 GRADIENT_BYTES_PER_PARAM = 4
@@ -29,7 +26,6 @@ GRADIENT_BYTES_PER_PARAM = 4
 DEFAULT_SIZES = (2**10, 2**16, 2**20, 2**22, 2**24, 2**26)
 DEFAULT_COPY_BYTES = 2**26
 GB = 1e9
-WORKER = ("-m", "mgbench.frameworks.pytorch_bandwidth")
 
 
 def ring_factor(devices: int) -> float:
@@ -116,20 +112,3 @@ def annotate_allreduce(result: RunResult, report: BandwidthReport) -> None:
     seconds = expected_allreduce_seconds(result.parameters, GRADIENT_BYTES_PER_PARAM, bus, config.devices)
     result.expected_allreduce_seconds = seconds
     result.allreduce_step_share = seconds / result.median_step_seconds
-
-
-def measure_bandwidth(
-    path: Path, devices: int, device_kind: str, sizes: list[int], copy_bytes: int, timeout: float, log_path: Path
-) -> Outcome:
-    """Run the torch worker under torchrun with `devices` processes; it writes `path` on success."""
-    interpreter = interpreter_for(framework_spec("pytorch"))
-    args = [
-        "--out", str(path), "--sizes", ",".join(map(str, sizes)), "--copy-bytes", str(copy_bytes),
-        "--device-kind", device_kind,
-    ]
-    command = launch_command(interpreter, "torchrun", devices, args, entry=WORKER)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if device_kind == "cpu":
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // devices))
-    path.unlink(missing_ok=True)
-    return execute(command, env, timeout, log_path)

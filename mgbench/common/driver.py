@@ -21,14 +21,14 @@ import numpy as np
 import psutil
 
 from mgbench.common.config import RunConfig
-from mgbench.common.environment import host_environment
+from mgbench.common.machine import host_environment
 from mgbench.common.errors import UsageError
 from mgbench.common.profiling import profile_window
 from mgbench.common.protocol import EpochTrainer, Trainer
 from mgbench.common.results import RunResult
 from mgbench.common.schedule import learning_rate_at
 from mgbench.common.timing import summarise_steps
-from mgbench.datasets.loading import loader_workers
+from mgbench.common.workers import loader_workers
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
 PROGRESS_EVERY_FRACTION = 0.1

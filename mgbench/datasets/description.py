@@ -17,7 +17,6 @@ from typing import Iterable
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import ModelSpec
 
@@ -96,23 +95,3 @@ def parse_dataset(text: str) -> tuple[str, Path | None]:
     if not root.exists():
         raise UsageError(f"dataset path {root} does not exist")
     return kind, root
-
-
-def describe_dataset(text: str) -> DatasetDescription | None:
-    """The description for a `--dataset` string; None for synthetic data."""
-    from mgbench.datasets import chestxray, imagefolder, labelmap
-
-    kind, root = parse_dataset(text)
-    if root is None:
-        return None
-    readers = {"chestxray": chestxray.describe, "labels": labelmap.describe, "imagefolder": imagefolder.describe}
-    return readers[kind](root)
-
-
-def check_dataset(text: str, configs: list[RunConfig]) -> DatasetDescription | None:
-    """Read and check the dataset in the parent, before any run starts (each run would fail alike)."""
-    description = describe_dataset(text)
-    if description is not None:
-        for config in configs:
-            description.check_batch(config.global_batch, config.devices)
-    return description

@@ -17,8 +17,8 @@ import pandas as pd
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.monitor import TRACE_COLUMNS
-from mgbench.common.orchestrator import RunFolder
+from mgbench.common.runfolder import TRACE_COLUMNS
+from mgbench.common.runfolder import RunFolder
 from mgbench.common.results import RESULTS_FILE, RunResult
 from mgbench.reports.summary import results_frame
 

@@ -25,7 +25,7 @@ from torch import nn
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import Placement
-from mgbench.frameworks.pytorch import Autocasting, TorchTrainer
+from mgbench.frameworks.torch.adapter import Autocasting, TorchTrainer
 
 
 class HorovodTrainer(TorchTrainer):

@@ -26,11 +26,12 @@ from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
 from mgbench.common.errors import UsageError
 from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
-from mgbench.common.hosts import Host
-from mgbench.common.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
-from mgbench.common.monitor import DeviceMonitor
-from mgbench.common.results import RESULTS_FILE, RunResult, Status, append_result
-from mgbench.frameworks import framework_spec
+from mgbench.runner.hosts import Host
+from mgbench.runner.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
+from mgbench.runner.monitor import DeviceMonitor
+from mgbench.common.results import RunResult, Status, append_result
+from mgbench.common.runfolder import RunFolder
+from mgbench.frameworks.registry import framework_spec
 
 Scaling = Literal["weak", "strong"]
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
@@ -87,40 +88,6 @@ def classify_failure(timed_out: bool, log_tail: str) -> Status:
         return "timeout"
     lowered = log_tail.lower()
     return "oom" if any(marker in lowered for marker in OOM_MARKERS) else "failed"
-
-
-@dataclass(frozen=True)
-class RunFolder:
-    """Where a compare writes: results, per-run configs, logs and utilisation traces."""
-
-    root: Path
-
-    @property
-    def results(self) -> Path:
-        return self.root / RESULTS_FILE
-
-    def config_file(self, run_id: str) -> Path:
-        return self.root / "configs" / f"{run_id}.json"
-
-    def raw_result(self, run_id: str) -> Path:
-        return self.root / "raw" / f"{run_id}.json"
-
-    def log(self, run_id: str) -> Path:
-        return self.root / "logs" / f"{run_id}.log"
-
-    def trace(self, run_id: str) -> Path:
-        return self.root / "traces" / f"{run_id}.csv"
-
-    def profile_dir(self, run_id: str) -> Path:
-        return self.root / "profiles" / run_id
-
-    @property
-    def bandwidth(self) -> Path:
-        return self.root / "bandwidth.json"
-
-    @property
-    def compare_file(self) -> Path:
-        return self.root / "compare.json"
 
 
 def spans_hosts(config: RunConfig, hosts: list[Host] | None) -> bool:

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Sequence
 
 import mgbench
-from mgbench.common.hosts import Host
-from mgbench.frameworks import FrameworkSpec, Launcher
+from mgbench.runner.hosts import Host
+from mgbench.frameworks.registry import FrameworkSpec, Launcher
 
 VENVS_ENV = "MGBENCH_VENVS"
 TERMINATE_GRACE_SECONDS = 10.0

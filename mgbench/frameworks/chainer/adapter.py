@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from mgbench.frameworks import chainer_compat
+from mgbench.frameworks.chainer import compat as chainer_compat
 
 NUMPY_PATCHES = chainer_compat.apply()
 
@@ -38,7 +38,7 @@ from mgbench.common.errors import UsageError  # noqa: E402
 from mgbench.common.models import ModelSpec  # noqa: E402
 from mgbench.common.protocol import AdapterBase, ModelInfo, Placement  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
-from mgbench.frameworks.chainer_models import build_model, parameter_count  # noqa: E402
+from mgbench.frameworks.chainer.models import build_model, parameter_count  # noqa: E402
 
 COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}
 

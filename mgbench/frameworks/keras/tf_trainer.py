@@ -14,7 +14,7 @@ import tensorflow as tf
 from mgbench.common.config import RunConfig
 from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch
-from mgbench.frameworks import keras_models, tf_distribute
+from mgbench.frameworks.keras import models as keras_models, tf_distribute
 
 UNSTAGED_SUFFIX = "-unstaged"
 

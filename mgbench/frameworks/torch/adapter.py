@@ -43,8 +43,9 @@ from mgbench.common.models import ModelSpec
 from mgbench.common.profiling import OpTime
 from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
-from mgbench.datasets.description import DatasetDescription, Split, describe_dataset
-from mgbench.datasets.loading import loader_workers
+from mgbench.datasets.description import DatasetDescription, Split
+from mgbench.datasets.resolve import describe_dataset
+from mgbench.common.workers import loader_workers
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mgbench.common.errors import UsageError
-from mgbench.common.launch import environment_python, interpreter_for, project_root, venvs_dir
-from mgbench.frameworks import FrameworkSpec, registered
+from mgbench.runner.launch import environment_python, interpreter_for, project_root, venvs_dir
+from mgbench.frameworks.registry import FrameworkSpec, registered
 
 _PROBE = """
 import importlib.util, importlib.metadata, json, sys

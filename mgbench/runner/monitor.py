@@ -17,17 +17,8 @@ from types import TracebackType
 import psutil
 
 from mgbench.common.devices import nvml_or_none
+from mgbench.common.runfolder import TRACE_COLUMNS
 
-TRACE_COLUMNS = (
-    "seconds",
-    "kind",
-    "device",
-    "utilization_pct",
-    "memory_used_mib",
-    "memory_total_mib",
-    "sm_clock_mhz",
-    "mem_clock_mhz",
-)
 SAMPLE_INTERVAL_SECONDS = 0.1
 
 

@@ -2,7 +2,7 @@
 
 Shared by the `keras`, `keras-jax` and `tensorflow` adapters, so all three train exactly the
 same job. This module imports Keras only (never TensorFlow or JAX directly): the backend was
-chosen by KERAS_BACKEND before import (`mgbench.frameworks.keras_environment`).
+chosen by KERAS_BACKEND before import (`mgbench.frameworks.keras.environment`).
 
 Parameter counts against the torchvision architectures (trainable parameters):
 - densenet121 (14 outputs): 6,968,206, equal.

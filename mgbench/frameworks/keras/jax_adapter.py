@@ -45,8 +45,8 @@ from mgbench.common.errors import UsageError
 from mgbench.common.profiling import OpTime, xla_trace_op_times
 from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
-from mgbench.frameworks import keras_models
-from mgbench.frameworks.packed_state import Packed, PackedTree
+from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras.packed_state import Packed, PackedTree
 
 DeviceBatch = tuple[jax.Array, jax.Array]
 

@@ -11,7 +11,7 @@ Inception-v3 is not built for Chainer.
 
 from __future__ import annotations
 
-from mgbench.frameworks import chainer_compat
+from mgbench.frameworks.chainer import compat as chainer_compat
 
 chainer_compat.apply()
 

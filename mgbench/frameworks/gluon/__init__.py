@@ -1,0 +1,1 @@
+"""MXNet Gluon family: one process drives every device through a kvstore."""

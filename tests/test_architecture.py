@@ -1,0 +1,92 @@
+"""The layers the README's architecture section describes, read from the source's import graph.
+
+Every `import mgbench...` in every module counts, at module level or inside a function, so a
+layer cannot be crossed by deferring an import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import mgbench
+
+PACKAGE_ROOT = Path(mgbench.__file__).parent
+LAYERS = ("common", "datasets", "frameworks", "runner", "reports", "cli")
+"""Bottom to top: a package may import from itself and from the packages before it."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def mgbench_imports(path: Path) -> set[str]:
+    """Every mgbench module `path` imports, resolved to module names that exist."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    own = module_name(path)
+    return {name for name in names if name.startswith("mgbench.") and name in MODULES and name != own}
+
+
+MODULES = {module_name(path): path for path in PACKAGE_ROOT.rglob("*.py")}
+GRAPH = {name: mgbench_imports(path) for name, path in MODULES.items()}
+
+
+def layer(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_each_layer_imports_only_itself_and_the_layers_below() -> None:
+    crossings = []
+    for name, imported in GRAPH.items():
+        own = layer(name)
+        if own is None:
+            continue
+        allowed = set(LAYERS[: LAYERS.index(own) + 1])
+        crossings += [f"{name} -> {target}" for target in imported if layer(target) not in allowed and layer(target)]
+    assert crossings == []
+
+
+def test_common_imports_nothing_else_of_mgbench() -> None:
+    outside = {
+        f"{name} -> {target}"
+        for name, imported in GRAPH.items()
+        if layer(name) == "common"
+        for target in imported
+        if layer(target) != "common"
+    }
+    assert outside == set()
+
+
+def test_no_import_cycle() -> None:
+    """Depth-first search for a back edge; a package's `__init__` importing its own modules is a
+    cycle too, so it is counted like any other edge."""
+    state: dict[str, str] = {}
+    cycles = []
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = "open"
+        for target in sorted(GRAPH.get(name, ())):
+            if state.get(target) == "open":
+                cycles.append(" -> ".join(path[path.index(target):] + [target]) if target in path else target)
+            elif target not in state:
+                visit(target, [*path, target])
+        state[name] = "done"
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_the_graph_is_read() -> None:
+    """Guards the tests above against an empty graph (a wrong root would make them pass)."""
+    assert "mgbench.common.config" in GRAPH["mgbench.common.driver"]
+    assert any(layer(target) == "frameworks" for target in GRAPH["mgbench.runner.orchestrator"])

@@ -7,7 +7,7 @@ DEMO_OUT ?= runs/demo
 
 VENVS := .venvs
 ## Framework environments `make test` builds first (each rebuilt only when its requirements change).
-TEST_ENVS := gluon chainer horovod keras-tf keras-jax
+TEST_ENVS := gluon chainer horovod keras-tf keras-jax keras-torch
 
 .PHONY: demo test browser env-% mpi
 

@@ -22,9 +22,8 @@ import psutil
 
 from mgbench.common.config import RunConfig
 from mgbench.common.machine import host_environment
-from mgbench.common.errors import UsageError
 from mgbench.common.profiling import profile_window
-from mgbench.common.protocol import EpochTrainer, Trainer
+from mgbench.common.protocol import Adapter
 from mgbench.common.results import RunResult
 from mgbench.common.schedule import learning_rate_at
 from mgbench.common.timing import summarise_steps
@@ -43,7 +42,7 @@ def launch_time() -> float:
 class StepClock:
     """Times steps the same way in both loops: wait for the batch, step, synchronise."""
 
-    def __init__(self, trainer: Trainer, config: RunConfig, total_steps: int):
+    def __init__(self, trainer: Adapter, config: RunConfig, total_steps: int):
         self.trainer = trainer
         self.config = config
         self.total_steps = total_steps
@@ -68,10 +67,8 @@ class StepClock:
             print(f"step {done}/{self.total_steps}: {rate:.1f} img/s, loss {self.losses[-1]:.4f}", file=sys.stderr, flush=True)
 
 
-def train_epochs(trainer: Trainer, config: RunConfig) -> tuple[StepClock, list[dict[str, float]]]:
+def train_epochs(trainer: Adapter, config: RunConfig) -> tuple[StepClock, list[dict[str, float]]]:
     """`config.epochs` epochs with the scaled, warmed-up learning rate and validation after each."""
-    if not isinstance(trainer, EpochTrainer):
-        raise UsageError(f"the {config.framework} adapter cannot train in epochs on real data yet")
     per_epoch = trainer.steps_per_epoch()
     clock = StepClock(trainer, config, per_epoch * config.epochs)
     epoch_metrics: list[dict[str, float]] = []
@@ -110,12 +107,17 @@ def train_epochs(trainer: Trainer, config: RunConfig) -> tuple[StepClock, list[d
 
 
 def run_training(
-    trainer: Trainer, config: RunConfig, state_path: Path | None = None, profile_dir: Path | None = None
+    trainer: Adapter,
+    config: RunConfig,
+    state_path: Path | None = None,
+    profile_dir: Path | None = None,
+    profiler: str | None = None,
 ) -> RunResult | None:
     """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
 
     The primary process gets the result. With `config.profile_steps` and a `profile_dir`, that
-    many more (untimed) steps run under the framework's profiler after the timed ones.
+    many more (untimed) steps run under the framework's profiler (`profiler`, None where the
+    registry declares none) after the timed ones.
     """
     launched = launch_time()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -134,7 +136,7 @@ def run_training(
         for _ in range(config.steps):
             clock.step(batches)
         if config.profile_steps and profile_dir is not None:
-            profile = profile_window(trainer, batches, config.profile_steps, profile_dir, placement.rank)
+            profile = profile_window(trainer, batches, config.profile_steps, profile_dir, placement.rank, profiler)
         eval_start = time.perf_counter()
         metrics = trainer.evaluate()
         eval_seconds = time.perf_counter() - eval_start

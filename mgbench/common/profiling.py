@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
-from mgbench.common.protocol import Trainer
+from mgbench.common.protocol import Adapter, OpTime
 
 TOP_OPS = 10
 # Not a bare "broadcast": in XLA that is an element-wise op; torch's collective is c10d's.
@@ -35,12 +35,6 @@ GPU_PROCESS_PREFIX = "/device:GPU:"
 STREAM_LINE_PREFIX = "Stream"
 INPUT_COPY_MARKERS = ("memcpy", "aten::copy_", "aten::to", "aten::_to_copy", "pin_memory", "htod", "dtoh")
 
-
-@dataclass(frozen=True)
-class OpTime:
-    name: str
-    self_seconds: float
-    calls: int
 
 
 def is_communication(name: str) -> bool:
@@ -122,11 +116,13 @@ def trace_path(profile_dir: Path, rank: int) -> Path:
     return profile_dir / f"rank{rank}-trace.json"
 
 
-def profile_window(trainer: Trainer, batches: Iterator[Any], steps: int, profile_dir: Path, rank: int) -> dict[str, Any]:
-    """Run `steps` more steps under the adapter's profiler; its summary, or why there is none."""
-    profile: Callable[..., tuple[list[OpTime], str]] | None = getattr(trainer, "profile", None)
-    if profile is None:
-        return {"steps": 0, "error": "this framework's adapter has no profiler support"}
+def profile_window(
+    trainer: Adapter, batches: Iterator[Any], steps: int, profile_dir: Path, rank: int, profiler: str | None
+) -> dict[str, Any]:
+    """Run `steps` more steps under the adapter's profiler (`profiler`, from the registry's
+    capabilities); its summary, or why there is none."""
+    if profiler is None:
+        return {"steps": 0, "error": f"{trainer.config.framework} has no profiler here"}
 
     def run_steps() -> None:
         for _ in range(steps):
@@ -135,5 +131,5 @@ def profile_window(trainer: Trainer, batches: Iterator[Any], steps: int, profile
 
     profile_dir.mkdir(parents=True, exist_ok=True)
     trace = trace_path(profile_dir, rank)
-    ops, clock = profile(run_steps, trace)
+    ops, clock = trainer.profile(run_steps, trace)
     return summarise_ops(ops, steps, trace, clock)

@@ -1,4 +1,4 @@
-"""The `Trainer` protocol: the only surface a framework adapter implements.
+"""`Adapter`: the only surface a framework adapter implements.
 
 The common driver (`mgbench.common.driver`) owns the loop, the clocks and the result, so an
 adapter holds framework code only: build, feed, step, synchronise, evaluate, close. Keeping
@@ -10,10 +10,9 @@ from __future__ import annotations
 import resource
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Any, Callable, Iterator
 
 from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -37,16 +36,42 @@ class ModelInfo:
     parameters: int
 
 
-@runtime_checkable
-class Trainer(Protocol):
+@dataclass(frozen=True)
+class OpTime:
+    name: str
+    self_seconds: float
+    calls: int
+
+
+class Adapter:
+    """The one contract between the driver and a framework: what every adapter implements.
+
+    The driver calls `setup`, then `batches` / `train_step` / `synchronize` / `last_loss` per
+    step, `evaluate`, `save_state` where asked, and `close`. What an adapter may add is declared
+    in the registry's capabilities, not probed here: real data (`steps_per_epoch`,
+    `epoch_batches`, `set_learning_rate`) and a profiler (`profile`). The methods below that
+    raise are those optional ones, or ones every adapter must override; the contract test
+    checks each registered adapter against its declared capabilities.
+    """
+
+    def __init__(self, strategy: str):
+        self.strategy = strategy
+        self._placement = Placement(rank=0, world_size=1)
+
     def setup(self, config: RunConfig) -> ModelInfo:
         """Join the process group if any, build model, loss and optimizer for `config`."""
-        ...
+        raise NotImplementedError
 
     @property
     def placement(self) -> Placement:
         """Valid after `setup`."""
-        ...
+        return self._placement
+
+    def accept(self, config: RunConfig) -> None:
+        """What `setup` starts with: the job kept, and whether it runs on CUDA. (Whether the
+        adapter can train it at all was decided from the registry before it was created.)"""
+        self.config = config
+        self.use_cuda = config.device_kind == "cuda"
 
     def batches(self) -> Iterator[Any]:
         """The training input pipeline: an endless iterator of batches ready for `train_step`.
@@ -54,83 +79,24 @@ class Trainer(Protocol):
         The time `next()` takes is what the driver reports as input wait, so an adapter that
         prefetches to the device hides it and one that feeds synchronously shows it.
         """
-        ...
+        raise NotImplementedError
 
     def train_step(self, batch: Any) -> None:
         """Forward, loss, backward, gradient exchange and optimizer update for one batch."""
-        ...
+        raise NotImplementedError
 
     def synchronize(self) -> None:
         """Block until every device this process drives has finished its queued work."""
-        ...
+        raise NotImplementedError
 
     def last_loss(self) -> float:
         """The training loss of the last step (global mean where the strategy exchanges it)."""
-        ...
+        raise NotImplementedError
 
     def evaluate(self) -> dict[str, float]:
-        """Metrics on held-out data, timed separately from training."""
-        ...
-
-    def peak_memory_bytes(self) -> int | None:
-        """Peak device memory (host RSS on CPU) of this process, None where unknown."""
-        ...
-
-    def framework_versions(self) -> dict[str, str]:
-        """Versions of the framework and libraries that shape performance (CUDA, cuDNN, NCCL)."""
-        ...
-
-    def save_state(self, path: Path) -> None:
-        """Write trainable weights as an .npz of named float arrays (equivalence checks)."""
-        ...
-
-    def close(self) -> None:
-        """Leave the process group and free devices."""
-        ...
-
-
-@runtime_checkable
-class EpochTrainer(Trainer, Protocol):
-    """What an adapter adds to train whole epochs of a real dataset (`--epochs`).
-
-    The driver still owns the loop and the clocks: it asks how many steps an epoch has,
-    sets the learning rate of each step (`mgbench.common.schedule`), and calls `evaluate`
-    after each epoch, which on real data returns `loss` and `auc` over the whole validation
-    split (each process scoring its shard, the predictions gathered before the AUC).
-    """
-
-    def steps_per_epoch(self) -> int:
-        """Whole global batches in one epoch of the training split."""
-        ...
-
-    def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        """This process's shard of every global batch of epoch `epoch`, ready for `train_step`."""
-        ...
-
-    def set_learning_rate(self, learning_rate: float) -> None:
-        """Used for the following steps."""
-        ...
-
-
-class AdapterBase:
-    """What every adapter starts with: its strategy, checked against the ones it implements,
-    and the placement `setup` fills in; plus the check of which precisions and layouts it trains.
-    """
-
-    framework: str = ""
-    strategies: tuple[str, ...] = ()
-    precisions: tuple[str, ...] = ("fp32", "bf16", "fp16")
-    data_formats: tuple[str, ...] = ("channels_first", "channels_last")
-
-    def __init__(self, strategy: str):
-        if self.strategies and strategy not in self.strategies:
-            raise UsageError(f"the {self.framework} adapter has no strategy {strategy!r}")
-        self.strategy = strategy
-        self._placement = Placement(rank=0, world_size=1)
-
-    @property
-    def placement(self) -> Placement:
-        return self._placement
+        """Metrics on held-out data, timed separately from training; on real data `loss` and
+        `auc` over the whole validation split (each process scoring its shard, gathered)."""
+        raise NotImplementedError
 
     def peak_memory_bytes(self) -> int | None:
         """Peak device memory on CUDA (what `peak_device_memory_bytes` reports), else this
@@ -143,19 +109,30 @@ class AdapterBase:
         """The most any of this process's devices held; None where the framework does not say."""
         return None
 
-    def accept(self, config: RunConfig) -> None:
-        """What `setup` starts with: the job checked, kept, and whether it runs on CUDA."""
-        self.check_supported(config)
-        self.config = config
-        self.use_cuda = config.device_kind == "cuda"
+    def framework_versions(self) -> dict[str, str]:
+        """Versions of the framework and libraries that shape performance (CUDA, cuDNN, NCCL)."""
+        raise NotImplementedError
 
-    def check_supported(self, config: RunConfig) -> None:
-        """Fail clearly, before building anything, on a job this framework cannot train."""
-        if config.precision not in self.precisions:
-            raise UsageError(f"the {self.framework} adapter trains in {', '.join(self.precisions)} only, not {config.precision}")
-        if config.data_format not in self.data_formats:
-            raise UsageError(f"the {self.framework} adapter supports {', '.join(self.data_formats)} only")
-        if config.dataset != "synthetic" and not isinstance(self, EpochTrainer):
-            # Reading a real dataset is what an EpochTrainer adds; without it the adapter would
-            # train on its synthetic pool under the real dataset's name.
-            raise UsageError(f"the {self.framework} adapter cannot read dataset {config.dataset!r}")
+    def save_state(self, path: Path) -> None:
+        """Write trainable weights as an .npz of named float arrays (equivalence checks)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Leave the process group and free devices."""
+
+    def steps_per_epoch(self) -> int:
+        """Real data: whole global batches in one epoch of the training split."""
+        raise NotImplementedError(f"{type(self).__name__} has no real-data loader")
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        """Real data: this process's shard of every global batch of `epoch`, ready for `train_step`."""
+        raise NotImplementedError(f"{type(self).__name__} has no real-data loader")
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """Real data: the rate of the following steps (the driver's warm-up and scaling rule)."""
+        raise NotImplementedError(f"{type(self).__name__} has no real-data loader")
+
+    def profile(self, run_steps: Callable[[], None], trace_path: Path) -> tuple[list[OpTime], str]:
+        """`run_steps` under the framework's profiler: a Chrome trace at `trace_path`, and the
+        self time per op with the clock it was read from (`device` or `cpu`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no profiler")

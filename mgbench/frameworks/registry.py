@@ -1,24 +1,69 @@
-"""The framework registry: names, strategies and environments, without importing any framework.
+"""The framework registry: names, strategies, environments and capabilities, without importing any framework.
 
-Each adapter module (`mgbench/frameworks/<name>.py`) imports its framework at its top; this
-registry only names the module, so listing, validating and orchestrating runs never imports a
-framework. Third-party adapters register through `MGBENCH_PLUGINS` (comma-separated module
-names, each defining `FRAMEWORK: FrameworkSpec` and `create_trainer`).
+Each family package (`mgbench/frameworks/<family>/`) holds adapters that import their framework
+at their top; this registry only names the module, so listing, validating and planning runs
+never imports a framework. What an adapter can train (precisions, data formats, models, real
+data, a profiler) is declared here once: `compare` turns a run the registry knows cannot happen
+into an `unsupported` row before launching anything, and adapters do not repeat it.
+Third-party adapters register through `MGBENCH_PLUGINS` (comma-separated module names, each
+defining `FRAMEWORK: FrameworkSpec` and `create_trainer`).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Literal
 
-from mgbench.common.config import RunConfig
+from mgbench.common.config import DATA_FORMATS, PRECISIONS, RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.protocol import Trainer
-from mgbench.frameworks.keras.environment import jax_variables, tensorflow_variables
+from mgbench.common.models import MODELS
+from mgbench.common.protocol import Adapter
+from mgbench.frameworks.keras.environment import jax_variables, tensorflow_variables, torch_variables
 
 Launcher = Literal["inprocess", "torchrun", "mpirun", "horovodrun", "tf-multiworker"]
+ALL_STRATEGIES = "all"
+"""`--strategies all`: every strategy of every named framework, not only its default ones."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an adapter can train, declared without importing its framework."""
+
+    precisions: tuple[str, ...] = PRECISIONS
+    data_formats: tuple[str, ...] = DATA_FORMATS
+    """The first is the framework's default: one it trains for every model it has."""
+    models: tuple[str, ...] = tuple(MODELS)
+    model_data_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Models that accept fewer data formats than the framework (Keras' DenseNet: channels_last)."""
+    real_data: bool = False
+    """Reads `--dataset chestxray:/labels:/imagefolder:` through a native loader and trains `--epochs`."""
+    profiler: str | None = None
+    """The profiler `--profile` runs under (None: the framework has none here)."""
+    parameter_offsets: dict[str, int] = field(default_factory=dict)
+    """Trainable parameters minus the model catalogue's reference count, where the framework's
+    architecture differs (keras.applications' ResNet-50 gives convolutions a bias)."""
+
+    def refusal(self, config: RunConfig) -> str | None:
+        """Why this adapter cannot train `config`, or None when it can."""
+        if config.model not in self.models:
+            return f"has no {config.model} (models: {', '.join(self.models)})"
+        if config.precision not in self.precisions:
+            return f"trains in {', '.join(self.precisions)} only, not {config.precision}"
+        formats = self.model_data_formats.get(config.model, self.data_formats)
+        if config.data_format not in formats:
+            return f"trains {config.model} in {', '.join(formats)} only, not {config.data_format}"
+        if config.dataset != "synthetic" and not self.real_data:
+            return f"has no loader for real data (dataset {config.dataset!r}); it trains on synthetic data only"
+        return None
+
+    def default_data_format(self, model: str) -> str:
+        return self.model_data_formats.get(model, self.data_formats)[0]
+
+    def expected_parameters(self, model: str) -> int:
+        """The trainable parameter count this framework's build of `model` must have."""
+        return MODELS[model].reference_parameters + self.parameter_offsets.get(model, 0)
 
 
 @dataclass(frozen=True)
@@ -28,6 +73,11 @@ class StrategySpec:
     description: str
     cpu_multi_device_note: str | None = None
     """Why N > 1 CPU devices cannot stand in for GPUs with this strategy (None: they can)."""
+
+    def refusal(self, config: RunConfig) -> str | None:
+        if config.device_kind == "cpu" and config.devices > 1 and self.cpu_multi_device_note:
+            return f"needs GPUs: {self.cpu_multi_device_note}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -39,6 +89,10 @@ class FrameworkSpec:
     environment: str
     """Name of the virtual environment under `.venvs/` and of `requirements/<environment>.txt`."""
     install_hint: str
+    default_strategies: tuple[str, ...] = ()
+    """What `compare` runs without `--strategies`: the strategy that answers "how fast is this
+    framework" (empty: the first strategy)."""
+    capabilities: Capabilities = Capabilities()
     required_commands: tuple[str, ...] = ()
     """Programs the strategies need on PATH besides the Python packages (e.g. `mpiexec`)."""
     post_install: str | None = None
@@ -46,8 +100,10 @@ class FrameworkSpec:
     requirements, for what PyPI has no wheel of (e.g. Horovod, built against the installed torch)."""
     environment_variables: Callable[[RunConfig], dict[str, str]] | None = None
     """Variables the framework reads at import (backend choice, host device count): they go into
-    the run's environment, and an in-process `mgbench run` sets them before importing the adapter.
+    the run's environment, and an in-process worker sets them before importing the adapter.
     Must not import the framework."""
+    gpu_note: str | None = None
+    """What keeps this framework off GPUs here (None: it trains on GPUs), for `list` and README."""
 
     def variables_for(self, config: RunConfig) -> dict[str, str]:
         return self.environment_variables(config) if self.environment_variables else {}
@@ -58,6 +114,15 @@ class FrameworkSpec:
                 return strategy
         known = ", ".join(s.name for s in self.strategies)
         raise UsageError(f"framework {self.name!r} has no strategy {name!r}; its strategies: {known}")
+
+    @property
+    def defaults(self) -> tuple[str, ...]:
+        return self.default_strategies or (self.strategies[0].name,)
+
+    def refusal(self, config: RunConfig) -> str | None:
+        """Why this framework and strategy cannot run `config` (None: nothing known against it)."""
+        reason = self.capabilities.refusal(config) or self.strategy(config.strategy).refusal(config)
+        return f"{self.name} {reason}" if reason else None
 
 
 PYTORCH = FrameworkSpec(
@@ -85,6 +150,8 @@ PYTORCH = FrameworkSpec(
     import_names=("torch", "torchvision"),
     environment="pytorch",
     install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
+    default_strategies=("ddp",),
+    capabilities=Capabilities(real_data=True, profiler="torch.profiler"),
 )
 
 GLUON = FrameworkSpec(
@@ -106,6 +173,8 @@ GLUON = FrameworkSpec(
     import_names=("mxnet",),
     environment="gluon",
     install_hint="make env-gluon (Python <= 3.11; MXNet 1.9.1 is CPU-only from PyPI)",
+    capabilities=Capabilities(precisions=("fp32",), data_formats=("channels_first",)),
+    gpu_note="CPU only here: PyPI's MXNet 1.9.1 is a CPU build and no MXNet build for Hopper GPUs can be installed",
 )
 
 CHAINER = FrameworkSpec(
@@ -122,6 +191,9 @@ CHAINER = FrameworkSpec(
     environment="chainer",
     install_hint="make env-chainer (needs mpiexec: apt-get install openmpi-bin libopenmpi-dev)",
     required_commands=("mpiexec",),
+    capabilities=Capabilities(
+        precisions=("fp32",), data_formats=("channels_first",), models=("densenet121", "resnet50", "tiny")
+    ),
 )
 
 HOROVOD = FrameworkSpec(
@@ -138,10 +210,18 @@ HOROVOD = FrameworkSpec(
     environment="horovod",
     install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
     post_install="scripts/build_horovod.sh",
+    capabilities=Capabilities(real_data=True, profiler="torch.profiler"),
 )
 
-KERAS = FrameworkSpec(
-    name="keras",
+KERAS_CATALOGUE = dict(
+    model_data_formats={"densenet121": ("channels_last",)},
+    parameter_offsets={"resnet50": 26_560, "inception_v3": -17_216},
+)
+"""keras.applications' DenseNet121 refuses channels_first; its ResNet-50 gives every convolution
+a bias (+26,560) and its Inception-v3's batch-norms have no gamma (-17,216)."""
+
+KERAS_TF = FrameworkSpec(
+    name="keras-tf",
     module="mgbench.frameworks.keras.tf_adapter",
     strategies=(
         StrategySpec("mirrored", "inprocess", "Keras 3 over TF, tf.distribute.MirroredStrategy, staged input"),
@@ -159,8 +239,10 @@ KERAS = FrameworkSpec(
     ),
     import_names=("keras", "tensorflow"),
     environment="keras-tf",
-    install_hint="make env-keras-tf (or: mgbench setup keras)",
+    install_hint="make env-keras-tf (or: mgbench setup keras-tf)",
     environment_variables=tensorflow_variables,
+    default_strategies=("mirrored",),
+    capabilities=Capabilities(data_formats=("channels_last", "channels_first"), **KERAS_CATALOGUE),
 )
 
 KERAS_JAX = FrameworkSpec(
@@ -189,6 +271,27 @@ KERAS_JAX = FrameworkSpec(
     environment="keras-jax",
     install_hint="make env-keras-jax (or: pip install -r requirements/keras-jax.txt)",
     environment_variables=jax_variables,
+    default_strategies=("jax-shard-map",),
+    capabilities=Capabilities(profiler="jax.profiler", **KERAS_CATALOGUE),
+)
+
+KERAS_TORCH = FrameworkSpec(
+    name="keras-torch",
+    module="mgbench.frameworks.keras.torch_adapter",
+    strategies=(
+        StrategySpec(
+            "ddp",
+            "torchrun",
+            "Keras 3 over PyTorch: the Keras model (a torch.nn.Module) in DistributedDataParallel, "
+            "one process per device, custom loop (Keras' torch backend has no keras.distribution)",
+        ),
+    ),
+    import_names=("keras", "torch"),
+    environment="keras-torch",
+    install_hint="make env-keras-torch (or: pip install -r requirements/keras-torch.txt)",
+    environment_variables=torch_variables,
+    default_strategies=("ddp",),
+    capabilities=Capabilities(**KERAS_CATALOGUE),
 )
 
 TENSORFLOW = FrameworkSpec(
@@ -205,9 +308,12 @@ TENSORFLOW = FrameworkSpec(
     environment="keras-tf",
     install_hint="make env-keras-tf (or: mgbench setup tensorflow)",
     environment_variables=tensorflow_variables,
+    capabilities=Capabilities(**KERAS_CATALOGUE),
 )
 
-BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, KERAS, KERAS_JAX, TENSORFLOW, GLUON, CHAINER, HOROVOD)
+BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, KERAS_TF, KERAS_JAX, KERAS_TORCH, TENSORFLOW, GLUON, CHAINER, HOROVOD)
+FAMILIES: dict[str, tuple[str, ...]] = {"keras": ("keras-tf", "keras-jax", "keras-torch")}
+"""Names that stand for several frameworks: `--frameworks keras` is Keras 3 on every backend."""
 
 
 def registered() -> dict[str, FrameworkSpec]:
@@ -224,10 +330,21 @@ def framework_spec(name: str) -> FrameworkSpec:
     try:
         return specs[name]
     except KeyError:
-        raise UsageError(f"unknown framework {name!r}; known frameworks: {', '.join(specs)}") from None
+        families = "; families: " + ", ".join(f"{k} = {','.join(v)}" for k, v in FAMILIES.items())
+        raise UsageError(f"unknown framework {name!r}; known frameworks: {', '.join(specs)}{families}") from None
 
 
-def create_trainer(framework: str, strategy: str) -> Trainer:
+def expand_frameworks(names: list[str]) -> list[tuple[str, str | None]]:
+    """Each framework a `--frameworks` list names, with the family it came through (None when
+    named directly), in order and without repeats; unknown names fail here."""
+    expanded: list[tuple[str, str | None]] = []
+    for name in names:
+        members = [(member, name) for member in FAMILIES[name]] if name in FAMILIES else [(framework_spec(name).name, None)]
+        expanded += [member for member in members if member[0] not in [seen for seen, _ in expanded]]
+    return expanded
+
+
+def create_trainer(framework: str, strategy: str) -> Adapter:
     """Import the adapter (and so its framework) and make a trainer for one strategy."""
     spec = framework_spec(framework)
     spec.strategy(strategy)

@@ -59,7 +59,7 @@ def launched_by_launcher() -> bool:
     return any(marker in os.environ for marker in LAUNCHER_ENV_MARKERS)
 
 
-RUN_ENTRY = ("-m", "mgbench", "run")
+RUN_ENTRY = ("-m", "mgbench.worker")
 TF_CONFIG_ENV = "TF_CONFIG"
 FORWARDED_ENV_PREFIXES = ("MGBENCH_", "OMP_NUM_THREADS", "PYTHON", "CUDA_VISIBLE_DEVICES", "NCCL_", "GLOO_")
 """Variables a node started through ssh receives from this one (ssh starts a bare environment)."""

@@ -36,7 +36,7 @@ from mpi4py import MPI  # noqa: E402
 from mgbench.common.config import MOMENTUM, RunConfig  # noqa: E402
 from mgbench.common.errors import UsageError  # noqa: E402
 from mgbench.common.models import ModelSpec  # noqa: E402
-from mgbench.common.protocol import AdapterBase, ModelInfo, Placement  # noqa: E402
+from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
 from mgbench.frameworks.chainer.models import build_model, parameter_count  # noqa: E402
 
@@ -58,11 +58,7 @@ def cudnn_state() -> str:
     return f"not used ({getattr(cuda, '_resolution_error', None) or 'cuDNN disabled'})"
 
 
-class ChainerTrainer(AdapterBase):
-    framework = "chainer"
-    strategies = ("chainermn",)
-    precisions = ("fp32",)
-    data_formats = ("channels_first",)
+class ChainerTrainer(Adapter):
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)

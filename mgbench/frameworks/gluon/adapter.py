@@ -35,7 +35,7 @@ from mxnet.gluon.model_zoo import vision
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import ModelSpec
-from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
+from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
@@ -98,11 +98,7 @@ def trainable(net: gluon.Block) -> dict[str, gluon.Parameter]:
     return {name: p for name, p in net.collect_params().items() if p.grad_req != "null"}
 
 
-class GluonTrainer(AdapterBase):
-    framework = "gluon"
-    strategies = tuple(KVSTORES)
-    precisions = ("fp32",)
-    data_formats = ("channels_first",)
+class GluonTrainer(Adapter):
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)

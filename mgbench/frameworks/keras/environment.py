@@ -1,11 +1,11 @@
-"""Environment variables Keras, TensorFlow and JAX read when they are imported.
+"""Environment variables Keras, TensorFlow, JAX and PyTorch read when they are imported.
 
-One process drives every device under these strategies, and what it may see is fixed at import:
-Keras picks its backend from KERAS_BACKEND, and JAX makes N host devices only when XLA_FLAGS
-says so before its backend starts. These functions are named in the registry's
-`FrameworkSpec.environment_variables`, so the orchestrator puts them in the run's environment
-and an in-process `mgbench run` sets them before the adapter is imported. They import nothing.
-(TensorFlow splits the CPU with `tf.config` after import, so it needs no variable for that.)
+Keras picks its backend from KERAS_BACKEND at import. Under the TF and JAX backends one process
+drives every device, and JAX makes N host devices only when XLA_FLAGS says so before its
+backend starts. These functions are named in the registry's `FrameworkSpec.environment_variables`,
+so the orchestrator puts them in the run's environment and an in-process worker sets them
+before the adapter is imported. They import nothing. (TensorFlow splits the CPU with
+`tf.config` after import, so it needs no variable for that.)
 """
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ def tensorflow_variables(config: RunConfig) -> dict[str, str]:
     if config.device_kind == "cpu":
         variables.update(_one_process_threads())
     return variables
+
+
+def torch_variables(config: RunConfig) -> dict[str, str]:
+    """Keras over PyTorch runs one process per device under torchrun, like PyTorch's DDP: the
+    orchestrator's per-device thread split stands."""
+    return {"KERAS_BACKEND": "torch"}
 
 
 def jax_variables(config: RunConfig) -> dict[str, str]:

@@ -43,7 +43,7 @@ import numpy as np
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.profiling import OpTime, xla_trace_op_times
-from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
+from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras.packed_state import Packed, PackedTree
@@ -55,9 +55,7 @@ DeviceState = tuple[list[jax.Array], ...]
 BATCH_AXIS = "batch"
 
 
-class JaxDataParallelTrainer(AdapterBase):
-    framework = "keras-jax"
-    strategies = ("jax-dp", "jax-dp-on-batch", "jax-shard-map")
+class JaxDataParallelTrainer(Adapter):
 
     def __init__(self, strategy: str):
         super().__init__(strategy)

@@ -21,8 +21,6 @@ from mgbench.frameworks.keras.tf_trainer import StrategyTrainer
 
 
 class KerasTrainer(StrategyTrainer):
-    framework = "keras"
-    strategies = ("mirrored", "mirrored-unstaged", "central-storage", "central-storage-unstaged")
 
     def build_step(self) -> None:
         spec = self.config.spec

@@ -17,8 +17,6 @@ from mgbench.frameworks.keras.tf_trainer import StrategyTrainer
 
 
 class CustomLoopTrainer(StrategyTrainer):
-    framework = "tensorflow"
-    strategies = ("mirrored",)
 
     def build_step(self) -> None:
         self.optimizer = keras_models.build_optimizer(self.config)
@@ -38,8 +36,8 @@ class CustomLoopTrainer(StrategyTrainer):
 
         @tf.function
         def distributed_step(batch: Any) -> tf.Tensor:
-            losses = self.strategy.run(replica_step, args=batch)
-            return self.strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+            losses = self.distribution.run(replica_step, args=batch)
+            return self.distribution.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
         self.step = distributed_step
 

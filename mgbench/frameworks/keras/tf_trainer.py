@@ -12,14 +12,14 @@ import keras
 import tensorflow as tf
 
 from mgbench.common.config import RunConfig
-from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
+from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch
 from mgbench.frameworks.keras import models as keras_models, tf_distribute
 
 UNSTAGED_SUFFIX = "-unstaged"
 
 
-class StrategyTrainer(AdapterBase):
+class StrategyTrainer(Adapter):
     """One process mirrors the model over every device of the run through a tf.distribute strategy."""
 
     def __init__(self, strategy: str):
@@ -31,11 +31,11 @@ class StrategyTrainer(AdapterBase):
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
         devices = tf_distribute.device_names(config)
-        self.strategy = tf_distribute.strategy_for(self.strategy_kind, devices)
+        self.distribution = tf_distribute.strategy_for(self.strategy_kind, devices)
         self._placement = Placement(rank=0, world_size=1, device_names=devices)
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
-        with self.strategy.scope():
+        with self.distribution.scope():
             self.model = keras_models.build_model(config.spec, config.input_size, config.data_format)
             self.build_step()
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
@@ -47,12 +47,12 @@ class StrategyTrainer(AdapterBase):
     def batches(self) -> Iterator[Any]:
         pool = tf_distribute.global_pool(self.config)
         if self.staged:
-            return tf_distribute.staged_batches(self.strategy, pool)
+            return tf_distribute.staged_batches(self.distribution, pool)
         return tf_distribute.unstaged_batches(pool)
 
     def replica_inputs(self, batch: Any) -> Any:
         """Staged batches are already distributed; host batches are split for the replicas now."""
-        return batch if self.staged else tf_distribute.split_host_batch(self.strategy, batch)
+        return batch if self.staged else tf_distribute.split_host_batch(self.distribution, batch)
 
     def synchronize(self) -> None:
         tf.test.experimental.sync_devices()

@@ -41,7 +41,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.metrics import mean_auc
 from mgbench.common.models import ModelSpec
 from mgbench.common.profiling import OpTime
-from mgbench.common.protocol import AdapterBase, ModelInfo, Placement
+from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
 from mgbench.datasets.resolve import describe_dataset
@@ -222,9 +222,7 @@ class EpochBatchSampler(torch.utils.data.Sampler):
                 yield [(epoch, index) for index in batch]
 
 
-class TorchTrainer(AdapterBase):
-    framework = "pytorch"
-    strategies = ("ddp", "dp", "dp-loss")
+class TorchTrainer(Adapter):
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)

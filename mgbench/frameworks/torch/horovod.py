@@ -29,8 +29,6 @@ from mgbench.frameworks.torch.adapter import Autocasting, TorchTrainer
 
 
 class HorovodTrainer(TorchTrainer):
-    framework = "horovod"
-    strategies = ("hvd",)
 
     def _join_devices(self, config: RunConfig) -> list[torch.device]:
         hvd.init()

@@ -1,0 +1,54 @@
+"""The one entry point launchers start: `python -m mgbench.worker --config CONFIG --result-file RESULT`.
+
+torchrun, mpiexec, horovodrun or the orchestrator itself start this module in every process of
+a run. It resolves the framework once, refuses a job the registry knows the adapter cannot
+train (one line, exit code 2, before importing the framework), sets the variables the
+framework reads at import, and hands the adapter to the common driver; the primary rank writes
+the result row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from mgbench.common.config import RunConfig
+from mgbench.common.driver import run_training
+from mgbench.common.errors import UsageError
+from mgbench.common.results import RunResult, write_json_atomically
+from mgbench.frameworks.registry import create_trainer, framework_spec
+
+
+def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path | None = None) -> RunResult | None:
+    """Train `config` in this process (one rank of it); the primary rank gets the result."""
+    spec = framework_spec(config.framework)
+    refusal = spec.refusal(config)
+    if refusal:
+        raise UsageError(refusal)
+    os.environ.update(spec.variables_for(config))
+    trainer = create_trainer(config.framework, config.strategy)
+    return run_training(trainer, config, state_path, profile_dir, spec.capabilities.profiler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mgbench.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, required=True, help="a RunConfig JSON file")
+    parser.add_argument("--result-file", type=Path, required=True, help="the primary rank writes the row (JSON) here")
+    parser.add_argument("--save-state", type=Path, default=None, help="write trained weights (.npz) here")
+    parser.add_argument("--profile-dir", type=Path, default=None, help="profiler traces go here")
+    args = parser.parse_args(argv)
+    try:
+        result = train(RunConfig.from_json(args.config.read_text()), args.save_state, args.profile_dir)
+    except UsageError as error:
+        print(f"mgbench: error: {error}", file=sys.stderr)
+        return 2
+    if result is not None:
+        write_json_atomically(args.result_file, result.to_json())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,8 +17,8 @@ from typing import Iterator
 import numpy as np
 
 from mgbench.common.config import RunConfig
-from mgbench.common.protocol import ModelInfo, Placement
-from mgbench.frameworks.registry import FrameworkSpec, StrategySpec
+from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.frameworks.registry import Capabilities, FrameworkSpec, StrategySpec
 
 WARMUP_STEPS = 3
 WARMUP_SECONDS = 0.12
@@ -42,12 +42,13 @@ FRAMEWORK = FrameworkSpec(
     import_names=("numpy",),
     environment="fake",
     install_hint="nothing to install",
+    capabilities=Capabilities(precisions=("fp32",), data_formats=("channels_first", "channels_last")),
 )
 
 
-class FakeTrainer:
+class FakeTrainer(Adapter):
     def __init__(self, strategy: str):
-        self.strategy = strategy
+        super().__init__(strategy)
         self.steps_done = 0
 
     @property

@@ -1,23 +1,20 @@
-"""AdapterBase: what every adapter inherits: the peak memory a row reports, and the checks
-that refuse a job before anything is built."""
+"""Adapter: what every adapter inherits: the peak memory a row reports, and the optional parts of
+the contract failing clearly where an adapter does not implement them."""
 
 import resource
 
 import pytest
 
 from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.protocol import AdapterBase
+from mgbench.common.protocol import Adapter
 
 
-class ReportsDeviceMemory(AdapterBase):
-    framework = "probe"
-
+class ReportsDeviceMemory(Adapter):
     def peak_device_memory_bytes(self) -> int | None:
         return 123
 
 
-def adapter(cls: type[AdapterBase], device_kind: str) -> AdapterBase:
+def adapter(cls: type[Adapter], device_kind: str) -> Adapter:
     trainer = cls("any")
     trainer.accept(RunConfig("probe", "any", "tiny", 1, device_kind, 4, 2))
     return trainer
@@ -30,39 +27,12 @@ def test_cpu_rows_report_the_process_peak_host_memory():
 
 def test_cuda_rows_report_the_framework_device_peak_or_none_where_it_gives_none():
     assert adapter(ReportsDeviceMemory, "cuda").peak_memory_bytes() == 123
-    assert adapter(AdapterBase, "cuda").peak_memory_bytes() is None
+    assert adapter(Adapter, "cuda").peak_memory_bytes() is None
 
 
-class ReadsEpochs(AdapterBase):
-    framework = "reader"
-
-    def steps_per_epoch(self): ...
-
-    def epoch_batches(self, epoch): ...
-
-    def set_learning_rate(self, learning_rate): ...
-
-    def setup(self, config): ...
-
-    def batches(self): ...
-
-    def train_step(self, batch): ...
-
-    def synchronize(self): ...
-
-    def last_loss(self): ...
-
-    def evaluate(self): ...
-
-    def framework_versions(self): ...
-
-    def save_state(self, path): ...
-
-    def close(self): ...
-
-
-def test_an_adapter_without_a_real_data_loader_refuses_a_real_dataset():
-    real = RunConfig("probe", "any", "tiny", 1, "cpu", 4, 2, dataset="chestxray:/data/nih")
-    with pytest.raises(UsageError, match="the probe adapter cannot read dataset 'chestxray:/data/nih'"):
-        ReportsDeviceMemory("any").accept(real)
-    ReadsEpochs("any").accept(real)
+def test_optional_parts_of_the_contract_say_which_adapter_lacks_them():
+    plain = Adapter("any")
+    with pytest.raises(NotImplementedError, match="Adapter has no real-data loader"):
+        plain.steps_per_epoch()
+    with pytest.raises(NotImplementedError, match="Adapter has no profiler"):
+        plain.profile(lambda: None, None)

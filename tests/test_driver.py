@@ -5,7 +5,7 @@ import pytest
 
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
-from mgbench.common.protocol import Trainer
+from mgbench.common.protocol import Adapter
 
 
 def fake_config(**changes):
@@ -15,10 +15,10 @@ def fake_config(**changes):
     return RunConfig(**{**base, **changes})
 
 
-def test_fake_trainer_satisfies_the_protocol(fake_plugin):
+def test_fake_trainer_is_an_adapter(fake_plugin):
     import fakefw
 
-    assert isinstance(fakefw.create_trainer("steady"), Trainer)
+    assert isinstance(fakefw.create_trainer("steady"), Adapter)
 
 
 def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path):

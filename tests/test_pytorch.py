@@ -14,7 +14,8 @@ import torch
 from conftest import assert_two_devices_equal_one, max_difference, saved_state
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
-from mgbench.frameworks.torch.adapter import Autocasting, LossComputingModule, build_criterion, build_model, create_trainer
+from mgbench.frameworks.torch.adapter import Autocasting, build_criterion, build_model, create_trainer
+from mgbench.frameworks.torch.strategies import LossComputingModule
 
 # Published parameter counts of the torchvision architectures (Inception-v3 without its
 # auxiliary head, DenseNet-121 with the 14-output CheXNet head).

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from mgbench.runner.venvs import inspect_installation
 from mgbench.common.models import MODELS
-from mgbench.frameworks.registry import registered
+from mgbench.frameworks.registry import FAMILIES, FrameworkSpec, registered
 from mgbench.reports.summary import table_console
 
 
@@ -17,10 +17,24 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=handle)
 
 
+def capability_text(spec: FrameworkSpec) -> str:
+    """The registry's capabilities in a few words: precisions, formats (default first), data, profiler, GPUs."""
+    can = spec.capabilities
+    parts = [", ".join(can.precisions), " or ".join(can.data_formats)]
+    parts += [f"{model}: {' or '.join(formats)}" for model, formats in can.model_data_formats.items()]
+    if tuple(can.models) != tuple(MODELS):
+        parts.append("models " + ", ".join(can.models))
+    parts.append("real data" if can.real_data else "synthetic data only")
+    parts.append(f"profiler {can.profiler}" if can.profiler else "no profiler")
+    if spec.gpu_note:
+        parts.append(spec.gpu_note)
+    return "; ".join(parts)
+
+
 def handle(args: argparse.Namespace) -> int:
     console = table_console()
     frameworks = Table(title="frameworks and strategies")
-    for column in ("framework", "strategy", "launcher", "what it does", "installed"):
+    for column in ("framework", "strategy", "default", "launcher", "what it does", "can train", "installed"):
         frameworks.add_column(column, overflow="fold")
     for spec in registered().values():
         found = inspect_installation(spec)
@@ -32,8 +46,15 @@ def handle(args: argparse.Namespace) -> int:
             notes = strategy.description
             if strategy.cpu_multi_device_note:
                 notes += f" [GPU only for N>1: {strategy.cpu_multi_device_note}]"
-            frameworks.add_row(spec.name if i == 0 else "", strategy.name, strategy.launcher, notes, state if i == 0 else "")
+            default = "yes" if strategy.name in spec.defaults else ""
+            first = i == 0
+            frameworks.add_row(
+                spec.name if first else "", strategy.name, default, strategy.launcher, notes,
+                capability_text(spec) if first else "", state if first else "",
+            )
     console.print(frameworks)
+    for family, members in FAMILIES.items():
+        console.print(f"--frameworks {family} runs {', '.join(members)} (those installed); --strategies all runs every strategy")
     models = Table(title="models")
     for column in ("model", "input", "outputs", "loss", "description"):
         models.add_column(column)

@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from mgbench.cli.options import add_job_options, base_config, parse_device_counts
+from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
 from mgbench.common.bandwidth import DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.runner.bandwidth import measure_bandwidth
 from mgbench.common.config import DeviceKind, RunConfig
@@ -26,22 +26,32 @@ from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
 from mgbench.runner.hosts import Host, resolve_hosts
 from mgbench.common.runfolder import RunFolder
-from mgbench.runner.orchestrator import pending_runs, plan_runs, run_compare
+from mgbench.runner.orchestrator import pending_runs, run_compare
+from mgbench.runner.plan import PlannedRun, not_installed_reason, plan_runs, replan
+from mgbench.runner.venvs import inspect_installation
 from mgbench.common.results import RunResult, read_results, write_json_atomically, write_results
 from mgbench.datasets.resolve import check_dataset
-from mgbench.frameworks.registry import framework_spec
+from mgbench.frameworks.registry import expand_frameworks, framework_spec
 from mgbench.reports.html import write_report
 from mgbench.reports.summary import print_summary, write_summary
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
-FAILED = ("failed", "timeout", "oom")
+FAILED = ("failed", "timeout", "oom", "not-installed")
 INTERRUPTED_EXIT_CODE = 130
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
     parser = verbs.add_parser("compare", help="run frameworks/strategies on 1 and N devices and compare them")
-    parser.add_argument("--frameworks", default=None, help="comma-separated, e.g. pytorch,keras (required unless --resume)")
-    parser.add_argument("--strategies", default=None, help="comma-separated subset (default: every strategy)")
+    parser.add_argument(
+        "--frameworks",
+        default=None,
+        help="comma-separated, e.g. pytorch,keras (keras = Keras 3 on every installed backend; required unless --resume)",
+    )
+    parser.add_argument(
+        "--strategies",
+        default=None,
+        help="comma-separated, or 'all' (default: each framework's default strategy, as `mgbench list` marks)",
+    )
     parser.add_argument("--gpus", default="2", help="N (runs 1 and N) or a list such as 1,2,4 (default 2)")
     parser.add_argument("--scaling", default="weak", choices=("weak", "strong"), help="weak: batch per GPU fixed")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, help="seconds per run")
@@ -83,48 +93,80 @@ def check_host_counts(counts: list[int], hosts: list[Host], kind: DeviceKind) ->
     check_device_counts([c for c in counts if c != total], kind)
 
 
-def plan_new(args: argparse.Namespace) -> tuple[RunFolder, list[RunConfig], dict[str, Any]]:
-    frameworks = _split(args.frameworks) or []
-    if not frameworks:
+def installation_reasons(frameworks: list[tuple[str, str | None]], console: Console) -> tuple[list[str], dict[str, str | None]]:
+    """The frameworks to plan, and why each one is not installed (None: it is).
+
+    A framework named directly that is not installed still gets its rows (`not-installed`); a
+    family member (`--frameworks keras`) that is not installed is left out with one line, so
+    the family runs on the backends this machine has.
+    """
+    names, reasons = [], {}
+    for name, family in frameworks:
+        spec = framework_spec(name)
+        found = inspect_installation(spec)
+        if family and not found.installed:
+            missing = ", ".join(found.missing)
+            console.print(f"[yellow]{family}: {name} left out: {missing} not installed ({spec.install_hint})[/]")
+            continue
+        names.append(name)
+        reasons[name] = not_installed_reason(spec, found)
+    if not names:
+        raise UsageError("none of the named frameworks is installed: " + ", ".join(name for name, _ in frameworks))
+    return names, reasons
+
+
+def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
+    expanded = expand_frameworks(_split(args.frameworks) or [])
+    if not expanded:
         raise UsageError("--frameworks is required (or --resume RUN_DIR)")
-    specs = [framework_spec(name) for name in frameworks]
     counts = parse_device_counts(args.gpus)
-    base = base_config(args, specs[0].name, specs[0].strategies[0].name, 1)
+    first = framework_spec(expanded[0][0])
+    base = base_config(args, first.name, first.defaults[0], 1)
     hosts = resolve_hosts(args.hosts) if args.hosts else None
     if hosts:
         check_host_counts(counts, hosts, base.device_kind)
     else:
         check_device_counts(counts, base.device_kind)
-    configs = plan_runs(base, frameworks, _split(args.strategies), counts, args.scaling)
-    check_dataset(base.dataset, configs)
+    strategies = _split(args.strategies)
+    plan_runs(base, [name for name, _ in expanded], strategies, counts, args.scaling)
+    check_dataset(base.dataset, [base.with_changes(devices=count) for count in counts])
+    names, reasons = installation_reasons(expanded, console)
+    runs = plan_runs(base, names, strategies, counts, args.scaling, data_format_given(args), reasons)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{base.model}")
+    _, _, _, shrunk = job_size(args, base.device_kind)
+    if shrunk:
+        console.print(f"[yellow]{shrunk}[/]")
     options = {"timeout": args.timeout, "hosts": args.hosts, "bandwidth": args.bandwidth, "scaling": args.scaling}
-    record = {"command": shlex.join(["mgbench", *sys.argv[1:]]), "options": options, "configs": [c.to_dict() for c in configs]}
+    record = {
+        "command": shlex.join(["mgbench", *sys.argv[1:]]),
+        "options": options,
+        "configs": [run.config.to_dict() for run in runs],
+    }
     write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
-    return folder, configs, options
+    return folder, runs, options
 
 
-def plan_resume(run_dir: Path) -> tuple[RunFolder, list[RunConfig], dict[str, Any]]:
+def plan_resume(run_dir: Path) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
     """The recorded plan of RUN_DIR; its results file keeps only the rows of runs already done."""
     folder = RunFolder(run_dir)
     if not folder.compare_file.exists():
         raise UsageError(f"--resume: {folder.compare_file} not found (not a compare run folder)")
     prepare_folder(run_dir)
     record = json.loads(folder.compare_file.read_text())
-    configs = [RunConfig.from_dict(config) for config in record["configs"]]
-    kept, todo = pending_runs(configs, read_results(folder.results))
+    runs = [replan(RunConfig.from_dict(config)) for config in record["configs"]]
+    kept, todo = pending_runs(runs, read_results(folder.results))
     write_results(folder.results, kept)
     record.setdefault("resumed", []).append(shlex.join(["mgbench", *sys.argv[1:]]))
     write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
     return folder, todo, record.get("options", {})
 
 
-def bandwidth_report(folder: RunFolder, configs: list[RunConfig], measure: bool, console: Console) -> BandwidthReport | None:
+def bandwidth_report(folder: RunFolder, runs: list[PlannedRun], measure: bool, console: Console) -> BandwidthReport | None:
     """The run folder's bandwidth.json: reused when present, measured first when asked for."""
-    if not folder.bandwidth.exists() and measure and configs:
-        devices = max(config.devices for config in configs)
-        kind = configs[0].device_kind
+    if not folder.bandwidth.exists() and measure and runs:
+        devices = max(run.config.devices for run in runs)
+        kind = runs[0].config.device_kind
         console.print(f"measuring bandwidth on {devices} {kind} devices -> {folder.bandwidth}")
         sizes = list(DEFAULT_SIZES)
         measure_bandwidth(folder.bandwidth, max(devices, 2), kind, sizes, DEFAULT_COPY_BYTES, 600.0, folder.log("bandwidth"))
@@ -134,23 +176,23 @@ def bandwidth_report(folder: RunFolder, configs: list[RunConfig], measure: bool,
 
 
 def handle(args: argparse.Namespace) -> int:
+    console = Console(stderr=True, soft_wrap=True)
     if args.resume:
-        folder, configs, options = plan_resume(args.resume)
+        folder, runs, options = plan_resume(args.resume)
     else:
-        folder, configs, options = plan_new(args)
+        folder, runs, options = plan_new(args, console)
     hosts = resolve_hosts(options["hosts"]) if options.get("hosts") else None
     timeout = float(options.get("timeout", args.timeout))
 
-    console = Console(stderr=True)
-    kind = configs[0].device_kind if configs else "cpu"
+    kind = runs[0].config.device_kind if runs else "cpu"
     if kind == "cpu":
         console.print("[yellow]No GPU visible: CPU devices stand in for GPUs (processes or logical devices).[/]")
-    console.print(f"{len(configs)} runs -> {folder.root}")
+    console.print(f"{len(runs)} runs -> {folder.root}")
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
     try:
-        bandwidth = bandwidth_report(folder, configs, bool(options.get("bandwidth")), console)
-        with console.status(f"running 1/{len(configs)}...") as status:
+        bandwidth = bandwidth_report(folder, runs, bool(options.get("bandwidth")), console)
+        with console.status(f"running 1/{len(runs)}...") as status:
 
             def on_result(result: RunResult) -> None:
                 done = f"{result.config.framework} {result.config.strategy} x{result.config.devices}"
@@ -159,10 +201,10 @@ def handle(args: argparse.Namespace) -> int:
                 else:
                     first = (result.error or "").splitlines()[0] if result.error else ""
                     console.print(f"  [red]{result.status}[/] {done}: {first}")
-                finished = [c.run_id for c in configs].index(result.run_id) + 1
-                status.update(f"running {min(finished + 1, len(configs))}/{len(configs)}...")
+                finished = [run.config.run_id for run in runs].index(result.run_id) + 1
+                status.update(f"running {min(finished + 1, len(runs))}/{len(runs)}...")
 
-            run_compare(configs, folder, timeout, on_result, hosts=hosts, bandwidth=bandwidth)
+            run_compare(runs, folder, timeout, on_result, hosts=hosts, bandwidth=bandwidth)
     except KeyboardInterrupt:
         interrupted = True
     finally:

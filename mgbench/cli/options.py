@@ -7,7 +7,19 @@ import argparse
 from mgbench.common.config import DATA_FORMATS, PRECISIONS, RunConfig
 from mgbench.common.devices import resolve_device_kind
 from mgbench.common.errors import UsageError
-from mgbench.common.models import MODELS
+from mgbench.common.models import MODELS, model_spec
+
+DEFAULT_BATCH_PER_DEVICE = 32
+DEFAULT_STEPS = 50
+CPU_BATCH_PER_DEVICE = 8
+CPU_STEPS = 20
+CPU_IMAGE_SIZE = 64
+"""The shrunk job's image side for a 224-px model; others scale with their own size."""
+CPU_IMAGE_BASE = 224
+
+
+def data_format_given(args: argparse.Namespace) -> bool:
+    return args.data_format is not None
 
 
 def add_job_options(parser: argparse.ArgumentParser) -> None:
@@ -19,10 +31,17 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         help="synthetic (default), chestxray:PATH (NIH ChestX-ray14 layout), labels:PATH ({file: labels} "
         "CSV/JSON), imagefolder:PATH (class folders)",
     )
-    job.add_argument("--batch-per-gpu", type=int, default=32, help="samples per device per step (default 32)")
-    job.add_argument("--steps", type=int, default=50, help="timed training steps per run (default 50)")
+    job.add_argument(
+        "--batch-per-gpu", type=int, default=None, help=f"samples per device per step (default {DEFAULT_BATCH_PER_DEVICE})"
+    )
+    job.add_argument("--steps", type=int, default=None, help=f"timed training steps per run (default {DEFAULT_STEPS})")
     job.add_argument("--precision", default="fp32", choices=PRECISIONS)
-    job.add_argument("--data-format", default="channels_first", choices=DATA_FORMATS)
+    job.add_argument(
+        "--data-format",
+        default=None,
+        choices=DATA_FORMATS,
+        help="default: each framework's own for the model (channels_last where it can; gluon and chainer channels_first)",
+    )
     job.add_argument("--image-size", type=int, default=None, help="override the model's input size (small CPU demos)")
     job.add_argument(
         "--data-on-device",
@@ -58,20 +77,46 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int | None, str | None]:
+    """Batch per device, steps and image size of the job, and a note when they were shrunk.
+
+    On CPU devices, a user who gave no job size (batch, steps, image size, epochs) gets one
+    that ends in minutes on a laptop's cores instead of the GPU job's hours.
+    """
+    given = (args.batch_per_gpu, args.steps, args.image_size, args.epochs)
+    if device_kind == "cpu" and all(value is None for value in given):
+        native = model_spec(args.model).image_size
+        image = round(CPU_IMAGE_SIZE * native / CPU_IMAGE_BASE) if native > CPU_IMAGE_SIZE else native
+        note = (
+            f"CPU devices and no job size given: the job is shrunk to --image-size {image} --batch-per-gpu "
+            f"{CPU_BATCH_PER_DEVICE} --steps {CPU_STEPS} so it ends in minutes; give any of these options "
+            f"for the full job ({native} px, {DEFAULT_BATCH_PER_DEVICE} per device, "
+            f"{DEFAULT_STEPS} steps)"
+        )
+        return CPU_BATCH_PER_DEVICE, CPU_STEPS, image, note
+    batch = DEFAULT_BATCH_PER_DEVICE if args.batch_per_gpu is None else args.batch_per_gpu
+    steps = DEFAULT_STEPS if args.steps is None else args.steps
+    return batch, steps, args.image_size, None
+
+
 def base_config(args: argparse.Namespace, framework: str, strategy: str, devices: int) -> RunConfig:
+    """The job the options describe (data format: channels_last until planning gives each
+    framework its own default, see `data_format_given`)."""
+    kind = resolve_device_kind(args.device)
+    batch, steps, image_size, _ = job_size(args, kind)
     return RunConfig(
         framework=framework,
         strategy=strategy,
         model=args.model,
         devices=devices,
-        device_kind=resolve_device_kind(args.device),
-        batch_per_device=args.batch_per_gpu,
-        steps=args.steps,
+        device_kind=kind,
+        batch_per_device=batch,
+        steps=steps,
         precision=args.precision,
-        data_format=args.data_format,
+        data_format=args.data_format or "channels_last",
         dataset=args.dataset,
         data_on_device=args.data_on_device,
-        image_size=args.image_size,
+        image_size=image_size,
         learning_rate=args.lr,
         seed=args.seed,
         epochs=args.epochs,

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from mgbench.common.config import RunConfig
 
-Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "interrupted"]
+Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
 
 

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
-from mgbench.common.config import DATA_FORMATS, PRECISIONS, RunConfig
+from mgbench.common.config import PRECISIONS, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS
 from mgbench.common.protocol import Adapter
@@ -32,8 +32,9 @@ class Capabilities:
     """What an adapter can train, declared without importing its framework."""
 
     precisions: tuple[str, ...] = PRECISIONS
-    data_formats: tuple[str, ...] = DATA_FORMATS
-    """The first is the framework's default: one it trains for every model it has."""
+    data_formats: tuple[str, ...] = ("channels_last", "channels_first")
+    """The first is the framework's default: one it trains for every model it has (channels_last
+    where the framework can: Keras' applications need it, and tensor cores prefer it)."""
     models: tuple[str, ...] = tuple(MODELS)
     model_data_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Models that accept fewer data formats than the framework (Keras' DenseNet: channels_last)."""
@@ -242,7 +243,7 @@ KERAS_TF = FrameworkSpec(
     install_hint="make env-keras-tf (or: mgbench setup keras-tf)",
     environment_variables=tensorflow_variables,
     default_strategies=("mirrored",),
-    capabilities=Capabilities(data_formats=("channels_last", "channels_first"), **KERAS_CATALOGUE),
+    capabilities=Capabilities(**KERAS_CATALOGUE),
 )
 
 KERAS_JAX = FrameworkSpec(

@@ -1,6 +1,6 @@
-"""Plans and executes the runs of a compare: every (framework, strategy) on each device count.
+"""Executes the planned runs of a compare (`mgbench.runner.plan`), one subprocess tree at a time.
 
-Each run is its own subprocess (under its launcher and with its framework's interpreter),
+Each launched run is its own subprocess (under its launcher and with its framework's interpreter),
 watched by the device monitor and bounded by a timeout. Whatever happens to it, exactly one
 row is appended to `results.jsonl` as soon as it ends, so a crash, a hang or an out-of-memory
 in one framework never costs the rows of the others.
@@ -17,23 +17,22 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable
 
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
-from mgbench.common.errors import UsageError
 from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
 from mgbench.runner.monitor import DeviceMonitor
 from mgbench.common.results import RunResult, Status, append_result
 from mgbench.common.runfolder import RunFolder
-from mgbench.frameworks.registry import framework_spec
+from mgbench.frameworks.registry import FrameworkSpec
+from mgbench.runner.plan import PlannedRun
 
-Scaling = Literal["weak", "strong"]
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
 DONE_STATUSES: tuple[Status, ...] = ("ok", "unsupported")
 """Rows a resumed compare keeps; every other status (failed, timeout, oom, interrupted) is rerun."""
@@ -41,37 +40,7 @@ RDZV_PORT_ENV = "MGBENCH_RDZV_PORT"
 DEFAULT_RDZV_PORT = 29400
 
 
-def plan_runs(
-    base: RunConfig,
-    frameworks: list[str],
-    strategies: list[str] | None,
-    device_counts: list[int],
-    scaling: Scaling,
-) -> list[RunConfig]:
-    """Configs for every framework x strategy x device count, validated before anything runs.
-
-    Weak scaling keeps `base.batch_per_device`; strong scaling keeps the global batch of the
-    smallest device count and splits it, which must divide evenly.
-    """
-    counts = sorted(set(device_counts))
-    configs = []
-    for name in frameworks:
-        spec = framework_spec(name)
-        chosen = [s.name for s in spec.strategies] if strategies is None else strategies
-        for strategy in chosen:
-            spec.strategy(strategy)
-            for count in counts:
-                batch = base.batch_per_device
-                if scaling == "strong":
-                    global_batch = base.batch_per_device * counts[0]
-                    if global_batch % count:
-                        raise UsageError(f"strong scaling: global batch {global_batch} does not split over {count} devices")
-                    batch = global_batch // count
-                configs.append(base.with_changes(framework=name, strategy=strategy, devices=count, batch_per_device=batch))
-    return configs
-
-
-def child_environment(config: RunConfig) -> dict[str, str]:
+def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
     """The run's environment: the launch clock, CPU threads shared fairly between CPU 'devices',
     and what the framework reads at import (`FrameworkSpec.environment_variables`), last."""
     env = dict(os.environ)
@@ -79,7 +48,7 @@ def child_environment(config: RunConfig) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     if config.device_kind == "cpu":
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // config.devices))
-    env.update(framework_spec(config.framework).variables_for(config))
+    env.update(spec.variables_for(config))
     return env
 
 
@@ -107,7 +76,7 @@ def rendezvous_port(hosts: list[Host]) -> int:
 
 
 def execute_run(
-    config: RunConfig,
+    run: PlannedRun,
     folder: RunFolder,
     timeout: float,
     state_path: Path | None = None,
@@ -115,13 +84,14 @@ def execute_run(
 ) -> RunResult:
     """One run in its own subprocess(es); always returns a result, a failure row if it did not finish.
 
-    `state_path`, when given, receives the trained weights (equivalence checks). With `hosts`,
-    a run asking for all their slots is launched across them (`spans_hosts`).
+    A run planning refused gets its row without launching. `state_path`, when given, receives
+    the trained weights (equivalence checks). With `hosts`, a run asking for all their slots is
+    launched across them (`spans_hosts`).
     """
-    spec = framework_spec(config.framework)
-    strategy = spec.strategy(config.strategy)
-    if config.device_kind == "cpu" and config.devices > 1 and strategy.cpu_multi_device_note:
-        return RunResult(config, "unsupported", error=f"needs GPUs: {strategy.cpu_multi_device_note}")
+    refused = run.refused_row()
+    if refused is not None:
+        return refused
+    config, spec, strategy = run.config, run.framework, run.strategy
     multinode = spans_hosts(config, hosts)
     if multinode and strategy.launcher == "inprocess":
         return RunResult(config, "unsupported", error=f"{config.strategy} runs in one process; it cannot span hosts")
@@ -142,7 +112,7 @@ def execute_run(
         nodes = [NodeCommand(None, launch_command(interpreter, strategy.launcher, config.devices, run_args), {})]
     gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind == "cuda" else []
     with DeviceMonitor(folder.trace(config.run_id), gpus):
-        outcome = execute_nodes(nodes, child_environment(config), timeout, folder.log(config.run_id))
+        outcome = execute_nodes(nodes, child_environment(config, spec), timeout, folder.log(config.run_id))
     command_text = "\n".join(" ".join(node.argv) for node in nodes)
     if outcome.returncode == 0 and raw.exists():
         result = RunResult.from_record(json.loads(raw.read_text()))
@@ -159,33 +129,33 @@ def execute_run(
 
 
 def execute_with_oom_retry(
-    config: RunConfig, folder: RunFolder, timeout: float, hosts: list[Host] | None = None
+    run: PlannedRun, folder: RunFolder, timeout: float, hosts: list[Host] | None = None
 ) -> RunResult:
     """`execute_run`, restarted with half the batch per device while it runs out of memory (down to 1).
 
     The row keeps the batch that ran in `batch_per_device`, the one asked for in
     `requested_batch_per_device` and the number of restarts in `oom_retries`.
     """
-    requested, retries = config.batch_per_device, 0
-    result = execute_run(config, folder, timeout, hosts=hosts)
-    while result.status == "oom" and config.batch_per_device > 1:
-        config = config.with_changes(batch_per_device=config.batch_per_device // 2)
+    requested, retries = run.config.batch_per_device, 0
+    result = execute_run(run, folder, timeout, hosts=hosts)
+    while result.status == "oom" and run.config.batch_per_device > 1:
+        run = replace(run, config=run.config.with_changes(batch_per_device=run.config.batch_per_device // 2))
         retries += 1
-        result = execute_run(config, folder, timeout, hosts=hosts)
+        result = execute_run(run, folder, timeout, hosts=hosts)
     result.requested_batch_per_device = requested
     result.oom_retries = retries
     return result
 
 
-def pending_runs(configs: list[RunConfig], existing: list[RunResult]) -> tuple[list[RunResult], list[RunConfig]]:
+def pending_runs(runs: list[PlannedRun], existing: list[RunResult]) -> tuple[list[RunResult], list[PlannedRun]]:
     """Split a compare into the rows already done (kept, in plan order) and the runs still to do."""
     done = {result.run_id: result for result in existing if result.status in DONE_STATUSES}
-    kept = [done[config.run_id] for config in configs if config.run_id in done]
-    return kept, [config for config in configs if config.run_id not in done]
+    kept = [done[run.config.run_id] for run in runs if run.config.run_id in done]
+    return kept, [run for run in runs if run.config.run_id not in done]
 
 
 def run_compare(
-    configs: list[RunConfig],
+    runs: list[PlannedRun],
     folder: RunFolder,
     timeout: float,
     on_result: Callable[[RunResult], None] = lambda result: None,
@@ -198,11 +168,11 @@ def run_compare(
     row for it and ends the compare early; the rows written so far stay.
     """
     results = []
-    for config in configs:
+    for run in runs:
         try:
-            result = execute_with_oom_retry(config, folder, timeout, hosts)
+            result = execute_with_oom_retry(run, folder, timeout, hosts)
         except KeyboardInterrupt:
-            result = RunResult(config, "interrupted", error="interrupted (Ctrl-C or SIGTERM): the run was stopped")
+            result = RunResult(run.config, "interrupted", error="interrupted (Ctrl-C or SIGTERM): the run was stopped")
             append_result(folder.results, result)
             results.append(result)
             on_result(result)

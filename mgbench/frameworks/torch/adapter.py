@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
-import torch.distributed as dist
 import torchvision
 from torch import nn
 
@@ -48,9 +46,7 @@ from mgbench.datasets.resolve import describe_dataset
 from mgbench.common.workers import loader_workers
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
-
-REPLICA_THREAD_STRATEGIES = ("dp", "dp-loss")
-"""Strategies whose replicas run in threads DataParallel starts anew every step."""
+from mgbench.frameworks.torch.strategies import STRATEGIES, TorchStrategy
 
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -95,18 +91,6 @@ class Autocasting(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         with torch.autocast(self.device_type, dtype=self.dtype, enabled=self.dtype is not None):
             return self.module(images)
-
-
-class LossComputingModule(nn.Module):
-    """Model plus criterion in one forward: DataParallel then gathers a scalar per device."""
-
-    def __init__(self, model: nn.Module, criterion: nn.Module):
-        super().__init__()
-        self.model = model
-        self.criterion = criterion
-
-    def forward(self, images: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return self.criterion(self.model(images).float(), targets).unsqueeze(0)
 
 
 @functools.cache
@@ -223,12 +207,17 @@ class EpochBatchSampler(torch.utils.data.Sampler):
 
 
 class TorchTrainer(Adapter):
+    """Everything the PyTorch strategies share; `self.parallel` (a `TorchStrategy`) does what differs."""
+
+    def __init__(self, strategy: str, parallel: TorchStrategy):
+        super().__init__(strategy)
+        self.parallel = parallel
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
         if self.use_cuda and not torch.cuda.is_available():
             raise UsageError("CUDA devices were asked for but torch sees none")
-        torch.backends.cudnn.benchmark = self.strategy not in REPLICA_THREAD_STRATEGIES
+        torch.backends.cudnn.benchmark = not self.parallel.replica_threads
         self.devices = self._join_devices(config)
         self.device = self.devices[0]
         torch.manual_seed(config.seed)
@@ -243,9 +232,9 @@ class TorchTrainer(Adapter):
         self.criterion = build_criterion(spec).to(self.device)
         autocast_dtype = AUTOCAST_DTYPES[config.precision]
         casting = Autocasting(core, self.device.type, autocast_dtype)
-        self.model = self._parallelize(casting)
-        self.optimizer = self._distribute_optimizer(
-            torch.optim.SGD(core.parameters(), lr=config.learning_rate, momentum=MOMENTUM)
+        self.model = self.parallel.wrap(casting, self.criterion, self.devices)
+        self.optimizer = self.parallel.distribute_optimizer(
+            torch.optim.SGD(core.parameters(), lr=config.learning_rate, momentum=MOMENTUM), core
         )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
@@ -253,46 +242,16 @@ class TorchTrainer(Adapter):
             self._build_loaders(self.dataset)
         return ModelInfo(parameters=sum(p.numel() for p in core.parameters() if p.requires_grad))
 
-    def _parallelize(self, casting: Autocasting) -> nn.Module:
-        """Wrap the model for the strategy (subclasses that exchange gradients elsewhere override)."""
-        device_ids = [d.index for d in self.devices] if self.use_cuda else None
-        if self.strategy == "ddp":
-            return nn.parallel.DistributedDataParallel(casting, device_ids=device_ids, gradient_as_bucket_view=True)
-        if self.strategy == "dp":
-            return nn.DataParallel(casting, device_ids=device_ids)
-        return nn.DataParallel(LossComputingModule(casting, self.criterion), device_ids=device_ids)
-
-    def _distribute_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
-        """The optimizer the step uses; DDP and DataParallel exchange gradients in the model instead."""
-        return optimizer
-
-    def _apply_gradients(self) -> None:
-        """Unscale (fp16), step and update the loss scale once backward has produced the gradients."""
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-
     def _join_devices(self, config: RunConfig) -> list[torch.device]:
-        """Join the process group for DDP; pick the devices this process drives."""
-        if self.strategy == "ddp":
-            dist.init_process_group("nccl" if self.use_cuda else "gloo")
-            rank, world = dist.get_rank(), dist.get_world_size()
-            if world != config.devices:
-                raise UsageError(f"ddp was launched with {world} processes for {config.devices} devices")
-            local_rank = int(os.environ.get("LOCAL_RANK", rank))
-            devices = [torch.device("cuda", local_rank)] if self.use_cuda else [torch.device("cpu")]
-        else:
-            rank, world = 0, 1
-            if self.use_cuda and config.devices > torch.cuda.device_count():
-                raise UsageError(f"{config.devices} devices asked for, torch sees {torch.cuda.device_count()}")
-            count = config.devices if self.use_cuda else 1
-            devices = [torch.device("cuda", i) if self.use_cuda else torch.device("cpu") for i in range(count)]
+        """Join the strategy's process group; name the devices this process drives."""
+        joined = self.parallel.join(config, self.use_cuda)
         if self.use_cuda:
-            torch.cuda.set_device(devices[0])
-            names = [torch.cuda.get_device_name(d) for d in devices]
+            torch.cuda.set_device(joined.devices[0])
+            names = [torch.cuda.get_device_name(d) for d in joined.devices]
         else:
             names = [f"cpu ({torch.get_num_threads()} threads)"]
-        self._placement = Placement(rank=rank, world_size=world, device_names=names)
-        return devices
+        self._placement = Placement(rank=joined.rank, world_size=joined.world, device_names=names)
+        return joined.devices
 
     def _shard(self) -> Shard:
         return Shard.of_rank(self._placement.rank, self._placement.world_size, self.config.global_batch)
@@ -351,12 +310,9 @@ class TorchTrainer(Adapter):
     def train_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
         images, labels = batch
         self.optimizer.zero_grad()  # set_to_none, the default (Horovod's wrapper takes no argument)
-        if self.strategy == "dp-loss":
-            loss = self.model(images, labels).mean()
-        else:
-            loss = self.criterion(self.model(images).float(), labels)
+        loss = self.parallel.loss(self.model, self.criterion, images, labels)
         self.scaler.scale(loss).backward()
-        self._apply_gradients()
+        self.parallel.apply_gradients(self.optimizer, self.scaler)
         self._loss = loss.detach()
 
     def synchronize(self) -> None:
@@ -364,15 +320,8 @@ class TorchTrainer(Adapter):
             for device in self.devices:
                 torch.cuda.synchronize(device)
 
-    def _global_mean(self, value: torch.Tensor) -> float:
-        if self.strategy == "ddp":
-            value = value.clone()
-            dist.all_reduce(value)
-            value /= dist.get_world_size()
-        return float(value.item())
-
     def last_loss(self) -> float:
-        return self._global_mean(self._loss)
+        return self.parallel.global_mean(self._loss)
 
     def evaluate(self) -> dict[str, float]:
         casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.precision])
@@ -385,7 +334,7 @@ class TorchTrainer(Adapter):
     def _held_out_loss(self, casting: nn.Module) -> dict[str, float]:
         batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
         images, labels = self._to_device(self._to_tensors(batch))
-        return {"loss": self._global_mean(self.criterion(casting(images).float(), labels))}
+        return {"loss": self.parallel.global_mean(self.criterion(casting(images).float(), labels))}
 
     def _validate(self, casting: nn.Module) -> dict[str, float]:
         """Loss and mean AUC over the whole validation split: each rank scores its shard, all gather."""
@@ -396,11 +345,7 @@ class TorchTrainer(Adapter):
             probabilities = torch.sigmoid(logits) if self.dataset.multi_label else torch.softmax(logits, dim=1)
             scores.append(probabilities.cpu().numpy())
             targets.append(labels.cpu().numpy())
-        local = (loss_sum, np.concatenate(scores), np.concatenate(targets))
-        shards = [local]
-        if self.strategy == "ddp":
-            shards = [None] * dist.get_world_size()
-            dist.all_gather_object(shards, local)
+        shards = self.parallel.gather((loss_sum, np.concatenate(scores), np.concatenate(targets)))
         all_scores = np.concatenate([shard[1] for shard in shards])
         all_targets = np.concatenate([shard[2] for shard in shards])
         return {"loss": sum(shard[0] for shard in shards) / len(all_targets), "auc": mean_auc(all_targets, all_scores)}
@@ -434,9 +379,8 @@ class TorchTrainer(Adapter):
         return ops, clock
 
     def close(self) -> None:
-        if self.strategy == "ddp" and dist.is_initialized():
-            dist.destroy_process_group()
+        self.parallel.close()
 
 
 def create_trainer(strategy: str) -> TorchTrainer:
-    return TorchTrainer(strategy)
+    return TorchTrainer(strategy, STRATEGIES[strategy]())

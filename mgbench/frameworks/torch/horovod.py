@@ -17,6 +17,8 @@ all-reducing them, against DDP's buckets.
 
 from __future__ import annotations
 
+from typing import Any
+
 import horovod
 import horovod.torch as hvd
 import torch
@@ -24,56 +26,52 @@ from torch import nn
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.protocol import Placement
-from mgbench.frameworks.torch.adapter import Autocasting, TorchTrainer
+from mgbench.frameworks.torch.adapter import TorchTrainer
+from mgbench.frameworks.torch.strategies import Joined, TorchStrategy
 
 
-class HorovodTrainer(TorchTrainer):
+class Horovod(TorchStrategy):
+    """`hvd`: Horovod's DistributedOptimizer over the PyTorch adapter's model and data."""
 
-    def _join_devices(self, config: RunConfig) -> list[torch.device]:
+    def join(self, config: RunConfig, use_cuda: bool) -> Joined:
         hvd.init()
         rank, world = hvd.rank(), hvd.size()
         if world != config.devices:
             raise UsageError(f"hvd was launched with {world} processes for {config.devices} devices")
-        if self.use_cuda:
-            device = torch.device("cuda", hvd.local_rank())
-            torch.cuda.set_device(device)
-            names = [torch.cuda.get_device_name(device)]
-        else:
-            device = torch.device("cpu")
-            names = [f"cpu ({torch.get_num_threads()} threads)"]
-        self._placement = Placement(rank=rank, world_size=world, device_names=names)
-        return [device]
+        return Joined(rank, world, [torch.device("cuda", hvd.local_rank()) if use_cuda else torch.device("cpu")])
 
-    def _parallelize(self, casting: Autocasting) -> nn.Module:
-        hvd.broadcast_parameters(casting.state_dict(), root_rank=0)
-        return casting
+    def wrap(self, model: nn.Module, criterion: nn.Module, devices: list[torch.device]) -> nn.Module:
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        return model
 
-    def _distribute_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
-        distributed = hvd.DistributedOptimizer(
-            optimizer, named_parameters=self.core.named_parameters(), op=hvd.Average
-        )
+    def distribute_optimizer(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> torch.optim.Optimizer:
+        distributed = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(), op=hvd.Average)
         hvd.broadcast_optimizer_state(distributed, root_rank=0)
         return distributed
 
-    def _apply_gradients(self) -> None:
-        self.optimizer.synchronize()
-        self.scaler.unscale_(self.optimizer)
-        with self.optimizer.skip_synchronize():
-            self.scaler.step(self.optimizer)
-        self.scaler.update()
+    def apply_gradients(self, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> None:
+        optimizer.synchronize()
+        scaler.unscale_(optimizer)
+        with optimizer.skip_synchronize():
+            scaler.step(optimizer)
+        scaler.update()
 
-    def _global_mean(self, value: torch.Tensor) -> float:
+    def global_mean(self, value: torch.Tensor) -> float:
         return float(hvd.allreduce(value.detach(), op=hvd.Average).item())
 
-    def framework_versions(self) -> dict[str, str]:
-        controller = "gloo" if hvd.gloo_enabled() else "mpi"
-        allreduce = "nccl" if self.use_cuda and hvd.nccl_built() else controller
-        return {**super().framework_versions(), "horovod": horovod.__version__, "horovod_allreduce": allreduce}
+    def gather(self, local: Any) -> list[Any]:
+        return hvd.allgather_object(local)
 
     def close(self) -> None:
         hvd.shutdown()
 
 
+class HorovodTrainer(TorchTrainer):
+    def framework_versions(self) -> dict[str, str]:
+        controller = "gloo" if hvd.gloo_enabled() else "mpi"
+        allreduce = "nccl" if self.use_cuda and hvd.nccl_built() else controller
+        return {**super().framework_versions(), "horovod": horovod.__version__, "horovod_allreduce": allreduce}
+
+
 def create_trainer(strategy: str) -> HorovodTrainer:
-    return HorovodTrainer(strategy)
+    return HorovodTrainer(strategy, Horovod())

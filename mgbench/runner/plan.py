@@ -1,0 +1,112 @@
+"""Planning a compare: every (framework, strategy, device count), resolved once, before any launch.
+
+Each planned run carries its framework and strategy specs, so nothing downstream looks the
+registry up again, and the reason it cannot happen where the registry or the machine already
+knows one: a capability the adapter lacks (`unsupported`) or a framework its interpreter cannot
+import (`not-installed`). Those runs become rows without launching anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.results import RunResult, Status
+from mgbench.frameworks.registry import ALL_STRATEGIES, FrameworkSpec, StrategySpec, framework_spec
+from mgbench.runner.venvs import Installation
+
+Scaling = Literal["weak", "strong"]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    config: RunConfig
+    framework: FrameworkSpec
+    strategy: StrategySpec
+    refusal: tuple[Status, str] | None = None
+    """Why this run will not be launched (`unsupported` or `not-installed`, and the reason)."""
+
+    def refused_row(self) -> RunResult | None:
+        """The row this run gets without launching, or None when it is to be launched."""
+        if self.refusal is None:
+            return None
+        status, reason = self.refusal
+        return RunResult(self.config, status, error=reason)
+
+
+def chosen_strategies(spec: FrameworkSpec, strategies: list[str] | None) -> list[str]:
+    """The framework's default strategies, all of them (`all`), or the ones named (each checked)."""
+    if strategies is None:
+        return list(spec.defaults)
+    if strategies == [ALL_STRATEGIES]:
+        return [strategy.name for strategy in spec.strategies]
+    return [spec.strategy(name).name for name in strategies]
+
+
+def batch_for(base: RunConfig, count: int, counts: list[int], scaling: Scaling) -> int:
+    """Weak scaling keeps `base.batch_per_device`; strong scaling keeps the global batch of the
+    smallest device count and splits it, which must divide evenly."""
+    if scaling == "weak":
+        return base.batch_per_device
+    global_batch = base.batch_per_device * counts[0]
+    if global_batch % count:
+        raise UsageError(f"strong scaling: global batch {global_batch} does not split over {count} devices")
+    return global_batch // count
+
+
+def not_installed_reason(spec: FrameworkSpec, found: Installation) -> str | None:
+    """What the framework's interpreter cannot import (or which program is missing), and how to install it."""
+    if found.installed:
+        return None
+    return f"{spec.name} is not installed: {found.interpreter} lacks {', '.join(found.missing)}; install: {spec.install_hint}"
+
+
+def plan_runs(
+    base: RunConfig,
+    frameworks: list[str],
+    strategies: list[str] | None,
+    device_counts: list[int],
+    scaling: Scaling,
+    data_format_given: bool = True,
+    installed: dict[str, str | None] | None = None,
+) -> list[PlannedRun]:
+    """Every framework x strategy x device count, validated before anything runs.
+
+    Without `data_format_given`, each run takes its framework's default format for the model.
+    `installed` maps a framework to why it is not installed (None: it is); frameworks absent
+    from it are taken as installed.
+    """
+    counts = sorted(set(device_counts))
+    installed = installed or {}
+    planned = []
+    for name in frameworks:
+        spec = framework_spec(name)
+        for strategy_name in chosen_strategies(spec, strategies):
+            strategy = spec.strategy(strategy_name)
+            for count in counts:
+                config = base.with_changes(
+                    framework=spec.name,
+                    strategy=strategy.name,
+                    devices=count,
+                    batch_per_device=batch_for(base, count, counts, scaling),
+                )
+                if not data_format_given:
+                    config = config.with_changes(data_format=spec.capabilities.default_data_format(config.model))
+                missing = installed.get(spec.name)
+                refusal = spec.refusal(config)
+                if missing:
+                    planned.append(PlannedRun(config, spec, strategy, ("not-installed", missing)))
+                elif refusal:
+                    planned.append(PlannedRun(config, spec, strategy, ("unsupported", refusal)))
+                else:
+                    planned.append(PlannedRun(config, spec, strategy))
+    return planned
+
+
+def replan(config: RunConfig) -> PlannedRun:
+    """A recorded config (resume, `mgbench run`) resolved as planning resolves it."""
+    spec = framework_spec(config.framework)
+    refusal = spec.refusal(config)
+    return PlannedRun(config, spec, spec.strategy(config.strategy), ("unsupported", refusal) if refusal else None)

@@ -1,0 +1,122 @@
+"""Planning: what the registry or the machine already knows becomes a row before anything launches.
+
+A fake framework that trains in fp32 only and one whose package is missing stand in for the
+registry's real entries, so the rules are checked without any framework installed.
+"""
+
+import pandas as pd
+import pytest
+
+from conftest import mgbench, read_rows
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.frameworks.registry import FAMILIES, Capabilities, expand_frameworks, framework_spec
+from mgbench.runner.plan import chosen_strategies, plan_runs
+
+PLUGINS = "fakefw,fakefw_absent"
+
+
+def base(**changes) -> RunConfig:
+    return RunConfig(**{**dict(framework="fake", strategy="steady", model="tiny", devices=1, device_kind="cpu",
+                               batch_per_device=2, steps=4), **changes})
+
+
+def test_unsupported_and_not_installed_runs_become_rows_without_launching(tmp_path):
+    out = tmp_path / "run"
+    done = mgbench(
+        "compare", "--frameworks", "fake,absent", "--strategies", "all", "--gpus", "2", "--model", "tiny",
+        "--precision", "bf16", "--batch-per-gpu", "2", "--steps", "4", "--out", str(out), MGBENCH_PLUGINS=PLUGINS,
+    )
+    assert done.returncode == 1, done.stderr
+    rows = read_rows(out)
+    fake, absent = rows[rows.framework == "fake"], rows[rows.framework == "absent"]
+    assert len(fake) == 2 * len(framework_spec_of("fake").strategies) and len(absent) == 2
+    assert set(fake.status) == {"unsupported"}
+    assert set(fake.error) == {"fake trains in fp32 only, not bf16"}
+    assert set(absent.status) == {"not-installed"}
+    assert all("lacks mgbench_no_such_package; install: pip install mgbench-no-such-package" in e for e in absent.error)
+    assert not (out / "logs").exists() and not (out / "configs").exists()
+    assert "Traceback" not in done.stderr
+
+
+def test_a_missing_framework_leaves_the_others_running(tmp_path):
+    out = tmp_path / "run"
+    done = mgbench(
+        "compare", "--frameworks", "absent,fake", "--gpus", "2", "--model", "tiny", "--batch-per-gpu", "2",
+        "--steps", "6", "--out", str(out), MGBENCH_PLUGINS=PLUGINS,
+    )
+    rows = read_rows(out).set_index(["framework", "devices"])
+    assert rows.loc[("fake", 1), "status"] == rows.loc[("fake", 2), "status"] == "ok", done.stderr
+    assert rows.loc[("absent", 2), "status"] == "not-installed"
+    assert done.returncode == 1
+
+
+def framework_spec_of(name: str):
+    import os
+
+    os.environ["MGBENCH_PLUGINS"] = PLUGINS
+    try:
+        return framework_spec(name)
+    finally:
+        del os.environ["MGBENCH_PLUGINS"]
+
+
+def test_each_run_refused_for_what_it_cannot_do_and_nothing_else(fake_plugin):
+    runs = plan_runs(base(), ["fake"], ["steady"], [1, 2], "weak")
+    assert [run.refusal for run in runs] == [None, None]
+    bf16 = plan_runs(base(precision="bf16"), ["fake"], ["steady"], [1, 2], "weak")
+    assert [run.refused_row().status for run in bf16] == ["unsupported", "unsupported"]
+    real = plan_runs(base(dataset="synthetic"), ["fake"], ["steady"], [1], "weak", installed={"fake": "gone"})
+    assert real[0].refusal == ("not-installed", "gone")
+
+
+def test_capabilities_name_the_reason():
+    keras_like = Capabilities(model_data_formats={"densenet121": ("channels_last",)})
+    assert keras_like.refusal(base(model="densenet121", data_format="channels_first")) == (
+        "trains densenet121 in channels_last only, not channels_first"
+    )
+    assert keras_like.refusal(base(model="resnet50", data_format="channels_first")) is None
+    assert Capabilities().refusal(base(dataset="chestxray:/data")) .startswith("has no loader for real data")
+    assert Capabilities(real_data=True).refusal(base(dataset="chestxray:/data")) is None
+    assert Capabilities(models=("tiny",)).refusal(base(model="resnet50")) == "has no resnet50 (models: tiny)"
+
+
+def test_each_framework_gets_its_default_data_format_unless_one_is_given():
+    pytorch, gluon = "pytorch", "gluon"
+    runs = plan_runs(base(model="densenet121"), [pytorch, gluon, "keras-jax"], None, [1], "weak", data_format_given=False)
+    assert {run.config.framework: run.config.data_format for run in runs} == {
+        "pytorch": "channels_last", "gluon": "channels_first", "keras-jax": "channels_last",
+    }
+    assert all(run.refusal is None for run in runs)
+    forced = plan_runs(base(model="densenet121", data_format="channels_first"), ["keras-jax"], None, [1], "weak")
+    assert forced[0].refusal[0] == "unsupported" and "channels_last only" in forced[0].refusal[1]
+
+
+def test_default_strategies_all_and_named(fake_plugin):
+    pytorch = framework_spec("pytorch")
+    assert chosen_strategies(pytorch, None) == ["ddp"]
+    assert chosen_strategies(pytorch, ["all"]) == ["ddp", "dp", "dp-loss"]
+    assert chosen_strategies(pytorch, ["dp"]) == ["dp"]
+    with pytest.raises(UsageError, match="has no strategy 'mirrored'"):
+        chosen_strategies(pytorch, ["mirrored"])
+
+
+def test_keras_is_every_backend_once_and_says_where_it_came_from():
+    assert expand_frameworks(["keras", "pytorch", "keras-jax"]) == [
+        *[(name, "keras") for name in FAMILIES["keras"]], ("pytorch", None),
+    ]
+    with pytest.raises(UsageError, match="unknown framework 'caffe'"):
+        expand_frameworks(["caffe"])
+
+
+def test_cpu_job_is_shrunk_only_when_no_size_was_given(tmp_path):
+    out = tmp_path / "shrunk"
+    done = mgbench("compare", "--frameworks", "fake", "--gpus", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    row = read_rows(out).iloc[0]
+    assert (row.image_size, row.batch_per_device, row.steps) == (64, 8, 20)
+    assert "shrunk to --image-size 64 --batch-per-gpu 8 --steps 20" in " ".join(done.stderr.split())
+    sized = tmp_path / "sized"
+    done = mgbench("compare", "--frameworks", "fake", "--gpus", "1", "--steps", "6", "--out", str(sized))
+    row = read_rows(sized).iloc[0]
+    assert pd.isna(row.image_size) and (row.batch_per_device, row.steps) == (32, 6) and "job is shrunk" not in done.stderr

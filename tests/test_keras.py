@@ -38,7 +38,7 @@ def runs(tmp_path_factory):
 
 def keras_probe_python():
     """keras-jax imports no TensorFlow, so it is the faster place to build the models."""
-    for framework, backend in (("keras-jax", "jax"), ("keras", "tensorflow")):
+    for framework, backend in (("keras-jax", "jax"), ("keras-tf", "tensorflow")):
         python = environment_python(framework_spec(framework))
         if python.exists():
             return python, backend
@@ -62,8 +62,8 @@ def test_parameter_counts_match_torchvision_except_resnet_biases_and_inception_g
 
 
 def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batches(tmp_path):
-    python = framework_python("keras")
-    config = RunConfig(framework="keras", strategy="mirrored", model="tiny", devices=2, device_kind="cpu",
+    python = framework_python("keras-tf")
+    config = RunConfig(framework="keras-tf", strategy="mirrored", model="tiny", devices=2, device_kind="cpu",
                        batch_per_device=3, steps=1, data_format="channels_last")
     out = tmp_path / "batches.npz"
     env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=ROOT)
@@ -85,15 +85,15 @@ def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batch
 
 @pytest.fixture(scope="module")
 def keras_single(runs):
-    return saved_state(runs, "keras", "mirrored", 1, 8, 0.5, steps=2, data_format="channels_last")
+    return saved_state(runs, "keras-tf", "mirrored", 1, 8, 0.5, steps=2, data_format="channels_last")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["mirrored", "mirrored-unstaged", "central-storage", "central-storage-unstaged"])
 def test_two_tf_devices_equal_one_on_the_same_global_batch(runs, keras_single, strategy):
-    initial = saved_state(runs, "keras", "mirrored", 1, 8, 0.0, steps=2, data_format="channels_last")
+    initial = saved_state(runs, "keras-tf", "mirrored", 1, 8, 0.0, steps=2, data_format="channels_last")
     moved = max_difference(keras_single, initial)
-    double = saved_state(runs, "keras", strategy, 2, 4, 0.5, steps=2, data_format="channels_last")
+    double = saved_state(runs, "keras-tf", strategy, 2, 4, 0.5, steps=2, data_format="channels_last")
     assert max_difference(keras_single, double) < TOLERANCE < moved
 
 
@@ -107,7 +107,7 @@ def test_two_jax_devices_equal_one_on_the_same_global_batch(runs, strategy):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework, strategy", [("keras", "mirrored"), ("keras-jax", "jax-dp")])
+@pytest.mark.parametrize("framework, strategy", [("keras-tf", "mirrored"), ("keras-jax", "jax-dp")])
 def test_bf16_channels_first_trains_on_two_devices(runs, framework, strategy):
     initial = saved_state(runs, framework, strategy, 2, 4, 0.0, data_format="channels_first", precision="bf16", steps=2)
     trained = saved_state(runs, framework, strategy, 2, 4, 0.5, data_format="channels_first", precision="bf16", steps=2)

@@ -20,5 +20,5 @@ def runs(tmp_path_factory):
 @pytest.mark.slow
 def test_custom_loop_on_two_devices_equals_one_device_and_keras(runs):
     single = assert_two_devices_equal_one(runs, "tensorflow", "mirrored", TOLERANCE, steps=2, data_format="channels_last")
-    keras_step = saved_state(runs, "keras", "mirrored", 1, 8, 0.5, steps=2, data_format="channels_last")
+    keras_step = saved_state(runs, "keras-tf", "mirrored", 1, 8, 0.5, steps=2, data_format="channels_last")
     assert max_difference(single, keras_step) < TOLERANCE

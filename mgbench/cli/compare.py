@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import signal
 import sys
@@ -54,7 +55,12 @@ def register(verbs: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--gpus", default="2", help="N (runs 1 and N) or a list such as 1,2,4 (default 2)")
     parser.add_argument("--scaling", default="weak", choices=("weak", "strong"), help="weak: batch per GPU fixed")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, help="seconds per run")
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        help=f"seconds per run (default {DEFAULT_TIMEOUT_SECONDS:.0f}; with --resume, the recorded one unless given)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="run folder (default runs/<time>-<model>)")
     parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="rerun what is not done in RUN_DIR")
     parser.add_argument(
@@ -69,11 +75,29 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=handle)
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type for `--timeout`: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"takes a positive number of seconds, got {text!r}")
+    return value
+
+
 def _split(text: str | None) -> list[str] | None:
     return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
-def prepare_folder(path: Path) -> RunFolder:
+def prepare_folder(path: Path, new: bool) -> RunFolder:
+    """The run folder, created and checked writable. A `new` compare refuses a folder that holds
+    anything: its rows would mix with another compare's (and speed-ups be taken against them)."""
+    if new and path.is_dir() and any(path.iterdir()):
+        hint = f"continue it with --resume {path}" if RunFolder(path).compare_file.exists() else "it holds other files"
+        raise UsageError(f"--out {path} is not empty ({hint}); choose a new --out")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {path} is a file, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".write-test"
@@ -133,11 +157,12 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
     names, reasons = installation_reasons(expanded, console)
     runs = plan_runs(base, names, strategies, counts, args.scaling, data_format_given(args), reasons)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{base.model}")
+    folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{base.model}", new=True)
     _, _, _, shrunk = job_size(args, base.device_kind)
     if shrunk:
         console.print(f"[yellow]{shrunk}[/]")
-    options = {"timeout": args.timeout, "hosts": args.hosts, "bandwidth": args.bandwidth, "scaling": args.scaling}
+    timeout = DEFAULT_TIMEOUT_SECONDS if args.timeout is None else args.timeout
+    options = {"timeout": timeout, "hosts": args.hosts, "bandwidth": args.bandwidth, "scaling": args.scaling}
     record = {
         "command": shlex.join(["mgbench", *sys.argv[1:]]),
         "options": options,
@@ -147,17 +172,26 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
     return folder, runs, options
 
 
-def plan_resume(run_dir: Path) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
-    """The recorded plan of RUN_DIR; its results file keeps only the rows of runs already done."""
+def plan_resume(run_dir: Path, timeout: float | None) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
+    """The recorded plan of RUN_DIR; its results file keeps only the rows of runs already done.
+    A `timeout` given now replaces the recorded one."""
     folder = RunFolder(run_dir)
     if not folder.compare_file.exists():
         raise UsageError(f"--resume: {folder.compare_file} not found (not a compare run folder)")
-    prepare_folder(run_dir)
-    record = json.loads(folder.compare_file.read_text())
-    runs = [replan(RunConfig.from_dict(config)) for config in record["configs"]]
+    prepare_folder(run_dir, new=False)
+    try:
+        record = json.loads(folder.compare_file.read_text())
+    except json.JSONDecodeError:
+        raise UsageError(f"--resume: {folder.compare_file} cannot be read (cut short?); the plan is lost") from None
+    configs = [RunConfig.from_dict(config) for config in record["configs"]]
+    missing = {name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
+               for name in {config.framework for config in configs}}
+    runs = [replan(config, missing[config.framework]) for config in configs]
     kept, todo = pending_runs(runs, read_results(folder.results))
     write_results(folder.results, kept)
     record.setdefault("resumed", []).append(shlex.join(["mgbench", *sys.argv[1:]]))
+    if timeout is not None:
+        record.setdefault("options", {})["timeout"] = timeout
     write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
     return folder, todo, record.get("options", {})
 
@@ -178,11 +212,11 @@ def bandwidth_report(folder: RunFolder, runs: list[PlannedRun], measure: bool, c
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     if args.resume:
-        folder, runs, options = plan_resume(args.resume)
+        folder, runs, options = plan_resume(args.resume, args.timeout)
     else:
         folder, runs, options = plan_new(args, console)
     hosts = resolve_hosts(options["hosts"]) if options.get("hosts") else None
-    timeout = float(options.get("timeout", args.timeout))
+    timeout = float(options.get("timeout", DEFAULT_TIMEOUT_SECONDS))
 
     kind = runs[0].config.device_kind if runs else "cpu"
     if kind == "cpu":

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
@@ -109,11 +110,29 @@ def append_result(path: Path, result: RunResult) -> None:
     write_json_atomically(path, existing + result.to_json() + "\n")
 
 
+def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:
+    """The records and rows of a results file, and how many lines could not be read.
+
+    A line cut short (a copy, a crash of another writer) or not a result is skipped and
+    counted rather than raised: reports and resumes keep every row that is whole.
+    """
+    records, results, unreadable = [], [], 0
+    for line in path.read_text().splitlines() if path.exists() else []:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            results.append(RunResult.from_record(record))
+        except (json.JSONDecodeError, TypeError, AttributeError, UsageError):
+            unreadable += 1
+            continue
+        records.append(record)
+    return records, results, unreadable
+
+
 def read_results(path: Path) -> list[RunResult]:
-    """All rows of a results file (empty if it does not exist yet)."""
-    if not path.exists():
-        return []
-    return [RunResult.from_record(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    """All whole rows of a results file (empty if it does not exist yet)."""
+    return read_result_lines(path)[1]
 
 
 def write_results(path: Path, results: list[RunResult]) -> None:

@@ -33,7 +33,13 @@ TABLE_COLUMNS = {
     "startup_seconds": "start-up s",
     "peak_memory_gib": "peak mem GiB",
     "allreduce_pct": "all-reduce % (expected)",
+    "warning": "warning",
 }
+SUPERLINEAR_TOLERANCE = 1.05
+"""A speed-up above the device ratio by more than this factor is not scaling: the runs were not
+measured under the same conditions (a busy machine during one of them)."""
+WIDE_SPREAD = 0.25
+"""A p10-p90 range wider than this share of the median throughput: the steady state was not steady."""
 LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "profile")
 
 
@@ -50,10 +56,26 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
         speedup = group["images_per_sec"] / base["images_per_sec"]
         frame.loc[group.index, "speedup"] = speedup
         frame.loc[group.index, "efficiency"] = speedup / (group["devices"] / base["devices"])
+    frame["warning"] = [row_warning(row) for _, row in frame.iterrows()]
     if "profile" in frame:
         for share in ("communication_share", "input_copy_share"):
             frame[f"profile_{share}"] = [p.get(share) if isinstance(p, dict) else None for p in frame["profile"]]
     return frame
+
+
+def row_warning(row: pd.Series) -> str:
+    """Why a row's figures should not be trusted as they stand ("" when nothing stands out)."""
+    if row["status"] != "ok":
+        return ""
+    warnings = []
+    if row["efficiency"] > SUPERLINEAR_TOLERANCE:
+        warnings.append(
+            f"speed-up {row['speedup']:.2f}x exceeds the device ratio: the runs were not measured alike (machine busy?)"
+        )
+    spread = (row["images_per_sec_p90"] - row["images_per_sec_p10"]) / row["images_per_sec"]
+    if spread > WIDE_SPREAD:
+        warnings.append(f"p10-p90 spans {spread:.0%} of the median: unsteady steps")
+    return "; ".join(warnings)
 
 
 def _fmt(value: object, pattern: str) -> str:
@@ -86,6 +108,7 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "startup_seconds": _fmt(r["startup_seconds"], "{:.1f}") if ok else "",
                 "peak_memory_gib": _fmt(r["peak_memory_bytes"] / 2**30, "{:.2f}") if ok and r["peak_memory_bytes"] else "",
                 "allreduce_pct": _fmt(_percent(r.get("allreduce_step_share")), "{:.1f}"),
+                "warning": r["warning"],
             }
         )
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)).rename(columns=TABLE_COLUMNS)

@@ -179,18 +179,38 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_group(process: subprocess.Popen, seconds: float) -> bool:
+    """Wait until the launcher and every process of its group are gone; False if some remain."""
+    deadline = time.monotonic() + seconds
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    while _group_alive(process.pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
 def _stop_group(process: subprocess.Popen) -> None:
-    """SIGTERM the run's whole process group (launchers have children), SIGKILL if it lingers."""
+    """SIGTERM the run's whole process group (launchers have children), SIGKILL what lingers, and
+    return only once the group is gone: a launcher's workers can outlive it by seconds."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)
         except ProcessLookupError:
             return
-        try:
-            process.wait(TERMINATE_GRACE_SECONDS)
+        if _wait_group(process, TERMINATE_GRACE_SECONDS):
             return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _wait_all(processes: list[subprocess.Popen], deadline: float) -> int | None:

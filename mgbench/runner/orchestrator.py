@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -50,6 +52,29 @@ def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // config.devices))
     env.update(spec.variables_for(config))
     return env
+
+
+CAUSE_PATTERN = re.compile(r"^(?:\[[^\]]*\]\s*(?:<std\w+>:)?\s*)?(mgbench: error: .+|[\w.]*(?:Error|Exception|Interrupt)\b: .+)$")
+"""A line that names why a run failed: mgbench's own one-line error, or an exception's last line
+(with a launcher's rank prefix such as `[0]<stderr>:` stripped)."""
+
+
+LAUNCHER_WRAPPERS = ("ChildFailedError", "Horovod detected that one or more processes exited", "CalledProcessError")
+"""Errors the launchers raise about a worker that failed: they name no cause of their own."""
+
+
+def failure_cause(log: str, returncode: int | None) -> str:
+    """The first line of a failed row: mgbench's own error if the run printed one, else the first
+    exception the workers raised (the root of a chain), else the exit code."""
+    causes = [
+        match.group(1)
+        for line in log.splitlines()
+        if (match := CAUSE_PATTERN.match(line.strip())) and not any(w in line for w in LAUNCHER_WRAPPERS)
+    ]
+    own = [cause for cause in causes if cause.startswith("mgbench: error: ")]
+    if own:
+        return own[0].removeprefix("mgbench: error: ")
+    return causes[0] if causes else f"exit code {returncode}"
 
 
 def classify_failure(timed_out: bool, log_tail: str) -> Status:
@@ -111,8 +136,10 @@ def execute_run(
     else:
         nodes = [NodeCommand(None, launch_command(interpreter, strategy.launcher, config.devices, run_args), {})]
     gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind == "cuda" else []
-    with DeviceMonitor(folder.trace(config.run_id), gpus):
-        outcome = execute_nodes(nodes, child_environment(config, spec), timeout, folder.log(config.run_id))
+    with DeviceMonitor(folder.trace(config.run_id), gpus), tempfile.TemporaryDirectory(prefix="mgbench-run-") as scratch:
+        # Launchers leave files in the temporary folder (torchrun's torchelastic_*): the run's own, removed after it.
+        env = {**child_environment(config, spec), "TMPDIR": scratch}
+        outcome = execute_nodes(nodes, env, timeout, folder.log(config.run_id))
     command_text = "\n".join(" ".join(node.argv) for node in nodes)
     if outcome.returncode == 0 and raw.exists():
         result = RunResult.from_record(json.loads(raw.read_text()))
@@ -122,7 +149,8 @@ def execute_run(
     if outcome.timed_out:
         error = f"timed out after {timeout:.0f} s\n{outcome.log_tail}"
     else:
-        error = f"exit code {outcome.returncode}\n{outcome.log_tail}"
+        cause = failure_cause(folder.log(config.run_id).read_text(errors="replace"), outcome.returncode)
+        error = f"{cause} (exit code {outcome.returncode})\n{outcome.log_tail}"
     return RunResult(
         config, status, error=error, command=command_text, interpreter=interpreter, wall_seconds=outcome.seconds
     )

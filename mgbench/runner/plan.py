@@ -105,8 +105,11 @@ def plan_runs(
     return planned
 
 
-def replan(config: RunConfig) -> PlannedRun:
-    """A recorded config (resume, `mgbench run`) resolved as planning resolves it."""
+def replan(config: RunConfig, missing: str | None = None) -> PlannedRun:
+    """A recorded config (resume, `mgbench run`) resolved as planning resolves it; `missing`
+    is why its framework is not installed (None: it is)."""
     spec = framework_spec(config.framework)
     refusal = spec.refusal(config)
+    if missing:
+        return PlannedRun(config, spec, spec.strategy(config.strategy), ("not-installed", missing))
     return PlannedRun(config, spec, spec.strategy(config.strategy), ("unsupported", refusal) if refusal else None)

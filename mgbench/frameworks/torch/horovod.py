@@ -11,6 +11,8 @@ all-reducing them, against DDP's buckets.
   it; the step waits for them (`synchronize`) before updating.
 - Rank 0's initial parameters and optimizer state are broadcast, so every process starts equal
   whatever its seed.
+- Horovod exchanges contiguous tensors only: channels_last weights and their gradients travel
+  as contiguous copies.
 - With fp16 the gradients are synchronised before the loss scaler unscales and checks them, then
   the scaler steps without a second synchronisation (Horovod's documented AMP recipe).
 """
@@ -30,6 +32,25 @@ from mgbench.frameworks.torch.adapter import TorchTrainer
 from mgbench.frameworks.torch.strategies import Joined, TorchStrategy
 
 
+class ContiguousGradients(hvd.Compression.none):
+    """Horovod's collectives take contiguous tensors only, and channels_last weights have
+    channels_last gradients: each is exchanged as a contiguous copy, which then stands as the
+    gradient the optimizer applies (a plain stride change; values unchanged)."""
+
+    @staticmethod
+    def compress(tensor: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return tensor.contiguous(), None
+
+
+def broadcast_from_first_rank(state: dict[str, torch.Tensor]) -> None:
+    """Rank 0's parameters and buffers to every rank, in place, whatever their memory format."""
+    contiguous = {name: tensor.contiguous() for name, tensor in state.items()}
+    hvd.broadcast_parameters(contiguous, root_rank=0)
+    for name, tensor in state.items():
+        if contiguous[name].data_ptr() != tensor.data_ptr():
+            tensor.copy_(contiguous[name])
+
+
 class Horovod(TorchStrategy):
     """`hvd`: Horovod's DistributedOptimizer over the PyTorch adapter's model and data."""
 
@@ -41,11 +62,13 @@ class Horovod(TorchStrategy):
         return Joined(rank, world, [torch.device("cuda", hvd.local_rank()) if use_cuda else torch.device("cpu")])
 
     def wrap(self, model: nn.Module, criterion: nn.Module, devices: list[torch.device]) -> nn.Module:
-        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        broadcast_from_first_rank(model.state_dict())
         return model
 
     def distribute_optimizer(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> torch.optim.Optimizer:
-        distributed = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(), op=hvd.Average)
+        distributed = hvd.DistributedOptimizer(
+            optimizer, named_parameters=model.named_parameters(), op=hvd.Average, compression=ContiguousGradients
+        )
         hvd.broadcast_optimizer_state(distributed, root_rank=0)
         return distributed
 

@@ -1,0 +1,122 @@
+"""What a compare must never do silently: mix two compares in one folder, accept values that
+make every row meaningless, hide why a run failed, leave launchers or their files behind, or
+print an impossible speed-up without a word."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import cli_env, mgbench, read_rows
+from mgbench.common.config import RunConfig
+from mgbench.common.results import RunResult
+from mgbench.reports.summary import results_frame
+
+FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", "--model", "tiny", "--steps", "4"]
+
+
+def one_line_error(done) -> str:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mgbench: error: "), done.stderr
+    return lines[0]
+
+
+def test_out_on_a_used_run_folder_is_refused_and_left_as_it_was(tmp_path):
+    out = tmp_path / "run"
+    assert mgbench("compare", *FAKE_JOB, "--out", str(out)).returncode == 0
+    before = (out / "results.jsonl").read_text()
+    line = one_line_error(mgbench("compare", *FAKE_JOB, "--out", str(out)))
+    assert f"--resume {out}" in line and "choose a new --out" in line
+    assert (out / "results.jsonl").read_text() == before
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert "holds other files" in one_line_error(mgbench("compare", *FAKE_JOB, "--out", str(other)))
+    assert (other / "notes.txt").read_text() == "mine" and len(list(other.iterdir())) == 1
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--lr", "nan"], "learning rate must be a positive number, got nan"),
+        (["--lr", "-0.1"], "learning rate must be a positive number"),
+        (["--timeout", "-1"], "--timeout: takes a positive number of seconds"),
+        (["--timeout", "inf"], "--timeout: takes a positive number of seconds"),
+    ],
+)
+def test_values_that_would_make_every_row_meaningless_are_refused(tmp_path, option, message):
+    assert message in one_line_error(mgbench("compare", *FAKE_JOB, *option, "--out", str(tmp_path / "x")))
+    assert not (tmp_path / "x").exists()
+
+
+def test_resume_takes_a_new_timeout_and_skips_a_torn_last_line(tmp_path):
+    out = tmp_path / "resume"
+    first = mgbench("compare", "--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "1", "--model", "tiny",
+                    "--steps", "4", "--timeout", "60", "--out", str(out), FAKE_FAIL="1")
+    assert first.returncode == 1
+    with (out / "results.jsonl").open("a") as results:
+        results.write('{"framework": "fake", "strat')
+    resumed = mgbench("compare", "--resume", str(out), "--timeout", "120", FAKE_FAIL="0")
+    assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr
+    assert json.loads((out / "compare.json").read_text())["options"]["timeout"] == 120
+    assert list(read_rows(out).status) == ["ok", "ok"]
+
+
+def test_resume_of_a_cut_short_plan_is_one_line(tmp_path):
+    out = tmp_path / "cut"
+    assert mgbench("compare", *FAKE_JOB, "--out", str(out)).returncode == 0
+    text = (out / "compare.json").read_text()
+    (out / "compare.json").write_text(text[: len(text) // 2])
+    assert "cannot be read (cut short?)" in one_line_error(mgbench("compare", "--resume", str(out)))
+
+
+def test_a_failed_row_starts_with_its_cause(tmp_path):
+    out = tmp_path / "crash"
+    done = mgbench("compare", "--frameworks", "fake", "--strategies", "crash", "--gpus", "1", "--model", "tiny",
+                   "--steps", "4", "--out", str(out))
+    assert done.returncode == 1
+    error = read_rows(out).iloc[0].error
+    assert error.splitlines()[0] == "RuntimeError: fake adapter crashed on purpose (exit code 1)"
+    assert "failed fake crash x1: RuntimeError: fake adapter crashed on purpose" in " ".join(done.stderr.split())
+
+
+def row(devices: int, rate: float, p10: float, p90: float) -> RunResult:
+    config = RunConfig("fake", "steady", "tiny", devices, "cpu", 8, 10)
+    return RunResult(config, "ok", images_per_sec=rate, images_per_sec_p10=p10, images_per_sec_p90=p90)
+
+
+def test_impossible_speed_ups_and_unsteady_rows_are_flagged():
+    frame = results_frame([row(1, 15.9, 15.0, 16.5), row(2, 466.0, 300.0, 480.0)]).set_index("devices")
+    assert frame.loc[1, "warning"] == ""
+    assert frame.loc[2, "warning"].startswith("speed-up 29.31x exceeds the device ratio")
+    assert "p10-p90 spans 39% of the median" in frame.loc[2, "warning"]
+    fine = results_frame([row(1, 100.0, 98.0, 101.0), row(2, 190.0, 185.0, 193.0)])
+    assert list(fine.warning) == ["", ""]
+
+
+def test_sigterm_leaves_no_launcher_and_no_launcher_files(tmp_path):
+    """A 2-process DDP run under torchrun, stopped mid-run: when compare returns, nothing of it
+    is alive and the temporary folder holds nothing torchrun left (torchelastic_*)."""
+    out, scratch = tmp_path / "ddp", tmp_path / "tmp"
+    scratch.mkdir()
+    env = cli_env(TMPDIR=str(scratch))
+    compare = subprocess.Popen(
+        [sys.executable, "-m", "mgbench", "compare", "--frameworks", "pytorch", "--gpus", "2", "--device", "cpu",
+         "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4", "--steps", "100000", "--out", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    log = out / "logs" / "pytorch-ddp-1cpu.log"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (log.exists() and "step " in log.read_text()):
+        time.sleep(0.2)
+    compare.send_signal(signal.SIGTERM)
+    compare.communicate(timeout=60)
+    assert compare.returncode == 130
+    alive = [p for p in os.popen("ps -eo args").read().splitlines() if str(out) in p]
+    assert alive == []
+    assert os.listdir(scratch) == []

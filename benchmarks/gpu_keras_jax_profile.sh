@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4: where keras-jax's 2-GPU step loses its time against 1 GPU. ResNet-50 jax-shard-map with
+# Where keras-jax's 2-GPU step loses its time against 1 GPU. ResNet-50 jax-shard-map with
 # the batches already on the GPUs (no input in the way), 1 and N GPUs, 5 steps traced with
 # jax.profiler after the timed ones, then each trace broken down per device by
 # benchmarks/xla_trace_timeline.py. VARIANTS adds runs, a line each: "label GPUS ENV=VALUE ..."

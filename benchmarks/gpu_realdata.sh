@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6's GPU benchmark: DDP DenseNet-121 reading real PNGs (a generated ChestX-ray14-layout set)
+# GPU benchmark: DDP DenseNet-121 reading real PNGs (a generated ChestX-ray14-layout set)
 # against the same job on synthetic data. Device machine, repo root; writes under $OUT.
 # Synthetic runs on 1 and N GPUs, real PNGs on N (the comparison asked for).
 # Scale with IMAGES (default 20000), MODEL, BATCH, STEPS, IMAGE_SIZE (empty: the model's own).

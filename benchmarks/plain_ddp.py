@@ -2,7 +2,7 @@
 
 No mgbench code: torchvision model, bf16 autocast, channels_last, SGD, one fixed batch already
 on the GPU, 20 warm-up steps, then the median of timed steps. The adapter's `ddp` figure is
-compared against this (issue 2's target: within 5%).
+compared against this.
 
     torchrun --standalone --nproc-per-node N benchmarks/plain_ddp.py --model resnet50 --batch 128
 """

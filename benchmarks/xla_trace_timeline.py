@@ -1,4 +1,4 @@
-"""Where a JAX step's time goes on each GPU, from the traces `--profile` writes (issue 4).
+"""Where a JAX step's time goes on each GPU, from the traces `--profile` writes.
 
 For each `rank0-trace.json` given: per device and per profiled step, in milliseconds,
 - window: first kernel's start to last kernel's end, over the steps;

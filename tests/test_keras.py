@@ -16,6 +16,7 @@ import pytest
 
 from conftest import framework_python, max_difference, profiled_two_cpu_compare, run_in, saved_state
 from mgbench.common.config import RunConfig
+from mgbench.common.models import MODELS
 from mgbench.runner.launch import environment_python
 from mgbench.common.profiling import xla_device_events
 from mgbench.datasets.synthetic import Shard, synthetic_pool
@@ -25,10 +26,6 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 TOLERANCE = 1e-5
 
-# Trainable parameters of the keras.applications builds. Torchvision (tests/test_pytorch.py):
-# densenet121 6,968,206, resnet50 25,557,032, inception_v3 (no aux head) 23,834,568, tiny 5,418.
-KERAS_PARAMETERS = {"densenet121": 6_968_206, "resnet50": 25_583_592, "inception_v3": 23_817_352, "tiny": 5_418}
-TORCHVISION_PARAMETERS = {"resnet50": 25_557_032, "inception_v3": 23_834_568}
 
 
 @pytest.fixture(scope="module")
@@ -45,20 +42,20 @@ def keras_probe_python():
     pytest.skip("no Keras environment: run `make env-keras-jax` or `make env-keras`")
 
 
-def test_parameter_counts_match_torchvision_except_resnet_biases_and_inception_gammas():
+def test_the_keras_parameter_offsets_are_resnet_biases_and_inception_gammas():
+    """The registry's Keras offsets from the catalogue's torchvision counts are exactly ResNet-50's
+    convolution biases and Inception-v3's missing batch-norm scales (the contract test checks
+    the counts themselves for every Keras adapter)."""
     python, backend = keras_probe_python()
     env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
     done = subprocess.run([str(python), os.path.join(TESTS, "keras_parameter_probe.py")],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found["parameters"] == KERAS_PARAMETERS
-    # The only differences from torchvision: ResNet-50's convolutions carry biases in Keras,
-    # and Inception-v3's batch-norms have no gamma in Keras.
-    assert KERAS_PARAMETERS["resnet50"] - found["resnet50_conv_biases"] == TORCHVISION_PARAMETERS["resnet50"]
-    assert KERAS_PARAMETERS["inception_v3"] + found["inception_v3_unscaled_batchnorm_channels"] == (
-        TORCHVISION_PARAMETERS["inception_v3"]
-    )
+    offsets = framework_spec("keras-jax").capabilities.parameter_offsets
+    assert offsets == {"resnet50": found["resnet50_conv_biases"], "inception_v3": -found["inception_v3_unscaled_batchnorm_channels"]}
+    for name, count in found["parameters"].items():
+        assert count == MODELS[name].reference_parameters + offsets.get(name, 0)
 
 
 def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batches(tmp_path):

@@ -6,8 +6,8 @@ away. Instead the warm-up ends at the first step after which a rolling median of
 stays inside the steady-state band: the median of the second half of the run plus or minus a
 tolerance, widened to the range the rolling median itself spans over that second half. So a
 leading stretch counts as warm-up only where it is slower (or faster) than anything the steady
-half shows; a series with periodic bursts of slower steps (DenseNet-121 on 4 GPUs: about 5
-steps of 63 ms every 13 steps of 56 ms) is not read as endless warm-up. The tolerance widens to
+half shows; a series with periodic bursts of slower steps (DenseNet-121 on 4 GPUs, a few
+slower steps in every dozen) is not read as endless warm-up. The tolerance widens to
 twice the steady state's step-to-step noise (median absolute difference of successive steps,
 which a slow drift does not inflate) where that is larger, so noisy CPU series are steady too,
 while a quiet GPU series keeps the tight default. A series whose last quarter's median differs
@@ -42,7 +42,7 @@ def detect_warmup(
     With too few steps to see a steady state, or none found, only the first step (which always
     carries start-up work) is excluded and `detected` is False, so reports can say so: the
     median over the whole run describes a wandering series better than its last few steps
-    (DenseNet-121's step times wander by 10% over minutes on these GPUs).
+    (DenseNet-121's step times wander over minutes on GPUs).
     """
     times = np.asarray(step_seconds, dtype=float)
     n = len(times)

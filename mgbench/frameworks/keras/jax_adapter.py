@@ -5,14 +5,13 @@ each batch is sharded along its first axis. Two ways to split the step:
 - `jax-dp` / `jax-dp-on-batch`: keras.distribution.DataParallel. XLA's SPMD partitioner
   compiles one global step, so every batch-norm's mean and variance are computed over the
   global batch: a synchronous batch-norm, with all-reduces in the forward and the backward of
-  every batch-norm layer (203 of the 205 in ResNet-50's step), on the critical path. That is a different job
-  from DDP's, and slower: on 2x H200 it reached 79% efficiency (ResNet-50) where
-  jax-shard-map reached 86% (BENCHMARKS.md).
+  every batch-norm layer, on the critical path. That is a different job from DDP's, and
+  slower (BENCHMARKS.md).
 - `jax-shard-map`: the step of one device, mapped over the devices with `jax.shard_map`: each
   device normalises its own shard (local batch-norm statistics, as DDP and Horovod), and the
   gradients are averaged with `pmean` after the backward.
 
-Why not `fit` on numpy arrays (3258 img/s against 9158 for PyTorch DDP on 4x H200): with a
+Why not `fit` on numpy arrays (far slower than PyTorch DDP, BENCHMARKS.md): with a
 distribution set, Keras' iterator copies each batch to the devices synchronously, one step at
 a time. Here the batch pool sits in page-locked host memory, and batches are sharded onto the
 devices one step ahead (`device_put` is asynchronous, so batch k+1 travels while step k
@@ -179,8 +178,8 @@ class JaxDataParallelTrainer(Adapter):
         if self.config.data_on_device:
             return cycle([self.shard(batch) for batch in pool])
         # Host-fed like the PyTorch adapter's pinned pool: from numpy (pageable memory) one
-        # process copied the 4-GPU ResNet-50 batch (308 MB) at about 10 GB/s, 2-3 ms of input
-        # wait in a 31 ms step; from page-locked memory each device's share is one DMA.
+        # process copies every device's share through a staging buffer, showing as input wait;
+        # from page-locked memory each device's share is one DMA.
         return self._one_ahead([self.shard(batch, "pinned_host") for batch in pool])
 
     def _one_ahead(self, pool: list[DeviceBatch]) -> Iterator[DeviceBatch]:

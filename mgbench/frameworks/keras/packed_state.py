@@ -3,9 +3,8 @@
 Why: a jitted step pays host time for every argument buffer on every call and on every device
 (donation checks, output arrays to create, donated inputs to free), and with each step
 synchronised for timing, that host time is time the GPUs sit idle. ResNet-50's Keras state is
-541 arrays (weights, batch-norm statistics, optimizer slots, metrics). Profiled on 2x H200
-(BENCHMARKS.md, third session), the GPUs idled 3.8-4.2 ms between synchronised steps on 2 GPUs
-and 2.1-2.8 ms on 1, in 24-27 ms steps; packed, 1.2-1.6 ms on 2 GPUs and 1.1-1.4 ms on 1. The
+hundreds of arrays (weights, batch-norm statistics, optimizer slots, metrics); the profile
+of the GPUs' idle gaps between steps before and after packing is in BENCHMARKS.md. The
 step takes one array per dtype; inside it the unpacking is slicing and the packing one
 concatenation, copies the GPU makes in a fraction of a millisecond.
 """

@@ -13,9 +13,8 @@ lives inside the replicated module's forward (`Autocasting`) rather than around 
 cuDNN autotuning (`cudnn.benchmark`) is on for one-process-per-device strategies (`ddp`, and
 Horovod's `hvd`, which reuses this adapter) and off for the DataParallel strategies:
 PyTorch caches the tuned convolution plans per thread, and DataParallel starts new replica
-threads every step, so with autotuning every step re-tunes every convolution (measured on
-2x H200, ResNet-50 bf16 128/GPU: replica forward 1177 ms with autotuning, 82 ms without;
-BENCHMARKS.md).
+threads every step, so with autotuning every step re-tunes every convolution (BENCHMARKS.md
+has the measurement).
 
 Real datasets (`mgbench.datasets`) are read by a DataLoader over the shared description,
 augmentation and epoch sharding, with worker processes, pinned memory and persistent

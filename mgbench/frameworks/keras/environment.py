@@ -31,8 +31,12 @@ def tensorflow_variables(config: RunConfig) -> dict[str, str]:
 
 def torch_variables(config: RunConfig) -> dict[str, str]:
     """Keras over PyTorch runs one process per device under torchrun, like PyTorch's DDP: the
-    orchestrator's per-device thread split stands."""
-    return {"KERAS_BACKEND": "torch"}
+    orchestrator's per-device thread split stands. Keras' torch backend puts variables and the
+    tensors it makes on "cuda" whenever torch sees a GPU, so a CPU run names the CPU."""
+    variables = {"KERAS_BACKEND": "torch"}
+    if config.device_kind == "cpu":
+        variables["KERAS_TORCH_DEVICE"] = "cpu"
+    return variables
 
 
 def jax_variables(config: RunConfig) -> dict[str, str]:

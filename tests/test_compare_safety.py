@@ -43,8 +43,8 @@ def test_out_on_a_used_run_folder_is_refused_and_left_as_it_was(tmp_path):
 @pytest.mark.parametrize(
     "option, message",
     [
-        (["--lr", "nan"], "learning rate must be a positive number, got nan"),
-        (["--lr", "-0.1"], "learning rate must be a positive number"),
+        (["--lr", "nan"], "learning rate must be a finite number >= 0, got nan"),
+        (["--lr", "-0.1"], "learning rate must be a finite number >= 0"),
         (["--timeout", "-1"], "--timeout: takes a positive number of seconds"),
         (["--timeout", "inf"], "--timeout: takes a positive number of seconds"),
     ],

@@ -69,8 +69,8 @@ class RunConfig:
             raise UsageError("--epochs needs a real dataset (--dataset chestxray:PATH, labels:PATH or imagefolder:PATH)")
         if self.workers is not None and self.workers < 0:
             raise UsageError(f"workers must be 0 or more, got {self.workers}")
-        if not math.isfinite(self.learning_rate) or self.learning_rate <= 0:
-            raise UsageError(f"the learning rate must be a positive number, got {self.learning_rate}")
+        if not math.isfinite(self.learning_rate) or self.learning_rate < 0:
+            raise UsageError(f"the learning rate must be a finite number >= 0, got {self.learning_rate}")
         if self.lr_reference_batch < 1:
             raise UsageError(f"the learning-rate reference batch must be at least 1, got {self.lr_reference_batch}")
         if self.profile_steps < 0:

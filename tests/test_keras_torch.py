@@ -10,7 +10,7 @@ The parameter count of every model keras-torch builds is checked by tests/test_c
 import numpy as np
 import pytest
 
-from conftest import STILL_LR, assert_two_devices_equal_one, framework_python, max_difference, saved_state
+from conftest import assert_two_devices_equal_one, framework_python, max_difference, saved_state
 
 TOLERANCE = 1e-5
 JOB = dict(steps="2", data_format="channels_last")
@@ -33,7 +33,7 @@ def test_bf16_trains_as_fp32_within_bfloat16_rounding(runs):
     """The mixed_bfloat16 policy on 2 processes: finite weights, closer to fp32's than a tenth
     of the distance fp32's moved."""
     framework_python("keras-torch")
-    initial = saved_state(runs, "keras-torch", "ddp", 1, 8, STILL_LR, **JOB)
+    initial = saved_state(runs, "keras-torch", "ddp", 1, 8, 0.0, **JOB)
     fp32 = saved_state(runs, "keras-torch", "ddp", 2, 4, 0.5, **JOB)
     bf16 = saved_state(runs, "keras-torch", "ddp", 2, 4, 0.5, precision="bf16", **JOB)
     assert all(np.isfinite(v).all() for v in bf16.values())

@@ -31,31 +31,20 @@ import torch
 
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.protocol import Adapter, ModelInfo
+from mgbench.common.protocol import ModelInfo
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import models as keras_models
-from mgbench.frameworks.torch.adapter import DevicePrefetcher, TorchTrainer
+from mgbench.frameworks.torch.adapter import DevicePrefetcher, TorchProcess
 from mgbench.frameworks.torch.strategies import DistributedDataParallel
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 
-class KerasTorchTrainer(Adapter):
-    """`ddp`: Keras 3 model, PyTorch DistributedDataParallel, custom loop."""
-
-    # The PyTorch adapter's methods that do not touch its model, shared rather than rewritten
-    # (inheriting TorchTrainer would also bring its real-data loader and profiler, which
-    # keras-torch does not declare): joining the strategy's process group and naming the
-    # devices, this rank's shard of each global batch, host-to-device placement,
-    # synchronisation, peak device memory and leaving the group. They read `parallel`,
-    # `use_cuda`, `config`, `devices`, `device` and `channels_last`, set here as there.
-    _join_devices = TorchTrainer._join_devices
-    _shard = TorchTrainer._shard
-    _to_tensors = TorchTrainer._to_tensors
-    _to_device = TorchTrainer._to_device
-    synchronize = TorchTrainer.synchronize
-    peak_device_memory_bytes = TorchTrainer.peak_device_memory_bytes
-    close = TorchTrainer.close
+class KerasTorchTrainer(TorchProcess):
+    """`ddp`: Keras 3 model, PyTorch DistributedDataParallel, custom loop. What does not touch
+    the model (process group, shards, placement, synchronisation, memory) is `TorchProcess`'s,
+    shared with the PyTorch adapter; inheriting `TorchTrainer` would also bring its real-data
+    loader and profiler, which keras-torch does not declare."""
 
     channels_last = False
     """The torch memory format `placed_images` gives a batch: the contiguous one. Keras reads
@@ -73,12 +62,7 @@ class KerasTorchTrainer(Adapter):
         seed equal (DDP also broadcasts rank 0's weights when it wraps the model)."""
         if keras.backend.backend() != "torch":
             raise UsageError(f"keras-torch needs KERAS_BACKEND=torch, Keras runs on {keras.backend.backend()}")
-        self.accept(config)
-        if self.use_cuda and not torch.cuda.is_available():
-            raise UsageError("CUDA devices were asked for but torch sees none")
-        torch.backends.cudnn.benchmark = not self.parallel.replica_threads
-        self.devices = self._join_devices(config)
-        self.device = self.devices[0]
+        self._start(config)
         self.nhwc = config.data_format == "channels_last"  # the pool's layout: Keras' data format
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
@@ -129,10 +113,7 @@ class KerasTorchTrainer(Adapter):
         return {"loss": self.parallel.global_mean(loss)}
 
     def framework_versions(self) -> dict[str, str]:
-        """Keras and torch with the CUDA libraries torch runs on (torchvision is not used here)."""
-        torch_versions = TorchTrainer.framework_versions(self)
-        del torch_versions["torchvision"]
-        return {"keras": keras.__version__, **torch_versions}
+        return {"keras": keras.__version__, **super().framework_versions()}
 
     def save_state(self, path: Path) -> None:
         keras_models.save_trainable_weights(self.model, path)

@@ -205,7 +205,66 @@ class EpochBatchSampler(torch.utils.data.Sampler):
                 yield [(epoch, index) for index in batch]
 
 
-class TorchTrainer(Adapter):
+class TorchProcess(Adapter):
+    """What every adapter running torch modules on one strategy object shares (this one's, and
+    Keras over PyTorch's): joining the strategy's process group and naming the devices, this
+    rank's shard of each global batch, placing host batches, synchronisation, peak device memory,
+    versions and leaving the group. Subclasses set `parallel`, `devices`, `device` and
+    `channels_last`."""
+
+    parallel: TorchStrategy
+    channels_last = False
+
+    def _start(self, config: RunConfig) -> None:
+        """What `setup` starts with: the job kept, the process group joined, this rank's devices."""
+        self.accept(config)
+        if self.use_cuda and not torch.cuda.is_available():
+            raise UsageError("CUDA devices were asked for but torch sees none")
+        torch.backends.cudnn.benchmark = not self.parallel.replica_threads
+        self.devices = self._join_devices(config)
+        self.device = self.devices[0]
+
+    def _join_devices(self, config: RunConfig) -> list[torch.device]:
+        """Join the strategy's process group; name the devices this process drives."""
+        joined = self.parallel.join(config, self.use_cuda)
+        if self.use_cuda:
+            torch.cuda.set_device(joined.devices[0])
+            names = [torch.cuda.get_device_name(d) for d in joined.devices]
+        else:
+            names = [f"cpu ({torch.get_num_threads()} threads)"]
+        self._placement = Placement(rank=joined.rank, world_size=joined.world, device_names=names)
+        return joined.devices
+
+    def _shard(self) -> Shard:
+        return Shard.of_rank(self._placement.rank, self._placement.world_size, self.config.global_batch)
+
+    def _to_tensors(self, batch: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.from_numpy(batch[0]), torch.from_numpy(batch[1])
+
+    def _to_device(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        return placed_images(batch[0], self.device, self.channels_last), batch[1].to(self.device)
+
+    def synchronize(self) -> None:
+        if self.use_cuda:
+            for device in self.devices:
+                torch.cuda.synchronize(device)
+
+    def peak_device_memory_bytes(self) -> int | None:
+        return max(torch.cuda.max_memory_allocated(d) for d in self.devices)
+
+    def close(self) -> None:
+        self.parallel.close()
+
+    def framework_versions(self) -> dict[str, str]:
+        versions = {"torch": torch.__version__}
+        if self.use_cuda:
+            versions["cuda"] = str(torch.version.cuda)
+            versions["cudnn"] = str(torch.backends.cudnn.version())
+            versions["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        return versions
+
+
+class TorchTrainer(TorchProcess):
     """Everything the PyTorch strategies share; `self.parallel` (a `TorchStrategy`) does what differs."""
 
     def __init__(self, strategy: str, parallel: TorchStrategy):
@@ -213,12 +272,7 @@ class TorchTrainer(Adapter):
         self.parallel = parallel
 
     def setup(self, config: RunConfig) -> ModelInfo:
-        self.accept(config)
-        if self.use_cuda and not torch.cuda.is_available():
-            raise UsageError("CUDA devices were asked for but torch sees none")
-        torch.backends.cudnn.benchmark = not self.parallel.replica_threads
-        self.devices = self._join_devices(config)
-        self.device = self.devices[0]
+        self._start(config)
         torch.manual_seed(config.seed)
 
         self.dataset = describe_dataset(config.dataset)
@@ -240,26 +294,6 @@ class TorchTrainer(Adapter):
         if self.dataset is not None:
             self._build_loaders(self.dataset)
         return ModelInfo(parameters=sum(p.numel() for p in core.parameters() if p.requires_grad))
-
-    def _join_devices(self, config: RunConfig) -> list[torch.device]:
-        """Join the strategy's process group; name the devices this process drives."""
-        joined = self.parallel.join(config, self.use_cuda)
-        if self.use_cuda:
-            torch.cuda.set_device(joined.devices[0])
-            names = [torch.cuda.get_device_name(d) for d in joined.devices]
-        else:
-            names = [f"cpu ({torch.get_num_threads()} threads)"]
-        self._placement = Placement(rank=joined.rank, world_size=joined.world, device_names=names)
-        return joined.devices
-
-    def _shard(self) -> Shard:
-        return Shard.of_rank(self._placement.rank, self._placement.world_size, self.config.global_batch)
-
-    def _to_tensors(self, batch: tuple[np.ndarray, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.from_numpy(batch[0]), torch.from_numpy(batch[1])
-
-    def _to_device(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        return placed_images(batch[0], self.device, self.channels_last), batch[1].to(self.device)
 
     def _build_loaders(self, dataset: DatasetDescription) -> None:
         """Persistent worker pools for training and validation, decoding with PIL in the workers."""
@@ -314,11 +348,6 @@ class TorchTrainer(Adapter):
         self.parallel.apply_gradients(self.optimizer, self.scaler)
         self._loss = loss.detach()
 
-    def synchronize(self) -> None:
-        if self.use_cuda:
-            for device in self.devices:
-                torch.cuda.synchronize(device)
-
     def last_loss(self) -> float:
         return self.parallel.global_mean(self._loss)
 
@@ -349,16 +378,8 @@ class TorchTrainer(Adapter):
         all_targets = np.concatenate([shard[2] for shard in shards])
         return {"loss": sum(shard[0] for shard in shards) / len(all_targets), "auc": mean_auc(all_targets, all_scores)}
 
-    def peak_device_memory_bytes(self) -> int | None:
-        return max(torch.cuda.max_memory_allocated(d) for d in self.devices)
-
     def framework_versions(self) -> dict[str, str]:
-        versions = {"torch": torch.__version__, "torchvision": torchvision.__version__}
-        if self.use_cuda:
-            versions["cuda"] = str(torch.version.cuda)
-            versions["cudnn"] = str(torch.backends.cudnn.version())
-            versions["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
-        return versions
+        return {**super().framework_versions(), "torchvision": torchvision.__version__}
 
     def save_state(self, path: Path) -> None:
         arrays = {name: p.detach().float().cpu().numpy() for name, p in self.core.named_parameters()}
@@ -377,8 +398,6 @@ class TorchTrainer(Adapter):
         ops = [OpTime(e.key, getattr(e, attribute) / 1e6, e.count) for e in profiler.key_averages()]
         return ops, clock
 
-    def close(self) -> None:
-        self.parallel.close()
 
 
 def create_trainer(strategy: str) -> TorchTrainer:

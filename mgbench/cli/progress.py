@@ -11,11 +11,20 @@ from rich.progress import Progress
 
 @contextmanager
 def progress_bar(console: Console, description: str) -> Iterator[Callable[[int, int], None]]:
-    """A rich bar on `console`; yields the `on_progress(done, total)` callback that moves it."""
-    with Progress(console=console) as progress:
-        task = progress.add_task(description, total=None)
+    """A rich bar on `console`; yields the `on_progress(done, total)` callback that moves it.
 
-        def show(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+    The bar appears at the first call, when the work starts: an error found before that (a bad
+    label file, a refused destination) stays the one line the command line promises.
+    """
+    progress = Progress(console=console)
+    task = progress.add_task(description, total=None)
 
+    def show(done: int, total: int) -> None:
+        progress.start()
+        progress.update(task, completed=done, total=total)
+
+    try:
         yield show
+    finally:
+        if progress.live.is_started:
+            progress.stop()

@@ -26,7 +26,8 @@ def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     with progress_bar(console, "resizing") as show:
         report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show)
-    console.print(f"{report.written} images written to {args.dst}")
+    converted = ", ".join(f"{conversion}: {count}" for conversion, count in report.converted.items())
+    console.print(f"{report.written} images written to {args.dst}" + (f" ({converted})" if converted else ""))
     if report.skipped:
         console.print(f"[yellow]{len(report.skipped)} unreadable image(s) skipped (listed in {args.dst / SKIPPED_FILE}):[/]")
         for reason in report.skipped:

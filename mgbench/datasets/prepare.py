@@ -1,7 +1,8 @@
 """Resize a ChestX-ray14 folder once, so training decodes 264 px files instead of 1024 px ones.
 
 Images are resized in parallel worker processes (shorter side to `size`, bilinear, 8-bit
-grayscale) into `DST/images/`; the label file and the split lists are copied unchanged
+grayscale: 16-bit images scaled by their range, alpha flattened onto black, both counted) into
+`DST/images/`; the label file and the split lists are copied unchanged
 (loaders match images by file stem, so `x.png` in the CSV finds `x.jpg`). An image that cannot
 be decoded is listed in the returned report and in `DST/skipped.txt`, and left out (its CSV row
 too), so one bad file never stops the preparation.
@@ -9,6 +10,7 @@ too), so one bad file never stops the preparation.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from PIL import Image
 
 from mgbench.common.errors import UsageError
 from mgbench.datasets.chestxray import IMAGE_COLUMN, LABEL_FILE, TEST_LIST, TRAIN_LIST, read_entries
-from mgbench.datasets.images import index_images, open_image
+from mgbench.datasets.images import decode, index_images
 from mgbench.datasets.parallel import ProgressCallback, map_with_progress
 
 FORMATS = {"png": ".png", "jpeg": ".jpg"}
@@ -30,18 +32,20 @@ class PrepareReport:
     written: int = 0
     skipped: list[str] = field(default_factory=list)
     """`path: reason` for each image that could not be decoded."""
+    converted: dict[str, int] = field(default_factory=dict)
+    """How many images each conversion beyond 8-bit grayscale changed (`images.RESCALED`, ...)."""
 
 
-def resize_one(source: str, target: str, size: int) -> str | None:
-    """Resize one image; the reason it failed, or None."""
+def resize_one(source: str, target: str, size: int) -> tuple[str | None, str | None]:
+    """Resize one image to 8-bit grayscale; (the reason it failed, the conversion it needed), each or None."""
     try:
-        image = open_image(source)
+        image, conversion = decode(source, grayscale=True)
     except UsageError as error:
-        return str(error)
+        return str(error), None
     scale = size / min(image.size)
     image = image.resize((round(image.width * scale), round(image.height * scale)), Image.Resampling.BILINEAR)
     image.save(target, quality=JPEG_QUALITY) if target.endswith(".jpg") else image.save(target)
-    return None
+    return None, conversion
 
 
 def prepare_chestxray(
@@ -68,9 +72,12 @@ def prepare_chestxray(
     (dst / "images").mkdir(parents=True, exist_ok=True)
     names = list(dict.fromkeys(entries["file"]))  # each listed file once
     jobs = [(str(index[Path(name).stem]), str(dst / "images" / (Path(name).stem + FORMATS[image_format])), size) for name in names]
-    reasons = map_with_progress(resize_one, jobs, workers, on_progress)
+    results = map_with_progress(resize_one, jobs, workers, on_progress)
+    reasons = [reason for reason, _ in results]
     report = PrepareReport(
-        written=sum(reason is None for reason in reasons), skipped=[reason for reason in reasons if reason is not None]
+        written=reasons.count(None),
+        skipped=[reason for reason in reasons if reason is not None],
+        converted=dict(Counter(conversion for _, conversion in results if conversion is not None)),
     )
     skipped_names = {name for name, reason in zip(names, reasons) if reason is not None}
     frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)

@@ -7,9 +7,11 @@ from PIL import Image
 
 from conftest import mgbench
 from mgbench.cli import main
+from mgbench.common.errors import UsageError
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import LABEL_FILE
 from mgbench.datasets.images import open_image
+from mgbench.datasets.resolve import check_dataset
 from test_datasets import nih_rows, write_nih
 
 
@@ -39,6 +41,17 @@ def test_16_bit_images_are_scaled_by_their_range_and_alpha_is_flattened(tmp_path
         assert wide.mode == flat.mode == "L"
         assert abs(np.asarray(wide).mean() - 127.5) < 2
         assert np.asarray(flat)[:, :15].min() == 200 and np.asarray(flat)[:, 17:].max() == 0
+
+
+def test_no_decodable_image_fails_the_dataset_check_and_prepare(tmp_path, capsys):
+    src = tmp_path / "src"
+    write_nih(src, nih_rows(20))
+    for image in (src / "images").iterdir():
+        image.write_bytes(b"not an image")
+    with pytest.raises(UsageError, match="none of the 8 images tried"):
+        check_dataset(f"chestxray:{src}", [])
+    one_error_line(capsys, ["prepare", "chestxray", str(src), str(tmp_path / "dst"), "--size", "16"], "cannot decode")
+    assert not (tmp_path / "dst").exists()
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from PIL import Image
 
 from mgbench.common.errors import UsageError
 from mgbench.datasets.chestxray import IMAGE_COLUMN, LABEL_FILE, TEST_LIST, TRAIN_LIST, read_entries
-from mgbench.datasets.images import decode, index_images
+from mgbench.datasets.images import check_decodable, decode, index_images
 from mgbench.datasets.parallel import ProgressCallback, map_with_progress
 
 FORMATS = {"png": ".png", "jpeg": ".jpg"}
@@ -69,9 +69,11 @@ def prepare_chestxray(
     absent = [name for name in entries["file"] if Path(name).stem not in index]
     if absent:
         raise UsageError(f"{csv_path} lists {len(absent)} image(s) that are not in {src}, e.g. {absent[0]}")
-    (dst / "images").mkdir(parents=True, exist_ok=True)
     names = list(dict.fromkeys(entries["file"]))  # each listed file once
-    jobs = [(str(index[Path(name).stem]), str(dst / "images" / (Path(name).stem + FORMATS[image_format])), size) for name in names]
+    sources = [str(index[Path(name).stem]) for name in names]
+    check_decodable(sources, src)
+    (dst / "images").mkdir(parents=True, exist_ok=True)
+    jobs = [(source, str(dst / "images" / (Path(name).stem + FORMATS[image_format])), size) for source, name in zip(sources, names)]
     results = map_with_progress(resize_one, jobs, workers, on_progress)
     reasons = [reason for reason, _ in results]
     report = PrepareReport(

@@ -11,7 +11,7 @@ from mgbench.common.errors import UsageError
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import LABEL_FILE
 from mgbench.datasets.images import open_image
-from mgbench.datasets.resolve import check_dataset
+from mgbench.datasets.resolve import check_dataset, describe_dataset
 from test_datasets import nih_rows, write_nih
 
 
@@ -20,6 +20,47 @@ def one_error_line(capsys: pytest.CaptureFixture, args: list[str], message: str)
     assert main(args) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mgbench: error: ") and message in lines[0], lines
+
+
+def snapshot(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("where", ["src", "src/out", "src/images"])
+def test_prepare_refuses_a_destination_that_is_or_is_inside_its_source(tmp_path, capsys, where):
+    write_nih(tmp_path / "src", nih_rows(6))
+    before = snapshot(tmp_path / "src")
+    for extra in ([], ["--overwrite"]):
+        one_error_line(capsys, ["prepare", "chestxray", str(tmp_path / "src"), str(tmp_path / where), "--size", "16", *extra], "source")
+    assert snapshot(tmp_path / "src") == before
+
+
+def test_prepare_refuses_a_folder_it_did_not_write_even_with_overwrite(tmp_path, capsys):
+    write_nih(tmp_path / "src", nih_rows(6))
+    (tmp_path / "dst").mkdir()
+    (tmp_path / "dst" / "notes.txt").write_text("mine")
+    args = ["prepare", "chestxray", str(tmp_path / "src"), str(tmp_path / "dst"), "--size", "16"]
+    one_error_line(capsys, args, "not empty")
+    one_error_line(capsys, [*args, "--overwrite"], "not written by mgbench")
+    assert snapshot(tmp_path / "dst") == {"notes.txt": b"mine"}
+
+
+def test_prepare_overwrite_replaces_only_its_own_earlier_output(tmp_path, capsys):
+    write_nih(tmp_path / "src", nih_rows(6))
+    args = ["prepare", "chestxray", str(tmp_path / "src"), str(tmp_path / "dst"), "--size", "16"]
+    assert main(args) == 0 and "6 images written" in capsys.readouterr().err
+    (tmp_path / "dst" / "notes.txt").write_text("mine")
+    one_error_line(capsys, args, "--overwrite")
+    theirs = tmp_path / "dst" / "images" / "00000000_000.jpg"  # where the JPEG run will write
+    theirs.write_text("mine")
+    one_error_line(capsys, [*args, "--format", "jpeg", "--overwrite"], f"{theirs} was not written by mgbench")
+    theirs.unlink()
+    assert main([*args, "--format", "jpeg", "--overwrite"]) == 0
+    images = sorted(p.name for p in (tmp_path / "dst" / "images").iterdir())
+    assert images == [f"{i:08d}_000.jpg" for i in range(6)]
+    description = describe_dataset(f"chestxray:{tmp_path / 'dst'}")
+    assert all(f.endswith(".jpg") for f in description.train.files + description.val.files)
+    assert (tmp_path / "dst" / "notes.txt").read_text() == "mine"
 
 
 def test_16_bit_images_are_scaled_by_their_range_and_alpha_is_flattened(tmp_path, capsys):
@@ -58,6 +99,12 @@ def test_no_decodable_image_fails_the_dataset_check_and_prepare(tmp_path, capsys
     "args, message",
     [
         (["prepare", "chestxray", "{empty}", "{tmp}/dst"], "cannot read label file"),
+        (["prepare", "chestxray", "{src}", "{file}"], "not a folder"),
+        (["prepare", "chestxray", "{src}", "{tmp}/dst", "--workers", "0"], "--workers must be at least 1"),
+        (["make-sample-chestxray", "{file}"], "not a folder"),
+        (["make-sample-chestxray", "{src}"], "not empty"),
+        (["make-sample-chestxray", "{tmp}/dst", "--workers", "0"], "--workers must be at least 1"),
+        (["report", "{file}"], "not a folder"),
     ],
 )
 def test_bad_input_is_one_line_not_a_traceback(tmp_path, capsys, args, message):

@@ -21,6 +21,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--size", type=int, default=264, help="image side in pixels (default 264)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="drawing processes (default: CPU count)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace what an earlier make-sample wrote to DST (only that)"
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -31,6 +34,6 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--size must be at least 32 px, got {args.size}")
     console = Console(stderr=True, soft_wrap=True)
     with progress_bar(console, "drawing") as show:
-        make_sample(args.dst, args.n, args.size, args.seed, args.workers, show)
+        make_sample(args.dst, args.n, args.size, args.seed, args.workers, show, args.overwrite)
     console.print(f"{args.n} images in {args.dst} (--dataset chestxray:{args.dst})")
     return 0

@@ -19,13 +19,16 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--size", type=int, default=264, help="shorter side in pixels (default 264)")
     parser.add_argument("--format", default="png", choices=tuple(FORMATS), help="image format (default png)")
     parser.add_argument("--workers", type=int, default=None, help="resizing processes (default: CPU count)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace what an earlier prepare wrote to DST (only that)"
+    )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     with progress_bar(console, "resizing") as show:
-        report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show)
+        report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show, args.overwrite)
     converted = ", ".join(f"{conversion}: {count}" for conversion, count in report.converted.items())
     console.print(f"{report.written} images written to {args.dst}" + (f" ({converted})" if converted else ""))
     if report.skipped:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Sequence
 
+from mgbench.common.errors import UsageError
+
 ProgressCallback = Callable[[int, int], None]
+
+
+def check_workers(workers: int | None) -> None:
+    """Refuse a count below 1 before anything is written: the process pool would raise only
+    once the writer had claimed its destination, and as a traceback."""
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {workers}")
 
 
 def map_with_progress(

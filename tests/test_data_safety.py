@@ -1,11 +1,18 @@
 """Nothing lost, nothing silently wrong: what `prepare`, `make-sample-chestxray` and the dataset
 check do with destinations that hold other data, odd pixels, bad input and Ctrl-C."""
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
+import psutil
 import pytest
 from PIL import Image
 
-from conftest import mgbench
+from conftest import cli_env, mgbench
 from mgbench.cli import main
 from mgbench.common.errors import UsageError
 from mgbench.datasets.augment import Augmentation
@@ -123,3 +130,43 @@ def test_compare_names_an_empty_label_file_in_one_line(tmp_path):
     assert done.returncode == 2 and done.stderr.startswith("mgbench: error: cannot read label file"), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
+
+def running(process: psutil.Process) -> bool:
+    """Alive, a zombie not counted: an orphan's stays until whoever adopted it reaps it."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.parametrize("verb", ["make-sample-chestxray", "prepare"])
+def test_double_ctrl_c_stops_at_once_with_no_label_file_and_no_workers_left(tmp_path, verb):
+    dst = tmp_path / "dst"
+    if verb == "prepare":
+        write_nih(tmp_path / "src", nih_rows(200), size=32)
+        args = ["prepare", "chestxray", str(tmp_path / "src"), str(dst), "--size", "2048", "--workers", "2"]
+    else:
+        args = ["make-sample-chestxray", str(dst), "--n", "20000", "--size", "32", "--workers", "2"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mgbench", *args], env=cli_env(), stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (dst / "images").is_dir() or not any((dst / "images").iterdir()):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+        workers = psutil.Process(process.pid).children(recursive=True)
+        assert workers
+        for _ in range(2):  # Ctrl-C in a terminal reaches the whole process group
+            os.killpg(process.pid, signal.SIGINT)
+            time.sleep(0.2)
+        _, stderr = process.communicate(timeout=5)
+        assert process.returncode == 130 and "Traceback" not in stderr and "interrupted" in stderr, stderr
+        assert not (dst / LABEL_FILE).exists()
+        assert not [w for w in workers if running(w)]
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()

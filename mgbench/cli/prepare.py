@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from mgbench.cli.progress import progress_bar
+from mgbench.cli.progress import interrupted, progress_bar
 from mgbench.datasets.prepare import FORMATS, SKIPPED_FILE, prepare_chestxray
 
 
@@ -27,8 +27,11 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
-    with progress_bar(console, "resizing") as show:
-        report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show, args.overwrite)
+    try:
+        with progress_bar(console, "resizing") as show:
+            report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show, args.overwrite)
+    except KeyboardInterrupt:
+        return interrupted(args.dst)
     converted = ", ".join(f"{conversion}: {count}" for conversion, count in report.converted.items())
     console.print(f"{report.written} images written to {args.dst}" + (f" ({converted})" if converted else ""))
     if report.skipped:

@@ -37,8 +37,9 @@ def snapshot(root) -> dict[str, bytes]:
 def test_prepare_refuses_a_destination_that_is_or_is_inside_its_source(tmp_path, capsys, where):
     write_nih(tmp_path / "src", nih_rows(6))
     before = snapshot(tmp_path / "src")
+    args = ["prepare", "chestxray", str(tmp_path / "src"), str(tmp_path / where), "--size", "16"]
     for extra in ([], ["--overwrite"]):
-        one_error_line(capsys, ["prepare", "chestxray", str(tmp_path / "src"), str(tmp_path / where), "--size", "16", *extra], "source")
+        one_error_line(capsys, [*args, *extra], "overlaps the source")
     assert snapshot(tmp_path / "src") == before
 
 

@@ -85,7 +85,9 @@ def check_decodable(files: list[str], where: Path, tries: int = 8) -> None:
         except UsageError as error:
             errors.append(error)
     if errors:
-        raise UsageError(f"{where}: none of the {len(errors)} images tried (of {len(files)}) can be decoded, e.g. {errors[0]}")
+        raise UsageError(
+            f"{where}: none of the {len(errors)} images tried (of {len(files)}) can be decoded, e.g. {errors[0]}"
+        )
 
 
 def rescaled(image: Image.Image) -> Image.Image:

@@ -39,7 +39,7 @@ def clear_earlier_output(dst: Path, planned: list[str], overwrite: bool) -> None
         raise UsageError(f"{dst} is not empty; choose a new folder, or --overwrite to replace what mgbench wrote there")
     manifest = dst / MANIFEST
     if not manifest.is_file():
-        raise UsageError(f"{dst} was not written by mgbench (no {MANIFEST}); --overwrite only replaces mgbench's output")
+        raise UsageError(f"{dst} was not written by mgbench (no {MANIFEST}); --overwrite replaces only mgbench's files")
     ours = listed_files(manifest)
     foreign = next((name for name in planned if name not in ours and (dst / name).exists()), None)
     if foreign is not None:

@@ -56,7 +56,7 @@ def check_apart(src: Path, dst: Path) -> None:
     images anywhere below a folder, would take them for originals."""
     source, target = src.resolve(), dst.resolve()
     if target == source or source in target.parents or target in source.parents:
-        raise UsageError(f"destination {dst} overlaps the source {src}; choose a folder outside it so the originals stay untouched")
+        raise UsageError(f"destination {dst} overlaps the source {src}: choose a folder outside it (SRC is never written)")
 
 
 def prepare_chestxray(

@@ -74,6 +74,9 @@ def test_official_split_files_are_honoured(tmp_path):
         ("Image Index,Labels\na.png,Mass\n", "missing column.*'Finding Labels'"),
         ("Image Index,Finding Labels\na.png,Mass\nb.png,Broken Heart\n", "line 3: unknown finding 'Broken Heart'"),
         ("Image Index,Finding Labels\na.png,Mass\nghost.png,Mass\n", "1 image.*ghost.png"),
+        ("Image Index,Finding Labels\na.png,Mass\nb.png,\n", "line 3: empty 'Finding Labels'"),
+        ("Image Index,Finding Labels\na.png,No Finding|Effusion\n", "line 2: 'No Finding' cannot be combined with findings"),
+        ("", "cannot read label file"),
     ],
 )
 def test_bad_label_files_name_the_problem(tmp_path, csv, message):

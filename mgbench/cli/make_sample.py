@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from mgbench.cli.progress import progress_bar
+from mgbench.cli.progress import interrupted, progress_bar
 from mgbench.common.errors import UsageError
 from mgbench.datasets.sample import make_sample
 
@@ -21,6 +21,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--size", type=int, default=264, help="image side in pixels (default 264)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="drawing processes (default: CPU count)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace what an earlier make-sample wrote to DST (only that)"
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -30,7 +33,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.size < 32:
         raise UsageError(f"--size must be at least 32 px, got {args.size}")
     console = Console(stderr=True, soft_wrap=True)
-    with progress_bar(console, "drawing") as show:
-        make_sample(args.dst, args.n, args.size, args.seed, args.workers, show)
+    try:
+        with progress_bar(console, "drawing") as show:
+            make_sample(args.dst, args.n, args.size, args.seed, args.workers, show, args.overwrite)
+    except KeyboardInterrupt:
+        return interrupted(args.dst)
     console.print(f"{args.n} images in {args.dst} (--dataset chestxray:{args.dst})")
     return 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from mgbench.cli.progress import progress_bar
+from mgbench.cli.progress import interrupted, progress_bar
 from mgbench.datasets.prepare import FORMATS, SKIPPED_FILE, prepare_chestxray
 
 
@@ -19,14 +19,21 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--size", type=int, default=264, help="shorter side in pixels (default 264)")
     parser.add_argument("--format", default="png", choices=tuple(FORMATS), help="image format (default png)")
     parser.add_argument("--workers", type=int, default=None, help="resizing processes (default: CPU count)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace what an earlier prepare wrote to DST (only that)"
+    )
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
-    with progress_bar(console, "resizing") as show:
-        report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show)
-    console.print(f"{report.written} images written to {args.dst}")
+    try:
+        with progress_bar(console, "resizing") as show:
+            report = prepare_chestxray(args.src, args.dst, args.size, args.format, args.workers, show, args.overwrite)
+    except KeyboardInterrupt:
+        return interrupted(args.dst)
+    converted = ", ".join(f"{conversion}: {count}" for conversion, count in report.converted.items())
+    console.print(f"{report.written} images written to {args.dst}" + (f" ({converted})" if converted else ""))
     if report.skipped:
         console.print(f"[yellow]{len(report.skipped)} unreadable image(s) skipped (listed in {args.dst / SKIPPED_FILE}):[/]")
         for reason in report.skipped:

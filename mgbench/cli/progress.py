@@ -1,21 +1,44 @@
-"""One progress bar for the verbs that work through many files (prepare, make-sample-chestxray)."""
+"""One progress bar, and one way to stop on Ctrl-C, for the verbs that work through many files
+(prepare, make-sample-chestxray)."""
 
 from __future__ import annotations
 
+import signal
+import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import Progress
 
+from mgbench.datasets.chestxray import LABEL_FILE
+
 
 @contextmanager
 def progress_bar(console: Console, description: str) -> Iterator[Callable[[int, int], None]]:
-    """A rich bar on `console`; yields the `on_progress(done, total)` callback that moves it."""
-    with Progress(console=console) as progress:
-        task = progress.add_task(description, total=None)
+    """A rich bar on `console`; yields the `on_progress(done, total)` callback that moves it.
 
-        def show(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+    The bar appears at the first call, when the work starts: an error found before that (a bad
+    label file, a refused destination) stays the one line the command line promises.
+    """
+    progress = Progress(console=console)
+    task = progress.add_task(description, total=None)
 
+    def show(done: int, total: int) -> None:
+        progress.start()
+        progress.update(task, completed=done, total=total)
+
+    try:
         yield show
+    finally:
+        if progress.live.is_started:
+            progress.stop()
+
+
+def interrupted(dst: Path) -> int:
+    """Say in one line what Ctrl-C left (no label file: the loaders refuse the folder), ignore any
+    further Ctrl-C while the process ends, and return the exit code shells give SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print(f"mgbench: interrupted; no {LABEL_FILE} was written to {dst}", file=sys.stderr)
+    return 128 + signal.SIGINT

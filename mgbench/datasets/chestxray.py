@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from mgbench.common.errors import UsageError
-from mgbench.datasets.description import DatasetDescription, hashed_validation, split_by_mask
+from mgbench.datasets.description import DatasetDescription, hashed_validation, read_label_csv, split_by_mask
 from mgbench.datasets.images import index_images, resolve_files
 
 LABEL_FILE = "Data_Entry_2017.csv"
@@ -42,11 +42,19 @@ NIH_LABELS: tuple[str, ...] = (
 
 
 def multi_hot(findings: str, where: str) -> np.ndarray:
-    """One row of 14 zeros/ones for a `Finding Labels` cell such as `Effusion|Mass`."""
+    """One row of 14 zeros/ones for a `Finding Labels` cell such as `Effusion|Mass`.
+
+    Only `No Finding` alone means all zeros: an empty cell or `No Finding` next to a finding is
+    a damaged row, and reading either as healthy would train on wrong labels without a word.
+    """
     row = np.zeros(len(NIH_LABELS), dtype=np.float32)
     names = [name.strip() for name in findings.split("|") if name.strip()]
+    if not names:
+        raise UsageError(f"{where}: empty {FINDINGS_COLUMN!r}; write {NO_FINDING!r} for an image without findings")
     if names == [NO_FINDING]:
         return row
+    if NO_FINDING in names:
+        raise UsageError(f"{where}: {NO_FINDING!r} cannot be combined with findings ({findings!r})")
     for name in names:
         if name not in NIH_LABELS:
             raise UsageError(f"{where}: unknown finding {name!r}; known: {NO_FINDING}, {', '.join(NIH_LABELS)}")
@@ -56,13 +64,7 @@ def multi_hot(findings: str, where: str) -> np.ndarray:
 
 def read_entries(csv_path: Path) -> pd.DataFrame:
     """The label file as a frame with `file`, `patient` and a (N, 14) `targets` array in `.attrs`."""
-    try:
-        frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read label file {csv_path}: {error}") from None
-    missing = [c for c in (IMAGE_COLUMN, FINDINGS_COLUMN) if c not in frame.columns]
-    if missing:
-        raise UsageError(f"{csv_path}: missing column(s) {', '.join(map(repr, missing))}")
+    frame = read_label_csv(csv_path, (IMAGE_COLUMN, FINDINGS_COLUMN))
     if frame.empty:
         raise UsageError(f"{csv_path}: no rows")
     # Row numbers as a spreadsheet shows them: the header is line 1.

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 import numpy as np
+import pandas as pd
 
 from mgbench.common.errors import UsageError
 from mgbench.common.models import ModelSpec
@@ -82,6 +83,19 @@ def split_by_mask(files: list[str], targets: np.ndarray, is_val: np.ndarray, roo
         Split([f for f, k in zip(files, keep) if k], targets[keep]),
         Split([f for f, v in zip(files, is_val) if v], targets[is_val]),
     )
+
+
+def read_label_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """A label CSV as text (an empty cell stays ''), or one error naming the file: unreadable,
+    empty (zero bytes) or without one of `columns`."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read label file {path}: {error}") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise UsageError(f"{path}: missing column(s) {', '.join(map(repr, missing))}")
+    return frame
 
 
 def parse_dataset(text: str) -> tuple[str, Path | None]:

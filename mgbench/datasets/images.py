@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from mgbench.common.errors import UsageError
@@ -38,17 +39,67 @@ def resolve_files(names: list[str], index: dict[str, Path], listed_in: Path) -> 
     return [str(index[stem]) for stem in stems]
 
 
-GRAYSCALE_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "F")
+GRAYSCALE_MODES = ("1", "L", "LA", "La")
+WIDE_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N", "F")
+"""Pixels wider than 8 bits: 16-bit PNGs, where 12-bit detectors store 0-4095."""
+RESCALED = "16-bit rescaled"
+FLATTENED = "alpha flattened"
 
 
-def open_image(path: str | Path) -> Image.Image:
-    """Decode as 8-bit grayscale (X-rays stay one channel until normalised) or RGB.
+def decode(path: str | Path, grayscale: bool = False) -> tuple[Image.Image, str | None]:
+    """8-bit grayscale (X-rays stay one channel until normalised), or RGB for colour images
+    unless `grayscale`; and the conversion that changed the pixels beyond that (RESCALED,
+    FLATTENED) or None, so `prepare` can count them.
 
     An unreadable or truncated file is a UsageError naming it.
     """
     try:
         with Image.open(path) as image:
             image.load()
-            return image.convert("L" if image.mode in GRAYSCALE_MODES else "RGB")
+            if image.mode in WIDE_MODES:
+                return rescaled(image), RESCALED
+            mode = "L" if grayscale or image.mode in GRAYSCALE_MODES else "RGB"
+            if "A" in image.getbands() or "transparency" in image.info:
+                return flattened(image).convert(mode), FLATTENED
+            return image.convert(mode), None
     except (OSError, UnidentifiedImageError, ValueError) as error:
         raise UsageError(f"cannot decode image {path}: {error}") from None
+
+
+def open_image(path: str | Path) -> Image.Image:
+    """`decode` for the training loaders, which take the pixels as they come."""
+    return decode(path)[0]
+
+
+def check_decodable(files: list[str], where: Path, tries: int = 8) -> None:
+    """Fail unless one of `tries` files spread over the list decodes.
+
+    A folder of unreadable images passes every label check and fails each run later, one after
+    the other; decoding a handful instead of every file keeps the check instant on 100k images.
+    """
+    errors = []
+    for path in files[:: max(1, len(files) // tries)][:tries]:
+        try:
+            open_image(path)
+            return
+        except UsageError as error:
+            errors.append(error)
+    if errors:
+        raise UsageError(
+            f"{where}: none of the {len(errors)} images tried (of {len(files)}) can be decoded, e.g. {errors[0]}"
+        )
+
+
+def rescaled(image: Image.Image) -> Image.Image:
+    """8-bit grayscale scaled by the bit depth the image's maximum needs, so 0-4095 spans 0-255
+    and the images of one detector share one scale; converting to "L" clips at 255 instead,
+    which turns most of a 12-bit X-ray white."""
+    pixels = np.clip(np.asarray(image, dtype=np.float64), 0, None)
+    top = 2 ** max(8, int(pixels.max()).bit_length()) - 1
+    return Image.fromarray((pixels * (255 / top)).round().astype(np.uint8))
+
+
+def flattened(image: Image.Image) -> Image.Image:
+    """RGBA composited onto black: what is transparent shows nothing (an X-ray's background,
+    air, is black), where dropping alpha would show whatever colour transparent pixels hold."""
+    return Image.alpha_composite(Image.new("RGBA", image.size, "black"), image.convert("RGBA"))

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mgbench.common.errors import UsageError
-from mgbench.datasets.description import DatasetDescription, hashed_validation, split_by_mask
+from mgbench.datasets.description import DatasetDescription, hashed_validation, read_label_csv, split_by_mask
 from mgbench.datasets.images import index_images, resolve_files
 
 MAPPING_NAMES = ("labels.csv", "labels.json")
@@ -33,13 +33,7 @@ def find_mapping(path: Path) -> Path:
 
 
 def read_csv_mapping(path: Path) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read label file {path}: {error}") from None
-    missing = [c for c in ("file", "labels") if c not in frame.columns]
-    if missing:
-        raise UsageError(f"{path}: missing column(s) {', '.join(map(repr, missing))}")
+    frame = read_label_csv(path, ("file", "labels"))
     if "split" in frame.columns:
         bad = frame.index[~frame["split"].isin(SPLITS)]
         if len(bad):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from mgbench.common.config import RunConfig
 from mgbench.datasets import chestxray, imagefolder, labelmap
 from mgbench.datasets.description import DatasetDescription, parse_dataset
+from mgbench.datasets.images import check_decodable
 
 
 def describe_dataset(text: str) -> DatasetDescription | None:
@@ -21,9 +22,11 @@ def describe_dataset(text: str) -> DatasetDescription | None:
 
 
 def check_dataset(text: str, configs: list[RunConfig]) -> DatasetDescription | None:
-    """Read and check the dataset in the parent, before any run starts (each run would fail alike)."""
+    """Read and check the dataset in the parent, before any run starts (each run would fail alike):
+    its labels, that its images decode at all, and that each config's batch fits."""
     description = describe_dataset(text)
     if description is not None:
+        check_decodable(description.train.files + description.val.files, description.root)
         for config in configs:
             description.check_batch(config.global_batch, config.devices)
     return description

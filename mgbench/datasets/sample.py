@@ -27,7 +27,8 @@ from mgbench.datasets.chestxray import (
     TEST_LIST,
     TRAIN_LIST,
 )
-from mgbench.datasets.parallel import ProgressCallback, map_with_progress
+from mgbench.datasets.output import claim_folder, write_atomically
+from mgbench.datasets.parallel import ProgressCallback, check_workers, map_with_progress
 
 FINDING_RATE = 0.15
 IMAGES_PER_PATIENT = 2
@@ -93,18 +94,20 @@ def make_sample(
     seed: int = 0,
     workers: int | None = None,
     on_progress: ProgressCallback = lambda done, total: None,
+    overwrite: bool = False,
 ) -> None:
-    """Write `n` images (in parallel), the label file and the split lists under `dst`;
-    `on_progress(done, total)` after each image."""
+    """Write `n` images (in parallel), the split lists and, last, the label file under `dst`;
+    `on_progress(done, total)` after each image. `dst` is claimed as `output.claim_folder` says."""
+    check_workers(workers)
     rng = np.random.default_rng(seed)
-    (dst / "images").mkdir(parents=True, exist_ok=True)
     findings = (rng.random((n, len(NIH_LABELS))) < FINDING_RATE).astype(np.int64)
     patients = np.arange(n) // IMAGES_PER_PATIENT + 1
     followups = np.arange(n) % IMAGES_PER_PATIENT
     names = [f"{p:08d}_{f:03d}.png" for p, f in zip(patients, followups)]
+    claim_folder(dst, [*(f"images/{name}" for name in names), TRAIN_LIST, TEST_LIST, LABEL_FILE], overwrite)
     jobs = [(str(dst / "images" / name), row, size, seed, index) for index, (name, row) in enumerate(zip(names, findings))]
     map_with_progress(write_image, jobs, workers, on_progress)
-    pd.DataFrame(
+    labels = pd.DataFrame(
         {
             IMAGE_COLUMN: names,
             FINDINGS_COLUMN: [finding_labels(row) for row in findings],
@@ -118,7 +121,8 @@ def make_sample(
             "OriginalImagePixelSpacing[x": 0.143,
             "y]": 0.143,
         }
-    ).to_csv(dst / LABEL_FILE, index=False)
+    )
     test_patients = set(rng.permutation(np.unique(patients))[: max(1, round(len(np.unique(patients)) * TEST_PATIENT_SHARE))])
-    (dst / TRAIN_LIST).write_text("".join(f"{m}\n" for m, p in zip(names, patients) if p not in test_patients))
-    (dst / TEST_LIST).write_text("".join(f"{m}\n" for m, p in zip(names, patients) if p in test_patients))
+    write_atomically(dst / TRAIN_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p not in test_patients))
+    write_atomically(dst / TEST_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p in test_patients))
+    write_atomically(dst / LABEL_FILE, labels.to_csv(index=False))

@@ -83,8 +83,10 @@ def load_run_folder(root: Path) -> RunFolderData:
     Fields a row carries beyond `RunResult` (e.g. `communication_fraction` from an adapter that
     measures it) are kept as extra columns, so charts can use them where they exist.
     """
-    if not root.is_dir():
+    if not root.exists():
         raise UsageError(f"run folder {root} does not exist")
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a folder; give the run folder that compare wrote")
     results_path = RunFolder(root).results
     if not results_path.is_file():
         raise UsageError(f"{root} has no {RESULTS_FILE}: not a run folder (or no run has finished yet)")

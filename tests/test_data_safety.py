@@ -1,0 +1,173 @@
+"""Nothing lost, nothing silently wrong: what `prepare`, `make-sample-chestxray` and the dataset
+check do with destinations that hold other data, odd pixels, bad input and Ctrl-C."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import psutil
+import pytest
+from PIL import Image
+
+from conftest import cli_env, mgbench
+from mgbench.cli import main
+from mgbench.common.errors import UsageError
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.chestxray import LABEL_FILE
+from mgbench.datasets.images import open_image
+from mgbench.datasets.resolve import check_dataset, describe_dataset
+from test_datasets import nih_rows, write_nih
+
+
+def one_error_line(capsys: pytest.CaptureFixture, args: list[str], message: str) -> None:
+    """`mgbench ARGS` exits 2 with one line `mgbench: error: ...` holding `message`."""
+    assert main(args) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mgbench: error: ") and message in lines[0], lines
+
+
+def snapshot(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("where", ["src", "src/out", "src/images"])
+def test_prepare_refuses_a_destination_that_is_or_is_inside_its_source(tmp_path, capsys, where):
+    write_nih(tmp_path / "src", nih_rows(6))
+    before = snapshot(tmp_path / "src")
+    args = ["prepare", "chestxray", str(tmp_path / "src"), str(tmp_path / where), "--size", "16"]
+    for extra in ([], ["--overwrite"]):
+        one_error_line(capsys, [*args, *extra], "overlaps the source")
+    assert snapshot(tmp_path / "src") == before
+
+
+def test_prepare_refuses_a_folder_it_did_not_write_even_with_overwrite(tmp_path, capsys):
+    write_nih(tmp_path / "src", nih_rows(6))
+    (tmp_path / "dst").mkdir()
+    (tmp_path / "dst" / "notes.txt").write_text("mine")
+    args = ["prepare", "chestxray", str(tmp_path / "src"), str(tmp_path / "dst"), "--size", "16"]
+    one_error_line(capsys, args, "not empty")
+    one_error_line(capsys, [*args, "--overwrite"], "not written by mgbench")
+    assert snapshot(tmp_path / "dst") == {"notes.txt": b"mine"}
+
+
+def test_prepare_overwrite_replaces_only_its_own_earlier_output(tmp_path, capsys):
+    write_nih(tmp_path / "src", nih_rows(6))
+    args = ["prepare", "chestxray", str(tmp_path / "src"), str(tmp_path / "dst"), "--size", "16"]
+    assert main(args) == 0 and "6 images written" in capsys.readouterr().err
+    (tmp_path / "dst" / "notes.txt").write_text("mine")
+    one_error_line(capsys, args, "--overwrite")
+    theirs = tmp_path / "dst" / "images" / "00000000_000.jpg"  # where the JPEG run will write
+    theirs.write_text("mine")
+    one_error_line(capsys, [*args, "--format", "jpeg", "--overwrite"], f"{theirs} was not written by mgbench")
+    theirs.unlink()
+    assert main([*args, "--format", "jpeg", "--overwrite"]) == 0
+    images = sorted(p.name for p in (tmp_path / "dst" / "images").iterdir())
+    assert images == [f"{i:08d}_000.jpg" for i in range(6)]
+    description = describe_dataset(f"chestxray:{tmp_path / 'dst'}")
+    assert all(f.endswith(".jpg") for f in description.train.files + description.val.files)
+    assert (tmp_path / "dst" / "notes.txt").read_text() == "mine"
+
+
+def test_16_bit_images_are_scaled_by_their_range_and_alpha_is_flattened(tmp_path, capsys):
+    src = tmp_path / "src"
+    write_nih(src, nih_rows(3), size=32)
+    ramp = np.tile(np.linspace(0, 4095, 32).round().astype(np.uint16), (32, 1))  # a 12-bit detector
+    Image.fromarray(ramp).save(src / "images" / "00000000_000.png")
+    rgba = np.zeros((32, 32, 4), np.uint8)
+    rgba[..., :3], rgba[:, :16, 3] = 200, 255  # the right half is transparent
+    Image.fromarray(rgba, mode="RGBA").save(src / "images" / "00000001_000.png")
+    pixels = np.asarray(open_image(src / "images" / "00000000_000.png"))
+    assert pixels.min() == 0 and pixels.max() == 255 and abs(pixels.mean() - 127.5) < 2
+    assert abs(Augmentation.for_input(32).eval_pixels(str(src / "images" / "00000000_000.png")).mean() - 127.5) < 8
+    assert main(["prepare", "chestxray", str(src), str(tmp_path / "dst"), "--size", "32", "--workers", "1"]) == 0
+    summary = capsys.readouterr().err
+    assert "3 images written" in summary and "16-bit rescaled: 1" in summary and "alpha flattened: 1" in summary
+    with Image.open(tmp_path / "dst" / "images" / "00000000_000.png") as wide, \
+            Image.open(tmp_path / "dst" / "images" / "00000001_000.png") as flat:
+        assert wide.mode == flat.mode == "L"
+        assert abs(np.asarray(wide).mean() - 127.5) < 2
+        assert np.asarray(flat)[:, :15].min() == 200 and np.asarray(flat)[:, 17:].max() == 0
+
+
+def test_no_decodable_image_fails_the_dataset_check_and_prepare(tmp_path, capsys):
+    src = tmp_path / "src"
+    write_nih(src, nih_rows(20))
+    for image in (src / "images").iterdir():
+        image.write_bytes(b"not an image")
+    with pytest.raises(UsageError, match="none of the 8 images tried"):
+        check_dataset(f"chestxray:{src}", [])
+    one_error_line(capsys, ["prepare", "chestxray", str(src), str(tmp_path / "dst"), "--size", "16"], "cannot decode")
+    assert not (tmp_path / "dst").exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["prepare", "chestxray", "{empty}", "{tmp}/dst"], "cannot read label file"),
+        (["prepare", "chestxray", "{src}", "{file}"], "not a folder"),
+        (["prepare", "chestxray", "{src}", "{tmp}/dst", "--workers", "0"], "--workers must be at least 1"),
+        (["make-sample-chestxray", "{file}"], "not a folder"),
+        (["make-sample-chestxray", "{src}"], "not empty"),
+        (["make-sample-chestxray", "{tmp}/dst", "--workers", "0"], "--workers must be at least 1"),
+        (["report", "{file}"], "not a folder"),
+    ],
+)
+def test_bad_input_is_one_line_not_a_traceback(tmp_path, capsys, args, message):
+    write_nih(tmp_path / "src", nih_rows(6))
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / LABEL_FILE).write_text("")
+    (tmp_path / "file").write_text("a file")
+    paths = {"empty": tmp_path / "empty", "src": tmp_path / "src", "file": tmp_path / "file", "tmp": tmp_path}
+    one_error_line(capsys, [arg.format(**paths) for arg in args], message)
+    assert not (tmp_path / "dst").exists()
+
+
+def test_compare_names_an_empty_label_file_in_one_line(tmp_path):
+    (tmp_path / LABEL_FILE).write_text("")
+    done = mgbench("compare", "--frameworks", "fake", "--dataset", f"chestxray:{tmp_path}", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and done.stderr.startswith("mgbench: error: cannot read label file"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def running(process: psutil.Process) -> bool:
+    """Alive, a zombie not counted: an orphan's stays until whoever adopted it reaps it."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.parametrize("verb", ["make-sample-chestxray", "prepare"])
+def test_double_ctrl_c_stops_at_once_with_no_label_file_and_no_workers_left(tmp_path, verb):
+    dst = tmp_path / "dst"
+    if verb == "prepare":
+        write_nih(tmp_path / "src", nih_rows(200), size=32)
+        args = ["prepare", "chestxray", str(tmp_path / "src"), str(dst), "--size", "2048", "--workers", "2"]
+    else:
+        args = ["make-sample-chestxray", str(dst), "--n", "20000", "--size", "32", "--workers", "2"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mgbench", *args], env=cli_env(), stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (dst / "images").is_dir() or not any((dst / "images").iterdir()):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+        workers = psutil.Process(process.pid).children(recursive=True)
+        assert workers
+        for _ in range(2):  # Ctrl-C in a terminal reaches the whole process group
+            os.killpg(process.pid, signal.SIGINT)
+            time.sleep(0.2)
+        _, stderr = process.communicate(timeout=5)
+        assert process.returncode == 130 and "Traceback" not in stderr and "interrupted" in stderr, stderr
+        assert not (dst / LABEL_FILE).exists()
+        assert not [w for w in workers if running(w)]
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()

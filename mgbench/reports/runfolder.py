@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -19,7 +18,7 @@ from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.runfolder import TRACE_COLUMNS
 from mgbench.common.runfolder import RunFolder
-from mgbench.common.results import RESULTS_FILE, RunResult
+from mgbench.common.results import RESULTS_FILE, RunResult, read_result_lines
 from mgbench.reports.summary import results_frame
 
 NOT_RUN_ERROR = "no result: the compare ended before this run finished"
@@ -50,22 +49,6 @@ class RunFolderData:
         return trace
 
 
-def _read_rows(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:
-    """Rows of the results file; a line cut short by a copy, or not a result, is skipped and counted."""
-    records, results, unreadable = [], [], 0
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            results.append(RunResult.from_record(record))
-        except (json.JSONDecodeError, TypeError, AttributeError, UsageError):
-            unreadable += 1
-            continue
-        records.append(record)
-    return records, results, unreadable
-
-
 def _planned(root: Path) -> tuple[str | None, list[RunConfig]]:
     path = RunFolder(root).compare_file
     if not path.exists():
@@ -90,7 +73,7 @@ def load_run_folder(root: Path) -> RunFolderData:
     results_path = RunFolder(root).results
     if not results_path.is_file():
         raise UsageError(f"{root} has no {RESULTS_FILE}: not a run folder (or no run has finished yet)")
-    records, results, unreadable = _read_rows(results_path)
+    records, results, unreadable = read_result_lines(results_path)
     if not results:
         raise UsageError(f"{results_path} holds no readable result rows")
     command, planned = _planned(root)

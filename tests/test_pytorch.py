@@ -14,7 +14,7 @@ import torch
 from conftest import assert_two_devices_equal_one, max_difference, saved_state
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
-from mgbench.frameworks.torch.adapter import Autocasting, build_criterion, build_model, create_trainer
+from mgbench.frameworks.torch.adapter import Autocasting, build_criterion, create_trainer
 from mgbench.frameworks.torch.strategies import LossComputingModule
 
 def test_autocast_covers_a_forward_in_another_thread():

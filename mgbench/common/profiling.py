@@ -19,7 +19,6 @@ framework-neutral and lives here, as is reading the Chrome-format trace that XLA
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 

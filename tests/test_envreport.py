@@ -117,13 +117,18 @@ def test_report_text_shows_gpus_topology_and_warnings():
         "gpus": gpu_environment(FakeNvml([fake_gpu(1215), fake_gpu(405)])),
         "topology": TOPO,
         "warnings": ["GPUs run at different memory clocks now: GPU0 1215 MHz, GPU1 405 MHz"],
-        "frameworks": {"pytorch": {"interpreter": "/x/python", "installed": True, "versions": {"torch": "2.5.0"}}},
+        "frameworks": {
+            "pytorch": {"interpreter": "/x/python", "installed": True, "missing": [], "versions": {"torch": "2.5.0"}},
+            "keras-tf": {"interpreter": "/x/python", "installed": False, "missing": ["tensorflow"],
+                         "versions": {"keras": "3.15.1"}},
+        },
     }
     text = render(report)
     assert "gpus: 2" in text and "mem_clock_mhz=405" in text and "pcie_link=gen4 x16" in text
     assert "topology (nvidia-smi topo -m):" in text and "  GPU0\t X \tPIX" in text
     assert "WARNING: GPUs run at different memory clocks now" in text
     assert "pytorch: torch 2.5.0 (/x/python)" in text
+    assert "keras-tf: not installed: missing tensorflow (/x/python)" in text
 
 
 def test_env_without_gpu_says_so():

@@ -34,6 +34,7 @@ def environment_report() -> dict[str, Any]:
         report["frameworks"][spec.name] = {
             "interpreter": found.interpreter,
             "installed": found.installed,
+            "missing": found.missing,
             "versions": found.versions,
         }
     return report
@@ -55,8 +56,9 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"WARNING: {warning}")
     lines.append("frameworks:")
     for name, info in report["frameworks"].items():
-        versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items()) or "not installed"
-        lines.append(f"  {name}: {versions} ({info['interpreter']})")
+        versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
+        state = versions if info["installed"] else f"not installed: missing {', '.join(info.get('missing', []))}"
+        lines.append(f"  {name}: {state} ({info['interpreter']})")
     return "\n".join(lines)
 
 

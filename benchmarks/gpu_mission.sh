@@ -2,7 +2,7 @@
 # The command mgbench exists for, as typed, on every GPU of the device machine, then Keras over
 # PyTorch beside PyTorch DDP on the same settings (bf16, channels_last, 128 per GPU) and
 # PyTorch's default fp32 job in both data formats, all in this one call so the figures compare.
-# From the repo root with the Keras wheels in .whl/; writes runs/ and $OUT/mission.tgz.
+# From the repo root with the Keras wheels in .whl/; writes runs/ and one $OUT/*.tgz per part as it ends.
 # PART=mission, PART=keras-torch or PART=formats runs one part (default: all three).
 set -uo pipefail
 source benchmarks/gpu_env.sh
@@ -13,11 +13,13 @@ if part mission; then
   start=$(date +%s)
   python3 -m mgbench compare --frameworks keras,pytorch --gpus "$N" --out runs/mission 2>&1 | tail -n 25
   echo "mission command as typed: $(( $(date +%s) - start )) s"
+  tar czf "$OUT/mission.tgz" runs/mission
 fi
 if part keras-torch; then
   for model in ${MODELS:-resnet50 densenet121}; do
     python3 -m mgbench compare --frameworks keras-torch,pytorch --gpus 1,"$N" --model "$model" --precision bf16 \
       --batch-per-gpu 128 --steps "${STEPS:-60}" --timeout 400 --out "runs/keras-torch-$model" 2>&1 | grep -E "│ (keras|pytorch)|rror"
+    tar czf "$OUT/keras-torch-$model.tgz" "runs/keras-torch-$model"
   done
 fi
 if part formats; then
@@ -25,5 +27,5 @@ if part formats; then
     python3 -m mgbench compare --frameworks pytorch --gpus 1 --model resnet50 --data-format "$format" \
       --out "runs/pytorch-fp32-$format" 2>&1 | grep -E "│ pytorch|rror"
   done
+  tar czf "$OUT/formats.tgz" runs/pytorch-fp32-*
 fi
-tar czf "$OUT/mission.tgz" runs

@@ -2,14 +2,17 @@
 
 For each `rank0-trace.json` given: per device and per profiled step, in milliseconds,
 - window: first kernel's start to last kernel's end, over the steps;
-- compute: time any non-NCCL kernel or copy runs (union of intervals), and the sum of their
-  durations (the sum grows if concurrent NCCL kernels slow them down);
+- compute: time any non-NCCL kernel or copy other than host-to-device runs (union of
+  intervals), and the sum of their durations (the sum grows if concurrent NCCL kernels slow
+  them down);
 - comm: sum of NCCL (collective) kernel durations, and the part of it no compute kernel overlaps (exposed);
+- h2d_exposed: host-to-device copies no kernel overlaps;
 - idle: window minus time anything runs, and the largest gaps (the host's turn between synced
-  steps shows up as STEPS-1 of them).
+  steps shows up as STEPS-1 of them);
 and per host thread that launched an XLA program, its launch time per step (XLA's
 `ExecuteThunks`: the kernels and command buffers it enqueued), which the GPU cannot run ahead of
 when every step is synchronised. Also the lines found, so the trace's layout can be checked.
+The interval arithmetic is `mgbench.common.breakdown`'s, the one `--profile` runs for every row.
 
     python3 benchmarks/xla_trace_timeline.py STEPS TRACE [TRACE ...]
 """
@@ -19,44 +22,31 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 
-from mgbench.common.profiling import is_communication, trace_names, xla_device_events
-
-Interval = tuple[float, float]
-
-
-def union(intervals: list[Interval]) -> list[Interval]:
-    merged: list[Interval] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def length(intervals: list[Interval]) -> float:
-    return sum(end - start for start, end in intervals)
+from mgbench.common.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, device_times, union
+from mgbench.common.trace_events import event_interval, trace_names, xla_device_events
 
 
 def device_breakdown(events: list[dict], steps: int) -> dict[str, float | list[float]]:
-    spans = [(e["ts"], e["ts"] + e["dur"], is_communication(e["name"])) for e in events]
-    compute = union([(s, e) for s, e, comm in spans if not comm])
-    collectives = [(s, e) for s, e, comm in spans if comm]
-    busy = union([(s, e) for s, e, _ in spans])
-    window = busy[-1][1] - busy[0][0]
-    gaps = sorted((b[0] - a[1] for a, b in zip(busy, busy[1:])), reverse=True)
-    ms = 1e-3 / steps
+    """`breakdown.device_times` over the span from the first kernel to the last (the trace has
+    no step marks of its own), per step in milliseconds, with the sums and gaps behind it."""
+    intervals = [event_interval(e) for e in events]
+    busy = union((start, end) for start, end, _ in intervals)
+    times = device_times(intervals, [(busy[0][0], busy[-1][1])])
+    gaps = sorted((b[0] - a[1] for a, b in pairwise(busy)), reverse=True)
+    ms = 1e3 / steps
     return {
-        "window": window * ms,
-        "compute": length(compute) * ms,
-        "compute_sum": sum(e - s for s, e, comm in spans if not comm) * ms,
-        "comm_sum": sum(e - s for s, e in collectives) * ms,
-        "comm_exposed": (length(busy) - length(compute)) * ms,
-        "idle": (window - length(busy)) * ms,
-        "kernels": len(spans) / steps,
-        "largest_gaps_ms": [round(g / 1e3, 3) for g in gaps[:steps]],
+        "window": times.window * ms,
+        "compute": times.compute * ms,
+        "compute_sum": sum(end - start for start, end, kind in intervals if kind in (COMPUTE, OTHER_COPY)) * ms,
+        "comm_sum": sum(end - start for start, end, kind in intervals if kind == COMMUNICATION) * ms,
+        "comm_exposed": times.communication * ms,
+        "h2d_exposed": times.host_to_device * ms,
+        "idle": times.idle * ms,
+        "kernels": len(intervals) / steps,
+        "largest_gaps_ms": [round(gap * 1e3, 3) for gap in gaps[:steps]],
     }
 
 

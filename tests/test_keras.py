@@ -18,7 +18,7 @@ from conftest import framework_python, max_difference, profiled_two_cpu_compare,
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
 from mgbench.runner.launch import environment_python
-from mgbench.common.profiling import xla_device_events
+from mgbench.common.trace_events import xla_device_events
 from mgbench.datasets.synthetic import Shard, synthetic_pool
 from mgbench.frameworks.registry import framework_spec
 

@@ -9,7 +9,8 @@ import pytest
 from conftest import profiled_two_cpu_compare
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
-from mgbench.common.profiling import OpTime, summarise_ops, xla_device_events, xla_trace_op_times
+from mgbench.common.profiling import OpTime, summarise_ops, xla_trace_op_times
+from mgbench.common.trace_events import xla_device_events
 
 OPS = [
     OpTime("aten::convolution", 0.6, 4),

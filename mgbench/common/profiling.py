@@ -11,9 +11,9 @@ row's `profile` field:
 
 An adapter supports profiling with a method `profile(run_steps, trace_path) -> (ops, clock)`:
 run the callable under its framework's profiler, write the trace, return per-op self times
-(`OpTime`) and which clock they are ("device" or "cpu"). Classifying op names is
-framework-neutral and lives here, as is reading the Chrome-format trace that XLA's profiler
-(JAX, TensorFlow) exports, so that every XLA adapter counts its device time the same way.
+(`OpTime`) and which clock they are ("device" or "cpu"). Classifying op names and reading
+the Chrome-format trace that XLA's profiler (JAX, TensorFlow) exports are framework-neutral
+(`trace_events`), so that every XLA adapter counts its device time the same way.
 """
 
 from __future__ import annotations
@@ -23,22 +23,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mgbench.common.protocol import Adapter, OpTime
+from mgbench.common.trace_events import is_communication, xla_clock, xla_device_events
 
 TOP_OPS = 10
-# Not a bare "broadcast": in XLA that is an element-wise op; torch's collective is c10d's.
-COMMUNICATION_MARKERS = (
-    "nccl", "gloo", "allreduce", "all_reduce", "all-reduce", "psum", "allgather", "all_gather", "reduce_scatter",
-    "c10d::broadcast",
-)
-GPU_PROCESS_PREFIX = "/device:GPU:"
-STREAM_LINE_PREFIX = "Stream"
 INPUT_COPY_MARKERS = ("memcpy", "aten::copy_", "aten::to", "aten::_to_copy", "pin_memory", "htod", "dtoh")
-
-
-
-def is_communication(name: str) -> bool:
-    lowered = name.lower()
-    return any(marker in lowered for marker in COMMUNICATION_MARKERS)
 
 
 def is_input_copy(name: str) -> bool:
@@ -46,50 +34,16 @@ def is_input_copy(name: str) -> bool:
     return not is_communication(name) and any(marker in lowered for marker in INPUT_COPY_MARKERS)
 
 
-def trace_names(trace: dict[str, Any]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
-    """A Chrome trace's process names by pid and its line (thread) names by (pid, tid)."""
-    meta = [e for e in trace["traceEvents"] if e.get("ph") == "M"]
-    processes = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
-    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in meta if e["name"] == "thread_name"}
-    return processes, threads
-
-
-def xla_device_events(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Each device's timed events (Chrome "X" events, microseconds) in an XLA profiler trace.
-
-    On GPU the trace has one process per device (`/device:GPU:N`) whose stream lines hold the
-    kernels and copies as the GPU ran them; its other lines are summaries derived from those
-    and would count the same time twice. A CPU-only trace has no device process: the XLA ops
-    ran on host threads, each tagged with its device's ordinal.
-    """
-    processes, threads = trace_names(trace)
-    timed = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
-    by_device: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    gpus = {pid: name for pid, name in processes.items() if name.startswith(GPU_PROCESS_PREFIX)}
-    if gpus:
-        for event in timed:
-            line = threads.get((event["pid"], event.get("tid")), "")
-            if event["pid"] in gpus and line.startswith(STREAM_LINE_PREFIX):
-                by_device[gpus[event["pid"]]].append(event)
-    else:
-        for event in timed:
-            args = event.get("args", {})
-            if "hlo_op" in args:
-                by_device[f"cpu:{args.get('device_ordinal', '0')}"].append(event)
-    return dict(by_device)
-
-
 def xla_trace_op_times(trace: dict[str, Any]) -> tuple[list[OpTime], str]:
     """Time per kernel (GPU) or XLA op (CPU) over all devices, and which clock that is."""
     by_device = xla_device_events(trace)
-    clock = "device" if any(name.startswith(GPU_PROCESS_PREFIX) for name in by_device) else "cpu"
     seconds: dict[str, float] = defaultdict(float)
     calls: dict[str, int] = defaultdict(int)
     for events in by_device.values():
         for event in events:
             seconds[event["name"]] += event["dur"] / 1e6
             calls[event["name"]] += 1
-    return [OpTime(name, seconds[name], calls[name]) for name in seconds], clock
+    return [OpTime(name, seconds[name], calls[name]) for name in seconds], xla_clock(by_device)
 
 
 def summarise_ops(ops: list[OpTime], steps: int, trace: Path, clock: str) -> dict[str, Any]:

@@ -64,6 +64,15 @@ class RunResult:
     """`expected_allreduce_seconds` over the measured median step time."""
     profile: dict[str, Any] | None = None
     """Summary of the `--profile` window (see `mgbench.common.profiling`)."""
+    profile_seconds: float | None = None
+    """Wall seconds the profiled window cost (its steps, the profiler, writing and reading the trace)."""
+    breakdown: dict[str, float] | None = None
+    """Shares of the profiled step summing to 1: input_wait, host_to_device, compute,
+    communication, idle (mean over devices; see `mgbench.common.breakdown`)."""
+    bottleneck: str | None = None
+    """The largest share of `breakdown` other than compute, or `compute` when compute holds >= 90%."""
+    breakdown_clock: str | None = None
+    """`device`: from GPU kernels and copies; `cpu`: from operators on host threads (CPU runs)."""
     peak_memory_bytes: int | None = None
     step_seconds: list[float] = field(default_factory=list)
     input_wait_seconds: list[float] = field(default_factory=list)

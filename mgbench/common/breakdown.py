@@ -1,0 +1,162 @@
+"""Where a profiled step's time goes on one device, from busy intervals alone.
+
+Input: what the device ran, as (start, end, kind) intervals in seconds, and the spans of the
+profiled steps on the same clock. Every kind of work is first merged into a union (kernels of
+one kind overlap across streams), then each category takes only the time no category before
+it already holds, so nothing is counted twice:
+
+- compute: the union of compute kernels (and other copies: device-to-device, device-to-host,
+  memsets are the step's own memory work);
+- communication (exposed): the union of collective kernels minus compute: a collective
+  running beside a compute kernel costs no step time;
+- host_to_device (exposed): input copies minus compute and communication;
+- idle: the window minus the union of everything: the device had nothing to run.
+
+`step_shares` adds the host's input wait: while the host blocks on the next batch the device
+has finished the synchronised step and runs nothing, so the wait is carved out of idle. When
+the wait is longer than the idle time (a copy ran during it), all five are scaled by their sum
+so that they still add to 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+COMPUTE = "compute"
+COMMUNICATION = "communication"
+HOST_TO_DEVICE = "host_to_device"
+OTHER_COPY = "other_copy"
+INTERVAL_KINDS = (COMPUTE, COMMUNICATION, HOST_TO_DEVICE, OTHER_COPY)
+
+INPUT_WAIT = "input_wait"
+IDLE = "idle"
+CATEGORIES = (INPUT_WAIT, HOST_TO_DEVICE, COMPUTE, COMMUNICATION, IDLE)
+"""The step's shares, in the order charts stack them."""
+COMPUTE_BOUND = 0.9
+"""A step with at least this share in compute is held back by compute, whatever else it does."""
+
+Span = tuple[float, float]
+Interval = tuple[float, float, str]
+
+
+def union(spans: Iterable[Span]) -> list[Span]:
+    """Sorted, disjoint spans covering exactly what `spans` cover."""
+    merged: list[Span] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def length(spans: Iterable[Span]) -> float:
+    return sum((end - start for start, end in spans), 0.0)
+
+
+def intersect(a: list[Span], b: list[Span]) -> list[Span]:
+    """Where two unions (sorted, disjoint) overlap."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append((start, end))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def subtract(a: list[Span], b: list[Span]) -> list[Span]:
+    """What the union `a` covers and the union `b` does not (one pass over both)."""
+    out, first = [], 0
+    for start, end in a:
+        while first < len(b) and b[first][1] <= start:
+            first += 1
+        cut = first
+        while cut < len(b) and b[cut][0] < end:
+            if b[cut][0] > start:
+                out.append((start, b[cut][0]))
+            start = max(start, b[cut][1])
+            cut += 1
+        if start < end:
+            out.append((start, end))
+    return out
+
+
+@dataclass(frozen=True)
+class DeviceTimes:
+    """Seconds of one device over a profiled window (all steps together)."""
+
+    window: float
+    compute: float
+    communication: float
+    host_to_device: float
+    idle: float
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def clip(intervals: Iterable[Interval], window: list[Span]) -> list[Interval]:
+    """The parts of `intervals` inside the window's spans (work before or after the profiled
+    steps is not theirs)."""
+    spans = union(window)
+    return [(s, e, kind) for start, end, kind in intervals for s, e in intersect([(start, end)], spans)]
+
+
+def device_times(intervals: Iterable[Interval], window: list[Span]) -> DeviceTimes:
+    """Compute, exposed communication, exposed host-to-device copies and idle time inside `window`."""
+    spans = union(window)
+    inside = clip(intervals, spans)
+
+    def covered(*kinds: str) -> list[Span]:
+        return union((start, end) for start, end, kind in inside if kind in kinds)
+
+    compute = covered(COMPUTE, OTHER_COPY)
+    collectives = covered(COMMUNICATION)
+    copies = covered(HOST_TO_DEVICE)
+    communication = subtract(collectives, compute)
+    host_to_device = subtract(copies, union(compute + collectives))
+    busy = union(compute + collectives + copies)
+    window_seconds = length(spans)
+    return DeviceTimes(
+        window=window_seconds,
+        compute=length(compute),
+        communication=length(communication),
+        host_to_device=length(host_to_device),
+        idle=window_seconds - length(busy),
+    )
+
+
+def step_shares(times: DeviceTimes, input_wait_seconds: float) -> dict[str, float]:
+    """The five shares of the step (summing to 1), input wait carved out of idle (module doc)."""
+    seconds = {
+        INPUT_WAIT: input_wait_seconds,
+        HOST_TO_DEVICE: times.host_to_device,
+        COMPUTE: times.compute,
+        COMMUNICATION: times.communication,
+        IDLE: max(times.idle - input_wait_seconds, 0.0),
+    }
+    total = sum(seconds.values())
+    if total <= 0:
+        raise ValueError("the profiled window is empty: no step time to split")
+    return {name: seconds[name] / total for name in CATEGORIES}
+
+
+def mean_shares(per_device: Iterable[dict[str, float]]) -> dict[str, float]:
+    """A run's breakdown: each share averaged over its devices, i.e. how all devices' time splits
+    (in lock-step data parallelism every device's window is the same step)."""
+    devices = list(per_device)
+    if not devices:
+        raise ValueError("no device to average")
+    return {name: sum(device[name] for device in devices) / len(devices) for name in CATEGORIES}
+
+
+def bottleneck(shares: dict[str, float]) -> str:
+    """`compute` when compute holds at least COMPUTE_BOUND of the step, else the largest other share."""
+    if shares[COMPUTE] >= COMPUTE_BOUND:
+        return COMPUTE
+    return max((name for name in CATEGORIES if name != COMPUTE), key=lambda name: shares[name])

@@ -1,0 +1,132 @@
+"""The breakdown files of a profiled run: every figure of a row's `breakdown` can be recomputed
+from what they keep.
+
+After its window each process writes `profiles/<run_id>/rank<R>-breakdown.json`:
+
+    {"rank", "trace", "profiler", "clock" ("device" or "cpu"), "steps",
+     "window_source" ("step marks", or "host clock" where the trace has none),
+     "window_seconds", "input_wait_seconds", "step_spans": [[start, end], ...],
+     "devices": {NAME: {"intervals": [[start, end, kind], ...], "seconds": {...}, "shares": {...}}}}
+
+in seconds from the first step's start, intervals clipped to the steps; `seconds` and `shares`
+are `breakdown.device_times` and `breakdown.step_shares` of those intervals. When every process
+has ended, the orchestrator merges the ranks into `profiles/<run_id>/breakdown.json`:
+
+    {"clock", "aggregation", "breakdown", "bottleneck", "ranks": [file, ...],
+     "devices": {"rank<R>/NAME": {"seconds", "shares"}}}
+
+and copies `breakdown`, `bottleneck` and `clock` into the row (`breakdown_clock`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mgbench.common.breakdown import Span, bottleneck, clip, device_times, length, mean_shares, step_shares, union
+from mgbench.common.results import RunResult, write_json_atomically
+from mgbench.common.trace_events import TRACE_READERS, TraceWindow
+
+RANK_BREAKDOWN_FILE = "rank{}-breakdown.json"
+RUN_BREAKDOWN_FILE = "breakdown.json"
+AGGREGATION = "mean over devices of each share"
+READ_ERRORS = (OSError, ValueError, KeyError, TypeError)
+
+
+def rank_breakdown_path(profile_dir: Path, rank: int) -> Path:
+    return profile_dir / RANK_BREAKDOWN_FILE.format(rank)
+
+
+def window_spans(window: TraceWindow, host_seconds: float) -> tuple[list[Span], str]:
+    """The profiled steps on the trace's clock: the marked steps, or, where the adapter marked
+    none, the host-clocked length of the window laid from the first event the devices ran."""
+    if window.steps:
+        return sorted(set(window.steps)), "step marks"
+    starts = [start for intervals in window.devices.values() for start, _, _ in intervals]
+    first = min(starts, default=0.0)
+    return [(first, first + host_seconds)], "host clock"
+
+
+def rank_breakdown(window: TraceWindow, host_seconds: float, input_wait_seconds: float) -> dict[str, Any]:
+    """This process's devices over the window: intervals, seconds and shares (module doc)."""
+    spans, source = window_spans(window, host_seconds)
+    origin = spans[0][0]
+    shifted = [(start - origin, end - origin) for start, end in spans]
+    devices = {}
+    for name, intervals in sorted(window.devices.items()):
+        inside = [(start - origin, end - origin, kind) for start, end, kind in clip(intervals, spans)]
+        times = device_times(inside, shifted)
+        devices[name] = {
+            "intervals": inside,
+            "seconds": times.to_dict(),
+            "shares": step_shares(times, input_wait_seconds),
+        }
+    return {
+        "clock": window.clock,
+        "window_source": source,
+        "window_seconds": length(union(shifted)),
+        "input_wait_seconds": input_wait_seconds,
+        "step_spans": shifted,
+        "devices": devices,
+    }
+
+
+def write_rank_breakdown(
+    profile_dir: Path, rank: int, trace: Path, profiler: str, steps: int, host_seconds: float, input_wait_seconds: float
+) -> str | None:
+    """Read this rank's trace and write its breakdown file; the reason when there is none."""
+    record: dict[str, Any] = {"rank": rank, "trace": str(trace), "profiler": profiler, "steps": steps}
+    reader = TRACE_READERS.get(profiler)
+    try:
+        if reader is None:
+            raise ValueError(f"no trace reader for {profiler}")
+        window = reader(json.loads(trace.read_text()))
+        record.update(rank_breakdown(window, host_seconds, input_wait_seconds))
+    except READ_ERRORS as error:
+        record["error"] = f"{type(error).__name__}: {error}"
+    write_json_atomically(rank_breakdown_path(profile_dir, rank), json.dumps(record))
+    return record.get("error")
+
+
+def merge_breakdowns(profile_dir: Path) -> dict[str, Any] | None:
+    """Every rank's devices in `breakdown.json` and the run's breakdown (None: no rank file)."""
+    files = list(profile_dir.glob(RANK_BREAKDOWN_FILE.format("*")))
+    if not files:
+        return None
+    try:
+        records = sorted((json.loads(path.read_text()) for path in files), key=lambda record: record["rank"])
+        errors = [f"rank {record['rank']}: {record['error']}" for record in records if "error" in record]
+        if errors:
+            raise ValueError("; ".join(errors))
+        devices = {
+            f"rank{record['rank']}/{name}": {"seconds": device["seconds"], "shares": device["shares"]}
+            for record in records
+            for name, device in record["devices"].items()
+        }
+        shares = mean_shares(device["shares"] for device in devices.values())
+        merged: dict[str, Any] = {
+            "clock": records[0]["clock"],
+            "aggregation": AGGREGATION,
+            "breakdown": shares,
+            "bottleneck": bottleneck(shares),
+            "ranks": [rank_breakdown_path(profile_dir, record["rank"]).name for record in records],
+            "devices": devices,
+        }
+    except READ_ERRORS as error:
+        merged = {"error": str(error)}
+    write_json_atomically(profile_dir / RUN_BREAKDOWN_FILE, json.dumps(merged, indent=1))
+    return merged
+
+
+def attach_breakdown(result: RunResult, profile_dir: Path) -> None:
+    """The merged breakdown into the row; why there is none into its `profile` instead."""
+    merged = merge_breakdowns(profile_dir)
+    if merged is None:
+        return
+    if "error" in merged:
+        result.profile = {**(result.profile or {}), "breakdown_error": merged["error"]}
+        return
+    result.breakdown = merged["breakdown"]
+    result.bottleneck = merged["bottleneck"]
+    result.breakdown_clock = merged["clock"]

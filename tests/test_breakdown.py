@@ -1,0 +1,212 @@
+"""The step-time breakdown: interval arithmetic, trace reading, the per-rank and per-run files, the
+bottleneck rule. Traces are constructed with known intervals, so every share is known exactly."""
+
+import json
+import random
+
+import pytest
+
+from mgbench.common.breakdown import (
+    CATEGORIES,
+    bottleneck,
+    device_times,
+    intersect,
+    length,
+    mean_shares,
+    step_shares,
+    subtract,
+    union,
+)
+from mgbench.common.breakdown_record import attach_breakdown, merge_breakdowns, rank_breakdown, write_rank_breakdown
+from mgbench.common.config import RunConfig
+from mgbench.common.results import RunResult
+from mgbench.common.trace_events import STEP_MARK, interval_kind, torch_trace_window, xla_trace_window
+
+US = 1e-6
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def event(name, ts, dur, cat, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 7, "tid": 7, "ts": ts, "dur": dur, "args": args}
+
+
+def kernel(ts, dur, device, name="void at::native::vectorized_elementwise_kernel<4>"):
+    return event(name, ts, dur, "kernel", device=device, stream=7)
+
+
+def copy(ts, dur, device, name="Memcpy HtoD (Pinned -> Device)"):
+    return event(name, ts, dur, "gpu_memcpy", device=device, stream=20)
+
+
+def steps(*spans):
+    """Step marks as torch.profiler records them: on the CPU thread, and repeated on the GPU timeline."""
+    marks = [event(STEP_MARK, start, end - start, "user_annotation") for start, end in spans]
+    return marks + [event(STEP_MARK, start + 5, end - start, "gpu_user_annotation") for start, end in spans]
+
+
+def gpu_trace():
+    """Two steps of 1000 us on two GPUs of one process (microseconds).
+
+    GPU 0: compute [50, 450] and [300, 600] overlap each other, [1100, 1500], a memset
+    [1650, 1700] and [1950, 2050] running past the window; NCCL [500, 800] (600-800 exposed) and
+    [1400, 1600] (1500-1600 exposed); input copies [0, 100] (0-50 exposed) and [1600, 1650];
+    idle [800, 1100] and [1700, 1950]; the loss all-reduce at [2100, 2200] is after the steps.
+    GPU 1: one long kernel [0, 1900] and NCCL [1800, 2000] (1900-2000 exposed): no idle time.
+    """
+    gpu0 = [
+        kernel(50, 400, 0), kernel(300, 300, 0), kernel(1100, 400, 0),
+        event("Memset (Device)", 1650, 50, "gpu_memset", device=0), kernel(1950, 100, 0),
+        kernel(500, 300, 0, NCCL), kernel(1400, 200, 0, NCCL), kernel(2100, 100, 0, NCCL),
+        copy(0, 100, 0), copy(1600, 50, 0),
+    ]
+    gpu1 = [kernel(0, 1900, 1, "sm90_xmma_gemm_bf16bf16_bf16f32"), kernel(1800, 200, 1, NCCL)]
+    host = [event("cudaLaunchKernel", 10, 900, "cuda_runtime"), event("aten::mm", 0, 2000, "cpu_op")]
+    return {"traceEvents": steps((0, 1000), (1000, 2000)) + gpu0 + gpu1 + host}
+
+
+GPU0 = {"input_wait": 100, "host_to_device": 100, "compute": 1050, "communication": 300, "idle": 450}
+GPU1 = {"input_wait": 100, "host_to_device": 0, "compute": 1900, "communication": 100, "idle": 0}
+"""Microseconds per category with 100 us of input wait: on GPU 0 carved out of 550 us idle
+(sum 2000 = the window); GPU 1 has no idle to carve from, so its sum is 2100 and scales down."""
+
+
+def shares_of(seconds):
+    total = sum(seconds.values())
+    return {name: value / total for name, value in seconds.items()}
+
+
+def test_gpu_layout_gives_each_devices_exact_shares():
+    window = torch_trace_window(gpu_trace())
+    assert window.clock == "device" and sorted(window.devices) == ["cuda:0", "cuda:1"]
+    record = rank_breakdown(window, host_seconds=0.5, input_wait_seconds=100 * US)
+    assert record["window_source"] == "step marks"
+    assert record["window_seconds"] == pytest.approx(2000 * US)
+    assert record["step_spans"] == [(0, 1000 * US), (1000 * US, 2000 * US)]
+    times = record["devices"]["cuda:0"]["seconds"]
+    assert times == pytest.approx({"window": 2000 * US, "compute": 1050 * US, "communication": 300 * US,
+                                   "host_to_device": 100 * US, "idle": 550 * US})
+    for name, expected in (("cuda:0", GPU0), ("cuda:1", GPU1)):
+        shares = record["devices"][name]["shares"]
+        assert shares == pytest.approx(shares_of(expected))
+        assert sum(shares.values()) == pytest.approx(1)
+    assert max(end for device in record["devices"].values() for _, end, _ in device["intervals"]) == pytest.approx(2000 * US)
+
+
+def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
+    trace = tmp_path / "rank0-trace.json"
+    trace.write_text(json.dumps(gpu_trace()))
+    assert write_rank_breakdown(tmp_path, 0, trace, "torch.profiler", 2, 0.5, 100 * US) is None
+    result = RunResult(RunConfig("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok")
+    attach_breakdown(result, tmp_path)
+    expected = {name: (shares_of(GPU0)[name] + shares_of(GPU1)[name]) / 2 for name in CATEGORIES}
+    assert result.breakdown == pytest.approx(expected)
+    assert result.bottleneck == "idle" and result.breakdown_clock == "device"
+    merged = json.loads((tmp_path / "breakdown.json").read_text())
+    assert sorted(merged["devices"]) == ["rank0/cuda:0", "rank0/cuda:1"] and merged["ranks"] == ["rank0-breakdown.json"]
+    # Every number can be recomputed from what the rank file keeps.
+    kept = json.loads((tmp_path / "rank0-breakdown.json").read_text())
+    for name, device in kept["devices"].items():
+        times = device_times([tuple(i) for i in device["intervals"]], [tuple(s) for s in kept["step_spans"]])
+        assert times.to_dict() == pytest.approx(device["seconds"])
+        assert step_shares(times, kept["input_wait_seconds"]) == pytest.approx(merged["devices"][f"rank0/{name}"]["shares"])
+
+
+def test_a_trace_that_cannot_be_read_leaves_the_row_without_breakdown_saying_why(tmp_path):
+    trace = tmp_path / "rank0-trace.json"
+    trace.write_text("{not json")
+    assert "JSONDecodeError" in write_rank_breakdown(tmp_path, 0, trace, "torch.profiler", 2, 0.5, 0.0)
+    assert "no trace reader" in write_rank_breakdown(tmp_path, 1, trace, "someprofiler", 2, 0.5, 0.0)
+    result = RunResult(RunConfig("pytorch", "ddp", "tiny", 2, "cuda", 4, 8), "ok", profile={"steps": 2})
+    attach_breakdown(result, tmp_path)
+    assert result.breakdown is None and result.bottleneck is None
+    assert "rank 0: JSONDecodeError" in result.profile["breakdown_error"] and result.profile["steps"] == 2
+    assert merge_breakdowns(tmp_path / "nothing-here") is None
+
+
+def test_cpu_layout_splits_operators_and_gloo_collectives():
+    """torch.profiler on CPU: nested operators on the main thread, gloo's all-reduce on its own
+    thread; Python-level annotations (the optimizer step) are not operators."""
+    ops = [
+        event("aten::conv2d", 0, 300, "cpu_op"), event("aten::convolution", 10, 280, "cpu_op"),
+        event("aten::addmm", 400, 300, "cpu_op"), event("c10d::allreduce_", 690, 5, "cpu_op"),
+        event("gloo:all_reduce", 600, 300, "user_annotation"),
+        event("Optimizer.step#SGD.step", 350, 600, "user_annotation"),
+    ]
+    window = torch_trace_window({"traceEvents": steps((0, 1000))[:1] + ops})
+    assert window.clock == "cpu" and list(window.devices) == ["cpu"]
+    record = rank_breakdown(window, host_seconds=0.5, input_wait_seconds=50 * US)
+    shares = record["devices"]["cpu"]["shares"]
+    assert shares == pytest.approx({"input_wait": 0.05, "host_to_device": 0.0, "compute": 0.6,
+                                    "communication": 0.2, "idle": 0.15})
+    assert bottleneck(shares) == "communication"
+
+
+def test_without_step_marks_the_window_is_the_host_clock_from_the_first_event():
+    window = torch_trace_window({"traceEvents": [kernel(1000, 200, 0), kernel(1500, 100, 0)]})
+    record = rank_breakdown(window, host_seconds=1000 * US, input_wait_seconds=0.0)
+    assert record["window_source"] == "host clock"
+    assert record["devices"]["cuda:0"]["seconds"]["idle"] == pytest.approx(700 * US)
+
+
+def test_xla_gpu_trace_reads_stream_kernels_copies_and_the_host_step_marks():
+    meta = [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+        {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "pid": 2, "tid": 7, "name": "thread_name", "args": {"name": "Stream #7(Compute)"}},
+        {"ph": "M", "pid": 2, "tid": 90, "name": "thread_name", "args": {"name": "XLA Ops"}},
+    ]
+    timed = [
+        {"ph": "X", "pid": 1, "tid": 3, "ts": 0, "dur": 1000, "name": STEP_MARK},
+        {"ph": "X", "pid": 2, "tid": 7, "ts": 0, "dur": 100, "name": "MemcpyH2D"},
+        {"ph": "X", "pid": 2, "tid": 7, "ts": 100, "dur": 600, "name": "loop_convolution_fusion"},
+        {"ph": "X", "pid": 2, "tid": 7, "ts": 600, "dur": 200, "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"},
+        {"ph": "X", "pid": 2, "tid": 90, "ts": 100, "dur": 900, "name": "fusion.3"},
+    ]
+    window = xla_trace_window({"traceEvents": meta + timed})
+    assert window.clock == "device" and window.steps == [(0, 1000 * US)]
+    assert [kind for _, _, kind in window.devices["/device:GPU:0"]] == ["host_to_device", "compute", "communication"]
+    shares = rank_breakdown(window, 0.5, 0.0)["devices"]["/device:GPU:0"]["shares"]
+    assert shares == pytest.approx({"input_wait": 0, "host_to_device": 0.1, "compute": 0.6, "communication": 0.1, "idle": 0.2})
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("Memcpy HtoD (Pinned -> Device)", "host_to_device"), ("MemcpyH2D", "host_to_device"),
+    ("Memcpy DtoD (Device -> Device)", "other_copy"), ("Memset (Device)", "other_copy"), ("MemcpyD2H", "other_copy"),
+    ("ncclKernel_AllReduce_RING_LL_Sum_float", "communication"), ("all-reduce.1", "communication"),
+    ("wrapped_broadcast.1", "compute"), ("sm90_xmma_fprop_implicit_gemm", "compute"), ("depth2d_fusion", "compute"),
+])
+def test_event_names_classify_into_interval_kinds(name, kind):
+    assert interval_kind(name) == kind
+
+
+@pytest.mark.parametrize("shares, expected", [
+    ({"compute": 0.9, "idle": 0.06, "communication": 0.04}, "compute"),
+    ({"compute": 0.89, "idle": 0.06, "communication": 0.05}, "idle"),
+    ({"compute": 0.5, "input_wait": 0.2, "communication": 0.3}, "communication"),
+    ({"compute": 0.3, "input_wait": 0.4, "host_to_device": 0.3}, "input_wait"),
+])
+def test_bottleneck_is_compute_from_90_percent_else_the_largest_other_share(shares, expected):
+    assert bottleneck({**dict.fromkeys(CATEGORIES, 0.0), **shares}) == expected
+
+
+def test_run_breakdown_is_the_mean_over_devices():
+    first = dict(zip(CATEGORIES, (0.1, 0.0, 0.5, 0.2, 0.2), strict=True))
+    second = dict(zip(CATEGORIES, (0.1, 0.2, 0.7, 0.0, 0.0), strict=True))
+    assert mean_shares([first, second]) == pytest.approx(dict(zip(CATEGORIES, (0.1, 0.1, 0.6, 0.1, 0.1), strict=True)))
+
+
+def test_span_arithmetic_matches_counting_unit_cells():
+    """union, intersect and subtract against sets of integer cells, on random spans."""
+    rng = random.Random(3)
+
+    def spans(count):
+        return [(start, start + rng.randint(1, 15)) for start in (rng.randint(0, 80) for _ in range(count))]
+
+    def cells(items):
+        return {cell for start, end in items for cell in range(start, end)}
+
+    for _ in range(200):
+        a, b = union(spans(rng.randint(0, 8))), union(spans(rng.randint(0, 8)))
+        assert length(a) == len(cells(a)) and all(x[1] < y[0] for x, y in zip(a, a[1:]))
+        assert cells(intersect(a, b)) == cells(a) & cells(b) and length(intersect(a, b)) == len(cells(a) & cells(b))
+        assert cells(subtract(a, b)) == cells(a) - cells(b) and length(subtract(a, b)) == len(cells(a) - cells(b))

@@ -136,7 +136,9 @@ def test_jax_dp_normalises_over_the_global_batch_and_shard_map_over_each_device(
 @pytest.mark.slow
 def test_keras_jax_profile_reads_every_devices_ops_from_the_jax_trace(tmp_path):
     framework_python("keras-jax")
-    profile = profiled_two_cpu_compare(tmp_path / "prof", "keras-jax", "jax-shard-map")
+    out = tmp_path / "prof"
+    rows = profiled_two_cpu_compare(out, "keras-jax", "jax-shard-map")
+    profile = rows.loc[2, "profile"]
     assert profile["steps"] == 2 and profile["clock"] == "cpu"
     trace = json.loads(Path(profile["trace"]).read_text())
     assert sorted(xla_device_events(trace)) == ["cpu:0", "cpu:1"]
@@ -144,6 +146,12 @@ def test_keras_jax_profile_reads_every_devices_ops_from_the_jax_trace(tmp_path):
     all_reduce = {op["name"]: op for op in profile["top_ops"]}["all-reduce"]
     assert all_reduce["calls"] == 2 * 2
     assert profile["communication_seconds"] >= all_reduce["self_seconds"] > 0
+    # The breakdown reads both devices' XLA ops inside the steps jax.profiler marked.
+    assert rows.loc[2, "breakdown_clock"] == "cpu" and sum(rows.loc[2, "breakdown"].values()) == pytest.approx(1)
+    kept = json.loads((out / "profiles" / "keras-jax-jax-shard-map-2cpu" / "rank0-breakdown.json").read_text())
+    assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 2
+    assert sorted(kept["devices"]) == ["cpu:0", "cpu:1"]
+    assert all(device["seconds"]["communication"] > 0 for device in kept["devices"].values())
 
 
 def test_packed_state_holds_one_array_per_dtype_and_unpacks_exactly():

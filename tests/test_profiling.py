@@ -1,16 +1,20 @@
-"""`--profile STEPS`: op classification, the window running after the timed steps, and torch traces."""
+"""`--profile STEPS`: op classification, the window running after the timed steps (clocked and
+marked step by step), and torch traces split into each rank's breakdown."""
 
 import json
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from conftest import profiled_two_cpu_compare
+from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.profiling import OpTime, summarise_ops, xla_trace_op_times
-from mgbench.common.trace_events import xla_device_events
+from mgbench.common.trace_events import STEP_MARK, xla_device_events
 
 OPS = [
     OpTime("aten::convolution", 0.6, 4),
@@ -81,23 +85,56 @@ def test_xla_cpu_trace_takes_the_ops_host_threads_ran_per_device_ordinal():
     assert clock == "cpu" and summary["communication_seconds"] == pytest.approx(50e-6)
 
 
+def profiling_fake(fakefw):
+    """The fake adapter with a profiler: each step mark and each train step (as a GPU kernel)
+    recorded on the real clock into a torch.profiler-style trace."""
+
+    class Profiling(fakefw.FakeTrainer):
+        recorded: list = []
+
+        def train_step(self, batch):
+            start = time.perf_counter()
+            super().train_step(batch)
+            self.recorded.append(("kernel", "step_kernel", start, time.perf_counter()))
+
+        def profile(self, run_steps, trace_path):
+            self.recorded, before = [], self.steps_done
+
+            @contextmanager
+            def mark():
+                start = time.perf_counter()
+                yield
+                self.recorded.append(("user_annotation", STEP_MARK, start, time.perf_counter()))
+
+            run_steps(mark)
+            events = [{"ph": "X", "cat": cat, "name": name, "ts": start * 1e6, "dur": (end - start) * 1e6,
+                       "args": {"device": 0}} for cat, name, start, end in self.recorded]
+            trace_path.write_text(json.dumps({"traceEvents": events}))
+            return [OpTime("gloo:all_reduce", 0.1 * (self.steps_done - before), 1), OpTime("step", 0.3, 1)], "cpu"
+
+    return Profiling("steady")
+
+
 def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plugin, tmp_path):
     import fakefw
 
-    class ProfilingFake(fakefw.FakeTrainer):
-        def profile(self, run_steps, trace_path):
-            before = self.steps_done
-            run_steps()
-            trace_path.write_text("{}")
-            return [OpTime("gloo:all_reduce", 0.1 * (self.steps_done - before), 1), OpTime("step", 0.3, 1)], "cpu"
-
-    trainer = ProfilingFake("steady")
+    trainer = profiling_fake(fakefw)
     config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 8, profile_steps=3)
-    result = run_training(trainer, config, profile_dir=tmp_path)
+    result = run_training(trainer, config, profile_dir=tmp_path, profiler="torch.profiler")
     assert len(result.step_seconds) == 8  # timing untouched by the window
     assert trainer.steps_done == 8 + 3  # the window's steps ran after the timed ones
     assert result.profile["communication_share"] == pytest.approx(0.5)  # 0.3 s of all-reduce of 0.6 s
     assert (tmp_path / "rank0-trace.json").exists() and result.profile["trace"] == str(tmp_path / "rank0-trace.json")
+    kept = json.loads((tmp_path / "rank0-breakdown.json").read_text())
+    assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 3
+    assert kept["input_wait_seconds"] >= 3 * fakefw.INPUT_SECONDS  # the driver's clock of the window's waits
+    seconds, shares = kept["devices"]["cuda:0"]["seconds"], kept["devices"]["cuda:0"]["shares"]
+    kernels = sum(end - start for cat, _, start, end in trainer.recorded if cat == "kernel")
+    assert seconds["compute"] == pytest.approx(kernels) and seconds["window"] == pytest.approx(kept["window_seconds"])
+    assert shares["compute"] == pytest.approx(kernels / kept["window_seconds"])
+    assert shares["input_wait"] == pytest.approx(kept["input_wait_seconds"] / kept["window_seconds"])
+    assert sum(shares.values()) == pytest.approx(1)
+    assert result.profile_seconds >= kept["window_seconds"]
 
 
 def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
@@ -106,15 +143,19 @@ def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
     config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 5, profile_steps=3)
     result = run_training(fakefw.create_trainer("steady"), config, profile_dir=tmp_path)
     assert result.status == "ok"
-    assert result.profile == {"steps": 0, "error": "this framework's adapter has no profiler support"}
+    assert result.profile == {"steps": 0, "error": "fake has no profiler here"}
+    assert result.breakdown is None and not list(tmp_path.iterdir())
 
 
-def test_pytorch_ddp_profile_traces_every_rank_and_counts_the_allreduce(tmp_path):
+def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_the_step(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
     out = tmp_path / "prof"
-    profile = profiled_two_cpu_compare(out, "pytorch", "ddp", timeout=300)
+    rows = profiled_two_cpu_compare(out, "pytorch", "ddp", timeout=300)
+    profile = rows.loc[2, "profile"]
     assert profile["steps"] == 2 and profile["clock"] == "cpu"
-    assert {p.name for p in (out / "profiles" / "pytorch-ddp-2cpu").iterdir()} == {"rank0-trace.json", "rank1-trace.json"}
+    folder = out / "profiles" / "pytorch-ddp-2cpu"
+    traces = {"rank0-trace.json", "rank1-trace.json", "rank0-breakdown.json", "rank1-breakdown.json", "breakdown.json"}
+    assert {p.name for p in folder.iterdir()} == traces
     assert json.loads(Path(profile["trace"]).read_text())["traceEvents"]
     assert profile["communication_seconds"] > 0  # the gloo all-reduce of DDP
     assert 0 < profile["communication_share"] < 1
@@ -123,3 +164,15 @@ def test_pytorch_ddp_profile_traces_every_rank_and_counts_the_allreduce(tmp_path
     assert top == sorted(top, key=lambda op: op["self_seconds"], reverse=True)
     summary = pd.read_csv(out / "summary.csv").set_index("devices")
     assert summary.loc[2, "profile_communication_share"] == pytest.approx(profile["communication_share"])
+    for devices in (1, 2):
+        row = rows.loc[devices]
+        assert row["breakdown_clock"] == "cpu" and row["bottleneck"] in CATEGORIES and row["profile_seconds"] > 0
+        assert set(row["breakdown"]) == set(CATEGORIES) and sum(row["breakdown"].values()) == pytest.approx(1)
+    merged = json.loads((folder / "breakdown.json").read_text())
+    assert sorted(merged["devices"]) == ["rank0/cpu", "rank1/cpu"]
+    for rank in (0, 1):
+        kept = json.loads((folder / f"rank{rank}-breakdown.json").read_text())
+        assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 2
+        times = device_times([tuple(i) for i in kept["devices"]["cpu"]["intervals"]], [tuple(s) for s in kept["step_spans"]])
+        assert times.compute > 0 and times.to_dict() == pytest.approx(kept["devices"]["cpu"]["seconds"])
+    assert rows.loc[2, "breakdown"] == pytest.approx(mean_shares(d["shares"] for d in merged["devices"].values()))

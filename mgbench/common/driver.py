@@ -40,12 +40,14 @@ def launch_time() -> float:
 
 
 class StepClock:
-    """Times steps the same way in both loops: wait for the batch, step, synchronise."""
+    """Times steps the same way in every loop (both training loops and the profiled window):
+    wait for the batch, step, synchronise."""
 
-    def __init__(self, trainer: Adapter, config: RunConfig, total_steps: int):
+    def __init__(self, trainer: Adapter, config: RunConfig, total_steps: int, progress: bool = True):
         self.trainer = trainer
         self.config = config
         self.total_steps = total_steps
+        self.progress = progress
         self.progress_every = max(1, int(total_steps * PROGRESS_EVERY_FRACTION))
         self.step_seconds: list[float] = []
         self.waits: list[float] = []
@@ -62,7 +64,7 @@ class StepClock:
         self.waits.append(t1 - t0)
         self.losses.append(self.trainer.last_loss())
         done = len(self.step_seconds)
-        if self.trainer.placement.is_primary and done % self.progress_every == 0:
+        if self.progress and self.trainer.placement.is_primary and done % self.progress_every == 0:
             rate = self.config.global_batch / self.step_seconds[-1]
             print(f"step {done}/{self.total_steps}: {rate:.1f} img/s, loss {self.losses[-1]:.4f}", file=sys.stderr, flush=True)
 
@@ -116,8 +118,9 @@ def run_training(
     """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
 
     The primary process gets the result. With `config.profile_steps` and a `profile_dir`, that
-    many more (untimed) steps run under the framework's profiler (`profiler`, None where the
-    registry declares none) after the timed ones.
+    many more steps, clocked apart from the timed ones, run under the framework's profiler
+    (`profiler`, None where the registry declares none) after the timed ones; `--epochs` runs
+    have no such window (the steps after the last epoch would restart the loader).
     """
     launched = launch_time()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -125,7 +128,7 @@ def run_training(
     placement = trainer.placement
     first_step_at = time.time()
     epoch_metrics: list[dict[str, float]] = []
-    profile = None
+    profile, profile_seconds = None, None
     if config.epochs:
         clock, epoch_metrics = train_epochs(trainer, config)
         metrics = {"loss": epoch_metrics[-1]["val_loss"], "auc": epoch_metrics[-1]["val_auc"]}
@@ -136,7 +139,10 @@ def run_training(
         for _ in range(config.steps):
             clock.step(batches)
         if config.profile_steps and profile_dir is not None:
-            profile = profile_window(trainer, batches, config.profile_steps, profile_dir, placement.rank, profiler)
+            window_start = time.perf_counter()
+            window = StepClock(trainer, config, config.profile_steps, progress=False)
+            profile = profile_window(trainer, window, batches, config.profile_steps, profile_dir, placement.rank, profiler)
+            profile_seconds = time.perf_counter() - window_start
         eval_start = time.perf_counter()
         metrics = trainer.evaluate()
         eval_seconds = time.perf_counter() - eval_start
@@ -180,4 +186,5 @@ def run_training(
         input_wait_seconds=waits,
         losses=losses,
         profile=profile,
+        profile_seconds=profile_seconds,
     )

@@ -1,27 +1,33 @@
-"""`--profile STEPS`: a profiler trace of steady-state steps, and its summary in the result row.
+"""`--profile STEPS`: a profiler trace of steady-state steps, its op summary in the result row,
+and the step-time breakdown of every device.
 
 The window is STEPS extra steps run after the timed ones (so profiler overhead never touches
-the measured figures), when the job is past warm-up. Each process writes its trace to
-`profiles/<run_id>/rank<R>-trace.json` in the run folder; the primary's summary goes into the
+the measured figures), when the job is past warm-up, clocked as the timed steps are. Each
+process writes its trace to `profiles/<run_id>/rank<R>-trace.json` in the run folder and its
+devices' breakdown beside it (`breakdown_record`); the primary's op summary goes into the
 row's `profile` field:
 
     {"steps", "trace", "clock" ("device" or "cpu" self time), "total_self_seconds",
      "communication_seconds", "communication_share", "input_copy_seconds", "input_copy_share",
      "top_ops": [{"name", "self_seconds", "calls"}, ...]}
 
+plus `breakdown_error` where the trace could not be split into a breakdown.
+
 An adapter supports profiling with a method `profile(run_steps, trace_path) -> (ops, clock)`:
-run the callable under its framework's profiler, write the trace, return per-op self times
-(`OpTime`) and which clock they are ("device" or "cpu"). Classifying op names and reading
-the Chrome-format trace that XLA's profiler (JAX, TensorFlow) exports are framework-neutral
-(`trace_events`), so that every XLA adapter counts its device time the same way.
+run the callable under its framework's profiler, handing it the profiler's span marker (see
+`Adapter.profile`), write the trace, return per-op self times (`OpTime`) and which clock they
+are ("device" or "cpu"). Classifying op names is framework-neutral (`trace_events`), so every
+adapter on one profiler counts its time the same way.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
+from mgbench.common.breakdown_record import write_rank_breakdown
 from mgbench.common.protocol import Adapter, OpTime
 from mgbench.common.trace_events import is_communication, xla_clock, xla_device_events
 
@@ -69,20 +75,41 @@ def trace_path(profile_dir: Path, rank: int) -> Path:
     return profile_dir / f"rank{rank}-trace.json"
 
 
+class ClockedSteps(Protocol):
+    """The driver's step clock (`driver.StepClock`): steps taken as the timed ones are, with
+    each step's seconds and input wait kept."""
+
+    step_seconds: list[float]
+    waits: list[float]
+
+    def step(self, batches: Iterator[Any]) -> None: ...
+
+
 def profile_window(
-    trainer: Adapter, batches: Iterator[Any], steps: int, profile_dir: Path, rank: int, profiler: str | None
+    trainer: Adapter,
+    clock: ClockedSteps,
+    batches: Iterator[Any],
+    steps: int,
+    profile_dir: Path,
+    rank: int,
+    profiler: str | None,
 ) -> dict[str, Any]:
-    """Run `steps` more steps under the adapter's profiler (`profiler`, from the registry's
-    capabilities); its summary, or why there is none."""
+    """Run `steps` more clocked steps under the adapter's profiler (`profiler`, from the
+    registry's capabilities), each inside the adapter's step mark; write this rank's trace and
+    breakdown file. Returns the op summary, or why there is none."""
     if profiler is None:
         return {"steps": 0, "error": f"{trainer.config.framework} has no profiler here"}
 
-    def run_steps() -> None:
+    def run_steps(mark: Callable[[], AbstractContextManager] = nullcontext) -> None:
         for _ in range(steps):
-            trainer.train_step(next(batches))
-            trainer.synchronize()
+            with mark():
+                clock.step(batches)
 
     profile_dir.mkdir(parents=True, exist_ok=True)
     trace = trace_path(profile_dir, rank)
-    ops, clock = trainer.profile(run_steps, trace)
-    return summarise_ops(ops, steps, trace, clock)
+    ops, op_clock = trainer.profile(run_steps, trace)
+    summary = summarise_ops(ops, steps, trace, op_clock)
+    error = write_rank_breakdown(profile_dir, rank, trace, profiler, steps, sum(clock.step_seconds), sum(clock.waits))
+    if error:
+        summary["breakdown_error"] = error
+    return summary

@@ -27,6 +27,7 @@ from mgbench.common.config import RunConfig
 from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
 from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
+from mgbench.common.breakdown_record import attach_breakdown
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
 from mgbench.runner.monitor import DeviceMonitor
@@ -144,6 +145,8 @@ def execute_run(
     if outcome.returncode == 0 and raw.exists():
         result = RunResult.from_record(json.loads(raw.read_text()))
         result.command = command_text
+        if config.profile_steps:
+            attach_breakdown(result, folder.profile_dir(config.run_id))
         return result
     status = classify_failure(outcome.timed_out, outcome.log_tail)
     if outcome.timed_out:

@@ -41,8 +41,9 @@ import numpy as np
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.profiling import OpTime, xla_trace_op_times
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.common.profiling import xla_trace_op_times
+from mgbench.common.protocol import Adapter, ModelInfo, OpTime, Placement
+from mgbench.common.trace_events import STEP_MARK
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras.packed_state import Packed, PackedTree
@@ -224,12 +225,13 @@ class JaxDataParallelTrainer(Adapter):
         stats = [d.memory_stats() or {} for d in jax.devices("gpu")[: self.config.devices]]
         return max(s.get("peak_bytes_in_use", 0) for s in stats)
 
-    def profile(self, run_steps: Callable[[], None], trace_path: Path) -> tuple[list[OpTime], str]:
-        """`run_steps` under `jax.profiler`: its Chrome trace (every device's streams on one
-        timeline), and time per kernel (device time on GPU) or per XLA op (CPU)."""
+    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> tuple[list[OpTime], str]:
+        """`run_steps` under `jax.profiler`, each step inside a `TraceAnnotation` span named
+        STEP_MARK: its Chrome trace (every device's streams on one timeline), and time per kernel
+        (device time on GPU) or per XLA op (CPU)."""
         with tempfile.TemporaryDirectory() as logs:
             with jax.profiler.trace(logs):
-                run_steps()
+                run_steps(lambda: jax.profiler.TraceAnnotation(STEP_MARK))
             (exported,) = Path(logs).rglob("*.trace.json.gz")
             trace = json.loads(gzip.decompress(exported.read_bytes()))
         trace_path.write_text(json.dumps(trace))

@@ -37,14 +37,14 @@ from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.metrics import mean_auc
 from mgbench.common.models import ModelSpec
-from mgbench.common.profiling import OpTime
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.common.protocol import Adapter, ModelInfo, OpTime, Placement
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.common.workers import loader_workers
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+from mgbench.frameworks.torch.profiler import profile_with_torch
 from mgbench.frameworks.torch.strategies import STRATEGIES, TorchStrategy
 
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -385,18 +385,8 @@ class TorchTrainer(TorchProcess):
         arrays = {name: p.detach().float().cpu().numpy() for name, p in self.core.named_parameters()}
         np.savez(path, **arrays)
 
-    def profile(self, run_steps: Callable[[], None], trace_path: Path) -> tuple[list[OpTime], str]:
-        """`run_steps` under torch.profiler: a Chrome trace, and self time per op (device time on GPU)."""
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if self.use_cuda:
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
-        with torch.profiler.profile(activities=activities) as profiler:
-            run_steps()
-        profiler.export_chrome_trace(str(trace_path))
-        clock = "device" if self.use_cuda else "cpu"
-        attribute = "self_device_time_total" if self.use_cuda else "self_cpu_time_total"
-        ops = [OpTime(e.key, getattr(e, attribute) / 1e6, e.count) for e in profiler.key_averages()]
-        return ops, clock
+    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> tuple[list[OpTime], str]:
+        return profile_with_torch(run_steps, trace_path, self.use_cuda)
 
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import profiled_two_cpu_compare
 from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
+from mgbench.cli.options import AUTO_PROFILE_STEPS, profile_option, profile_steps
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.profiling import OpTime, summarise_ops, xla_trace_op_times
@@ -135,6 +136,14 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     assert shares["input_wait"] == pytest.approx(kept["input_wait_seconds"] / kept["window_seconds"])
     assert sum(shares.values()) == pytest.approx(1)
     assert result.profile_seconds >= kept["window_seconds"]
+
+
+@pytest.mark.parametrize("option, kind, epochs, steps", [
+    ("auto", "cuda", None, AUTO_PROFILE_STEPS), ("auto", "cpu", None, 0), ("auto", "cuda", 2, 0),
+    ("0", "cuda", None, 0), ("3", "cpu", None, 3),
+])
+def test_profile_defaults_to_a_window_on_gpus_only(option, kind, epochs, steps):
+    assert profile_steps(profile_option(option), kind, epochs) == steps
 
 
 def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):

@@ -16,6 +16,9 @@ CPU_STEPS = 20
 CPU_IMAGE_SIZE = 64
 """The shrunk job's image side for a 224-px model; others scale with their own size."""
 CPU_IMAGE_BASE = 224
+PROFILE_AUTO = "auto"
+AUTO_PROFILE_STEPS = 5
+"""`--profile auto` on GPUs: enough steady steps for a breakdown, a small cost after the timed ones."""
 
 
 def data_format_given(args: argparse.Namespace) -> bool:
@@ -64,10 +67,11 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--seed", type=int, default=0)
     job.add_argument(
         "--profile",
-        type=int,
-        default=0,
+        type=profile_option,
+        default=PROFILE_AUTO,
         metavar="STEPS",
-        help="after the timed steps, trace STEPS more under the framework's profiler (profiles/<run_id>/)",
+        help="after the timed steps, trace STEPS more under the framework's profiler for the step-time "
+        f"breakdown (profiles/<run_id>/); 0: off; default auto: {AUTO_PROFILE_STEPS} on GPUs, 0 on CPU",
     )
     job.add_argument(
         "--device",
@@ -75,6 +79,27 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         choices=("auto", "cuda", "cpu"),
         help="auto: GPUs when visible, else CPU devices stand in for GPUs",
     )
+
+
+def profile_option(text: str) -> str | int:
+    """argparse type for `--profile`: `auto` or a number of steps (0: no profiling)."""
+    if text == PROFILE_AUTO:
+        return text
+    try:
+        steps = int(text)
+    except ValueError:
+        steps = -1
+    if steps < 0:
+        raise argparse.ArgumentTypeError(f"--profile takes a number of steps >= 0 or auto, got {text!r}")
+    return steps
+
+
+def profile_steps(option: str | int, device_kind: str, epochs: int | None) -> int:
+    """`auto`: a window on GPUs, so every GPU row gets its breakdown; none on CPU devices, where
+    it would lengthen every small run, nor with `--epochs`, whose runs have no window."""
+    if option != PROFILE_AUTO:
+        return int(option)
+    return AUTO_PROFILE_STEPS if device_kind == "cuda" and epochs is None else 0
 
 
 def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int | None, str | None]:
@@ -122,7 +147,7 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
         epochs=args.epochs,
         workers=args.workers,
         lr_reference_batch=args.lr_reference_batch,
-        profile_steps=args.profile,
+        profile_steps=profile_steps(args.profile, kind, args.epochs),
     )
 
 

@@ -74,7 +74,7 @@ class RunConfig:
         if self.lr_reference_batch < 1:
             raise UsageError(f"the learning-rate reference batch must be at least 1, got {self.lr_reference_batch}")
         if self.profile_steps < 0:
-            raise UsageError(f"--profile takes a number of steps >= 1, got {self.profile_steps}")
+            raise UsageError(f"--profile takes a number of steps >= 0 (0: none), got {self.profile_steps}")
         if self.image_size is not None and self.image_size < 16:
             raise UsageError(f"image size must be at least 16 px, got {self.image_size}")
 

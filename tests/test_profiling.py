@@ -177,6 +177,7 @@ def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_t
         row = rows.loc[devices]
         assert row["breakdown_clock"] == "cpu" and row["bottleneck"] in CATEGORIES and row["profile_seconds"] > 0
         assert set(row["breakdown"]) == set(CATEGORIES) and sum(row["breakdown"].values()) == pytest.approx(1)
+        assert summary.loc[devices, "breakdown_compute"] == pytest.approx(row["breakdown"]["compute"])
     merged = json.loads((folder / "breakdown.json").read_text())
     assert sorted(merged["devices"]) == ["rank0/cpu", "rank1/cpu"]
     for rank in (0, 1):
@@ -185,3 +186,4 @@ def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_t
         times = device_times([tuple(i) for i in kept["devices"]["cpu"]["intervals"]], [tuple(s) for s in kept["step_spans"]])
         assert times.compute > 0 and times.to_dict() == pytest.approx(kept["devices"]["cpu"]["seconds"])
     assert rows.loc[2, "breakdown"] == pytest.approx(mean_shares(d["shares"] for d in merged["devices"].values()))
+    assert "(CPU trace)" in (out / "summary.md").read_text()

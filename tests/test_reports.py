@@ -11,10 +11,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
 from conftest import mgbench
+from mgbench.common.breakdown import CATEGORIES, bottleneck
 from mgbench.common.config import RunConfig
 from mgbench.common.runfolder import TRACE_COLUMNS
 from mgbench.common.results import RunResult, append_result
@@ -22,7 +24,10 @@ from mgbench.common.timing import summarise_steps
 from mgbench.reports.charts import write_charts
 from mgbench.reports.figures import PIXEL_SIZE
 from mgbench.reports.html import write_report
+from mgbench.reports.readings import COLORS, CPU_READINGS, LABELS, NOT_PROFILED, READINGS, reading
 from mgbench.reports.runfolder import load_run_folder
+from mgbench.reports.scaling_loss import scaling_loss, scaling_losses
+from mgbench.reports.summary import display_table, write_summary
 
 ENVIRONMENT = {
     "mgbench": "0.1.0",
@@ -83,14 +88,25 @@ def write_trace(folder: Path, run_id: str, gpus: int) -> None:
                 writer.writerow([tick / 10, "gpu", gpu, min(100, 2 * tick + 10 * gpu), 1000 + 500 * tick, 81559, 1980, 2619])
 
 
+BREAKDOWNS = {
+    1: dict(zip(CATEGORIES, (0.02, 0.01, 0.92, 0.0, 0.05), strict=True)),
+    2: dict(zip(CATEGORIES, (0.02, 0.01, 0.80, 0.12, 0.05), strict=True)),
+    4: dict(zip(CATEGORIES, (0.02, 0.01, 0.60, 0.12, 0.25), strict=True)),
+}
+"""Per device count: the profiled step's shares (sum 1); 2 GPUs lose to communication, 4 to idle."""
+
+
 def fixture_folder(root: Path) -> tuple[Path, list[str]]:
-    """pytorch ddp on 1, 2 and 4 GPUs (epoch metrics, one with communication measured), dp crashed on 2."""
+    """pytorch ddp on 1, 2 and 4 GPUs (epoch metrics, one with communication measured, each
+    with a breakdown), dp crashed on 2."""
     folder = root / "run"
     results = folder / "results.jsonl"
     run_ids = []
     for devices, step in ((1, 0.20), (2, 0.21), (4, 0.23)):
         config = BASE.with_changes(devices=devices)
         result = ok_result(config, step, epochs(0.01 * devices) if devices in (1, 4) else None)
+        result.breakdown, result.breakdown_clock = BREAKDOWNS[devices], "device"
+        result.bottleneck = bottleneck(BREAKDOWNS[devices])
         if devices == 4:
             record = {**result.to_record(), "communication_fraction": 0.15}
             with results.open("a") as handle:
@@ -134,14 +150,14 @@ def test_charts_are_pngs_of_the_expected_size(tmp_path):
     folder, run_ids = fixture_folder(tmp_path)
     charts = write_charts(load_run_folder(folder), folder / "charts")
     names = {chart.path.name for chart in charts.compare}
-    assert names == {"throughput.png", "scaling.png", "breakdown.png", "epochs.png"}
+    assert names == {"throughput.png", "scaling.png", "scaling-loss.png", "breakdown.png", "epochs.png"}
     ok_ids = run_ids[:3]
     for run_id in ok_ids:
         assert {c.path.name for c in charts.runs[run_id]} == {f"utilisation-{run_id}.png", f"steps-{run_id}.png"}
     failed = run_ids[3]
     assert charts.runs[failed] == [] and charts.notes[failed] == ["no utilisation trace in this folder"]
     written = sorted((folder / "charts").glob("*.png"))
-    assert len(written) == 4 + 2 * len(ok_ids)
+    assert len(written) == 5 + 2 * len(ok_ids)
     for path in written:
         with Image.open(path) as image:
             assert image.format == "PNG" and image.size == PIXEL_SIZE, path.name
@@ -164,8 +180,11 @@ def test_report_is_self_contained_with_environment_configs_and_errors(tmp_path):
     page = scan(text)
     assert page.row_ids == run_ids
     assert page.external == []
-    assert len(page.images) == 4 + 2 * 3
+    assert len(page.images) == 5 + 2 * 3
     assert all(src.startswith("data:image/png;base64,") for src in page.images)
+    assert text.index("charts/scaling.png") < text.index("charts/scaling-loss.png") < text.index("charts/breakdown.png")
+    assert "communication 12%: gradient exchange that compute does not hide" in text
+    assert "idle 25%: nothing runs on the device" in text and "compute 92%" in text
     for expected in ("NVIDIA H100 80GB HBM3", "550.54.15", "1980", "torch 2.5.1", "bf16", "densenet121"):
         assert expected in text
     assert "RuntimeError: NCCL &lt;boom&gt; &amp; co" in text and "<boom>" not in text
@@ -200,7 +219,7 @@ def test_report_renders_in_headless_chromium_with_every_run_row(tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     rendered = scan(dom.stdout)
     assert rendered.row_ids == run_ids
-    assert len(rendered.images) == 4 + 2 * 3
+    assert len(rendered.images) == 5 + 2 * 3
     screenshot = tmp_path / "report.png"
     shot = chromium(binary, f"--screenshot={screenshot}", "--window-size=1400,2000", report.as_uri())
     assert screenshot.exists(), shot.stderr[-2000:]
@@ -262,3 +281,64 @@ def test_compare_writes_a_report_and_report_rebuilds_it_on_a_copied_folder(tmp_p
     assert scan(text).row_ids == page.row_ids
     assert "no utilisation trace in this folder" in text
     assert not list((copied / "charts").glob("utilisation-*.png"))
+
+
+def loss_row(devices, global_batch, step, images_per_sec, **shares):
+    breakdown = {**dict.fromkeys(CATEGORIES, 0.0), **shares}
+    assert sum(breakdown.values()) == pytest.approx(1)
+    return pd.Series({"framework": "pytorch", "strategy": "ddp", "devices": devices, "global_batch": global_batch,
+                      "median_step_seconds": step, "images_per_sec": images_per_sec, "breakdown": breakdown})
+
+
+def test_scaling_loss_splits_the_lost_speed_up_by_the_time_each_category_added():
+    """Weak scaling: 100 ms on 1 GPU (80 compute, 10 idle, 10 input wait), 125 ms on 2 (80
+    compute, 20 exposed communication, 15 idle, 10 input wait). The step times give 1.6x of an
+    ideal 2x: communication's 20 ms cost 2 x 20/125 = 0.32, idle's 5 ms 0.08; images/sec measured
+    1.55x, so 0.05 is unexplained."""
+    base = loss_row(1, 32, 0.100, 320.0, compute=0.8, idle=0.1, input_wait=0.1)
+    run = loss_row(2, 64, 0.125, 496.0, compute=0.64, communication=0.16, idle=0.12, input_wait=0.08)
+    loss = scaling_loss(base, run)
+    assert loss.ideal == 2 and loss.measured == pytest.approx(1.55) and loss.label == "pytorch ddp x2"
+    assert loss.losses == pytest.approx({"input_wait": 0, "host_to_device": 0, "compute": 0, "communication": 0.32, "idle": 0.08})
+    assert loss.unexplained == pytest.approx(0.05)
+    assert sum(loss.losses.values()) + loss.unexplained == pytest.approx(loss.ideal - loss.measured, abs=1e-12)
+
+
+def test_scaling_loss_under_strong_scaling_expects_half_the_work_per_device():
+    """Global batch 64 on 1 then 2 GPUs: the ideal 2-GPU step is half of 200 ms. Compute 100 ms
+    (10 more than half of 180), communication 25 ms, idle 0 (10 less than half of 20: a gain)."""
+    base = loss_row(1, 64, 0.200, 320.0, compute=0.9, idle=0.1)
+    run = loss_row(2, 64, 0.125, 512.0, compute=0.8, communication=0.2)
+    loss = scaling_loss(base, run)
+    assert loss.losses == pytest.approx({"input_wait": 0, "host_to_device": 0, "compute": 0.16, "communication": 0.4, "idle": -0.16})
+    assert loss.unexplained == pytest.approx(0, abs=1e-12) and loss.measured == pytest.approx(1.6)
+    assert sum(loss.losses.values()) + loss.unexplained == pytest.approx(loss.ideal - loss.measured, abs=1e-12)
+
+
+def test_scaling_losses_take_pairs_with_a_breakdown_on_both_rows():
+    frame = pd.DataFrame([
+        loss_row(1, 32, 0.1, 320.0, compute=1.0), loss_row(2, 64, 0.125, 512.0, compute=1.0),
+        loss_row(4, 128, 0.15, 853.0, compute=1.0).drop("breakdown"),
+    ])
+    assert [loss.label for loss in scaling_losses(frame)] == ["pytorch ddp x2"]
+
+
+def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
+    folder, run_ids = fixture_folder(tmp_path)
+    gluon = BASE.with_changes(framework="gluon", strategy="kvstore")
+    append_result(folder / "results.jsonl", RunResult(gluon, "ok", images_per_sec=1.0, images_per_sec_p10=1.0,
+                  images_per_sec_p90=1.0, input_wait_fraction=0.0, warmup_steps=1, warmup_seconds=1.0,
+                  profile={"steps": 0, "error": "gluon has no profiler here"}))
+    frame = load_run_folder(folder).frame
+    readings = dict(zip(frame["run_id"], display_table(frame)["what holds it back"], strict=True))
+    assert readings[run_ids[0]].startswith("compute 92%: the devices run the model's kernels")
+    assert readings[run_ids[1]].startswith("communication 12%: ")
+    assert readings[run_ids[2]].startswith("idle 25%: nothing runs on the device")
+    assert readings[run_ids[3]] == ""  # failed
+    assert readings[gluon.run_id] == "no breakdown: gluon has no profiler here"
+    cpu = pd.Series({"status": "ok", "device_kind": "cpu", "profile": None, "breakdown": None})
+    assert reading(cpu) == "" and reading(cpu.replace({"cpu": "cuda"})) == NOT_PROFILED
+    write_summary(folder, load_run_folder(folder).results)
+    summary = pd.read_csv(folder / "summary.csv").set_index("run_id")
+    assert summary.loc[run_ids[2], "breakdown_idle"] == 0.25 and summary.loc[run_ids[2], "bottleneck"] == "idle"
+    assert set(LABELS) == set(COLORS) == set(READINGS) == set(CPU_READINGS) == set(CATEGORIES)

@@ -1,8 +1,9 @@
 """Every chart of a run folder, written as PNGs into `charts/`, and what each shows.
 
-Which charts exist depends on what the folder holds: scaling needs two device counts,
-training curves need per-epoch metrics, a utilisation chart needs the run's trace. What a
-chart could not be drawn from is listed as a note for the report instead of failing it.
+Which charts exist depends on what the folder holds: scaling needs two device counts, its
+loss also a breakdown on both rows of a framework/strategy, training curves need per-epoch
+metrics, a utilisation chart needs the run's trace. What a chart could not be drawn from is
+listed as a note for the report instead of failing it.
 """
 
 from __future__ import annotations
@@ -10,9 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mgbench.reports.compare_charts import breakdown_chart, epoch_chart, scaling_chart, throughput_chart
+from mgbench.reports.compare_charts import (
+    breakdown_chart,
+    epoch_chart,
+    scaling_chart,
+    scaling_loss_chart,
+    throughput_chart,
+)
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
 from mgbench.reports.runfolder import RunFolderData
+from mgbench.reports.scaling_loss import scaling_losses
 
 CHARTS_DIR = "charts"
 
@@ -49,6 +57,10 @@ def write_charts(data: RunFolderData, out_dir: Path) -> ChartSet:
         charts.compare.append(Chart("Throughput", throughput_chart(ok, out_dir / "throughput.png")))
         if ok["devices"].nunique() > 1:
             charts.compare.append(Chart("Scaling", scaling_chart(ok, out_dir / "scaling.png")))
+            losses = scaling_losses(ok)
+            if losses:
+                path = scaling_loss_chart(ok, losses, out_dir / "scaling-loss.png")
+                charts.compare.append(Chart("Scaling loss: what each category cost", path))
         charts.compare.append(Chart("Time breakdown", breakdown_chart(ok, out_dir / "breakdown.png")))
         with_epochs = ok[ok["epoch_metrics"].map(_has_epochs)]
         if not with_epochs.empty:

@@ -1,4 +1,4 @@
-"""Charts across the runs of a compare: throughput, scaling, time breakdown, training curves.
+"""Charts across the runs of a compare: throughput, scaling and its loss, time breakdown, training curves.
 
 Each function takes the successful runs only (`status == ok`) and says in its title what job
 they ran, so a chart copied out of the report still tells what it compares.
@@ -12,8 +12,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
+from mgbench.common.breakdown import CATEGORIES
 from mgbench.reports.figures import job_title, new_figure, run_label, save
+from mgbench.reports.readings import COLORS, LABELS, has_breakdown
+from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
+
+UNSPLIT = "rest of the step (not profiled)"
+UNEXPLAINED = "unexplained"
 
 
 def _group_label(key: tuple) -> str:
@@ -77,39 +83,85 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
     return save(figure, path)
 
 
-def breakdown_chart(ok: pd.DataFrame, path: Path) -> Path:
-    """Share of steady step time per run: waiting for input, communication (where measured), compute.
+def _style(name: str) -> dict[str, str]:
+    """A category's colour; what is not a category (unsplit, unexplained) hatched on white."""
+    return {"color": COLORS[name]} if name in COLORS else {"color": "white", "edgecolor": "grey", "hatch": "//"}
 
-    Communication appears only for rows whose adapter reported `communication_fraction`; it is
-    never estimated here, and compute is what is left of the step.
-    """
+
+def breakdown_chart(ok: pd.DataFrame, path: Path) -> Path:
+    """Share of the profiled step per run: input wait, host-to-device, compute, communication,
+    idle (`breakdown`). Runs without a breakdown show their timed input wait and the rest of
+    the step, unsplit; runs split from a CPU trace say so in their label."""
     ordered = ok.sort_values(GROUP + ["devices"])
-    labels = [run_label(row) for _, row in ordered.iterrows()]
-    waiting = ordered["input_wait_fraction"].fillna(0).to_numpy() * 100
-    has_communication = "communication_fraction" in ordered and ordered["communication_fraction"].notna().any()
-    communication = (
-        ordered["communication_fraction"].fillna(0).to_numpy() * 100 if has_communication else np.zeros(len(ordered))
-    )
-    compute = np.clip(100 - waiting - communication, 0, 100)
+    labels, shares = [], []
+    for _, row in ordered.iterrows():
+        label = run_label(row)
+        if has_breakdown(row.get("breakdown")):
+            shares.append({name: row["breakdown"][name] * 100 for name in CATEGORIES})
+            label += " (CPU trace)" if row.get("breakdown_clock") == "cpu" else ""
+        else:
+            waiting = float(np.nan_to_num(row["input_wait_fraction"])) * 100
+            shares.append({"input_wait": waiting, UNSPLIT: 100 - waiting})
+            label += " (not profiled)"
+        labels.append(label)
     figure = new_figure()
     axes = figure.subplots()
     positions = np.arange(len(labels))
-    height = 0.6
-    axes.barh(positions, compute, height, color="tab:blue", label="compute (rest of the step)")
-    left = compute.copy()
-    if has_communication:
-        axes.barh(positions, communication, height, left=left, color="tab:purple", label="communication")
-        left += communication
-    axes.barh(positions, waiting, height, left=left, color="tab:orange", label="waiting for input")
-    for position, wait in zip(positions, waiting):
-        axes.text(101, position, f"input {wait:.1f}%", va="center", fontsize="small")
+    left = np.zeros(len(labels))
+    for name in (*CATEGORIES, UNSPLIT):
+        widths = np.array([share.get(name, 0.0) for share in shares])
+        if not widths.any():
+            continue
+        axes.barh(positions, widths, 0.6, left=left, label=LABELS.get(name, name), **_style(name))
+        left += widths
+    for position, (_, row) in zip(positions, ordered.iterrows(), strict=True):
+        if has_breakdown(row.get("breakdown")) and row.get("bottleneck") in LABELS:
+            name = row["bottleneck"]
+            axes.text(101, position, f"{LABELS[name]} {row['breakdown'][name]:.0%}", va="center", fontsize="small")
     axes.set_yticks(positions, labels)
     axes.invert_yaxis()
-    axes.set_xlim(0, 120)
+    axes.set_xlim(0, 125)
     axes.set_xticks(range(0, 101, 20))
-    axes.set_xlabel("% of steady-state step time")
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize="small")
+    axes.set_xlabel("% of the step (right: the bottleneck)")
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=6, fontsize="small")
     axes.set_title(f"Where step time goes: {job_title(ok)}")
+    return save(figure, path)
+
+
+def scaling_loss_chart(ok: pd.DataFrame, losses: list[ScalingLoss], path: Path) -> Path:
+    """A waterfall per framework/strategy and device count: from the ideal speed-up down to the
+    measured one, each category taking the speed-up it cost (a rise where it gained)."""
+    steps = [*CATEGORIES, UNEXPLAINED]
+    bars = len(steps) + 2
+    width = 0.9 / bars
+    figure = new_figure()
+    axes = figure.subplots()
+    named: set[str] = set()
+    heights = [0.0]
+    for index, loss in enumerate(losses):
+        x = index - 0.45 + width / 2
+        axes.bar(x, loss.ideal, width, color="lightgrey", edgecolor="grey", label=None if index else "ideal")
+        axes.text(x, loss.ideal, f"{loss.ideal:.3g}x", ha="center", va="bottom", fontsize="small")
+        level = loss.ideal
+        for offset, name in enumerate(steps, start=1):
+            cost = loss.unexplained if name == UNEXPLAINED else loss.losses[name]
+            label = LABELS.get(name, name) if name not in named else None
+            named.add(name)
+            axes.bar(x + offset * width, -cost, width, bottom=level, label=label, **_style(name))
+            heights += [level, level - cost]
+            level -= cost
+        x_measured = x + (bars - 1) * width
+        axes.bar(x_measured, loss.measured, width, color="tab:green", label=None if index else "measured")
+        axes.text(x_measured, loss.measured, f"{loss.measured:.2f}x", ha="center", va="bottom", fontsize="small")
+        heights += [loss.ideal, loss.measured]
+    axes.axhline(0, color="black", linewidth=0.8)
+    axes.set_xticks(range(len(losses)), [loss.label for loss in losses])
+    axes.set_xlim(-0.6, len(losses) - 0.4)
+    axes.set_ylim(min(heights) * 1.1, max(heights) * 1.1)
+    axes.set_ylabel("speed-up over the smallest device count")
+    axes.grid(axis="y", alpha=0.3)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    axes.set_title(f"Scaling loss, ideal to measured speed-up: what each category cost ({job_title(ok)})")
     return save(figure, path)
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 from mgbench.common.config import RunConfig
 from mgbench.reports.charts import CHARTS_DIR, Chart, ChartSet, write_charts
 from mgbench.reports.figures import job_title
+from mgbench.reports.readings import breakdown_text, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.summary import display_table
 
@@ -42,7 +43,7 @@ tr.ok td.status { color: #1a7f37; font-weight: 600; }
 tr.problem td { background: #fff4f2; }
 tr.problem td.status { color: #b42318; font-weight: 600; }
 table.summary td { white-space: nowrap; }
-table.summary td.status { white-space: normal; }
+table.summary td.status, table.summary td.wrap { white-space: normal; min-width: 12rem; }
 td { overflow-wrap: anywhere; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .notes { background: #fff8e1; border-left: 4px solid #f2b600; padding: 0.5rem 1rem; }
@@ -54,6 +55,13 @@ figcaption { color: #5a6472; font-size: 0.85rem; }
 section.run { border-top: 1px solid #e3e7ee; }
 """
 NUMERIC_COLUMNS = {"devices", "images/sec", "p10-p90", "speedup", "efficiency", "input wait %", "start-up s", "peak mem GiB"}
+COLUMN_CLASSES = {
+    **dict.fromkeys(NUMERIC_COLUMNS, "num"),
+    "status": "status",
+    "what holds it back": "wrap",
+    "warning": "wrap",
+}
+"""Summary cells styled by their column: numbers right-aligned, sentences wrapped."""
 
 
 def _e(value: object) -> str:
@@ -77,7 +85,7 @@ def _table(
     for cells, attr in zip(rows, attrs):
         tds = []
         for name, cell in zip(header, cells):
-            cls = "num" if name in NUMERIC_COLUMNS else ("status" if name == "status" else "")
+            cls = COLUMN_CLASSES.get(name, "")
             tds.append(f'<td class="{cls}">{_e(cell)}</td>' if cls else f"<td>{_e(cell)}</td>")
         body.append(f"<tr{attr}>{''.join(tds)}</tr>")
     return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
@@ -144,7 +152,13 @@ def _run_section(row: pd.Series, charts: ChartSet) -> str:
     if row["status"] != "ok" and row["error"]:
         parts.append(f"<pre>{_e(row['error'])}</pre>")
     config = [(name, row[name]) for name in CONFIG_FIELDS] + [("global_batch", row["global_batch"])]
-    parts.append(_key_values(config + [(name, row[name]) for name in RUN_FIELDS]))
+    profiled = [
+        ("what holds it back", reading(row)),
+        ("breakdown", breakdown_text(row.get("breakdown"))),
+        ("breakdown_clock", row.get("breakdown_clock")),
+        ("profile_seconds", row.get("profile_seconds")),
+    ]
+    parts.append(_key_values(config + [(name, row[name]) for name in RUN_FIELDS] + profiled))
     parts.extend(_image(chart) for chart in charts.runs.get(run_id, []))
     parts.extend(f'<p class="meta">{_e(note)}</p>' for note in charts.notes.get(run_id, []))
     parts.append("</section>")

@@ -1,4 +1,5 @@
-"""The compare table: throughput, speedup and efficiency per framework/strategy/device count.
+"""The compare table: throughput, speedup and efficiency per framework/strategy/device count,
+and what holds each run back (its breakdown's bottleneck, in one line).
 
 Speedup is throughput at N devices over throughput at the smallest device count of the same
 framework and strategy (normally 1); efficiency is speedup over the device ratio. Both are
@@ -14,7 +15,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from mgbench.common.breakdown import CATEGORIES
 from mgbench.common.results import RunResult
+from mgbench.reports.readings import reading
 
 GROUP = ["framework", "strategy"]
 
@@ -33,6 +36,7 @@ TABLE_COLUMNS = {
     "startup_seconds": "start-up s",
     "peak_memory_gib": "peak mem GiB",
     "allreduce_pct": "all-reduce % (expected)",
+    "reading": "what holds it back",
     "warning": "warning",
 }
 SUPERLINEAR_TOLERANCE = 1.05
@@ -40,7 +44,7 @@ SUPERLINEAR_TOLERANCE = 1.05
 measured under the same conditions (a busy machine during one of them)."""
 WIDE_SPREAD = 0.25
 """A p10-p90 range wider than this share of the median throughput: the steady state was not steady."""
-LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "profile")
+LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "profile", "breakdown")
 
 
 def results_frame(results: list[RunResult]) -> pd.DataFrame:
@@ -57,9 +61,10 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
         frame.loc[group.index, "speedup"] = speedup
         frame.loc[group.index, "efficiency"] = speedup / (group["devices"] / base["devices"])
     frame["warning"] = [row_warning(row) for _, row in frame.iterrows()]
-    if "profile" in frame:
-        for share in ("communication_share", "input_copy_share"):
-            frame[f"profile_{share}"] = [p.get(share) if isinstance(p, dict) else None for p in frame["profile"]]
+    for column, keys in (("profile", ("communication_share", "input_copy_share")), ("breakdown", CATEGORIES)):
+        if column in frame:
+            for key in keys:
+                frame[f"{column}_{key}"] = [v.get(key) if isinstance(v, dict) else None for v in frame[column]]
     return frame
 
 
@@ -108,6 +113,7 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "startup_seconds": _fmt(r["startup_seconds"], "{:.1f}") if ok else "",
                 "peak_memory_gib": _fmt(r["peak_memory_bytes"] / 2**30, "{:.2f}") if ok and r["peak_memory_bytes"] else "",
                 "allreduce_pct": _fmt(_percent(r.get("allreduce_step_share")), "{:.1f}"),
+                "reading": reading(r),
                 "warning": r["warning"],
             }
         )

@@ -1,0 +1,62 @@
+"""Why N devices are not N times faster: the speed-up lost, split by what each category added
+to the step.
+
+For a framework/strategy measured on `n1` devices (its smallest count) and on `N`:
+- each category's seconds per step are its share of the row's breakdown times the row's median
+  step time;
+- the ideal step at N does the work of the base step scaled by the work per device
+  (`r` = (global batch at N / at n1) x (n1 / N): 1 under weak scaling, n1/N under strong), so
+  a category adds `added = seconds at N - r x seconds at n1` (negative: it shrank);
+- with `ideal` = N / n1, the speed-up the step times give is ideal x r x t1 / tN, and
+  ideal - that = sum over categories of ideal x added / tN: each category's loss, in speed-up
+  units, in proportion to the time it added;
+- `unexplained` is what the measured speed-up (from images/sec, the summary's) differs from
+  the step times' by: the losses and it sum exactly to ideal - measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mgbench.common.breakdown import CATEGORIES
+from mgbench.reports.readings import has_breakdown
+from mgbench.reports.summary import GROUP
+
+
+@dataclass(frozen=True)
+class ScalingLoss:
+    label: str
+    ideal: float
+    measured: float
+    losses: dict[str, float]
+    """Speed-up lost per category (negative: a gain)."""
+    unexplained: float
+
+
+def scaling_loss(base: pd.Series, run: pd.Series) -> ScalingLoss:
+    """The loss of `run` against `base`, two ok rows of one framework/strategy with breakdowns."""
+    ideal = run["devices"] / base["devices"]
+    batch_ratio = run["global_batch"] / base["global_batch"]
+    work = batch_ratio / ideal
+    t1, tn = base["median_step_seconds"], run["median_step_seconds"]
+    losses = {
+        name: ideal * (run["breakdown"][name] * tn - work * base["breakdown"][name] * t1) / tn for name in CATEGORIES
+    }
+    measured = run["images_per_sec"] / base["images_per_sec"]
+    unexplained = (ideal - measured) - sum(losses.values())
+    label = f"{run['framework']} {run['strategy']} x{int(run['devices'])}"
+    return ScalingLoss(label, float(ideal), float(measured), losses, float(unexplained))
+
+
+def scaling_losses(ok: pd.DataFrame) -> list[ScalingLoss]:
+    """Every row on more devices than its framework/strategy's smallest count, where both rows
+    have a breakdown."""
+    found = []
+    for _, group in ok.sort_values(GROUP + ["devices"]).groupby(GROUP, sort=True):
+        base = group.iloc[0]
+        for _, run in group.iloc[1:].iterrows():
+            if run["devices"] > base["devices"] and has_breakdown(base["breakdown"]) and has_breakdown(run["breakdown"]):
+                found.append(scaling_loss(base, run))
+    return found

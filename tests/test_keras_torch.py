@@ -5,12 +5,16 @@ over gloo. Two steps on 2 processes with global batch B must leave the same weig
 steps on 1 process with B (`assert_two_devices_equal_one`). Two steps, because the pool cycles
 two different batches: a rank training the wrong shard, or batches out of order, fails.
 The parameter count of every model keras-torch builds is checked by tests/test_contract.py.
+Its profiled window is PyTorch's (`TorchProcess.profile`): the breakdown is read the same way.
 """
+
+import json
 
 import numpy as np
 import pytest
 
-from conftest import assert_two_devices_equal_one, framework_python, max_difference, saved_state
+from conftest import assert_two_devices_equal_one, framework_python, max_difference, profiled_two_cpu_compare, saved_state
+from mgbench.common.breakdown import CATEGORIES
 
 TOLERANCE = 1e-5
 JOB = dict(steps="2", data_format="channels_last")
@@ -38,3 +42,16 @@ def test_bf16_trains_as_fp32_within_bfloat16_rounding(runs):
     bf16 = saved_state(runs, "keras-torch", "ddp", 2, 4, 0.5, precision="bf16", **JOB)
     assert all(np.isfinite(v).all() for v in bf16.values())
     assert max_difference(bf16, fp32) < max_difference(fp32, initial) / 10
+
+
+@pytest.mark.slow
+def test_profiled_window_splits_each_ranks_step_as_pytorchs_does(tmp_path):
+    """The same torch.profiler code as the PyTorch adapter's: every rank's operators and gloo
+    all-reduce, inside the marked steps, make the row's breakdown."""
+    framework_python("keras-torch")
+    rows = profiled_two_cpu_compare(tmp_path / "prof", "keras-torch", "ddp")
+    row = rows.loc[2]
+    assert row["profile"]["communication_seconds"] > 0 and row["breakdown_clock"] == "cpu"
+    assert row["bottleneck"] in CATEGORIES and sum(row["breakdown"].values()) == pytest.approx(1)
+    merged = json.loads((tmp_path / "prof" / "profiles" / "keras-torch-ddp-2cpu" / "breakdown.json").read_text())
+    assert sorted(merged["devices"]) == ["rank0/cpu", "rank1/cpu"]

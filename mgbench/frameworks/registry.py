@@ -292,7 +292,7 @@ KERAS_TORCH = FrameworkSpec(
     install_hint="make env-keras-torch (or: pip install -r requirements/keras-torch.txt)",
     environment_variables=torch_variables,
     default_strategies=("ddp",),
-    capabilities=Capabilities(**KERAS_CATALOGUE),
+    capabilities=Capabilities(profiler="torch.profiler", **KERAS_CATALOGUE),
 )
 
 TENSORFLOW = FrameworkSpec(

@@ -42,9 +42,9 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 
 class KerasTorchTrainer(TorchProcess):
     """`ddp`: Keras 3 model, PyTorch DistributedDataParallel, custom loop. What does not touch
-    the model (process group, shards, placement, synchronisation, memory) is `TorchProcess`'s,
-    shared with the PyTorch adapter; inheriting `TorchTrainer` would also bring its real-data
-    loader and profiler, which keras-torch does not declare."""
+    the model (process group, shards, placement, synchronisation, memory, the torch.profiler
+    window) is `TorchProcess`'s, shared with the PyTorch adapter; inheriting `TorchTrainer`
+    would also bring its real-data loader, which keras-torch does not declare."""
 
     channels_last = False
     """The torch memory format `placed_images` gives a batch: the contiguous one. Keras reads

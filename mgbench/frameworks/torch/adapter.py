@@ -209,8 +209,8 @@ class TorchProcess(Adapter):
     """What every adapter running torch modules on one strategy object shares (this one's, and
     Keras over PyTorch's): joining the strategy's process group and naming the devices, this
     rank's shard of each global batch, placing host batches, synchronisation, peak device memory,
-    versions and leaving the group. Subclasses set `parallel`, `devices`, `device` and
-    `channels_last`."""
+    versions, leaving the group, and the profiled window under torch.profiler. Subclasses set
+    `parallel`, `devices`, `device` and `channels_last`."""
 
     parallel: TorchStrategy
     channels_last = False
@@ -254,6 +254,9 @@ class TorchProcess(Adapter):
 
     def close(self) -> None:
         self.parallel.close()
+
+    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> tuple[list[OpTime], str]:
+        return profile_with_torch(run_steps, trace_path, self.use_cuda)
 
     def framework_versions(self) -> dict[str, str]:
         versions = {"torch": torch.__version__}
@@ -384,10 +387,6 @@ class TorchTrainer(TorchProcess):
     def save_state(self, path: Path) -> None:
         arrays = {name: p.detach().float().cpu().numpy() for name, p in self.core.named_parameters()}
         np.savez(path, **arrays)
-
-    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> tuple[list[OpTime], str]:
-        return profile_with_torch(run_steps, trace_path, self.use_cuda)
-
 
 
 def create_trainer(strategy: str) -> TorchTrainer:

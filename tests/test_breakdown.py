@@ -3,6 +3,7 @@ bottleneck rule. Traces are constructed with known intervals, so every share is 
 
 import json
 import random
+from itertools import pairwise
 
 import pytest
 
@@ -207,6 +208,6 @@ def test_span_arithmetic_matches_counting_unit_cells():
 
     for _ in range(200):
         a, b = union(spans(rng.randint(0, 8))), union(spans(rng.randint(0, 8)))
-        assert length(a) == len(cells(a)) and all(x[1] < y[0] for x, y in zip(a, a[1:]))
+        assert length(a) == len(cells(a)) and all(x[1] < y[0] for x, y in pairwise(a))
         assert cells(intersect(a, b)) == cells(a) & cells(b) and length(intersect(a, b)) == len(cells(a) & cells(b))
         assert cells(subtract(a, b)) == cells(a) - cells(b) and length(subtract(a, b)) == len(cells(a) - cells(b))

@@ -13,7 +13,13 @@ import json
 import numpy as np
 import pytest
 
-from conftest import assert_two_devices_equal_one, framework_python, max_difference, profiled_two_cpu_compare, saved_state
+from conftest import (
+    assert_two_devices_equal_one,
+    framework_python,
+    max_difference,
+    profiled_two_cpu_compare,
+    saved_state,
+)
 from mgbench.common.breakdown import CATEGORIES
 
 TOLERANCE = 1e-5

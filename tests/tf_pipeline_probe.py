@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from mgbench.common.config import RunConfig
-from mgbench.frameworks.registry import tf_distribute
+from mgbench.frameworks.keras import tf_distribute
 
 DRAWS = 3
 

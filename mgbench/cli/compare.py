@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
-from mgbench.common.bandwidth import DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
+from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.runner.bandwidth import measure_bandwidth
 from mgbench.common.config import DeviceKind, RunConfig
 from mgbench.common.devices import check_device_counts
@@ -92,8 +92,10 @@ def _split(text: str | None) -> list[str] | None:
 
 def prepare_folder(path: Path, new: bool) -> RunFolder:
     """The run folder, created and checked writable. A `new` compare refuses a folder that holds
-    anything: its rows would mix with another compare's (and speed-ups be taken against them)."""
-    if new and path.is_dir() and any(path.iterdir()):
+    anything but a measured `bandwidth.json` (which it reuses): its rows would mix with another
+    compare's, and speed-ups be taken against them."""
+    held = {entry.name for entry in path.iterdir()} - {BANDWIDTH_FILE} if new and path.is_dir() else set()
+    if held:
         hint = f"continue it with --resume {path}" if RunFolder(path).compare_file.exists() else "it holds other files"
         raise UsageError(f"--out {path} is not empty ({hint}); choose a new --out")
     if path.exists() and not path.is_dir():

@@ -88,19 +88,10 @@ class KerasTorchTrainer(TorchProcess):
             return DevicePrefetcher(itertools.cycle(pinned), self.device, self.channels_last)
         return itertools.cycle([self._to_device(batch) for batch in host])
 
-    def train_step(self, batch: Batch) -> None:
-        """Forward through DDP in training mode (batch-norm on the batch's statistics), the
-        loss in float32 over this shard, backward (DDP averages the gradients over the ranks
-        in buckets as they are produced), then the update, unscaled first under fp16."""
-        images, labels = batch
-        self.optimizer.zero_grad()
-        loss = self.loss_fn(labels, self.replicated(images, training=True))
-        self.scaler.scale(loss).backward()
-        self.parallel.apply_gradients(self.optimizer, self.scaler)
-        self._loss = loss.detach()
-
-    def last_loss(self) -> float:
-        return self.parallel.global_mean(self._loss)
+    def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Forward through DDP in training mode (batch-norm on the batch's statistics), the loss
+        in float32 over this shard."""
+        return self.loss_fn(labels, self.replicated(images, training=True))
 
     def evaluate(self) -> dict[str, float]:
         """Loss on this rank's shard of the held-out batch in inference mode, averaged over ranks."""

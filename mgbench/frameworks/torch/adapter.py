@@ -215,6 +215,23 @@ class TorchProcess(Adapter):
     parallel: TorchStrategy
     channels_last = False
 
+    def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The forward and the loss of one step, as the adapter's model computes them."""
+        raise NotImplementedError
+
+    def train_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
+        """Forward and loss (`step_loss`), backward (the strategy exchanges gradients as they come
+        or in `apply_gradients`), then the update, unscaled first under fp16."""
+        images, labels = batch
+        self.optimizer.zero_grad()  # set_to_none, the default (Horovod's wrapper takes no argument)
+        loss = self.step_loss(images, labels)
+        self.scaler.scale(loss).backward()
+        self.parallel.apply_gradients(self.optimizer, self.scaler)
+        self._loss = loss.detach()
+
+    def last_loss(self) -> float:
+        return self.parallel.global_mean(self._loss)
+
     def _start(self, config: RunConfig) -> None:
         """What `setup` starts with: the job kept, the process group joined, this rank's devices."""
         self.accept(config)
@@ -343,16 +360,8 @@ class TorchTrainer(TorchProcess):
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
 
-    def train_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
-        images, labels = batch
-        self.optimizer.zero_grad()  # set_to_none, the default (Horovod's wrapper takes no argument)
-        loss = self.parallel.loss(self.model, self.criterion, images, labels)
-        self.scaler.scale(loss).backward()
-        self.parallel.apply_gradients(self.optimizer, self.scaler)
-        self._loss = loss.detach()
-
-    def last_loss(self) -> float:
-        return self.parallel.global_mean(self._loss)
+    def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self.parallel.loss(self.model, self.criterion, images, labels)
 
     def evaluate(self) -> dict[str, float]:
         casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.precision])

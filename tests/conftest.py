@@ -114,9 +114,10 @@ def framework_python(framework: str) -> str:
     return found.interpreter
 
 
-def run_in(python: str, code: str, timeout: float = 600) -> str:
-    """Run `code` in another interpreter with this checkout's mgbench importable; returns stdout."""
+def run_in(python: str, code: str, *args: str, timeout: float = 600) -> str:
+    """Run `code` (with `args` in its sys.argv[1:]) in another interpreter with this checkout's
+    mgbench importable; returns stdout."""
     env = cli_env(PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS.parent), os.environ.get("PYTHONPATH", "")])))
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
+    done = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, timeout=timeout, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

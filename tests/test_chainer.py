@@ -1,9 +1,12 @@
 """Chainer adapter: ChainerMN under mpiexec in its own environment (`make env-chainer`).
 
 The equivalence test runs `mgbench run` as users do: one step on 2 MPI processes (naive
-communicator) with global batch B leaves the same weights as 1 process on B. The numpy-2
-compatibility layer is checked on this interpreter's numpy (outside Chainer), and with Chainer
-itself where an interpreter with numpy 2 and Chainer is named in MGBENCH_CHAINER_NUMPY2_PYTHON.
+communicator) with global batch B leaves the same weights as 1 process on B; on 2 GPUs the same
+through `pure_nccl`. The numpy-2 compatibility layer is checked on this interpreter's numpy
+(outside Chainer), and with Chainer itself where an interpreter with numpy 2 and Chainer is named
+in MGBENCH_CHAINER_NUMPY2_PYTHON. The CuPy-14 fix of ChainerMN's packing kernels is checked on
+ChainerMN's own kernel sources here (CuPy's kernel factory recorded, not compiled), and compiled
+and run by CuPy where there is a GPU.
 """
 
 import json
@@ -14,6 +17,10 @@ import numpy as np
 import pytest
 
 from conftest import assert_two_devices_equal_one, framework_python, run_in
+from mgbench.common.devices import visible_gpus
+from mgbench.frameworks.chainer.cupy_compat import CARRAY_INCLUDE, FLOAT16_INCLUDE, needs_float16_header
+
+GPUS = len(visible_gpus())
 
 EXPECTED_PARAMETERS = {"densenet121": 6_968_206, "resnet50": 25_557_032, "tiny": 5_418}
 
@@ -60,9 +67,84 @@ print(json.dumps({"numpy": np.__version__, "patched": patched, "loss": float(los
 """
 
 
+PACKING_KERNEL_SOURCES = """
+import json, sys
+from pathlib import Path
+import chainer.backends.cuda
+from chainermn.communicators import _memory_utility as memory
+from mgbench.frameworks.chainer.cupy_compat import PACKING_KERNELS, apply
+
+class Kernel:
+    def __init__(self, code, name, options=(), backend="nvrtc"):
+        self.code, self.name, self.options, self.backend = code, name, options, backend
+
+chainer.backends.cuda.raw = Kernel  # records what ChainerMN hands to CuPy's RawKernel
+original = {name: getattr(memory, name)() for name in PACKING_KERNELS}
+untouched = apply(Path(sys.argv[1]))
+patched = apply(Path(sys.argv[2])) + apply(Path(sys.argv[2]))
+kernels = {name: getattr(memory, name)() for name in PACKING_KERNELS}
+print(json.dumps({"untouched": untouched, "patched": patched,
+                  "wrapped_once": [not hasattr(getattr(memory, n).__wrapped__, "__wrapped__") for n in PACKING_KERNELS],
+                  "original": {n: k.code for n, k in original.items()},
+                  "kernels": {n: [k.code, k.name, list(k.options), k.backend] for n, k in kernels.items()}}))
+"""
+
+PACKING_ROUND_TRIP_ON_GPU = """
+import json
+import numpy as np
+from mgbench.frameworks.chainer import compat, cupy_compat
+compat.apply()
+import chainer, cupy
+from chainermn.communicators import _memory_utility as memory
+patched = cupy_compat.apply()
+device = chainer.get_device("@cupy:0")
+device.use()
+link = chainer.links.Linear(3, 5)
+link.to_device(device)
+for param in link.params():
+    param.grad = cupy.arange(param.size, dtype=cupy.float32).reshape(param.shape) / 8
+params = memory.extract_params_set_grad(link, False)
+expected = cupy.concatenate([param.grad.ravel() for param in params])
+data = memory.ParamsData(params, "grad", False)
+buffer = memory.DeviceMemory()
+buffer.assign(int(data.n_elems) * 2)
+memory._batched_pack_params(data, buffer, np.dtype(np.float16))
+packed = buffer.array(int(data.n_elems), dtype=np.float16).astype(cupy.float32)
+for param in params:
+    param.grad[...] = -1
+memory._batched_unpack_params(data, buffer, np.dtype(np.float16))
+unpacked = cupy.concatenate([param.grad.ravel() for param in params])
+print(json.dumps({"cupy": cupy.__version__, "patched": patched, "expected": expected.tolist(),
+                  "packed": packed.tolist(), "unpacked": unpacked.tolist()}))
+"""
+
+
+def cupy_headers(folder, carray: str):
+    """A CuPy include folder whose carray.cuh holds `carray`, with a float16.cuh beside it."""
+    headers = folder / "cupy"
+    headers.mkdir(parents=True)
+    (headers / "carray.cuh").write_text(carray)
+    (headers / "float16.cuh").write_text('#include "cupy/carray.cuh"\n#include <cuda_fp16.h>\n')
+    return folder
+
+
+CUPY13_CARRAY = "#pragma once\n#include <cuda_fp16.h>\nstruct half;\n"
+CUPY14_CARRAY = "#pragma once\nclass bfloat16;\nclass float16;\n"
+
+
 @pytest.fixture(scope="module")
 def chainer_python():
     return framework_python("chainer")
+
+
+@pytest.fixture(scope="module")
+def chainer_gpu_python(chainer_python):
+    """Chainer's interpreter where it can train on GPUs: a CUDA device visible and CuPy installed."""
+    if GPUS < 1:
+        pytest.skip("no CUDA device: CuPy compiles and launches kernels on one")
+    if run_in(chainer_python, "import importlib.util; print(importlib.util.find_spec('cupy') is not None)").strip() != "True":
+        pytest.skip(f"{chainer_python} has no CuPy (pip install cupy-cuda12x or cupy-cuda13x there)")
+    return chainer_python
 
 
 def test_parameter_counts_equal_torchvision(chainer_python):
@@ -87,7 +169,11 @@ def test_compat_layer_restores_what_chainer_needs_from_numpy_1():
 
 
 def test_compat_layer_changes_nothing_on_numpy_1(chainer_python):
-    assert json.loads(run_in(chainer_python, "from mgbench.frameworks.chainer.compat import apply; print(apply())")) == []
+    result = json.loads(run_in(chainer_python, "import json; from mgbench.frameworks.chainer.compat import NUMPY_2, apply; "
+                                               "print(json.dumps([NUMPY_2, apply()]))"))
+    if result[0]:
+        pytest.skip(f"{chainer_python} has numpy 2 (a GPU stack's): the layer acts there")
+    assert result[1] == []
 
 
 def test_chainer_trains_on_numpy_2_with_the_compat_layer():
@@ -99,3 +185,38 @@ def test_chainer_trains_on_numpy_2_with_the_compat_layer():
     assert "numpy.sctypes" in result["patched"] and "numpy.float" in result["patched"]
     assert result["loss"] > 0
     assert result["shapes"] == [[1, 3, 8, 8], [2, 2]]
+
+
+def test_float16_header_is_needed_only_where_carray_lacks_cuda_fp16(tmp_path):
+    assert needs_float16_header(cupy_headers(tmp_path / "14", CUPY14_CARRAY))
+    assert not needs_float16_header(cupy_headers(tmp_path / "13", CUPY13_CARRAY))
+    assert not needs_float16_header(tmp_path / "no-cupy")
+
+
+def test_chainermn_packing_kernels_include_cupy_float16_header_on_cupy_14(tmp_path, chainer_python):
+    """ChainerMN's own kernel sources: unchanged for CuPy 13's headers; for CuPy 14's, the same
+    source with the include that defines `half`, same name and options, the factories wrapped once."""
+    cupy13 = cupy_headers(tmp_path / "13", CUPY13_CARRAY)
+    cupy14 = cupy_headers(tmp_path / "14", CUPY14_CARRAY)
+    result = json.loads(run_in(chainer_python, PACKING_KERNEL_SOURCES, str(cupy13), str(cupy14)))
+    assert result["untouched"] == []
+    assert result["patched"] == ["chainermn packing kernels include cupy/float16.cuh"] * 2
+    assert result["wrapped_once"] == [True, True]
+    for name, (code, kernel_name, options, backend) in result["kernels"].items():
+        original = result["original"][name]
+        assert "(half*)" in original and original.count(CARRAY_INCLUDE) == 1
+        assert code == original.replace(CARRAY_INCLUDE, FLOAT16_INCLUDE)
+        assert (kernel_name, options, backend) == (name.lstrip("_"), [], "nvrtc")
+
+
+def test_chainermn_packing_kernels_round_trip_through_float16_on_gpu(chainer_gpu_python):
+    """fp32 gradients packed into an fp16 buffer and unpacked again (the `half` casts both ways)."""
+    result = json.loads(run_in(chainer_gpu_python, PACKING_ROUND_TRIP_ON_GPU))
+    assert result["packed"] == result["expected"] == result["unpacked"]
+    assert len(result["expected"]) == 5 * 3 + 5
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(GPUS < 2, reason="pure_nccl over 2 GPUs needs 2 CUDA devices")
+def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path, chainer_gpu_python):
+    assert_two_devices_equal_one(tmp_path, "chainer", "chainermn", 1e-4, device="cuda")

@@ -11,8 +11,10 @@
   parameter set, so every timed step is a real training step.
 
 Chainer is imported after `chainer_compat.apply()`, which lets Chainer 7.8.1 run on numpy 2
-(needed by CuPy 14 on GPU machines); on numpy 1.23 it does nothing. CuPy 14 has no cuDNN
-module: Chainer then runs without cuDNN, and `framework_versions` says so.
+(needed by CuPy 14 on GPU machines); on numpy 1.23 it does nothing. `cupy_compat.apply()` then
+lets ChainerMN's gradient-packing kernels compile on CuPy 14 (nothing without CuPy or on older
+CuPy). CuPy 14 has no cuDNN module: Chainer then runs without cuDNN, and `framework_versions`
+says so.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ from mgbench.common.errors import UsageError  # noqa: E402
 from mgbench.common.models import ModelSpec  # noqa: E402
 from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
+from mgbench.frameworks.chainer import cupy_compat  # noqa: E402
 from mgbench.frameworks.chainer.models import build_model, parameter_count  # noqa: E402
 
+KERNEL_PATCHES = cupy_compat.apply()
 COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}
 
 
@@ -144,6 +148,8 @@ class ChainerTrainer(Adapter):
 
             versions["cupy"] = cupy.__version__
             versions["cudnn"] = cudnn_state()
+            if KERNEL_PATCHES:
+                versions["cupy_compat"] = ", ".join(KERNEL_PATCHES)
         return versions
 
     def save_state(self, path: Path) -> None:

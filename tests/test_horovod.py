@@ -1,29 +1,31 @@
-"""Horovod adapter: data-parallel equivalence under horovodrun (gloo, CPU), one host and two.
+"""Horovod adapter: data-parallel equivalence under horovodrun (gloo, CPU), one host and two;
+on 2 GPUs through NCCL.
 
 Runs through the CLI with the `.venvs/horovod` interpreter, which the orchestrator picks by
-itself; skipped, with the reason, where that environment was not built (`make env-horovod`).
-One step on 2 processes with global batch B must leave the weights one process leaves on B
-(which must also equal the PyTorch adapter's, the same job without Horovod), and the step must
-move the weights far more than those differences.
+itself; the CPU tests are skipped, with the reason, where that environment was not built
+(`make env-horovod`). One step on 2 processes with global batch B must leave the weights one
+process leaves on B (which must also equal the PyTorch adapter's, the same job without Horovod),
+and the step must move the weights far more than those differences. The GPU test runs wherever
+2 CUDA devices are visible and the interpreter the orchestrator picks has a Horovod built with NCCL
+(on the GPU machine: benchmarks/gpu_horovod.sh builds it).
 """
 
 import subprocess
 
 import pytest
 
-from conftest import cli_env, load_state, max_difference, saved_state
-from mgbench.runner.launch import environment_python
+from conftest import assert_two_devices_equal_one, cli_env, load_state, max_difference, saved_state
+from mgbench.common.devices import visible_gpus
+from mgbench.runner.launch import environment_python, interpreter_for
 from mgbench.frameworks.registry import framework_spec
 
 PYTHON = environment_python(framework_spec("horovod"))
 LR = 0.5
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not PYTHON.exists(), reason=f"horovod environment not built ({PYTHON} missing): make env-horovod"
-    ),
-]
+pytestmark = pytest.mark.slow
+needs_environment = pytest.mark.skipif(
+    not PYTHON.exists(), reason=f"horovod environment not built ({PYTHON} missing): make env-horovod"
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +34,7 @@ def single(tmp_path_factory) -> dict:
     return saved_state(tmp_path_factory.mktemp("single"), "horovod", "hvd", 1, 8, LR)
 
 
+@needs_environment
 def test_two_processes_equal_one_process_on_the_same_global_batch(tmp_path, single):
     initial = saved_state(tmp_path, "horovod", "hvd", 1, 8, 0.0)
     double = saved_state(tmp_path, "horovod", "hvd", 2, 4, LR)
@@ -54,6 +57,7 @@ def horovodrun(*command: str) -> str:
     return done.stdout
 
 
+@needs_environment
 def test_two_host_names_for_this_machine_make_two_nodes():
     """Horovod sees localhost and 127.0.0.1 as two hosts (cross size 2), and starts both without ssh."""
     probe = "import horovod.torch as hvd; hvd.init(); print('topology', hvd.local_size(), hvd.cross_size())"
@@ -61,6 +65,7 @@ def test_two_host_names_for_this_machine_make_two_nodes():
     assert output.count("topology 1 2") == 2, output
 
 
+@needs_environment
 def test_two_hosts_on_localhost_equal_one_process(tmp_path, single):
     """`horovodrun -H` over the two 'nodes', one process each, `mgbench run` started by hand."""
     state = tmp_path / "hosts.npz"
@@ -70,3 +75,15 @@ def test_two_hosts_on_localhost_equal_one_process(tmp_path, single):
         "--lr", str(LR), "--save-state", str(state),
     )
     assert max_difference(single, load_state(state)) < 1e-6
+
+
+@pytest.mark.skipif(len(visible_gpus()) < 2, reason="Horovod's NCCL all-reduce over 2 GPUs needs 2 CUDA devices")
+def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path):
+    interpreter = interpreter_for(framework_spec("horovod"))
+    probe = subprocess.run(
+        [interpreter, "-c", "import horovod.torch as hvd; print(bool(hvd.nccl_built()))"],
+        capture_output=True, text=True, env=cli_env(),
+    )
+    if probe.stdout.strip() != "True":
+        pytest.skip(f"{interpreter} has no Horovod built with NCCL (HOROVOD_GPU_OPERATIONS=NCCL scripts/build_horovod.sh)")
+    assert_two_devices_equal_one(tmp_path, "horovod", "hvd", 1e-4, device="cuda")

@@ -59,6 +59,11 @@ class Horovod(TorchStrategy):
         rank, world = hvd.rank(), hvd.size()
         if world != config.devices:
             raise UsageError(f"hvd was launched with {world} processes for {config.devices} devices")
+        if use_cuda and not hvd.nccl_built():
+            raise UsageError(
+                "this Horovod was built without NCCL and cannot all-reduce CUDA tensors: "
+                "rebuild it with HOROVOD_GPU_OPERATIONS=NCCL (scripts/build_horovod.sh)"
+            )
         return Joined(rank, world, [torch.device("cuda", hvd.local_rank()) if use_cuda else torch.device("cpu")])
 
     def wrap(self, model: nn.Module, criterion: nn.Module, devices: list[torch.device]) -> nn.Module:

@@ -41,12 +41,20 @@ print(json.dumps(counts))
 COMPAT_WITHOUT_DISTUTILS = """
 import json, sys
 sys.modules["numpy.distutils"] = None  # as on Python >= 3.12, where numpy 2 has no numpy.distutils
+sys.modules["pkg_resources"] = None  # as with a setuptools that no longer ships it
 import numpy as np
 from mgbench.frameworks.chainer.compat import apply
 patched = apply()
 import numpy.distutils.system_info as system_info
+import pkg_resources
+try:
+    pkg_resources.require("cupy>=7.7.0,<8.0.0")
+    found = True
+except pkg_resources.DistributionNotFound:
+    found = False
 print(json.dumps({"patched": patched, "int": [t.__name__ for t in np.sctypes["int"]],
-                  "float_is_builtin": np.float is float, "blas": system_info.get_info("blas_opt")}))
+                  "float_is_builtin": np.float is float, "blas": system_info.get_info("blas_opt"),
+                  "requirement_found": found}))
 """
 
 CHAINER_ON_NUMPY2 = """
@@ -70,6 +78,8 @@ print(json.dumps({"numpy": np.__version__, "patched": patched, "loss": float(los
 PACKING_KERNEL_SOURCES = """
 import json, sys
 from pathlib import Path
+from mgbench.frameworks.chainer import compat
+compat.apply()
 import chainer.backends.cuda
 from chainermn.communicators import _memory_utility as memory
 from mgbench.frameworks.chainer.cupy_compat import PACKING_KERNELS, apply
@@ -161,10 +171,11 @@ def test_two_mpi_processes_equal_one_process_on_the_same_global_batch(tmp_path, 
 def test_compat_layer_restores_what_chainer_needs_from_numpy_1():
     result = json.loads(run_in(sys.executable, COMPAT_WITHOUT_DISTUTILS))
     assert result == {
-        "patched": ["numpy.sctypes", "numpy.distutils", "numpy.float"],
+        "patched": ["numpy.sctypes", "numpy.distutils", "numpy.float", "pkg_resources"],
         "int": ["int8", "int16", "int32", "int64"],
         "float_is_builtin": True,
         "blas": {},
+        "requirement_found": False,
     }
 
 

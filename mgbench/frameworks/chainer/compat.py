@@ -10,13 +10,20 @@ and numpy 2 removed three things Chainer touches:
 - `numpy.float` (used as a dtype by `chainer.functions.resize_images`): restored as the builtin
   `float`, which is exactly what the numpy 1.x alias was.
 
-`apply()` must run before the first `import chainer`; on numpy < 2 it changes nothing. CuPy 14
-also has no `cupy.cudnn` module, which Chainer tolerates by running without cuDNN (its own
-`chainer.backends.cuda.cudnn_enabled` is then False); the adapter reports that.
+Such stacks may also have a setuptools that no longer ships `pkg_resources`, which
+`chainer._environment_check` imports to warn when an optional package (CuPy, iDeep) has a
+version Chainer 7.8.1 does not list: where it is missing, a stub whose `require` finds nothing
+takes its place, so that check (a warning only) is skipped.
+
+`apply()` must run before the first `import chainer`; on numpy < 2 with `pkg_resources` present
+it changes nothing. CuPy 14 also has no `cupy.cudnn` module, which Chainer tolerates by running
+without cuDNN (its own `chainer.backends.cuda.cudnn_enabled` is then False); the adapter reports
+that.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 
@@ -43,10 +50,38 @@ def _distutils_stub() -> types.ModuleType:
     return distutils
 
 
+class DistributionNotFound(Exception):
+    """The stub `pkg_resources.DistributionNotFound`: every requirement raises it."""
+
+
+class VersionConflict(Exception):
+    """The stub `pkg_resources.VersionConflict`, which Chainer catches; never raised."""
+
+
+def _require(requirement: str) -> None:
+    raise DistributionNotFound(requirement)
+
+
+def _pkg_resources_stub() -> types.ModuleType:
+    stub = types.ModuleType("pkg_resources")
+    stub.require = _require
+    stub.DistributionNotFound = DistributionNotFound
+    stub.VersionConflict = VersionConflict
+    sys.modules["pkg_resources"] = stub
+    return stub
+
+
 def apply() -> list[str]:
-    """Restore what Chainer needs from numpy 1.x; returns what was patched (empty on numpy < 2)."""
-    if not NUMPY_2:
-        return []
+    """Restore what Chainer needs from numpy 1.x and an older setuptools; returns what was patched
+    (empty on numpy < 2 with `pkg_resources` present)."""
+    patched = _restore_numpy() if NUMPY_2 else []
+    if sys.modules.get("pkg_resources") is None and importlib.util.find_spec("pkg_resources") is None:
+        _pkg_resources_stub()
+        patched.append("pkg_resources")
+    return patched
+
+
+def _restore_numpy() -> list[str]:
     patched = []
     if "sctypes" not in np.__dict__:
         np.sctypes = SCTYPES

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Fill the folder carried to the GPU machine (default .deps/gpu, git-ignored) for
+# benchmarks/gpu_horovod.sh and benchmarks/gpu_chainer.sh: `scripts/fetch_gpu_deps.sh [DIR]`.
+#
+# That machine has no network and runs the image's Python 3.12: the wheels of
+# requirements/gpu-carry.txt for CPython 3.12 on x86_64 Linux, Horovod 0.28.1's sdist (built
+# there, against the image's torch, by scripts/build_horovod.sh) and a Chainer 7.8.1 wheel built
+# here (pure Python; PyPI has only its sdist, whose build needs setuptools < 74).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-$root/.deps/gpu}
+mkdir -p "$dir"
+python=${PYTHON:-python3}
+
+"$python" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -r "$root/requirements/gpu-carry.txt" -d "$dir"
+"$python" -m pip download --quiet --no-deps --no-binary :all: horovod==0.28.1 -d "$dir"
+PIP_CONSTRAINT="$root/requirements/chainer-build-constraints.txt" \
+PIP_BUILD_CONSTRAINT="$root/requirements/chainer-build-constraints.txt" \
+    "$python" -m pip wheel --quiet --no-deps chainer==7.8.1 -w "$dir"
+du -ch "$dir"/*.whl "$dir"/*.tar.gz | tail -1

@@ -152,7 +152,8 @@ def chainer_gpu_python(chainer_python):
     """Chainer's interpreter where it can train on GPUs: a CUDA device visible and CuPy installed."""
     if GPUS < 1:
         pytest.skip("no CUDA device: CuPy compiles and launches kernels on one")
-    if run_in(chainer_python, "import importlib.util; print(importlib.util.find_spec('cupy') is not None)").strip() != "True":
+    probe = "import importlib.util; print(importlib.util.find_spec('cupy') is not None)"
+    if run_in(chainer_python, probe).strip() != "True":
         pytest.skip(f"{chainer_python} has no CuPy (pip install cupy-cuda12x or cupy-cuda13x there)")
     return chainer_python
 
@@ -180,8 +181,8 @@ def test_compat_layer_restores_what_chainer_needs_from_numpy_1():
 
 
 def test_compat_layer_changes_nothing_on_numpy_1(chainer_python):
-    result = json.loads(run_in(chainer_python, "import json; from mgbench.frameworks.chainer.compat import NUMPY_2, apply; "
-                                               "print(json.dumps([NUMPY_2, apply()]))"))
+    probe = "import json; from mgbench.frameworks.chainer import compat as c; print(json.dumps([c.NUMPY_2, c.apply()]))"
+    result = json.loads(run_in(chainer_python, probe))
     if result[0]:
         pytest.skip(f"{chainer_python} has numpy 2 (a GPU stack's): the layer acts there")
     assert result[1] == []

@@ -85,5 +85,5 @@ def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path):
         capture_output=True, text=True, env=cli_env(),
     )
     if probe.stdout.strip() != "True":
-        pytest.skip(f"{interpreter} has no Horovod built with NCCL (HOROVOD_GPU_OPERATIONS=NCCL scripts/build_horovod.sh)")
+        pytest.skip(f"{interpreter} has no Horovod built with NCCL (HOROVOD_GPU_OPERATIONS=NCCL build_horovod.sh)")
     assert_two_devices_equal_one(tmp_path, "horovod", "hvd", 1e-4, device="cuda")

@@ -58,6 +58,12 @@ def horovodrun(*command: str) -> str:
 
 
 @needs_environment
+def test_channels_last_two_processes_equal_one_process(tmp_path):
+    """channels_last weights and gradients, which Horovod exchanges as contiguous copies."""
+    assert_two_devices_equal_one(tmp_path, "horovod", "hvd", 1e-6, data_format="channels_last")
+
+
+@needs_environment
 def test_two_host_names_for_this_machine_make_two_nodes():
     """Horovod sees localhost and 127.0.0.1 as two hosts (cross size 2), and starts both without ssh."""
     probe = "import horovod.torch as hvd; hvd.init(); print('topology', hvd.local_size(), hvd.cross_size())"

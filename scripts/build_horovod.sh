@@ -9,8 +9,8 @@
 # for PYTHON, because its C++ extension links to that torch: Horovod's build requirements
 # (requirements/horovod.txt, cffi among them) must be importable by PYTHON.
 #
-# The sdist: $HOROVOD_SDIST if set, else horovod-0.28.1.tar.gz found in .deps/, .deps/*/ or
-# .wheelhouse/ of this checkout (how a machine without network gets it), else downloaded.
+# The sdist: $HOROVOD_SDIST if set, else horovod-0.28.1.tar.gz found in .whl/ (the folder carried
+# to the GPU machine, which has no network) or .wheelhouse/ of this checkout, else downloaded.
 #
 # The wheel is cached under $MGBENCH_WHEELHOUSE (default ~/.cache/mgbench/wheels) in a folder
 # named by Horovod's version, the torch version, the build flavour and the patch's hash, so a
@@ -60,8 +60,8 @@ nccl_defaults() {
 
 local_sdist() {
     local candidate
-    for candidate in "${HOROVOD_SDIST:-}" "$root"/.deps/horovod-$version.tar.gz "$root"/.deps/*/horovod-$version.tar.gz \
-        "$root"/.wheelhouse/horovod-$version.tar.gz; do
+    for candidate in "${HOROVOD_SDIST:-}" "$root/.whl/horovod-$version.tar.gz" \
+        "$root/.wheelhouse/horovod-$version.tar.gz"; do
         if [[ -f "$candidate" ]]; then
             echo "$candidate"
             return

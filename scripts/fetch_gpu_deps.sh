@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fill the folder carried to the GPU machine (default .deps/gpu, git-ignored) for
-# benchmarks/gpu_horovod.sh and benchmarks/gpu_chainer.sh: `scripts/fetch_gpu_deps.sh [DIR]`.
+# Fill the folder carried to the GPU machine (default .whl, git-ignored; benchmarks/gpu_env.sh
+# installs its wheels there) for benchmarks/gpu_horovod.sh and benchmarks/gpu_chainer.sh:
+# `scripts/fetch_gpu_deps.sh [DIR]`.
 #
 # That machine has no network and runs the image's Python 3.12: the wheels of
 # requirements/gpu-carry.txt for CPython 3.12 on x86_64 Linux, Horovod 0.28.1's sdist (built
@@ -9,7 +10,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=${1:-$root/.deps/gpu}
+dir=${1:-$root/.whl}
 mkdir -p "$dir"
 python=${PYTHON:-python3}
 

@@ -1,10 +1,16 @@
-"""`--compile`: what each framework's registry entry says it does with it, and how planning
-refuses it where there is no compiler."""
+"""`--compile`: what each framework's registry entry says it does with it, how planning refuses it
+where there is no compiler, and the compile step the driver clocks apart from the timed steps.
+
+The compiled steps themselves are checked against eager ones in each framework's own tests
+(test_pytorch, test_keras, test_tensorflow), since compiling costs tens of seconds per run.
+"""
 
 import pytest
+from conftest import mgbench, read_rows
 
 from mgbench.cli import build_parser
 from mgbench.common.config import RunConfig
+from mgbench.common.driver import run_training
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
 
@@ -80,3 +86,35 @@ def test_rows_name_what_compiled_the_step_and_keras_jax_always_compiles():
         == ("xla (always)")
     )
     assert compiled_by("gluon", "device", None) is None
+
+
+def test_the_compile_step_is_clocked_apart_and_the_timed_steps_follow_it(fake_plugin):
+    import fakefw
+
+    trainer = fakefw.create_trainer("steady")
+    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 8, 30, compile="default")
+    result = run_training(trainer, config, compiler="fake-jit")
+    assert trainer.steps_done == 31 and len(result.step_seconds) == len(result.losses) == 30
+    assert result.compiler == "fake-jit"
+    assert result.compile_seconds == pytest.approx(fakefw.WARMUP_SECONDS + fakefw.INPUT_SECONDS, rel=0.5)
+    # The fake's first slow step was the compile step: warm-up detection sees the other slow ones only.
+    assert result.warmup_steps == fakefw.WARMUP_STEPS - 1 and result.warmup_detected
+    eager = run_training(fakefw.create_trainer("steady"), config.with_changes(compile=None))
+    assert eager.compiler is None and eager.compile_seconds is None and eager.warmup_steps == fakefw.WARMUP_STEPS
+
+
+def test_compare_rows_and_table_carry_the_compile_phase(tmp_path):
+    out = tmp_path / "run"
+    done = mgbench("compare", "--frameworks", "fake", "--gpus", "1", "--steps", "6", "--compile", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    row = read_rows(out).iloc[0]
+    assert (row.compile, row.compiler, len(row.step_seconds)) == ("default", "fake-jit", 6)
+    assert row.compile_seconds > 0
+    assert "compile s" in (out / "summary.md").read_text()
+    refused = tmp_path / "refused"
+    done = mgbench("compare", "--frameworks", "fake", "--gpus", "1", "--compile", "max-autotune", "--out", str(refused))
+    row = read_rows(refused).iloc[0]
+    assert (row.status, row.error) == (
+        "unsupported",
+        "fake compiles with fake-jit in mode default only, not max-autotune",
+    )

@@ -97,16 +97,16 @@ def run_row(folder: Path, framework: str, strategy: str, gpus: int, batch: int, 
 def assert_compiled_equals_eager(folder: Path, framework: str, strategy: str, gpus: int, batch: int,
                                  tolerance: float, **job: str) -> pd.Series:
     """A compiled step trains as the eager one: the compile step is a training step, so `--compile
-    --steps 1` trains two steps, as `--steps 2` does without it, and must leave the same weights (far
-    closer than one step less would) and report the same loss for the second step. Returns the
-    compiled run's row."""
+    --steps 1` trains two steps, as `--steps 2` does without it, and must leave the same weights and
+    report the loss of the eager run's second step (not its first: the compile step trained).
+    Returns the compiled run's row."""
     eager = saved_state(folder, framework, strategy, gpus, batch, 0.5, steps=2, **job)
     compiled = saved_state(folder, framework, strategy, gpus, batch, 0.5, steps=1, compile="default", **job)
-    one_step = saved_state(folder, framework, strategy, gpus, batch, 0.5, steps=1, **job)
-    assert max_difference(eager, compiled) < tolerance < max_difference(eager, one_step)
+    assert max_difference(eager, compiled) < tolerance
     eager_row = run_row(folder, framework, strategy, gpus, batch, 0.5, steps=2, **job)
     row = run_row(folder, framework, strategy, gpus, batch, 0.5, steps=1, compile="default", **job)
     assert row.losses == pytest.approx(eager_row.losses[1:], rel=tolerance)
+    assert eager_row.losses[0] != pytest.approx(eager_row.losses[1], rel=100 * tolerance)
     assert row.compile == "default" and row.compile_seconds > 0 and len(row.step_seconds) == 1
     return row
 

@@ -8,12 +8,7 @@
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
+. benchmarks/keras_wheels.sh
 N=$(python3 -c 'import jax; print(len(jax.devices("gpu")))')
 KERAS_BACKEND=jax python3 -c 'import jax, jaxlib, keras; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "keras", keras.__version__)'
 JOB="--frameworks keras-jax --precision bf16 --data-format channels_last --batch-per-gpu ${BATCH:-128} --steps ${STEPS:-60} --timeout 400"

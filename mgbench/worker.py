@@ -30,7 +30,10 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
         raise UsageError(refusal)
     os.environ.update(spec.variables_for(config))
     trainer = create_trainer(config.framework, config.strategy)
-    return run_training(trainer, config, state_path, profile_dir, spec.capabilities.profiler)
+    capabilities = spec.capabilities
+    return run_training(
+        trainer, config, state_path, profile_dir, capabilities.profiler, capabilities.compiled_by(config)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -57,15 +57,26 @@ def fake_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MGBENCH_PLUGINS", "fakefw")
 
 
+def _options(job: dict[str, str]) -> list[str]:
+    return [item for key, value in sorted(job.items()) for item in (f"--{key.replace('_', '-')}", value)]
+
+
+def run_name(framework: str, strategy: str, gpus: int, batch: int, lr: float, steps: int = 1, device: str = "cpu",
+             **job: str) -> str:
+    """The name `saved_state` gives a run (its .npz, and its run folder holding the row)."""
+    return "-".join([framework, strategy, f"{gpus}x{batch}", f"lr{lr}", f"{steps}steps", device, *_options(job)[1::2]])
+
+
 def saved_state(folder: Path, framework: str, strategy: str, gpus: int, batch: int, lr: float,
                 steps: int = 1, device: str = "cpu", **job: str) -> dict:
     """Weights after `steps` steps of `mgbench run` on the tiny model (the framework's environment runs it).
 
     `job` adds run options (`data_format="channels_last"` -> `--data-format channels_last`). Runs are
-    named by everything that defines them, so a run already in `folder` is reused (they are deterministic).
+    named by everything that defines them, so a run already in `folder` is reused (they are deterministic);
+    its row is in `folder / run_name(...)`.
     """
-    options = [item for key, value in sorted(job.items()) for item in (f"--{key.replace('_', '-')}", value)]
-    name = "-".join([framework, strategy, f"{gpus}x{batch}", f"lr{lr}", f"{steps}steps", device, *options[1::2]])
+    options = _options(job)
+    name = run_name(framework, strategy, gpus, batch, lr, steps, device, **job)
     path = folder / f"{name}.npz"
     if not path.exists():
         done = mgbench(
@@ -75,6 +86,29 @@ def saved_state(folder: Path, framework: str, strategy: str, gpus: int, batch: i
         )
         assert done.returncode == 0, done.stdout + done.stderr
     return load_state(path)
+
+
+def run_row(folder: Path, framework: str, strategy: str, gpus: int, batch: int, lr: float, steps: int = 1,
+            device: str = "cpu", **job: str) -> pd.Series:
+    """The result row of a run `saved_state` made."""
+    return read_rows(folder / run_name(framework, strategy, gpus, batch, lr, steps, device, **job)).iloc[0]
+
+
+def assert_compiled_equals_eager(folder: Path, framework: str, strategy: str, gpus: int, batch: int,
+                                 tolerance: float, **job: str) -> pd.Series:
+    """A compiled step trains as the eager one: the compile step is a training step, so `--compile
+    --steps 1` trains two steps, as `--steps 2` does without it, and must leave the same weights and
+    report the loss of the eager run's second step (not its first: the compile step trained).
+    Returns the compiled run's row."""
+    eager = saved_state(folder, framework, strategy, gpus, batch, 0.5, steps=2, **job)
+    compiled = saved_state(folder, framework, strategy, gpus, batch, 0.5, steps=1, compile="default", **job)
+    assert max_difference(eager, compiled) < tolerance
+    eager_row = run_row(folder, framework, strategy, gpus, batch, 0.5, steps=2, **job)
+    row = run_row(folder, framework, strategy, gpus, batch, 0.5, steps=1, compile="default", **job)
+    assert row.losses == pytest.approx(eager_row.losses[1:], rel=tolerance)
+    assert eager_row.losses[0] != pytest.approx(eager_row.losses[1], rel=100 * tolerance)
+    assert row.compile == "default" and row.compile_seconds > 0 and len(row.step_seconds) == 1
+    return row
 
 
 def load_state(path: Path) -> dict:

@@ -18,7 +18,7 @@ import numpy as np
 
 from mgbench.common.config import RunConfig
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.frameworks.registry import Capabilities, FrameworkSpec, StrategySpec
+from mgbench.frameworks.registry import Capabilities, Compiler, FrameworkSpec, StrategySpec
 
 WARMUP_STEPS = 3
 WARMUP_SECONDS = 0.12
@@ -42,7 +42,9 @@ FRAMEWORK = FrameworkSpec(
     import_names=("numpy",),
     environment="fake",
     install_hint="nothing to install",
-    capabilities=Capabilities(precisions=("fp32",), data_formats=("channels_first", "channels_last")),
+    capabilities=Capabilities(
+        precisions=("fp32",), data_formats=("channels_first", "channels_last"), compiler=Compiler("fake-jit")
+    ),
 )
 
 

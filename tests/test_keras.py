@@ -12,9 +12,18 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from conftest import framework_python, max_difference, profiled_two_cpu_compare, run_in, saved_state
+from conftest import (
+    assert_compiled_equals_eager,
+    framework_python,
+    max_difference,
+    profiled_two_cpu_compare,
+    run_in,
+    run_row,
+    saved_state,
+)
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
 from mgbench.runner.launch import environment_python
@@ -95,12 +104,30 @@ def test_two_tf_devices_equal_one_on_the_same_global_batch(runs, keras_single, s
 
 
 @pytest.mark.slow
+def test_keras_jit_compiled_step_trains_as_the_eager_one(runs):
+    """Keras' jit_compile=True (XLA) on one device: the step the registry allows it."""
+    framework_python("keras-tf")
+    row = assert_compiled_equals_eager(runs, "keras-tf", "mirrored", 1, 8, TOLERANCE, data_format="channels_last")
+    assert row.compiler == "xla"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["jax-dp", "jax-dp-on-batch", "jax-shard-map"])
 def test_two_jax_devices_equal_one_on_the_same_global_batch(runs, strategy):
     single = saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.5, steps=2, data_format="channels_last")
     initial = saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.0, steps=2, data_format="channels_last")
     double = saved_state(runs, "keras-jax", strategy, 2, 4, 0.5, steps=2, data_format="channels_last")
     assert max_difference(single, double) < TOLERANCE < max_difference(single, initial)
+
+
+@pytest.mark.slow
+def test_keras_jax_rows_say_its_step_always_compiles(runs):
+    """Without --compile too: the row names XLA, and the first step was the compile step."""
+    framework_python("keras-jax")
+    saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.5, steps=2, data_format="channels_last")
+    row = run_row(runs, "keras-jax", "jax-dp", 1, 8, 0.5, steps=2, data_format="channels_last")
+    assert pd.isna(row.compile) and row.compiler == "xla (always)" and row.compile_seconds > 0
+    assert len(row.step_seconds) == 2
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import (
+    assert_compiled_equals_eager,
     assert_two_devices_equal_one,
     framework_python,
     max_difference,
@@ -36,6 +37,14 @@ def runs(tmp_path_factory):
 def test_two_processes_equal_one_on_the_same_global_batch(runs):
     framework_python("keras-torch")
     assert_two_devices_equal_one(runs, "keras-torch", "ddp", TOLERANCE, **JOB)
+
+
+@pytest.mark.slow
+def test_compiled_ddp_module_trains_as_the_eager_one(runs):
+    """torch.compile through Keras' layers, of the DDP module, on 2 processes."""
+    framework_python("keras-torch")
+    row = assert_compiled_equals_eager(runs, "keras-torch", "ddp", 2, 4, TOLERANCE, data_format="channels_last")
+    assert row.compiler == "torch.compile (default)"
 
 
 @pytest.mark.slow

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import assert_two_devices_equal_one, max_difference, saved_state
+from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one, max_difference, saved_state
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
-from mgbench.frameworks.torch.adapter import Autocasting, build_criterion, create_trainer
-from mgbench.frameworks.torch.strategies import LossComputingModule
+from mgbench.frameworks.torch.adapter import Autocasting, TorchTrainer, build_criterion, create_trainer
+from mgbench.frameworks.torch.strategies import LossComputingModule, TorchStrategy
 
 def test_autocast_covers_a_forward_in_another_thread():
     casting = Autocasting(torch.nn.Linear(8, 4), "cpu", torch.bfloat16)
@@ -36,7 +36,8 @@ def test_loss_inside_the_module_equals_loss_outside():
     assert inside.item() == pytest.approx(criterion(model(images), targets).item())
 
 
-def losses_in_process(strategy, steps=3, **changes):
+def losses_in_process(strategy, steps=3, parallel=None, **changes):
+    """Losses of `steps` steps in this process; `parallel` overrides the strategy object."""
     config = RunConfig(
         **{
             **dict(framework="pytorch", strategy=strategy, model="tiny", devices=1, device_kind="cpu",
@@ -44,7 +45,7 @@ def losses_in_process(strategy, steps=3, **changes):
             **changes,
         }
     )
-    trainer = create_trainer(strategy)
+    trainer = TorchTrainer(strategy, parallel) if parallel else create_trainer(strategy)
     trainer.setup(config)
     batches = trainer.batches()
     losses = []
@@ -69,6 +70,20 @@ def test_bf16_autocast_trains_on_cpu():
 @pytest.mark.slow
 def test_ddp_two_processes_equal_one_process_on_the_same_global_batch(tmp_path):
     assert_two_devices_equal_one(tmp_path, "pytorch", "ddp", 1e-6)
+
+
+@pytest.mark.slow
+def test_a_compiled_step_gives_the_eager_losses_in_one_process():
+    """torch.compile of the module one process steps (what Horovod's processes step too)."""
+    eager = losses_in_process("one-process", parallel=TorchStrategy())
+    assert losses_in_process("one-process", parallel=TorchStrategy(), compile="default") == pytest.approx(eager, rel=1e-5)
+
+
+@pytest.mark.slow
+def test_compiled_ddp_on_two_processes_trains_as_eager(tmp_path):
+    """torch.compile of the DDP module (graph split at its buckets) on 2 gloo processes."""
+    row = assert_compiled_equals_eager(tmp_path, "pytorch", "ddp", 2, 4, 1e-5)
+    assert row.compiler == "torch.compile (default)"
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel over 2 GPUs needs 2 CUDA devices")

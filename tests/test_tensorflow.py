@@ -7,7 +7,7 @@ on 1 device and on 2 logical CPU devices with the same global batch.
 
 import pytest
 
-from conftest import assert_two_devices_equal_one, max_difference, saved_state
+from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one, max_difference, saved_state
 
 TOLERANCE = 1e-5
 
@@ -22,3 +22,10 @@ def test_custom_loop_on_two_devices_equals_one_device_and_keras(runs):
     single = assert_two_devices_equal_one(runs, "tensorflow", "mirrored", TOLERANCE, steps=2, data_format="channels_last")
     keras_step = saved_state(runs, "keras-tf", "mirrored", 1, 8, 0.5, steps=2, data_format="channels_last")
     assert max_difference(single, keras_step) < TOLERANCE
+
+
+@pytest.mark.slow
+def test_xla_compiled_replica_steps_on_two_devices_train_as_the_eager_loop(runs):
+    """jit_compile=True around each replica's forward and backward; all-reduce and update outside."""
+    row = assert_compiled_equals_eager(runs, "tensorflow", "mirrored", 2, 4, TOLERANCE, data_format="channels_last")
+    assert row.compiler == "xla"

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from mgbench.runner.venvs import inspect_installation
 from mgbench.common.models import MODELS
-from mgbench.frameworks.registry import FAMILIES, FrameworkSpec, registered
+from mgbench.frameworks.registry import FAMILIES, Compiler, FrameworkSpec, registered
 from mgbench.reports.summary import table_console
 
 
@@ -26,9 +26,19 @@ def capability_text(spec: FrameworkSpec) -> str:
         parts.append("models " + ", ".join(can.models))
     parts.append("real data" if can.real_data else "synthetic data only")
     parts.append(f"profiler {can.profiler}" if can.profiler else "no profiler")
+    parts.append(compiler_text(can.compiler))
     if spec.gpu_note:
         parts.append(spec.gpu_note)
     return "; ".join(parts)
+
+
+def compiler_text(compiler: Compiler | None) -> str:
+    """What `--compile` does for a framework, in a few words."""
+    if compiler is None:
+        return "no compiler"
+    if compiler.always:
+        return f"always compiled ({compiler.name})"
+    return f"--compile: {compiler.name}" + (" on 1 device" if compiler.one_device_note else "")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -46,6 +56,8 @@ def handle(args: argparse.Namespace) -> int:
             notes = strategy.description
             if strategy.cpu_multi_device_note:
                 notes += f" [GPU only for N>1: {strategy.cpu_multi_device_note}]"
+            if strategy.no_compile_note:
+                notes += f" [no --compile: {strategy.no_compile_note}]"
             default = "yes" if strategy.name in spec.defaults else ""
             first = i == 0
             frameworks.add_row(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mgbench.common.config import DATA_FORMATS, PRECISIONS, RunConfig
+from mgbench.common.config import DATA_FORMATS, DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
 from mgbench.common.devices import resolve_device_kind
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS, model_spec
@@ -72,6 +72,15 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         metavar="STEPS",
         help="after the timed steps, trace STEPS more under the framework's profiler for the step-time "
         f"breakdown (profiles/<run_id>/); 0: off; default auto: {AUTO_PROFILE_STEPS} on GPUs, 0 on CPU",
+    )
+    job.add_argument(
+        "--compile",
+        nargs="?",
+        const=DEFAULT_COMPILE_MODE,
+        default=None,
+        metavar="MODE",
+        help="compile the training step (torch.compile, XLA); MODE is the compiler's, e.g. torch's "
+        f"reduce-overhead (default {DEFAULT_COMPILE_MODE}); frameworks without a compiler get unsupported rows",
     )
     job.add_argument(
         "--device",
@@ -148,6 +157,7 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
         workers=args.workers,
         lr_reference_batch=args.lr_reference_batch,
         profile_steps=profile_steps(args.profile, kind, args.epochs),
+        compile=args.compile,
     )
 
 

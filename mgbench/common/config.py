@@ -20,6 +20,8 @@ DataFormat = Literal["channels_first", "channels_last"]
 DeviceKind = Literal["cuda", "cpu"]
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
+DEFAULT_COMPILE_MODE = "default"
+"""What a bare `--compile` asks for: each compiler's own default."""
 DATA_FORMATS: tuple[str, ...] = ("channels_first", "channels_last")
 
 MOMENTUM = 0.9
@@ -50,6 +52,9 @@ class RunConfig:
     """With `epochs`, `learning_rate` is the rate for this global batch (linear scaling rule)."""
     profile_steps: int = 0
     """Extra steady-state steps traced by the framework's profiler after the timed ones (0: none)."""
+    compile: str | None = None
+    """Compile the training step in this mode (`default`, or a compiler's own such as torch's
+    `reduce-overhead`); None runs it as the framework does without a compiler asked for."""
 
     def __post_init__(self) -> None:
         model_spec(self.model)
@@ -75,6 +80,8 @@ class RunConfig:
             raise UsageError(f"the learning-rate reference batch must be at least 1, got {self.lr_reference_batch}")
         if self.profile_steps < 0:
             raise UsageError(f"--profile takes a number of steps >= 0 (0: none), got {self.profile_steps}")
+        if self.compile is not None and not self.compile.strip():
+            raise UsageError("--compile takes a mode name, got an empty one")
         if self.image_size is not None and self.image_size < 16:
             raise UsageError(f"image size must be at least 16 px, got {self.image_size}")
 

@@ -6,6 +6,12 @@ adapter steps, the driver synchronises the devices, the clock stops. Training in
 rate from the linear scaling rule with warm-up, and times validation apart from training. Start-up is measured
 from the launch (the orchestrator passes its clock in MGBENCH_LAUNCH_TIME) or, for a bare
 `mgbench run`, from this process's creation.
+
+A run whose step is compiled (`--compile`, or a framework that always compiles) has one more
+phase between start-up and warm-up: compilers compile at the first call (torch.compile, XLA),
+so the run's first training step is its compile step, clocked on its own as `compile_seconds`
+and kept out of the step series, so warm-up detection and throughput see compiled steps only.
+`--steps N` still times N steps after it; with `--epochs` it is the first step of the first epoch.
 """
 
 from __future__ import annotations
@@ -43,7 +49,9 @@ class StepClock:
     """Times steps the same way in every loop (both training loops and the profiled window):
     wait for the batch, step, synchronise."""
 
-    def __init__(self, trainer: Adapter, config: RunConfig, total_steps: int, progress: bool = True):
+    def __init__(
+        self, trainer: Adapter, config: RunConfig, total_steps: int, progress: bool = True, compiling: bool = False
+    ):
         self.trainer = trainer
         self.config = config
         self.total_steps = total_steps
@@ -52,6 +60,8 @@ class StepClock:
         self.step_seconds: list[float] = []
         self.waits: list[float] = []
         self.losses: list[float] = []
+        self.compile_seconds: float | None = None
+        self.compile_pending = compiling
 
     def step(self, batches: Iterator[Any]) -> None:
         t0 = time.perf_counter()
@@ -60,6 +70,11 @@ class StepClock:
         self.trainer.train_step(batch)
         self.trainer.synchronize()
         t2 = time.perf_counter()
+        if self.compile_pending:
+            self.compile_seconds, self.compile_pending = t2 - t0, False
+            if self.trainer.placement.is_primary:
+                print(f"compile step: {self.compile_seconds:.1f} s", file=sys.stderr, flush=True)
+            return
         self.step_seconds.append(t2 - t0)
         self.waits.append(t1 - t0)
         self.losses.append(self.trainer.last_loss())
@@ -69,10 +84,10 @@ class StepClock:
             print(f"step {done}/{self.total_steps}: {rate:.1f} img/s, loss {self.losses[-1]:.4f}", file=sys.stderr, flush=True)
 
 
-def train_epochs(trainer: Adapter, config: RunConfig) -> tuple[StepClock, list[dict[str, float]]]:
+def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> tuple[StepClock, list[dict[str, float]]]:
     """`config.epochs` epochs with the scaled, warmed-up learning rate and validation after each."""
     per_epoch = trainer.steps_per_epoch()
-    clock = StepClock(trainer, config, per_epoch * config.epochs)
+    clock = StepClock(trainer, config, per_epoch * config.epochs, compiling=compiling)
     epoch_metrics: list[dict[str, float]] = []
     for epoch in range(config.epochs):
         batches = trainer.epoch_batches(epoch)
@@ -114,13 +129,15 @@ def run_training(
     state_path: Path | None = None,
     profile_dir: Path | None = None,
     profiler: str | None = None,
+    compiler: str | None = None,
 ) -> RunResult | None:
     """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
 
     The primary process gets the result. With `config.profile_steps` and a `profile_dir`, that
     many more steps, clocked apart from the timed ones, run under the framework's profiler
     (`profiler`, None where the registry declares none) after the timed ones; `--epochs` runs
-    have no such window (the steps after the last epoch would restart the loader).
+    have no such window (the steps after the last epoch would restart the loader). `compiler`
+    names what compiles the step (None: nothing), which puts the compile step before the timed ones.
     """
     launched = launch_time()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -130,13 +147,13 @@ def run_training(
     epoch_metrics: list[dict[str, float]] = []
     profile, profile_seconds = None, None
     if config.epochs:
-        clock, epoch_metrics = train_epochs(trainer, config)
+        clock, epoch_metrics = train_epochs(trainer, config, compiler is not None)
         metrics = {"loss": epoch_metrics[-1]["val_loss"], "auc": epoch_metrics[-1]["val_auc"]}
         eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
     else:
-        clock = StepClock(trainer, config, config.steps)
+        clock = StepClock(trainer, config, config.steps, compiling=compiler is not None)
         batches = trainer.batches()
-        for _ in range(config.steps):
+        while len(clock.step_seconds) < config.steps:
             clock.step(batches)
         if config.profile_steps and profile_dir is not None:
             window_start = time.perf_counter()
@@ -166,6 +183,8 @@ def run_training(
         device_names=placement.device_names,
         parameters=info.parameters,
         startup_seconds=first_step_at - launched,
+        compiler=compiler,
+        compile_seconds=clock.compile_seconds,
         warmup_steps=stats.warmup_steps,
         warmup_detected=stats.warmup_detected,
         warmup_seconds=stats.warmup_seconds,

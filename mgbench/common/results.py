@@ -37,6 +37,10 @@ class RunResult:
     device_names: list[str] = field(default_factory=list)
     parameters: int | None = None
     startup_seconds: float | None = None
+    compiler: str | None = None
+    """What compiled the training step (`torch.compile (default)`, `xla`, `xla (always)`); None: nothing."""
+    compile_seconds: float | None = None
+    """The compile step: the first training step of a compiled run, clocked apart from the timed ones."""
     warmup_steps: int | None = None
     warmup_detected: bool | None = None
     warmup_seconds: float | None = None

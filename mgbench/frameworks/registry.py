@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
-from mgbench.common.config import PRECISIONS, RunConfig
+from mgbench.common.config import DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS
 from mgbench.common.protocol import Adapter
@@ -25,6 +25,49 @@ from mgbench.frameworks.keras.environment import jax_variables, tensorflow_varia
 Launcher = Literal["inprocess", "torchrun", "mpirun", "horovodrun", "tf-multiworker"]
 ALL_STRATEGIES = "all"
 """`--strategies all`: every strategy of every named framework, not only its default ones."""
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """What `--compile` switches on for a framework, named without importing it."""
+
+    name: str
+    modes: tuple[str, ...] = (DEFAULT_COMPILE_MODE,)
+    """The modes `--compile MODE` may name, the default first."""
+    always: bool = False
+    """The framework compiles every step whether or not `--compile` is given (Keras over JAX:
+    its step is a jitted function), so rows of runs without `--compile` say it compiled too."""
+    one_device_note: str | None = None
+    """Why the compiled step cannot span several devices (None: it can)."""
+
+    def label(self, mode: str | None) -> str | None:
+        """What compiled a run's steps, as its row records it (None: nothing was compiled)."""
+        if self.always:
+            return f"{self.name} (always)"
+        if mode is None:
+            return None
+        return self.name if len(self.modes) == 1 else f"{self.name} ({mode})"
+
+    def refusal(self, config: RunConfig) -> str | None:
+        if config.compile is None:
+            return None
+        if config.compile not in self.modes:
+            return f"compiles with {self.name} in mode {', '.join(self.modes)} only, not {config.compile}"
+        if config.devices > 1 and self.one_device_note:
+            return f"compiles with {self.name} on one device only: {self.one_device_note}"
+        return None
+
+
+TORCH_COMPILE = Compiler(
+    "torch.compile", (DEFAULT_COMPILE_MODE, "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+)
+"""torch.compile's modes (inductor); `reduce-overhead` adds CUDA graphs."""
+XLA_JIT = Compiler("xla")
+"""TensorFlow's `jit_compile=True`: the step compiled by XLA instead of run as a TF graph."""
+DATA_PARALLEL_NO_COMPILE = (
+    "torch.compile composes with DistributedDataParallel, not with nn.DataParallel, which copies "
+    "the module into new replica threads every step"
+)
 
 
 @dataclass(frozen=True)
@@ -45,6 +88,9 @@ class Capabilities:
     parameter_offsets: dict[str, int] = field(default_factory=dict)
     """Trainable parameters minus the model catalogue's reference count, where the framework's
     architecture differs (keras.applications' ResNet-50 gives convolutions a bias)."""
+    compiler: Compiler | None = None
+    """What `--compile` does (None: the framework has no compiler here, `no_compiler` says why)."""
+    no_compiler: str = "the framework has no compiler here"
 
     def refusal(self, config: RunConfig) -> str | None:
         """Why this adapter cannot train `config`, or None when it can."""
@@ -57,7 +103,13 @@ class Capabilities:
             return f"trains {config.model} in {', '.join(formats)} only, not {config.data_format}"
         if config.dataset != "synthetic" and not self.real_data:
             return f"has no loader for real data (dataset {config.dataset!r}); it trains on synthetic data only"
-        return None
+        if config.compile is not None and self.compiler is None:
+            return f"cannot compile its step (--compile): {self.no_compiler}"
+        return self.compiler.refusal(config) if self.compiler else None
+
+    def compiled_by(self, config: RunConfig) -> str | None:
+        """What compiles `config`'s training step, as its row records it (None: nothing)."""
+        return self.compiler.label(config.compile) if self.compiler else None
 
     def default_data_format(self, model: str) -> str:
         return self.model_data_formats.get(model, self.data_formats)[0]
@@ -74,10 +126,14 @@ class StrategySpec:
     description: str
     cpu_multi_device_note: str | None = None
     """Why N > 1 CPU devices cannot stand in for GPUs with this strategy (None: they can)."""
+    no_compile_note: str | None = None
+    """Why this strategy cannot run a compiled step where its framework can (None: it can)."""
 
     def refusal(self, config: RunConfig) -> str | None:
         if config.device_kind == "cpu" and config.devices > 1 and self.cpu_multi_device_note:
             return f"needs GPUs: {self.cpu_multi_device_note}"
+        if config.compile is not None and self.no_compile_note:
+            return f"cannot compile {self.name}'s step (--compile): {self.no_compile_note}"
         return None
 
 
@@ -140,19 +196,21 @@ PYTORCH = FrameworkSpec(
             "inprocess",
             "nn.DataParallel, outputs gathered on device 0 where the loss is computed",
             cpu_multi_device_note="nn.DataParallel replicates over CUDA devices only",
+            no_compile_note=DATA_PARALLEL_NO_COMPILE,
         ),
         StrategySpec(
             "dp-loss",
             "inprocess",
             "nn.DataParallel with the loss computed on each device; only per-device losses gathered",
             cpu_multi_device_note="nn.DataParallel replicates over CUDA devices only",
+            no_compile_note=DATA_PARALLEL_NO_COMPILE,
         ),
     ),
     import_names=("torch", "torchvision"),
     environment="pytorch",
     install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
     default_strategies=("ddp",),
-    capabilities=Capabilities(real_data=True, profiler="torch.profiler"),
+    capabilities=Capabilities(real_data=True, profiler="torch.profiler", compiler=TORCH_COMPILE),
 )
 
 GLUON = FrameworkSpec(
@@ -174,7 +232,12 @@ GLUON = FrameworkSpec(
     import_names=("mxnet",),
     environment="gluon",
     install_hint="make env-gluon (Python <= 3.11; MXNet 1.9.1 is CPU-only from PyPI)",
-    capabilities=Capabilities(precisions=("fp32",), data_formats=("channels_first",)),
+    capabilities=Capabilities(
+        precisions=("fp32",),
+        data_formats=("channels_first",),
+        no_compiler="its nets always run hybridized (MXNet's cached static graph, static_alloc and "
+        "static_shape): that is Gluon's graph mode, and there is no compiler beyond it to switch on",
+    ),
     gpu_note="CPU only here: PyPI's MXNet 1.9.1 is a CPU build and no MXNet build for Hopper GPUs can be installed",
 )
 
@@ -193,7 +256,10 @@ CHAINER = FrameworkSpec(
     install_hint="make env-chainer (needs mpiexec: apt-get install openmpi-bin libopenmpi-dev)",
     required_commands=("mpiexec",),
     capabilities=Capabilities(
-        precisions=("fp32",), data_formats=("channels_first",), models=("densenet121", "resnet50", "tiny")
+        precisions=("fp32",),
+        data_formats=("channels_first",),
+        models=("densenet121", "resnet50", "tiny"),
+        no_compiler="Chainer runs define-by-run only and has no graph compiler",
     ),
 )
 
@@ -211,7 +277,7 @@ HOROVOD = FrameworkSpec(
     environment="horovod",
     install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
     post_install="scripts/build_horovod.sh",
-    capabilities=Capabilities(real_data=True, profiler="torch.profiler"),
+    capabilities=Capabilities(real_data=True, profiler="torch.profiler", compiler=TORCH_COMPILE),
 )
 
 KERAS_CATALOGUE = dict(
@@ -220,6 +286,17 @@ KERAS_CATALOGUE = dict(
 )
 """keras.applications' DenseNet121 refuses channels_first; its ResNet-50 gives every convolution
 a bias (+26,560) and its Inception-v3's batch-norms have no gamma (-17,216)."""
+
+KERAS_XLA = Compiler(
+    "xla",
+    one_device_note="Keras compiles its whole step, the update of the variables mirrored on every device "
+    "included, as one XLA function, which cannot reach the variables' copies on other devices",
+)
+"""Keras' `jit_compile=True` under tf.distribute (why its `"auto"` leaves XLA off there)."""
+CENTRAL_STORAGE_NO_COMPILE = (
+    "the variables live on the CPU and the step on the devices, and an XLA-compiled step cannot "
+    "read variables held on another device"
+)
 
 KERAS_TF = FrameworkSpec(
     name="keras-tf",
@@ -231,11 +308,13 @@ KERAS_TF = FrameworkSpec(
             "central-storage",
             "inprocess",
             "variables on the CPU, compute mirrored on the devices (parameter server on CPU), staged input",
+            no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
         ),
         StrategySpec(
             "central-storage-unstaged",
             "inprocess",
             "as central-storage, input fed synchronously from host arrays",
+            no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
         ),
     ),
     import_names=("keras", "tensorflow"),
@@ -243,7 +322,7 @@ KERAS_TF = FrameworkSpec(
     install_hint="make env-keras-tf (or: mgbench setup keras-tf)",
     environment_variables=tensorflow_variables,
     default_strategies=("mirrored",),
-    capabilities=Capabilities(**KERAS_CATALOGUE),
+    capabilities=Capabilities(compiler=KERAS_XLA, **KERAS_CATALOGUE),
 )
 
 KERAS_JAX = FrameworkSpec(
@@ -273,7 +352,7 @@ KERAS_JAX = FrameworkSpec(
     install_hint="make env-keras-jax (or: pip install -r requirements/keras-jax.txt)",
     environment_variables=jax_variables,
     default_strategies=("jax-shard-map",),
-    capabilities=Capabilities(profiler="jax.profiler", **KERAS_CATALOGUE),
+    capabilities=Capabilities(profiler="jax.profiler", compiler=Compiler("xla", always=True), **KERAS_CATALOGUE),
 )
 
 KERAS_TORCH = FrameworkSpec(
@@ -292,7 +371,7 @@ KERAS_TORCH = FrameworkSpec(
     install_hint="make env-keras-torch (or: pip install -r requirements/keras-torch.txt)",
     environment_variables=torch_variables,
     default_strategies=("ddp",),
-    capabilities=Capabilities(profiler="torch.profiler", **KERAS_CATALOGUE),
+    capabilities=Capabilities(profiler="torch.profiler", compiler=TORCH_COMPILE, **KERAS_CATALOGUE),
 )
 
 TENSORFLOW = FrameworkSpec(
@@ -309,7 +388,7 @@ TENSORFLOW = FrameworkSpec(
     environment="keras-tf",
     install_hint="make env-keras-tf (or: mgbench setup tensorflow)",
     environment_variables=tensorflow_variables,
-    capabilities=Capabilities(**KERAS_CATALOGUE),
+    capabilities=Capabilities(compiler=XLA_JIT, **KERAS_CATALOGUE),
 )
 
 BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, KERAS_TF, KERAS_JAX, KERAS_TORCH, TENSORFLOW, GLUON, CHAINER, HOROVOD)

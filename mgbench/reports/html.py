@@ -54,7 +54,7 @@ figure img { max-width: 100%; height: auto; border: 1px solid #e3e7ee; }
 figcaption { color: #5a6472; font-size: 0.85rem; }
 section.run { border-top: 1px solid #e3e7ee; }
 """
-NUMERIC_COLUMNS = {"devices", "images/sec", "p10-p90", "speedup", "efficiency", "input wait %", "start-up s", "peak mem GiB"}
+NUMERIC_COLUMNS = {"devices", "images/sec", "p10-p90", "speedup", "efficiency", "input wait %", "start-up s", "compile s", "peak mem GiB"}
 COLUMN_CLASSES = {
     **dict.fromkeys(NUMERIC_COLUMNS, "num"),
     "status": "status",

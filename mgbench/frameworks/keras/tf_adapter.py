@@ -10,6 +10,11 @@
 The driver owns the loop, so instead of `fit` each step calls the model's `train_function`
 (what `fit` and `train_on_batch` call) on one batch; metrics are reset before each step so the
 reported loss is that step's, averaged over replicas as `fit` does.
+
+`--compile` is Keras' `jit_compile=True`: XLA compiles the whole step Keras builds around
+`strategy.run`, the optimizer's update of the mirrored variables included. That runs on one
+device only (a compiled function cannot reach variables on other devices), which is why Keras'
+`jit_compile="auto"` turns XLA off under tf.distribute; the registry refuses it on more.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ class KerasTrainer(StrategyTrainer):
     def build_step(self) -> None:
         spec = self.config.spec
         self.model.compile(
-            optimizer=keras_models.build_optimizer(self.config), loss=keras_models.build_loss(spec), jit_compile="auto"
+            optimizer=keras_models.build_optimizer(self.config),
+            loss=keras_models.build_loss(spec),
+            jit_compile=self.config.compile is not None,
         )
         self.model.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()

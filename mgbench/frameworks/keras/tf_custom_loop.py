@@ -4,6 +4,11 @@ The raw-TF column of a compare: the same keras.applications models, tf.data pipe
 optimizer as the `keras` adapter (`mgbench.frameworks.keras.tf_trainer`), but the step is written out:
 each replica takes its loss over its shard divided by the global batch, tape gradients, and the
 optimizer all-reduces (sums) them across replicas before the update.
+
+With `--compile`, XLA compiles each replica's forward and backward (`jit_compile=True`); the
+all-reduce and the update stay in the TF graph around it, because a compiled function runs on
+one device and cannot update the copies of mirrored variables held by the others (TensorFlow's
+XLA known issue "tf.Variable on a different device").
 """
 
 from __future__ import annotations
@@ -25,12 +30,18 @@ class CustomLoopTrainer(StrategyTrainer):
         global_batch = self.config.global_batch
         model, optimizer = self.model, self.optimizer
 
-        def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+        def loss_and_gradients(images: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, list[tf.Tensor]]:
             with tf.GradientTape() as tape:
                 logits = model(images, training=True)
                 loss = tf.nn.compute_average_loss(per_example(labels, logits), global_batch_size=global_batch)
                 scaled = optimizer.scale_loss(loss)
-            gradients = tape.gradient(scaled, model.trainable_variables)
+            return loss, tape.gradient(scaled, model.trainable_variables)
+
+        if self.config.compile is not None:
+            loss_and_gradients = tf.function(loss_and_gradients, jit_compile=True)
+
+        def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+            loss, gradients = loss_and_gradients(images, labels)
             optimizer.apply_gradients(zip(gradients, model.trainable_variables))
             return loss
 

@@ -35,6 +35,7 @@ from mgbench.common.protocol import ModelInfo
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.torch.adapter import DevicePrefetcher, TorchProcess
+from mgbench.frameworks.torch.compiling import compiled
 from mgbench.frameworks.torch.strategies import DistributedDataParallel
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -70,7 +71,8 @@ class KerasTorchTrainer(TorchProcess):
         # `_join_devices` set to this rank's; a CPU run names "cpu" (`torch_variables`).
         self.model = keras_models.build_model(config.spec, config.input_size, config.data_format)
         self.loss_fn = keras_models.build_loss(config.spec)
-        self.replicated = self.parallel.wrap(self.model, self.loss_fn, self.devices)
+        # `--compile`: torch.compile of the DDP module, as the PyTorch adapter compiles its own.
+        self.replicated = compiled(self.parallel.wrap(self.model, self.loss_fn, self.devices), config.compile)
         # The torch parameters behind Keras' trainable variables: those DDP all-reduces.
         trainable = [variable.value for variable in self.model.trainable_variables]
         self.optimizer = torch.optim.SGD(trainable, lr=config.learning_rate, momentum=MOMENTUM)

@@ -16,6 +16,9 @@ PyTorch caches the tuned convolution plans per thread, and DataParallel starts n
 threads every step, so with autotuning every step re-tunes every convolution (BENCHMARKS.md
 has the measurement).
 
+`--compile` compiles the module the strategy wrapped (`mgbench.frameworks.torch.compiling`);
+nn.DataParallel's strategies are refused it by the registry.
+
 Real datasets (`mgbench.datasets`) are read by a DataLoader over the shared description,
 augmentation and epoch sharding, with worker processes, pinned memory and persistent
 workers; the model's head follows the dataset's labels.
@@ -44,6 +47,7 @@ from mgbench.datasets.resolve import describe_dataset
 from mgbench.common.workers import loader_workers
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+from mgbench.frameworks.torch.compiling import begin_step, compiled
 from mgbench.frameworks.torch.profiler import profile_with_torch
 from mgbench.frameworks.torch.strategies import STRATEGIES, TorchStrategy
 
@@ -223,6 +227,7 @@ class TorchProcess(Adapter):
         """Forward and loss (`step_loss`), backward (the strategy exchanges gradients as they come
         or in `apply_gradients`), then the update, unscaled first under fp16."""
         images, labels = batch
+        begin_step(self.config.compile)
         self.optimizer.zero_grad()  # set_to_none, the default (Horovod's wrapper takes no argument)
         loss = self.step_loss(images, labels)
         self.scaler.scale(loss).backward()
@@ -305,7 +310,7 @@ class TorchTrainer(TorchProcess):
         self.criterion = build_criterion(spec).to(self.device)
         autocast_dtype = AUTOCAST_DTYPES[config.precision]
         casting = Autocasting(core, self.device.type, autocast_dtype)
-        self.model = self.parallel.wrap(casting, self.criterion, self.devices)
+        self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.compile)
         self.optimizer = self.parallel.distribute_optimizer(
             torch.optim.SGD(core.parameters(), lr=config.learning_rate, momentum=MOMENTUM), core
         )

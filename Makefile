@@ -26,6 +26,8 @@ demo: $(STAMP) $(DEMO_ENVS:%=$(VENVS)/%/.installed)
 	@echo "report folder: $(DEMO_OUT)"
 
 test: $(STAMP) browser $(TEST_ENVS:%=$(VENVS)/%/.installed)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q
 
 ## Headless Chromium for the report rendering test: installed with apt when missing and we are root.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torchvision
@@ -50,7 +50,9 @@ def main() -> None:
     )
     labels = torch.randint(0, classes, (len(images),), device="cuda:0")
     criterion = torch.nn.CrossEntropyLoss()
-    phases: dict[str, list[float]] = {k: [] for k in ("scatter", "replicate", "forward", "gather", "backward", "step", "alone")}
+    phases: dict[str, list[float]] = {
+        k: [] for k in ("scatter", "replicate", "forward", "gather", "backward", "step", "alone")
+    }
     for step in range(args.steps + 5):
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -66,7 +68,9 @@ def main() -> None:
             for name, value in zip(phases, (t_scatter, t_rep, t_fwd, t_gather, t_bwd, t_step, t_alone)):
                 phases[name].append(value)
     total = sum(statistics.median(v) for k, v in phases.items() if k != "alone")
-    print(f"dp breakdown {args.model} gpus={args.gpus} batch/gpu={args.batch_per_gpu} cudnn.benchmark={args.cudnn_benchmark} (median ms):")
+    print(
+        f"dp breakdown {args.model} gpus={args.gpus} batch/gpu={args.batch_per_gpu} cudnn.benchmark={args.cudnn_benchmark} (median ms):"
+    )
     for name, values in phases.items():
         print(f"  {name:9s} {statistics.median(values) * 1000:8.1f}")
     print(f"  sum of phases {total * 1000:.1f} ms -> {len(images) / total:.0f} img/s")

@@ -62,7 +62,9 @@ def main() -> None:
             times.append(time.perf_counter() - start)
     if rank == 0:
         median = statistics.median(times)
-        print(f"plain-ddp {args.model} gpus={world} batch/gpu={args.batch}: {world * args.batch / median:.0f} img/s (median step {median * 1000:.1f} ms)")
+        print(
+            f"plain-ddp {args.model} gpus={world} batch/gpu={args.batch}: {world * args.batch / median:.0f} img/s (median step {median * 1000:.1f} ms)"
+        )
     dist.destroy_process_group()
 
 

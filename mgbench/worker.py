@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training

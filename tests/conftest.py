@@ -42,9 +42,28 @@ def profiled_two_cpu_compare(out: Path, framework: str, strategy: str, timeout: 
     """`compare` on 1 and 2 CPU devices (tiny model, 32 px, 4 timed steps) with `--profile 2`
     into `out`; its rows, indexed by device count."""
     done = mgbench(
-        "compare", "--frameworks", framework, "--strategies", strategy, "--gpus", "2", "--device", "cpu",
-        "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4", "--steps", "4", "--profile", "2",
-        "--out", str(out), timeout=timeout,
+        "compare",
+        "--frameworks",
+        framework,
+        "--strategies",
+        strategy,
+        "--gpus",
+        "2",
+        "--device",
+        "cpu",
+        "--model",
+        "tiny",
+        "--image-size",
+        "32",
+        "--batch-per-gpu",
+        "4",
+        "--steps",
+        "4",
+        "--profile",
+        "2",
+        "--out",
+        str(out),
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr
     return read_rows(out).set_index("devices")
@@ -61,14 +80,24 @@ def _options(job: dict[str, str]) -> list[str]:
     return [item for key, value in sorted(job.items()) for item in (f"--{key.replace('_', '-')}", value)]
 
 
-def run_name(framework: str, strategy: str, gpus: int, batch: int, lr: float, steps: int = 1, device: str = "cpu",
-             **job: str) -> str:
+def run_name(
+    framework: str, strategy: str, gpus: int, batch: int, lr: float, steps: int = 1, device: str = "cpu", **job: str
+) -> str:
     """The name `saved_state` gives a run (its .npz, and its run folder holding the row)."""
     return "-".join([framework, strategy, f"{gpus}x{batch}", f"lr{lr}", f"{steps}steps", device, *_options(job)[1::2]])
 
 
-def saved_state(folder: Path, framework: str, strategy: str, gpus: int, batch: int, lr: float,
-                steps: int = 1, device: str = "cpu", **job: str) -> dict:
+def saved_state(
+    folder: Path,
+    framework: str,
+    strategy: str,
+    gpus: int,
+    batch: int,
+    lr: float,
+    steps: int = 1,
+    device: str = "cpu",
+    **job: str,
+) -> dict:
     """Weights after `steps` steps of `mgbench run` on the tiny model (the framework's environment runs it).
 
     `job` adds run options (`data_format="channels_last"` -> `--data-format channels_last`). Runs are
@@ -80,22 +109,51 @@ def saved_state(folder: Path, framework: str, strategy: str, gpus: int, batch: i
     path = folder / f"{name}.npz"
     if not path.exists():
         done = mgbench(
-            "run", "--framework", framework, "--strategy", strategy, "--gpus", str(gpus), "--model", "tiny",
-            "--batch-per-gpu", str(batch), "--steps", str(steps), "--lr", str(lr), "--device", device, *options,
-            "--save-state", str(path), "--out", str(folder / name),
+            "run",
+            "--framework",
+            framework,
+            "--strategy",
+            strategy,
+            "--gpus",
+            str(gpus),
+            "--model",
+            "tiny",
+            "--batch-per-gpu",
+            str(batch),
+            "--steps",
+            str(steps),
+            "--lr",
+            str(lr),
+            "--device",
+            device,
+            *options,
+            "--save-state",
+            str(path),
+            "--out",
+            str(folder / name),
         )
         assert done.returncode == 0, done.stdout + done.stderr
     return load_state(path)
 
 
-def run_row(folder: Path, framework: str, strategy: str, gpus: int, batch: int, lr: float, steps: int = 1,
-            device: str = "cpu", **job: str) -> pd.Series:
+def run_row(
+    folder: Path,
+    framework: str,
+    strategy: str,
+    gpus: int,
+    batch: int,
+    lr: float,
+    steps: int = 1,
+    device: str = "cpu",
+    **job: str,
+) -> pd.Series:
     """The result row of a run `saved_state` made."""
     return read_rows(folder / run_name(framework, strategy, gpus, batch, lr, steps, device, **job)).iloc[0]
 
 
-def assert_compiled_equals_eager(folder: Path, framework: str, strategy: str, gpus: int, batch: int,
-                                 tolerance: float, **job: str) -> pd.Series:
+def assert_compiled_equals_eager(
+    folder: Path, framework: str, strategy: str, gpus: int, batch: int, tolerance: float, **job: str
+) -> pd.Series:
     """A compiled step trains as the eager one: the compile step is a training step, so `--compile
     --steps 1` trains two steps, as `--steps 2` does without it, and must leave the same weights and
     report the loss of the eager run's second step (not its first: the compile step trained).
@@ -138,8 +196,8 @@ def assert_two_devices_equal_one(folder: Path, framework: str, strategy: str, to
 
 def framework_python(framework: str) -> str:
     """The framework's own interpreter (`make env-NAME`), or skip the test saying it is not built."""
-    from mgbench.runner.venvs import inspect_installation
     from mgbench.frameworks.registry import framework_spec
+    from mgbench.runner.venvs import inspect_installation
 
     spec = framework_spec(framework)
     found = inspect_installation(spec)

@@ -38,10 +38,16 @@ def main(framework: str, strategy: str, out: Path) -> None:
     declared = {"real_data": spec.capabilities.real_data, "profiler": spec.capabilities.profiler is not None}
     implemented = {feature: overrides(adapter, names) for feature, names in OPTIONAL.items()}
     if primary:
-        out.write_text(json.dumps({
-            "is_adapter": isinstance(adapter, Adapter), "parameters": parameters,
-            "declared": declared, "implemented": implemented,
-        }))
+        out.write_text(
+            json.dumps(
+                {
+                    "is_adapter": isinstance(adapter, Adapter),
+                    "parameters": parameters,
+                    "declared": declared,
+                    "implemented": implemented,
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -27,9 +27,18 @@ IMAGE_SIZE = 64
 
 def one_step(strategy: str, devices: int, images: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
     """Trainable weights then moving statistics after one step from the seed's initial weights."""
-    config = RunConfig(framework="keras-jax", strategy=strategy, model="resnet50", devices=devices, device_kind="cpu",
-                       batch_per_device=len(images) // devices, steps=1, data_format="channels_last",
-                       image_size=IMAGE_SIZE, learning_rate=0.01)
+    config = RunConfig(
+        framework="keras-jax",
+        strategy=strategy,
+        model="resnet50",
+        devices=devices,
+        device_kind="cpu",
+        batch_per_device=len(images) // devices,
+        steps=1,
+        data_format="channels_last",
+        image_size=IMAGE_SIZE,
+        learning_rate=0.01,
+    )
     trainer = JaxDataParallelTrainer(strategy)
     trainer.setup(config)
     trainer.train_step(trainer.shard((images, labels)))
@@ -44,9 +53,19 @@ def largest_difference(a: list[np.ndarray], b: list[np.ndarray]) -> float:
 
 
 def main() -> None:
-    config = RunConfig(framework="keras-jax", strategy="jax-dp", model="resnet50", devices=1, device_kind="cpu",
-                       batch_per_device=2 * PER_DEVICE, steps=1, image_size=IMAGE_SIZE)
-    images, labels = synthetic_batch(config.spec, IMAGE_SIZE, 0, Shard(0, 2 * PER_DEVICE), config.seed, channels_last=True)
+    config = RunConfig(
+        framework="keras-jax",
+        strategy="jax-dp",
+        model="resnet50",
+        devices=1,
+        device_kind="cpu",
+        batch_per_device=2 * PER_DEVICE,
+        steps=1,
+        image_size=IMAGE_SIZE,
+    )
+    images, labels = synthetic_batch(
+        config.spec, IMAGE_SIZE, 0, Shard(0, 2 * PER_DEVICE), config.seed, channels_last=True
+    )
     halves = [slice(0, PER_DEVICE), slice(PER_DEVICE, 2 * PER_DEVICE)]
     found = {
         "half0": one_step("jax-dp", 1, images[halves[0]], labels[halves[0]]),
@@ -56,11 +75,16 @@ def main() -> None:
         "jax-shard-map": one_step("jax-shard-map", 2, images, labels),
     }
     mean_of_halves = [(a + b) / 2 for a, b in zip(found["half0"], found["half1"])]
-    print(json.dumps({
-        "whole_vs_mean_of_halves": largest_difference(found["whole"], mean_of_halves),
-        "jax-dp_vs_whole": largest_difference(found["jax-dp"], found["whole"]),
-        "jax-shard-map_vs_mean_of_halves": largest_difference(found["jax-shard-map"], mean_of_halves),
-    }))
+    print(
+        json.dumps(
+            {
+                "whole_vs_mean_of_halves": largest_difference(found["whole"], mean_of_halves),
+                "jax-dp_vs_whole": largest_difference(found["jax-dp"], found["whole"]),
+                "jax-shard-map_vs_mean_of_halves": largest_difference(found["jax-shard-map"], mean_of_halves),
+            }
+        )
+    )
+
 
 if __name__ == "__main__":
     main()

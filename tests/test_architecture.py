@@ -75,7 +75,7 @@ def test_no_import_cycle() -> None:
         state[name] = "open"
         for target in sorted(GRAPH.get(name, ())):
             if state.get(target) == "open":
-                cycles.append(" -> ".join(path[path.index(target):] + [target]) if target in path else target)
+                cycles.append(" -> ".join(path[path.index(target) :] + [target]) if target in path else target)
             elif target not in state:
                 visit(target, [*path, target])
         state[name] = "done"

@@ -4,8 +4,8 @@ import json
 
 import pandas as pd
 import pytest
-
 from conftest import mgbench
+
 from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
@@ -29,7 +29,9 @@ def test_sizes_parse():
 
 def test_rows_get_the_expected_allreduce_share():
     report = BandwidthReport(
-        "cuda", 4, "nccl",
+        "cuda",
+        4,
+        "nccl",
         allreduce=[
             {"bytes": 2**20, "seconds": 1e-4, "algbw_gbps": 10.0, "busbw_gbps": 15.0},
             {"bytes": 2**26, "seconds": 1e-3, "algbw_gbps": 60.0, "busbw_gbps": 90.0},
@@ -52,8 +54,20 @@ def test_rows_get_the_expected_allreduce_share():
 
 def test_cpu_gloo_measurement_gives_positive_figures_at_the_sizes_asked(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
-    done = mgbench("bandwidth", "--device", "cpu", "--gpus", "2", "--sizes", "4K,256K", "--copy-bytes", "1M",
-                   "--out", str(tmp_path), timeout=300)
+    done = mgbench(
+        "bandwidth",
+        "--device",
+        "cpu",
+        "--gpus",
+        "2",
+        "--sizes",
+        "4K,256K",
+        "--copy-bytes",
+        "1M",
+        "--out",
+        str(tmp_path),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     report = BandwidthReport.read(tmp_path / "bandwidth.json")
     assert report.backend == "gloo" and report.devices == 2 and report.device_kind == "cpu"
@@ -69,10 +83,26 @@ def test_cpu_gloo_measurement_gives_positive_figures_at_the_sizes_asked(tmp_path
 def test_compare_reuses_bandwidth_json_in_the_run_folder(tmp_path):
     out = tmp_path / "bw"
     out.mkdir()
-    report = BandwidthReport("cpu", 2, "gloo", allreduce=[{"bytes": 1024, "seconds": 1e-3, "algbw_gbps": 1e-3, "busbw_gbps": 1e-3}])
+    report = BandwidthReport(
+        "cpu", 2, "gloo", allreduce=[{"bytes": 1024, "seconds": 1e-3, "algbw_gbps": 1e-3, "busbw_gbps": 1e-3}]
+    )
     report.write(out / "bandwidth.json")
-    done = mgbench("compare", "--frameworks", "fake", "--strategies", "steady", "--gpus", "2", "--model", "tiny",
-                   "--steps", "6", "--bandwidth", "--out", str(out))
+    done = mgbench(
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "steady",
+        "--gpus",
+        "2",
+        "--model",
+        "tiny",
+        "--steps",
+        "6",
+        "--bandwidth",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     rows = pd.read_json(out / "results.jsonl", lines=True).set_index("devices")
     # the fake model has 1234 parameters: 2*(1/2) * 4936 B / 1 MB/s

@@ -55,10 +55,16 @@ def gpu_trace():
     GPU 1: one long kernel [0, 1900] and NCCL [1800, 2000] (1900-2000 exposed): no idle time.
     """
     gpu0 = [
-        kernel(50, 400, 0), kernel(300, 300, 0), kernel(1100, 400, 0),
-        event("Memset (Device)", 1650, 50, "gpu_memset", device=0), kernel(1950, 100, 0),
-        kernel(500, 300, 0, NCCL), kernel(1400, 200, 0, NCCL), kernel(2100, 100, 0, NCCL),
-        copy(0, 100, 0), copy(1600, 50, 0),
+        kernel(50, 400, 0),
+        kernel(300, 300, 0),
+        kernel(1100, 400, 0),
+        event("Memset (Device)", 1650, 50, "gpu_memset", device=0),
+        kernel(1950, 100, 0),
+        kernel(500, 300, 0, NCCL),
+        kernel(1400, 200, 0, NCCL),
+        kernel(2100, 100, 0, NCCL),
+        copy(0, 100, 0),
+        copy(1600, 50, 0),
     ]
     gpu1 = [kernel(0, 1900, 1, "sm90_xmma_gemm_bf16bf16_bf16f32"), kernel(1800, 200, 1, NCCL)]
     host = [event("cudaLaunchKernel", 10, 900, "cuda_runtime"), event("aten::mm", 0, 2000, "cpu_op")]
@@ -84,13 +90,22 @@ def test_gpu_layout_gives_each_devices_exact_shares():
     assert record["window_seconds"] == pytest.approx(2000 * US)
     assert record["step_spans"] == [(0, 1000 * US), (1000 * US, 2000 * US)]
     times = record["devices"]["cuda:0"]["seconds"]
-    assert times == pytest.approx({"window": 2000 * US, "compute": 1050 * US, "communication": 300 * US,
-                                   "host_to_device": 100 * US, "idle": 550 * US})
+    assert times == pytest.approx(
+        {
+            "window": 2000 * US,
+            "compute": 1050 * US,
+            "communication": 300 * US,
+            "host_to_device": 100 * US,
+            "idle": 550 * US,
+        }
+    )
     for name, expected in (("cuda:0", GPU0), ("cuda:1", GPU1)):
         shares = record["devices"][name]["shares"]
         assert shares == pytest.approx(shares_of(expected))
         assert sum(shares.values()) == pytest.approx(1)
-    assert max(end for device in record["devices"].values() for _, end, _ in device["intervals"]) == pytest.approx(2000 * US)
+    assert max(end for device in record["devices"].values() for _, end, _ in device["intervals"]) == pytest.approx(
+        2000 * US
+    )
 
 
 def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
@@ -109,7 +124,9 @@ def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
     for name, device in kept["devices"].items():
         times = device_times([tuple(i) for i in device["intervals"]], [tuple(s) for s in kept["step_spans"]])
         assert times.to_dict() == pytest.approx(device["seconds"])
-        assert step_shares(times, kept["input_wait_seconds"]) == pytest.approx(merged["devices"][f"rank0/{name}"]["shares"])
+        assert step_shares(times, kept["input_wait_seconds"]) == pytest.approx(
+            merged["devices"][f"rank0/{name}"]["shares"]
+        )
 
 
 def test_a_trace_that_cannot_be_read_leaves_the_row_without_breakdown_saying_why(tmp_path):
@@ -128,8 +145,10 @@ def test_cpu_layout_splits_operators_and_gloo_collectives():
     """torch.profiler on CPU: nested operators on the main thread, gloo's all-reduce on its own
     thread; Python-level annotations (the optimizer step) are not operators."""
     ops = [
-        event("aten::conv2d", 0, 300, "cpu_op"), event("aten::convolution", 10, 280, "cpu_op"),
-        event("aten::addmm", 400, 300, "cpu_op"), event("c10d::allreduce_", 690, 5, "cpu_op"),
+        event("aten::conv2d", 0, 300, "cpu_op"),
+        event("aten::convolution", 10, 280, "cpu_op"),
+        event("aten::addmm", 400, 300, "cpu_op"),
+        event("c10d::allreduce_", 690, 5, "cpu_op"),
         event("gloo:all_reduce", 600, 300, "user_annotation"),
         event("Optimizer.step#SGD.step", 350, 600, "user_annotation"),
     ]
@@ -137,8 +156,9 @@ def test_cpu_layout_splits_operators_and_gloo_collectives():
     assert window.clock == "cpu" and list(window.devices) == ["cpu"]
     record = rank_breakdown(window, host_seconds=0.5, input_wait_seconds=50 * US)
     shares = record["devices"]["cpu"]["shares"]
-    assert shares == pytest.approx({"input_wait": 0.05, "host_to_device": 0.0, "compute": 0.6,
-                                    "communication": 0.2, "idle": 0.15})
+    assert shares == pytest.approx(
+        {"input_wait": 0.05, "host_to_device": 0.0, "compute": 0.6, "communication": 0.2, "idle": 0.15}
+    )
     assert bottleneck(shares) == "communication"
 
 
@@ -167,25 +187,39 @@ def test_xla_gpu_trace_reads_stream_kernels_copies_and_the_host_step_marks():
     assert window.clock == "device" and window.steps == [(0, 1000 * US)]
     assert [kind for _, _, kind in window.devices["/device:GPU:0"]] == ["host_to_device", "compute", "communication"]
     shares = rank_breakdown(window, 0.5, 0.0)["devices"]["/device:GPU:0"]["shares"]
-    assert shares == pytest.approx({"input_wait": 0, "host_to_device": 0.1, "compute": 0.6, "communication": 0.1, "idle": 0.2})
+    assert shares == pytest.approx(
+        {"input_wait": 0, "host_to_device": 0.1, "compute": 0.6, "communication": 0.1, "idle": 0.2}
+    )
 
 
-@pytest.mark.parametrize("name, kind", [
-    ("Memcpy HtoD (Pinned -> Device)", "host_to_device"), ("MemcpyH2D", "host_to_device"),
-    ("Memcpy DtoD (Device -> Device)", "other_copy"), ("Memset (Device)", "other_copy"), ("MemcpyD2H", "other_copy"),
-    ("ncclKernel_AllReduce_RING_LL_Sum_float", "communication"), ("all-reduce.1", "communication"),
-    ("wrapped_broadcast.1", "compute"), ("sm90_xmma_fprop_implicit_gemm", "compute"), ("depth2d_fusion", "compute"),
-])
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("Memcpy HtoD (Pinned -> Device)", "host_to_device"),
+        ("MemcpyH2D", "host_to_device"),
+        ("Memcpy DtoD (Device -> Device)", "other_copy"),
+        ("Memset (Device)", "other_copy"),
+        ("MemcpyD2H", "other_copy"),
+        ("ncclKernel_AllReduce_RING_LL_Sum_float", "communication"),
+        ("all-reduce.1", "communication"),
+        ("wrapped_broadcast.1", "compute"),
+        ("sm90_xmma_fprop_implicit_gemm", "compute"),
+        ("depth2d_fusion", "compute"),
+    ],
+)
 def test_event_names_classify_into_interval_kinds(name, kind):
     assert interval_kind(name) == kind
 
 
-@pytest.mark.parametrize("shares, expected", [
-    ({"compute": 0.9, "idle": 0.06, "communication": 0.04}, "compute"),
-    ({"compute": 0.89, "idle": 0.06, "communication": 0.05}, "idle"),
-    ({"compute": 0.5, "input_wait": 0.2, "communication": 0.3}, "communication"),
-    ({"compute": 0.3, "input_wait": 0.4, "host_to_device": 0.3}, "input_wait"),
-])
+@pytest.mark.parametrize(
+    "shares, expected",
+    [
+        ({"compute": 0.9, "idle": 0.06, "communication": 0.04}, "compute"),
+        ({"compute": 0.89, "idle": 0.06, "communication": 0.05}, "idle"),
+        ({"compute": 0.5, "input_wait": 0.2, "communication": 0.3}, "communication"),
+        ({"compute": 0.3, "input_wait": 0.4, "host_to_device": 0.3}, "input_wait"),
+    ],
+)
 def test_bottleneck_is_compute_from_90_percent_else_the_largest_other_share(shares, expected):
     assert bottleneck({**dict.fromkeys(CATEGORIES, 0.0), **shares}) == expected
 

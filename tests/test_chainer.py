@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import assert_two_devices_equal_one, framework_python, run_in
+
 from mgbench.common.devices import visible_gpus
 from mgbench.frameworks.chainer.cupy_compat import CARRAY_INCLUDE, FLOAT16_INCLUDE, needs_float16_header
 
@@ -191,7 +191,9 @@ def test_compat_layer_changes_nothing_on_numpy_1(chainer_python):
 def test_chainer_trains_on_numpy_2_with_the_compat_layer():
     python = os.environ.get("MGBENCH_CHAINER_NUMPY2_PYTHON")
     if not python:
-        pytest.skip("set MGBENCH_CHAINER_NUMPY2_PYTHON to an interpreter with numpy 2 and Chainer (pip install --no-deps chainer)")
+        pytest.skip(
+            "set MGBENCH_CHAINER_NUMPY2_PYTHON to an interpreter with numpy 2 and Chainer (pip install --no-deps chainer)"
+        )
     result = json.loads(run_in(python, CHAINER_ON_NUMPY2))
     assert int(result["numpy"].split(".")[0]) >= 2
     assert "numpy.sctypes" in result["patched"] and "numpy.float" in result["patched"]

@@ -3,25 +3,43 @@
 import json
 
 import pandas as pd
-
 from conftest import mgbench, read_rows
 
 
 def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
     out = tmp_path / "run"
     done = mgbench(
-        "compare", "--frameworks", "fake", "--strategies", "steady,crash,hang,oom", "--gpus", "2",
-        "--model", "tiny", "--batch-per-gpu", "2", "--steps", "20", "--timeout", "10", "--out", str(out),
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "steady,crash,hang,oom",
+        "--gpus",
+        "2",
+        "--model",
+        "tiny",
+        "--batch-per-gpu",
+        "2",
+        "--steps",
+        "20",
+        "--timeout",
+        "10",
+        "--out",
+        str(out),
     )
     assert done.returncode == 1, done.stderr
     rows = read_rows(out)
     assert len(rows) == 8
     status = {(r.strategy, r.devices): r.status for r in rows.itertuples()}
     assert status == {
-        ("steady", 1): "ok", ("steady", 2): "ok",
-        ("crash", 1): "failed", ("crash", 2): "failed",
-        ("hang", 1): "timeout", ("hang", 2): "timeout",
-        ("oom", 1): "oom", ("oom", 2): "oom",
+        ("steady", 1): "ok",
+        ("steady", 2): "ok",
+        ("crash", 1): "failed",
+        ("crash", 2): "failed",
+        ("hang", 1): "timeout",
+        ("hang", 2): "timeout",
+        ("oom", 1): "oom",
+        ("oom", 2): "oom",
     }
     crash = rows[rows.strategy == "crash"].iloc[0]
     assert "fake adapter crashed on purpose" in crash.error
@@ -43,8 +61,23 @@ def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
 def test_strong_scaling_splits_the_global_batch(tmp_path):
     out = tmp_path / "strong"
     done = mgbench(
-        "compare", "--frameworks", "fake", "--strategies", "steady", "--gpus", "1,2", "--scaling", "strong",
-        "--batch-per-gpu", "8", "--model", "tiny", "--steps", "12", "--out", str(out),
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "steady",
+        "--gpus",
+        "1,2",
+        "--scaling",
+        "strong",
+        "--batch-per-gpu",
+        "8",
+        "--model",
+        "tiny",
+        "--steps",
+        "12",
+        "--out",
+        str(out),
     )
     assert done.returncode == 0, done.stderr
     rows = read_rows(out).set_index("devices")

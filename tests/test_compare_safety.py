@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import cli_env, mgbench, read_rows
+
 from mgbench.common.config import RunConfig
 from mgbench.common.results import RunResult
 from mgbench.reports.summary import results_frame
@@ -56,8 +56,24 @@ def test_values_that_would_make_every_row_meaningless_are_refused(tmp_path, opti
 
 def test_resume_takes_a_new_timeout_and_skips_a_torn_last_line(tmp_path):
     out = tmp_path / "resume"
-    first = mgbench("compare", "--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "1", "--model", "tiny",
-                    "--steps", "4", "--timeout", "60", "--out", str(out), FAKE_FAIL="1")
+    first = mgbench(
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "steady,flaky",
+        "--gpus",
+        "1",
+        "--model",
+        "tiny",
+        "--steps",
+        "4",
+        "--timeout",
+        "60",
+        "--out",
+        str(out),
+        FAKE_FAIL="1",
+    )
     assert first.returncode == 1
     with (out / "results.jsonl").open("a") as results:
         results.write('{"framework": "fake", "strat')
@@ -77,8 +93,21 @@ def test_resume_of_a_cut_short_plan_is_one_line(tmp_path):
 
 def test_a_failed_row_starts_with_its_cause(tmp_path):
     out = tmp_path / "crash"
-    done = mgbench("compare", "--frameworks", "fake", "--strategies", "crash", "--gpus", "1", "--model", "tiny",
-                   "--steps", "4", "--out", str(out))
+    done = mgbench(
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "crash",
+        "--gpus",
+        "1",
+        "--model",
+        "tiny",
+        "--steps",
+        "4",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 1
     error = read_rows(out).iloc[0].error
     assert error.splitlines()[0] == "RuntimeError: fake adapter crashed on purpose (exit code 1)"
@@ -106,9 +135,32 @@ def test_sigterm_leaves_no_launcher_and_no_launcher_files(tmp_path):
     scratch.mkdir()
     env = cli_env(TMPDIR=str(scratch))
     compare = subprocess.Popen(
-        [sys.executable, "-m", "mgbench", "compare", "--frameworks", "pytorch", "--gpus", "2", "--device", "cpu",
-         "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4", "--steps", "100000", "--out", str(out)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "mgbench",
+            "compare",
+            "--frameworks",
+            "pytorch",
+            "--gpus",
+            "2",
+            "--device",
+            "cpu",
+            "--model",
+            "tiny",
+            "--image-size",
+            "32",
+            "--batch-per-gpu",
+            "4",
+            "--steps",
+            "100000",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     log = out / "logs" / "pytorch-ddp-1cpu.log"
     deadline = time.monotonic() + 120

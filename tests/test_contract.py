@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import TESTS, cli_env, framework_python
+
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
 from mgbench.frameworks.registry import BUILTIN
@@ -54,7 +54,7 @@ def test_planning_every_combination_and_the_cli_import_no_framework():
         "import sys; from mgbench.cli import build_parser; from mgbench.runner.plan import plan_runs; "
         "from mgbench.frameworks.registry import BUILTIN; from mgbench.common.config import RunConfig; build_parser(); "
         "[plan_runs(RunConfig(s.name, s.defaults[0], 'densenet121', 1, 'cpu', 1, 1), [s.name], ['all'], [1, 2], 'weak')"
-        " for s in BUILTIN]; print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in %r)))" % (FRAMEWORK_MODULES,)
+        f" for s in BUILTIN]; print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORK_MODULES!r})))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), timeout=120)
     assert done.returncode == 0, done.stderr
@@ -69,8 +69,13 @@ def probe(spec, strategy: str, tmp_path: Path) -> dict:
         out = tmp_path / f"{spec.name}-{strategy}.json"
         entry = [str(TESTS / "contract_probe.py"), spec.name, strategy, str(out)]
         command = launch_command(python, spec.strategy(strategy).launcher, 1, [], entry=entry)
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=cli_env(
-            PYTHONPATH=str(TESTS.parent), OMP_NUM_THREADS="2"))
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=cli_env(PYTHONPATH=str(TESTS.parent), OMP_NUM_THREADS="2"),
+        )
         assert done.returncode == 0 and out.exists(), done.stdout[-3000:] + done.stderr[-3000:]
         PROBES[key] = json.loads(out.read_text())
     return PROBES[key]

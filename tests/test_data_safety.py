@@ -10,16 +10,16 @@ import time
 import numpy as np
 import psutil
 import pytest
-from PIL import Image
-
 from conftest import cli_env, mgbench
+from PIL import Image
+from test_datasets import nih_rows, write_nih
+
 from mgbench.cli import main
 from mgbench.common.errors import UsageError
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import LABEL_FILE
 from mgbench.datasets.images import open_image
 from mgbench.datasets.resolve import check_dataset, describe_dataset
-from test_datasets import nih_rows, write_nih
 
 
 def one_error_line(capsys: pytest.CaptureFixture, args: list[str], message: str) -> None:
@@ -85,8 +85,10 @@ def test_16_bit_images_are_scaled_by_their_range_and_alpha_is_flattened(tmp_path
     assert main(["prepare", "chestxray", str(src), str(tmp_path / "dst"), "--size", "32", "--workers", "1"]) == 0
     summary = capsys.readouterr().err
     assert "3 images written" in summary and "16-bit rescaled: 1" in summary and "alpha flattened: 1" in summary
-    with Image.open(tmp_path / "dst" / "images" / "00000000_000.png") as wide, \
-            Image.open(tmp_path / "dst" / "images" / "00000001_000.png") as flat:
+    with (
+        Image.open(tmp_path / "dst" / "images" / "00000000_000.png") as wide,
+        Image.open(tmp_path / "dst" / "images" / "00000001_000.png") as flat,
+    ):
         assert wide.mode == flat.mode == "L"
         assert abs(np.asarray(wide).mean() - 127.5) < 2
         assert np.asarray(flat)[:, :15].min() == 200 and np.asarray(flat)[:, 17:].max() == 0
@@ -127,7 +129,9 @@ def test_bad_input_is_one_line_not_a_traceback(tmp_path, capsys, args, message):
 
 def test_compare_names_an_empty_label_file_in_one_line(tmp_path):
     (tmp_path / LABEL_FILE).write_text("")
-    done = mgbench("compare", "--frameworks", "fake", "--dataset", f"chestxray:{tmp_path}", "--out", str(tmp_path / "out"))
+    done = mgbench(
+        "compare", "--frameworks", "fake", "--dataset", f"chestxray:{tmp_path}", "--out", str(tmp_path / "out")
+    )
     assert done.returncode == 2 and done.stderr.startswith("mgbench: error: cannot read label file"), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
@@ -149,7 +153,11 @@ def test_double_ctrl_c_stops_at_once_with_no_label_file_and_no_workers_left(tmp_
     else:
         args = ["make-sample-chestxray", str(dst), "--n", "20000", "--size", "32", "--workers", "2"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "mgbench", *args], env=cli_env(), stderr=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, "-m", "mgbench", *args],
+        env=cli_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 30

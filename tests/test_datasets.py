@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import mgbench
 from PIL import Image
 
-from conftest import mgbench
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.metrics import mean_auc
@@ -15,8 +15,8 @@ from mgbench.common.models import MODELS
 from mgbench.common.schedule import learning_rate_at
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import NIH_LABELS, multi_hot
-from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.prepare import prepare_chestxray
+from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.sample import draw_image, make_sample
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard
@@ -29,7 +29,9 @@ def write_nih(root, rows, size=40):
     (root / "images").mkdir(parents=True)
     for name, _, _ in rows:
         Image.fromarray(np.full((size, size), 100, np.uint8)).save(root / "images" / name)
-    (root / "Data_Entry_2017.csv").write_text(CSV_HEADER + "".join(f"{f},{l},0,{p}\n" for f, l, p in rows))
+    (root / "Data_Entry_2017.csv").write_text(
+        CSV_HEADER + "".join(f"{name},{labels},0,{patient}\n" for name, labels, patient in rows)
+    )
 
 
 def nih_rows(n):
@@ -75,7 +77,10 @@ def test_official_split_files_are_honoured(tmp_path):
         ("Image Index,Finding Labels\na.png,Mass\nb.png,Broken Heart\n", "line 3: unknown finding 'Broken Heart'"),
         ("Image Index,Finding Labels\na.png,Mass\nghost.png,Mass\n", "1 image.*ghost.png"),
         ("Image Index,Finding Labels\na.png,Mass\nb.png,\n", "line 3: empty 'Finding Labels'"),
-        ("Image Index,Finding Labels\na.png,No Finding|Effusion\n", "line 2: 'No Finding' cannot be combined with findings"),
+        (
+            "Image Index,Finding Labels\na.png,No Finding|Effusion\n",
+            "line 2: 'No Finding' cannot be combined with findings",
+        ),
         ("", "cannot read label file"),
     ],
 )
@@ -100,7 +105,9 @@ def test_dataset_strings_are_checked(tmp_path):
 def test_labels_mapping_csv_and_json(tmp_path):
     for name in ("a", "b", "c", "d"):
         Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / f"{name}.jpg")
-    (tmp_path / "labels.csv").write_text("file,labels,split\na.jpg,cat|dog,train\nb.jpg,,train\nc.jpg,dog,val\nd.jpg,cat,val\n")
+    (tmp_path / "labels.csv").write_text(
+        "file,labels,split\na.jpg,cat|dog,train\nb.jpg,,train\nc.jpg,dog,val\nd.jpg,cat,val\n"
+    )
     description = describe_dataset(f"labels:{tmp_path}")
     assert description.label_names == ("cat", "dog")
     assert description.train.targets.tolist() == [[1, 1], [0, 0]]
@@ -130,14 +137,25 @@ def test_imagefolder_with_train_and_val(tmp_path):
 
 def test_batch_too_large_for_the_dataset_is_refused_before_running(tmp_path):
     write_nih(tmp_path, nih_rows(20))
-    config = RunConfig(framework="pytorch", strategy="ddp", model="tiny", devices=2, device_kind="cpu",
-                       batch_per_device=64, steps=1, dataset=f"chestxray:{tmp_path}", epochs=1)
+    config = RunConfig(
+        framework="pytorch",
+        strategy="ddp",
+        model="tiny",
+        devices=2,
+        device_kind="cpu",
+        batch_per_device=64,
+        steps=1,
+        dataset=f"chestxray:{tmp_path}",
+        epochs=1,
+    )
     with pytest.raises(UsageError, match="cannot fill one global batch of 128"):
         check_dataset(config.dataset, [config])
 
 
 def test_compare_rejects_a_bad_dataset_before_any_run(tmp_path):
-    done = mgbench("compare", "--frameworks", "fake", "--dataset", f"chestxray:{tmp_path}", "--out", str(tmp_path / "out"))
+    done = mgbench(
+        "compare", "--frameworks", "fake", "--dataset", f"chestxray:{tmp_path}", "--out", str(tmp_path / "out")
+    )
     assert done.returncode == 2 and "no Data_Entry_2017.csv" in done.stderr
     assert not (tmp_path / "out").exists()
 
@@ -148,7 +166,9 @@ def test_sample_has_the_nih_layout_and_labels_drawn_in_pixels(tmp_path):
     frame = pd.read_csv(tmp_path / "a" / "Data_Entry_2017.csv")
     assert {"Image Index", "Finding Labels", "Patient ID", "Follow-up #"} <= set(frame.columns)
     assert all((tmp_path / "a" / "images" / name).is_file() for name in frame["Image Index"])
-    listed = (tmp_path / "a" / "train_val_list.txt").read_text().split() + (tmp_path / "a" / "test_list.txt").read_text().split()
+    listed = (tmp_path / "a" / "train_val_list.txt").read_text().split() + (
+        tmp_path / "a" / "test_list.txt"
+    ).read_text().split()
     assert sorted(listed) == sorted(frame["Image Index"])
     first = frame["Image Index"][0]
     with Image.open(tmp_path / "a" / "images" / first) as a, Image.open(tmp_path / "b" / "images" / first) as b:
@@ -170,7 +190,9 @@ def test_prepare_resizes_in_parallel_and_skips_corrupt_images(tmp_path):
     (src / "train_val_list.txt").write_text("".join(f"{i:08d}_000.png\n" for i in range(4)))
     (src / "images" / "00000002_000.png").write_bytes(b"not a png")
     calls = []
-    report = prepare_chestxray(src, tmp_path / "dst", 50, "jpeg", workers=2, on_progress=lambda d, t: calls.append((d, t)))
+    report = prepare_chestxray(
+        src, tmp_path / "dst", 50, "jpeg", workers=2, on_progress=lambda d, t: calls.append((d, t))
+    )
     assert report.written == 5 and calls == [(d, 6) for d in range(1, 7)]
     assert len(report.skipped) == 1 and "00000002_000.png" in report.skipped[0]
     with Image.open(tmp_path / "dst" / "images" / "00000000_000.jpg") as image:

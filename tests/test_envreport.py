@@ -3,6 +3,7 @@
 from types import SimpleNamespace
 
 from conftest import mgbench
+
 from mgbench.cli.envreport import render
 from mgbench.common.machine import gpu_environment
 from mgbench.common.topology import clock_warnings, link_warnings, parse_topology
@@ -83,9 +84,15 @@ def fake_gpu(mem_clock, pcie=(4, 16)):
 def test_nvml_readings_include_clocks_and_pcie_links():
     gpus = gpu_environment(FakeNvml([fake_gpu(1215), fake_gpu(405, pcie=(1, 16))]))
     assert gpus[0] == {
-        "index": 0, "name": "NVIDIA A100-PCIE-40GB", "memory_total_mib": 40960,
-        "sm_clock_mhz": 1410, "sm_clock_max_mhz": 1410, "mem_clock_mhz": 1215, "mem_clock_max_mhz": 1215,
-        "pcie_link": "gen4 x16", "pcie_link_max": "gen4 x16",
+        "index": 0,
+        "name": "NVIDIA A100-PCIE-40GB",
+        "memory_total_mib": 40960,
+        "sm_clock_mhz": 1410,
+        "sm_clock_max_mhz": 1410,
+        "mem_clock_mhz": 1215,
+        "mem_clock_max_mhz": 1215,
+        "pcie_link": "gen4 x16",
+        "pcie_link_max": "gen4 x16",
     }
     assert gpus[1]["mem_clock_mhz"] == 405 and gpus[1]["pcie_link"] == "gen1 x16"
 
@@ -113,14 +120,19 @@ def test_topology_matrix_is_parsed_and_mixed_links_are_warned_about():
 
 def test_report_text_shows_gpus_topology_and_warnings():
     report = {
-        "python": "3.11.7", "cpu_count": 16,
+        "python": "3.11.7",
+        "cpu_count": 16,
         "gpus": gpu_environment(FakeNvml([fake_gpu(1215), fake_gpu(405)])),
         "topology": TOPO,
         "warnings": ["GPUs run at different memory clocks now: GPU0 1215 MHz, GPU1 405 MHz"],
         "frameworks": {
             "pytorch": {"interpreter": "/x/python", "installed": True, "missing": [], "versions": {"torch": "2.5.0"}},
-            "keras-tf": {"interpreter": "/x/python", "installed": False, "missing": ["tensorflow"],
-                         "versions": {"keras": "3.15.1"}},
+            "keras-tf": {
+                "interpreter": "/x/python",
+                "installed": False,
+                "missing": ["tensorflow"],
+                "versions": {"keras": "3.15.1"},
+            },
         },
     }
     text = render(report)

@@ -8,7 +8,6 @@ more than the two differ.
 import json
 
 import pytest
-
 from conftest import assert_two_devices_equal_one, framework_python, mgbench, run_in
 
 ONE_STEP_ON_TWO_CONTEXTS = """
@@ -23,6 +22,7 @@ trainer.synchronize()
 print(json.dumps({"contexts": trainer.placement.device_names, "difference": trainer.replica_difference(),
                   "loss": trainer.last_loss()}))
 """
+
 
 @pytest.fixture(scope="module")
 def gluon_python():
@@ -42,8 +42,25 @@ def test_two_contexts_equal_one_context_on_the_same_global_batch(tmp_path, gluon
 
 
 def test_compare_uses_the_gluon_environment_and_reports_nccl_on_cpu_unsupported(tmp_path, gluon_python):
-    done = mgbench("compare", "--frameworks", "gluon", "--strategies", "nccl", "--gpus", "2", "--model", "tiny",
-                   "--batch-per-gpu", "2", "--steps", "2", "--device", "cpu", "--out", str(tmp_path / "c"))
+    done = mgbench(
+        "compare",
+        "--frameworks",
+        "gluon",
+        "--strategies",
+        "nccl",
+        "--gpus",
+        "2",
+        "--model",
+        "tiny",
+        "--batch-per-gpu",
+        "2",
+        "--steps",
+        "2",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "c"),
+    )
     rows = [json.loads(line) for line in (tmp_path / "c" / "results.jsonl").read_text().splitlines()]
     statuses = {row["devices"]: row["status"] for row in rows}
     assert statuses == {1: "ok", 2: "unsupported"}, done.stdout + done.stderr

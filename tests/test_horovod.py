@@ -13,11 +13,11 @@ and the step must move the weights far more than those differences. The GPU test
 import subprocess
 
 import pytest
-
 from conftest import assert_two_devices_equal_one, cli_env, load_state, max_difference, saved_state
+
 from mgbench.common.devices import visible_gpus
-from mgbench.runner.launch import environment_python, interpreter_for
 from mgbench.frameworks.registry import framework_spec
+from mgbench.runner.launch import environment_python, interpreter_for
 
 PYTHON = environment_python(framework_spec("horovod"))
 LR = 0.5
@@ -51,7 +51,10 @@ TWO_HOSTS = ["-np", "2", "-H", "localhost:1,127.0.0.1:1", "--gloo"]
 def horovodrun(*command: str) -> str:
     done = subprocess.run(
         [str(PYTHON), "-m", "horovod.runner.launch", *command],
-        capture_output=True, text=True, timeout=300, env=cli_env(OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=cli_env(OMP_NUM_THREADS="1"),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
@@ -76,9 +79,29 @@ def test_two_hosts_on_localhost_equal_one_process(tmp_path, single):
     """`horovodrun -H` over the two 'nodes', one process each, `mgbench run` started by hand."""
     state = tmp_path / "hosts.npz"
     horovodrun(
-        *TWO_HOSTS, str(PYTHON), "-m", "mgbench", "run", "--framework", "horovod", "--strategy", "hvd",
-        "--gpus", "2", "--device", "cpu", "--model", "tiny", "--batch-per-gpu", "4", "--steps", "1",
-        "--lr", str(LR), "--save-state", str(state),
+        *TWO_HOSTS,
+        str(PYTHON),
+        "-m",
+        "mgbench",
+        "run",
+        "--framework",
+        "horovod",
+        "--strategy",
+        "hvd",
+        "--gpus",
+        "2",
+        "--device",
+        "cpu",
+        "--model",
+        "tiny",
+        "--batch-per-gpu",
+        "4",
+        "--steps",
+        "1",
+        "--lr",
+        str(LR),
+        "--save-state",
+        str(state),
     )
     assert max_difference(single, load_state(state)) < 1e-6
 
@@ -88,7 +111,9 @@ def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path):
     interpreter = interpreter_for(framework_spec("horovod"))
     probe = subprocess.run(
         [interpreter, "-c", "import horovod.torch as hvd; print(bool(hvd.nccl_built()))"],
-        capture_output=True, text=True, env=cli_env(),
+        capture_output=True,
+        text=True,
+        env=cli_env(),
     )
     if probe.stdout.strip() != "True":
         pytest.skip(f"{interpreter} has no Horovod built with NCCL (HOROVOD_GPU_OPERATIONS=NCCL build_horovod.sh)")

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import (
     assert_compiled_equals_eager,
     framework_python,
@@ -24,17 +23,17 @@ from conftest import (
     run_row,
     saved_state,
 )
+
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
-from mgbench.runner.launch import environment_python
 from mgbench.common.trace_events import xla_device_events
 from mgbench.datasets.synthetic import Shard, synthetic_pool
 from mgbench.frameworks.registry import framework_spec
+from mgbench.runner.launch import environment_python
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 TOLERANCE = 1e-5
-
 
 
 @pytest.fixture(scope="module")
@@ -57,24 +56,45 @@ def test_the_keras_parameter_offsets_are_resnet_biases_and_inception_gammas():
     the counts themselves for every Keras adapter)."""
     python, backend = keras_probe_python()
     env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
-    done = subprocess.run([str(python), os.path.join(TESTS, "keras_parameter_probe.py")],
-                          capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [str(python), os.path.join(TESTS, "keras_parameter_probe.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     offsets = framework_spec("keras-jax").capabilities.parameter_offsets
-    assert offsets == {"resnet50": found["resnet50_conv_biases"], "inception_v3": -found["inception_v3_unscaled_batchnorm_channels"]}
+    assert offsets == {
+        "resnet50": found["resnet50_conv_biases"],
+        "inception_v3": -found["inception_v3_unscaled_batchnorm_channels"],
+    }
     for name, count in found["parameters"].items():
         assert count == MODELS[name].reference_parameters + offsets.get(name, 0)
 
 
 def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batches(tmp_path):
     python = framework_python("keras-tf")
-    config = RunConfig(framework="keras-tf", strategy="mirrored", model="tiny", devices=2, device_kind="cpu",
-                       batch_per_device=3, steps=1, data_format="channels_last")
+    config = RunConfig(
+        framework="keras-tf",
+        strategy="mirrored",
+        model="tiny",
+        devices=2,
+        device_kind="cpu",
+        batch_per_device=3,
+        steps=1,
+        data_format="channels_last",
+    )
     out = tmp_path / "batches.npz"
     env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=ROOT)
-    done = subprocess.run([str(python), os.path.join(TESTS, "tf_pipeline_probe.py"), str(out), config.to_json()],
-                          capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [str(python), os.path.join(TESTS, "tf_pipeline_probe.py"), str(out), config.to_json()],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     pool = synthetic_pool(config.spec, config.input_size, Shard(0, 6), config.seed, channels_last=True)
     with np.load(out) as got:
@@ -148,10 +168,20 @@ def test_jax_dp_normalises_over_the_global_batch_and_shard_map_over_each_device(
     equals the mean of the halves' steps. Differences are in units of the split's own effect
     (the step on the first convolution is large here: fresh batch-norms over 4 images)."""
     python = framework_python("keras-jax")
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=ROOT,
-               XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    done = subprocess.run([str(python), os.path.join(TESTS, "keras_jax_batchnorm_probe.py")],
-                          capture_output=True, text=True, env=env, timeout=900)
+    env = dict(
+        os.environ,
+        KERAS_BACKEND="jax",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=ROOT,
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+    )
+    done = subprocess.run(
+        [str(python), os.path.join(TESTS, "keras_jax_batchnorm_probe.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
     split_effect = found["whole_vs_mean_of_halves"]
@@ -183,7 +213,10 @@ def test_keras_jax_profile_reads_every_devices_ops_from_the_jax_trace(tmp_path):
 
 def test_packed_state_holds_one_array_per_dtype_and_unpacks_exactly():
     python = framework_python("keras-jax")
-    found = json.loads(run_in(python, """
+    found = json.loads(
+        run_in(
+            python,
+            """
 import json, os
 os.environ["JAX_PLATFORMS"] = "cpu"
 import jax, jax.numpy as jnp, numpy as np
@@ -199,6 +232,10 @@ same = all(np.array_equal(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype 
            for a, b in zip(jax.tree.leaves(tree), jax.tree.leaves(back)))
 print(json.dumps({"sizes": {k: int(v.size) for k, v in packed.items()}, "same": same,
                   "structure": jax.tree.structure(back) == jax.tree.structure(tree)}))
-""").strip().splitlines()[-1])
+""",
+        )
+        .strip()
+        .splitlines()[-1]
+    )
     assert found["sizes"] == {"float32": 24 + 1 + 5, "int32": 1, "bfloat16": 6}
     assert found["same"] and found["structure"]

@@ -12,7 +12,6 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import (
     assert_compiled_equals_eager,
     assert_two_devices_equal_one,
@@ -21,6 +20,7 @@ from conftest import (
     profiled_two_cpu_compare,
     saved_state,
 )
+
 from mgbench.common.breakdown import CATEGORIES
 
 TOLERANCE = 1e-5

@@ -6,8 +6,8 @@ import os
 
 import pandas as pd
 import pytest
-
 from conftest import mgbench
+
 from mgbench.common.errors import UsageError
 from mgbench.runner.hosts import Host, expand_nodelist, parse_hosts, resolve_hosts, slurm_hosts
 from mgbench.runner.launch import RUN_ENTRY, NodeCommand, multinode_commands, node_argv, tf_configs
@@ -40,15 +40,34 @@ def test_torchrun_one_agent_per_node_with_c10d_rendezvous_on_the_first_host():
     assert [node.host for node in nodes] == HOSTS
     for node in nodes:
         assert node.argv == [
-            "py", "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=4", "--rdzv-backend=c10d",
-            "--rdzv-endpoint=node1:29400", "--rdzv-id=run-1", *RUN_ENTRY, *ARGS,
+            "py",
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            "--nproc-per-node=4",
+            "--rdzv-backend=c10d",
+            "--rdzv-endpoint=node1:29400",
+            "--rdzv-id=run-1",
+            *RUN_ENTRY,
+            *ARGS,
         ]
 
 
 def test_horovodrun_takes_the_host_list_itself():
     (node,) = multinode_commands("py", "horovodrun", HOSTS, ARGS, 29400, "run-1")
     assert node.host is None
-    assert node.argv == ["py", "-m", "horovod.runner.launch", "-np", "8", "-H", "node1:4,node2:4", "py", *RUN_ENTRY, *ARGS]
+    assert node.argv == [
+        "py",
+        "-m",
+        "horovod.runner.launch",
+        "-np",
+        "8",
+        "-H",
+        "node1:4,node2:4",
+        "py",
+        *RUN_ENTRY,
+        *ARGS,
+    ]
 
 
 def test_tf_config_per_worker():
@@ -79,9 +98,29 @@ def test_compare_over_two_local_hosts_runs_ddp_across_them(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
     out = tmp_path / "hosts"
     done = mgbench(
-        "compare", "--frameworks", "pytorch", "--strategies", "ddp", "--hosts", "localhost:1,127.0.0.1:1",
-        "--gpus", "2", "--device", "cpu", "--model", "tiny", "--image-size", "32", "--batch-per-gpu", "4",
-        "--steps", "4", "--timeout", "180", "--out", str(out),
+        "compare",
+        "--frameworks",
+        "pytorch",
+        "--strategies",
+        "ddp",
+        "--hosts",
+        "localhost:1,127.0.0.1:1",
+        "--gpus",
+        "2",
+        "--device",
+        "cpu",
+        "--model",
+        "tiny",
+        "--image-size",
+        "32",
+        "--batch-per-gpu",
+        "4",
+        "--steps",
+        "4",
+        "--timeout",
+        "180",
+        "--out",
+        str(out),
     )
     assert done.returncode == 0, done.stderr
     rows = pd.read_json(out / "results.jsonl", lines=True).set_index("devices")

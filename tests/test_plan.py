@@ -6,8 +6,8 @@ registry's real entries, so the rules are checked without any framework installe
 
 import pandas as pd
 import pytest
-
 from conftest import mgbench, read_rows
+
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.frameworks.registry import FAMILIES, Capabilities, expand_frameworks, framework_spec
@@ -17,15 +17,43 @@ PLUGINS = "fakefw,fakefw_absent"
 
 
 def base(**changes) -> RunConfig:
-    return RunConfig(**{**dict(framework="fake", strategy="steady", model="tiny", devices=1, device_kind="cpu",
-                               batch_per_device=2, steps=4), **changes})
+    return RunConfig(
+        **{
+            **dict(
+                framework="fake",
+                strategy="steady",
+                model="tiny",
+                devices=1,
+                device_kind="cpu",
+                batch_per_device=2,
+                steps=4,
+            ),
+            **changes,
+        }
+    )
 
 
 def test_unsupported_and_not_installed_runs_become_rows_without_launching(tmp_path):
     out = tmp_path / "run"
     done = mgbench(
-        "compare", "--frameworks", "fake,absent", "--strategies", "all", "--gpus", "2", "--model", "tiny",
-        "--precision", "bf16", "--batch-per-gpu", "2", "--steps", "4", "--out", str(out), MGBENCH_PLUGINS=PLUGINS,
+        "compare",
+        "--frameworks",
+        "fake,absent",
+        "--strategies",
+        "all",
+        "--gpus",
+        "2",
+        "--model",
+        "tiny",
+        "--precision",
+        "bf16",
+        "--batch-per-gpu",
+        "2",
+        "--steps",
+        "4",
+        "--out",
+        str(out),
+        MGBENCH_PLUGINS=PLUGINS,
     )
     assert done.returncode == 1, done.stderr
     rows = read_rows(out)
@@ -42,8 +70,20 @@ def test_unsupported_and_not_installed_runs_become_rows_without_launching(tmp_pa
 def test_a_missing_framework_leaves_the_others_running(tmp_path):
     out = tmp_path / "run"
     done = mgbench(
-        "compare", "--frameworks", "absent,fake", "--gpus", "2", "--model", "tiny", "--batch-per-gpu", "2",
-        "--steps", "6", "--out", str(out), MGBENCH_PLUGINS=PLUGINS,
+        "compare",
+        "--frameworks",
+        "absent,fake",
+        "--gpus",
+        "2",
+        "--model",
+        "tiny",
+        "--batch-per-gpu",
+        "2",
+        "--steps",
+        "6",
+        "--out",
+        str(out),
+        MGBENCH_PLUGINS=PLUGINS,
     )
     rows = read_rows(out).set_index(["framework", "devices"])
     assert rows.loc[("fake", 1), "status"] == rows.loc[("fake", 2), "status"] == "ok", done.stderr
@@ -76,16 +116,20 @@ def test_capabilities_name_the_reason():
         "trains densenet121 in channels_last only, not channels_first"
     )
     assert keras_like.refusal(base(model="resnet50", data_format="channels_first")) is None
-    assert Capabilities().refusal(base(dataset="chestxray:/data")) .startswith("has no loader for real data")
+    assert Capabilities().refusal(base(dataset="chestxray:/data")).startswith("has no loader for real data")
     assert Capabilities(real_data=True).refusal(base(dataset="chestxray:/data")) is None
     assert Capabilities(models=("tiny",)).refusal(base(model="resnet50")) == "has no resnet50 (models: tiny)"
 
 
 def test_each_framework_gets_its_default_data_format_unless_one_is_given():
     pytorch, gluon = "pytorch", "gluon"
-    runs = plan_runs(base(model="densenet121"), [pytorch, gluon, "keras-jax"], None, [1], "weak", data_format_given=False)
+    runs = plan_runs(
+        base(model="densenet121"), [pytorch, gluon, "keras-jax"], None, [1], "weak", data_format_given=False
+    )
     assert {run.config.framework: run.config.data_format for run in runs} == {
-        "pytorch": "channels_last", "gluon": "channels_first", "keras-jax": "channels_last",
+        "pytorch": "channels_last",
+        "gluon": "channels_first",
+        "keras-jax": "channels_last",
     }
     assert all(run.refusal is None for run in runs)
     forced = plan_runs(base(model="densenet121", data_format="channels_first"), ["keras-jax"], None, [1], "weak")
@@ -103,7 +147,8 @@ def test_default_strategies_all_and_named(fake_plugin):
 
 def test_keras_is_every_backend_once_and_says_where_it_came_from():
     assert expand_frameworks(["keras", "pytorch", "keras-jax"]) == [
-        *[(name, "keras") for name in FAMILIES["keras"]], ("pytorch", None),
+        *[(name, "keras") for name in FAMILIES["keras"]],
+        ("pytorch", None),
     ]
     with pytest.raises(UsageError, match="unknown framework 'caffe'"):
         expand_frameworks(["caffe"])
@@ -119,4 +164,6 @@ def test_cpu_job_is_shrunk_only_when_no_size_was_given(tmp_path):
     sized = tmp_path / "sized"
     done = mgbench("compare", "--frameworks", "fake", "--gpus", "1", "--steps", "6", "--out", str(sized))
     row = read_rows(sized).iloc[0]
-    assert pd.isna(row.image_size) and (row.batch_per_device, row.steps) == (32, 6) and "job is shrunk" not in done.stderr
+    assert (
+        pd.isna(row.image_size) and (row.batch_per_device, row.steps) == (32, 6) and "job is shrunk" not in done.stderr
+    )

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import profiled_two_cpu_compare
-from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
+
 from mgbench.cli.options import AUTO_PROFILE_STEPS, profile_option, profile_steps
+from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.profiling import OpTime, summarise_ops, xla_trace_op_times
@@ -32,7 +32,10 @@ def test_summary_splits_communication_and_input_copies():
     assert summary["communication_seconds"] == pytest.approx(0.25)
     assert summary["communication_share"] == pytest.approx(0.25)
     assert summary["input_copy_seconds"] == pytest.approx(0.15)
-    assert [op["name"] for op in summary["top_ops"]][:2] == ["aten::convolution", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
+    assert [op["name"] for op in summary["top_ops"]][:2] == [
+        "aten::convolution",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+    ]
     assert summary["steps"] == 2 and summary["clock"] == "device" and summary["trace"] == "t.json"
 
 
@@ -45,13 +48,18 @@ def xla_gpu_trace():
         {"ph": "M", "pid": 3, "name": "process_name", "args": {"name": "/device:GPU:1"}},
     ] + [
         {"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": line}}
-        for pid in (2, 3) for tid, line in ((7, "Stream #7(Compute)"), (9, "Stream #9(Nccl)"), (90, "XLA Ops"))
+        for pid in (2, 3)
+        for tid, line in ((7, "Stream #7(Compute)"), (9, "Stream #9(Nccl)"), (90, "XLA Ops"))
     ]
     kernels = [
         {"ph": "X", "pid": pid, "tid": tid, "ts": ts, "dur": dur, "name": name}
         for pid in (2, 3)
-        for tid, ts, dur, name in ((7, 0, 300, "sm90_xmma_fprop"), (7, 300, 100, "loop_fusion"),
-                                   (9, 250, 200, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"), (90, 0, 450, "fusion.3"))
+        for tid, ts, dur, name in (
+            (7, 0, 300, "sm90_xmma_fprop"),
+            (7, 300, 100, "loop_fusion"),
+            (9, 250, 200, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+            (90, 0, 450, "fusion.3"),
+        )
     ]
     host = [{"ph": "X", "pid": 1, "tid": 5, "ts": 0, "dur": 999, "name": "PjitFunction(step)", "args": {"hlo_op": "x"}}]
     return {"traceEvents": meta + kernels + host}
@@ -61,7 +69,9 @@ def test_xla_gpu_trace_counts_each_kernel_once_per_device_on_its_streams():
     by_device = xla_device_events(xla_gpu_trace())
     assert sorted(by_device) == ["/device:GPU:0", "/device:GPU:1"]
     assert sorted(e["name"] for e in by_device["/device:GPU:1"]) == [
-        "loop_fusion", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "sm90_xmma_fprop",
+        "loop_fusion",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+        "sm90_xmma_fprop",
     ]
     ops, clock = xla_trace_op_times(xla_gpu_trace())
     assert clock == "device"
@@ -73,12 +83,14 @@ def test_xla_gpu_trace_counts_each_kernel_once_per_device_on_its_streams():
 
 def test_xla_cpu_trace_takes_the_ops_host_threads_ran_per_device_ordinal():
     op = {"ph": "X", "pid": 1, "tid": 4, "ts": 0, "dur": 50}
-    trace = {"traceEvents": [
-        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
-        dict(op, name="all-reduce", args={"hlo_op": "all-reduce", "device_ordinal": "0"}),
-        dict(op, name="wrapped_broadcast.1", args={"hlo_op": "wrapped_broadcast.1", "device_ordinal": "1"}),
-        dict(op, name="ThunkExecutor::Execute", args={"device_ordinal": "1"}),
-    ]}
+    trace = {
+        "traceEvents": [
+            {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+            dict(op, name="all-reduce", args={"hlo_op": "all-reduce", "device_ordinal": "0"}),
+            dict(op, name="wrapped_broadcast.1", args={"hlo_op": "wrapped_broadcast.1", "device_ordinal": "1"}),
+            dict(op, name="ThunkExecutor::Execute", args={"device_ordinal": "1"}),
+        ]
+    }
     assert {device: len(events) for device, events in xla_device_events(trace).items()} == {"cpu:0": 1, "cpu:1": 1}
     ops, clock = xla_trace_op_times(trace)
     summary = summarise_ops(ops, 1, Path("t.json"), clock)
@@ -108,8 +120,17 @@ def profiling_fake(fakefw):
                 self.recorded.append(("user_annotation", STEP_MARK, start, time.perf_counter()))
 
             run_steps(mark)
-            events = [{"ph": "X", "cat": cat, "name": name, "ts": start * 1e6, "dur": (end - start) * 1e6,
-                       "args": {"device": 0}} for cat, name, start, end in self.recorded]
+            events = [
+                {
+                    "ph": "X",
+                    "cat": cat,
+                    "name": name,
+                    "ts": start * 1e6,
+                    "dur": (end - start) * 1e6,
+                    "args": {"device": 0},
+                }
+                for cat, name, start, end in self.recorded
+            ]
             trace_path.write_text(json.dumps({"traceEvents": events}))
             return [OpTime("gloo:all_reduce", 0.1 * (self.steps_done - before), 1), OpTime("step", 0.3, 1)], "cpu"
 
@@ -138,10 +159,16 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     assert result.profile_seconds >= kept["window_seconds"]
 
 
-@pytest.mark.parametrize("option, kind, epochs, steps", [
-    ("auto", "cuda", None, AUTO_PROFILE_STEPS), ("auto", "cpu", None, 0), ("auto", "cuda", 2, 0),
-    ("0", "cuda", None, 0), ("3", "cpu", None, 3),
-])
+@pytest.mark.parametrize(
+    "option, kind, epochs, steps",
+    [
+        ("auto", "cuda", None, AUTO_PROFILE_STEPS),
+        ("auto", "cpu", None, 0),
+        ("auto", "cuda", 2, 0),
+        ("0", "cuda", None, 0),
+        ("3", "cpu", None, 3),
+    ],
+)
 def test_profile_defaults_to_a_window_on_gpus_only(option, kind, epochs, steps):
     assert profile_steps(profile_option(option), kind, epochs) == steps
 
@@ -183,7 +210,9 @@ def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_t
     for rank in (0, 1):
         kept = json.loads((folder / f"rank{rank}-breakdown.json").read_text())
         assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 2
-        times = device_times([tuple(i) for i in kept["devices"]["cpu"]["intervals"]], [tuple(s) for s in kept["step_spans"]])
+        times = device_times(
+            [tuple(i) for i in kept["devices"]["cpu"]["intervals"]], [tuple(s) for s in kept["step_spans"]]
+        )
         assert times.compute > 0 and times.to_dict() == pytest.approx(kept["devices"]["cpu"]["seconds"])
     assert rows.loc[2, "breakdown"] == pytest.approx(mean_shares(d["shares"] for d in merged["devices"].values()))
     assert "(CPU trace)" in (out / "summary.md").read_text()

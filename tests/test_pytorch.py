@@ -10,12 +10,13 @@ import threading
 import numpy as np
 import pytest
 import torch
-
 from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one, max_difference, saved_state
+
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
 from mgbench.frameworks.torch.adapter import Autocasting, TorchTrainer, build_criterion, create_trainer
 from mgbench.frameworks.torch.strategies import LossComputingModule, TorchStrategy
+
 
 def test_autocast_covers_a_forward_in_another_thread():
     casting = Autocasting(torch.nn.Linear(8, 4), "cpu", torch.bfloat16)
@@ -40,8 +41,16 @@ def losses_in_process(strategy, steps=3, parallel=None, **changes):
     """Losses of `steps` steps in this process; `parallel` overrides the strategy object."""
     config = RunConfig(
         **{
-            **dict(framework="pytorch", strategy=strategy, model="tiny", devices=1, device_kind="cpu",
-                   batch_per_device=8, steps=steps, learning_rate=0.1),
+            **dict(
+                framework="pytorch",
+                strategy=strategy,
+                model="tiny",
+                devices=1,
+                device_kind="cpu",
+                batch_per_device=8,
+                steps=steps,
+                learning_rate=0.1,
+            ),
             **changes,
         }
     )
@@ -76,7 +85,9 @@ def test_ddp_two_processes_equal_one_process_on_the_same_global_batch(tmp_path):
 def test_a_compiled_step_gives_the_eager_losses_in_one_process():
     """torch.compile of the module one process steps (what Horovod's processes step too)."""
     eager = losses_in_process("one-process", parallel=TorchStrategy())
-    assert losses_in_process("one-process", parallel=TorchStrategy(), compile="default") == pytest.approx(eager, rel=1e-5)
+    assert losses_in_process("one-process", parallel=TorchStrategy(), compile="default") == pytest.approx(
+        eager, rel=1e-5
+    )
 
 
 @pytest.mark.slow

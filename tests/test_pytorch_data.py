@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
 
 from conftest import mgbench  # noqa: E402
+
 from mgbench.common.config import RunConfig  # noqa: E402
 from mgbench.datasets.sample import make_sample  # noqa: E402
 from mgbench.frameworks.torch.adapter import create_trainer  # noqa: E402
@@ -28,8 +29,19 @@ def sample(tmp_path_factory):
 def trainer_for(sample, **changes):
     config = RunConfig(
         **{
-            **dict(framework="pytorch", strategy="dp", model="tiny", devices=1, device_kind="cpu", batch_per_device=8,
-                   steps=1, dataset=f"chestxray:{sample}", epochs=1, image_size=32, workers=0),
+            **dict(
+                framework="pytorch",
+                strategy="dp",
+                model="tiny",
+                devices=1,
+                device_kind="cpu",
+                batch_per_device=8,
+                steps=1,
+                dataset=f"chestxray:{sample}",
+                epochs=1,
+                image_size=32,
+                workers=0,
+            ),
             **changes,
         }
     )
@@ -61,7 +73,9 @@ def test_pixels_normalised_after_the_copy_equal_the_shared_host_augmentation(sam
     images, _ = next(trainer.epoch_batches(1))
     keys = next(iter(trainer.sampler))
     dataset = trainer.train_loader.dataset
-    expected = np.stack([dataset.augmentation.train(dataset.split.files[i], dataset.seed, epoch, i) for epoch, i in keys])
+    expected = np.stack(
+        [dataset.augmentation.train(dataset.split.files[i], dataset.seed, epoch, i) for epoch, i in keys]
+    )
     assert images.dtype == torch.float32 and images.shape == expected.shape
     np.testing.assert_allclose(images.numpy(), expected, rtol=0, atol=1e-6)
 
@@ -96,10 +110,35 @@ def test_one_device_and_two_process_ddp_both_reach_auc_0_9(tmp_path):
     assert mgbench("make-sample-chestxray", str(data), "--n", "320", "--size", "38").returncode == 0
     out = tmp_path / "run"
     done = mgbench(
-        "compare", "--frameworks", "pytorch", "--strategies", "ddp", "--gpus", "2", "--scaling", "strong",
-        "--model", "tiny", "--image-size", "32", "--dataset", f"chestxray:{data}", "--epochs", "24",
-        "--batch-per-gpu", "16", "--lr", "1.0", "--lr-reference-batch", "16", "--workers", "0",
-        "--device", "cpu", "--out", str(out),
+        "compare",
+        "--frameworks",
+        "pytorch",
+        "--strategies",
+        "ddp",
+        "--gpus",
+        "2",
+        "--scaling",
+        "strong",
+        "--model",
+        "tiny",
+        "--image-size",
+        "32",
+        "--dataset",
+        f"chestxray:{data}",
+        "--epochs",
+        "24",
+        "--batch-per-gpu",
+        "16",
+        "--lr",
+        "1.0",
+        "--lr-reference-batch",
+        "16",
+        "--workers",
+        "0",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

@@ -11,7 +11,6 @@ import time
 import pandas as pd
 import psutil
 import pytest
-
 from conftest import cli_env, mgbench, read_rows
 from fakefw import OOM_ABOVE_BATCH
 
@@ -19,8 +18,21 @@ from fakefw import OOM_ABOVE_BATCH
 def test_oom_retries_with_halved_batch_and_the_compare_goes_on(tmp_path):
     out = tmp_path / "oom"
     done = mgbench(
-        "compare", "--frameworks", "fake", "--strategies", "oom-above,steady", "--gpus", "1",
-        "--batch-per-gpu", "16", "--model", "tiny", "--steps", "6", "--out", str(out),
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "oom-above,steady",
+        "--gpus",
+        "1",
+        "--batch-per-gpu",
+        "16",
+        "--model",
+        "tiny",
+        "--steps",
+        "6",
+        "--out",
+        str(out),
     )
     assert done.returncode == 0, done.stderr
     rows = read_rows(out).set_index("strategy")
@@ -36,8 +48,21 @@ def test_oom_retries_with_halved_batch_and_the_compare_goes_on(tmp_path):
 def test_oom_at_batch_one_stays_an_oom_row(tmp_path):
     out = tmp_path / "oom1"
     done = mgbench(
-        "compare", "--frameworks", "fake", "--strategies", "oom", "--gpus", "1",
-        "--batch-per-gpu", "2", "--model", "tiny", "--steps", "4", "--out", str(out),
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "oom",
+        "--gpus",
+        "1",
+        "--batch-per-gpu",
+        "2",
+        "--model",
+        "tiny",
+        "--steps",
+        "4",
+        "--out",
+        str(out),
     )
     assert done.returncode == 1, done.stderr
     row = read_rows(out).iloc[0]
@@ -59,10 +84,27 @@ def test_interrupt_keeps_finished_rows_and_marks_the_running_one(tmp_path, sig):
     out = tmp_path / "interrupted"
     compare = subprocess.Popen(
         [
-            sys.executable, "-m", "mgbench", "compare", "--frameworks", "fake", "--strategies", "steady,slow,flaky",
-            "--gpus", "1", "--model", "tiny", "--steps", "6", "--out", str(out),
+            sys.executable,
+            "-m",
+            "mgbench",
+            "compare",
+            "--frameworks",
+            "fake",
+            "--strategies",
+            "steady,slow,flaky",
+            "--gpus",
+            "1",
+            "--model",
+            "tiny",
+            "--steps",
+            "6",
+            "--out",
+            str(out),
         ],
-        env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     slow_log = out / "logs" / "fake-slow-1cpu.log"
     deadline = time.monotonic() + 60
@@ -85,8 +127,20 @@ def test_interrupt_keeps_finished_rows_and_marks_the_running_one(tmp_path, sig):
 def test_resume_skips_done_runs_and_reruns_failed_ones(tmp_path):
     out = tmp_path / "resume"
     first = mgbench(
-        "compare", "--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "1",
-        "--model", "tiny", "--steps", "6", "--out", str(out), FAKE_FAIL="1",
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "steady,flaky",
+        "--gpus",
+        "1",
+        "--model",
+        "tiny",
+        "--steps",
+        "6",
+        "--out",
+        str(out),
+        FAKE_FAIL="1",
     )
     assert first.returncode == 1, first.stderr
     before = read_rows(out).set_index("strategy")
@@ -115,7 +169,10 @@ def test_resume_skips_done_runs_and_reruns_failed_ones(tmp_path):
         (["compare"], "--frameworks is required"),
         (["compare", "--frameworks", "fake", "--hosts", "a:0"], "--hosts takes host:slots"),
         (["compare", "--frameworks", "fake", "--hosts", "a:2,b:1"], "same slot count"),
-        (["compare", "--frameworks", "fake", "--hosts", "localhost:1,127.0.0.1:1", "--gpus", "1,3"], "--gpus 3 with --hosts"),
+        (
+            ["compare", "--frameworks", "fake", "--hosts", "localhost:1,127.0.0.1:1", "--gpus", "1,3"],
+            "--gpus 3 with --hosts",
+        ),
         (["compare", "--frameworks", "fake", "--profile", "-1"], "--profile takes a number of steps"),
         (["run", "--framework", "fake", "--strategy", "warp"], "no strategy 'warp'"),
         (["run", "--framework", "fake", "--gpus", "0"], "device count must be at least 1"),

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import mgbench
 from PIL import Image
 
-from conftest import mgbench
 from mgbench.common.breakdown import CATEGORIES, bottleneck
 from mgbench.common.config import RunConfig
-from mgbench.common.runfolder import TRACE_COLUMNS
 from mgbench.common.results import RunResult, append_result
+from mgbench.common.runfolder import TRACE_COLUMNS
 from mgbench.common.timing import summarise_steps
 from mgbench.reports.charts import write_charts
 from mgbench.reports.figures import PIXEL_SIZE
@@ -39,14 +39,27 @@ ENVIRONMENT = {
     "driver": "550.54.15",
     "cuda_driver": 12040,
     "gpus": [
-        {"index": i, "name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "sm_clock_mhz": 1980,
-         "sm_clock_max_mhz": 1980, "mem_clock_mhz": 2619, "mem_clock_max_mhz": 2619}
+        {
+            "index": i,
+            "name": "NVIDIA H100 80GB HBM3",
+            "memory_total_mib": 81559,
+            "sm_clock_mhz": 1980,
+            "sm_clock_max_mhz": 1980,
+            "mem_clock_mhz": 2619,
+            "mem_clock_max_mhz": 2619,
+        }
         for i in range(4)
     ],
 }
 BASE = RunConfig(
-    framework="pytorch", strategy="ddp", model="densenet121", devices=1, device_kind="cuda",
-    batch_per_device=32, steps=40, precision="bf16",
+    framework="pytorch",
+    strategy="ddp",
+    model="densenet121",
+    devices=1,
+    device_kind="cuda",
+    batch_per_device=32,
+    steps=40,
+    precision="bf16",
 )
 
 
@@ -57,22 +70,45 @@ def ok_result(config: RunConfig, step_seconds: float, epochs: list[dict] | None 
     waits = [s * 0.1 for s in steps]
     stats = summarise_steps(steps, waits, config.global_batch)
     return RunResult(
-        config, "ok", command="torchrun ...", interpreter="/env/bin/python", started_at="2025-01-01T00:00:00",
-        wall_seconds=60.0, environment=ENVIRONMENT, framework_versions={"torch": "2.5.1", "cuda": "12.4"},
-        device_names=[f"cuda:{i}" for i in range(config.devices)], parameters=6968206, startup_seconds=9.5,
-        warmup_steps=stats.warmup_steps, warmup_detected=stats.warmup_detected, warmup_seconds=stats.warmup_seconds,
-        steady_steps=stats.steady_steps, median_step_seconds=stats.median_step_seconds,
-        images_per_sec=stats.images_per_sec, images_per_sec_p10=stats.images_per_sec_p10,
-        images_per_sec_p90=stats.images_per_sec_p90, input_wait_fraction=stats.input_wait_fraction,
-        train_seconds=stats.train_seconds, epoch_metrics=epochs or [], peak_memory_bytes=40 * 2**30,
-        step_seconds=steps, input_wait_seconds=waits, losses=[1.0] * config.steps,
+        config,
+        "ok",
+        command="torchrun ...",
+        interpreter="/env/bin/python",
+        started_at="2025-01-01T00:00:00",
+        wall_seconds=60.0,
+        environment=ENVIRONMENT,
+        framework_versions={"torch": "2.5.1", "cuda": "12.4"},
+        device_names=[f"cuda:{i}" for i in range(config.devices)],
+        parameters=6968206,
+        startup_seconds=9.5,
+        warmup_steps=stats.warmup_steps,
+        warmup_detected=stats.warmup_detected,
+        warmup_seconds=stats.warmup_seconds,
+        steady_steps=stats.steady_steps,
+        median_step_seconds=stats.median_step_seconds,
+        images_per_sec=stats.images_per_sec,
+        images_per_sec_p10=stats.images_per_sec_p10,
+        images_per_sec_p90=stats.images_per_sec_p90,
+        input_wait_fraction=stats.input_wait_fraction,
+        train_seconds=stats.train_seconds,
+        epoch_metrics=epochs or [],
+        peak_memory_bytes=40 * 2**30,
+        step_seconds=steps,
+        input_wait_seconds=waits,
+        losses=[1.0] * config.steps,
     )
 
 
 def epochs(offset: float) -> list[dict]:
     return [
-        {"epoch": e, "train_loss": 0.3 - 0.03 * e + offset, "val_loss": 0.32 - 0.02 * e + offset,
-         "val_auc": 0.7 + 0.03 * e - offset, "train_seconds": 100.0, "val_seconds": 10.0}
+        {
+            "epoch": e,
+            "train_loss": 0.3 - 0.03 * e + offset,
+            "val_loss": 0.32 - 0.02 * e + offset,
+            "val_auc": 0.7 + 0.03 * e - offset,
+            "train_seconds": 100.0,
+            "val_seconds": 10.0,
+        }
         for e in range(1, 6)
     ]
 
@@ -85,7 +121,9 @@ def write_trace(folder: Path, run_id: str, gpus: int) -> None:
         writer.writerow(TRACE_COLUMNS)
         for tick in range(50):
             for gpu in range(gpus):
-                writer.writerow([tick / 10, "gpu", gpu, min(100, 2 * tick + 10 * gpu), 1000 + 500 * tick, 81559, 1980, 2619])
+                writer.writerow(
+                    [tick / 10, "gpu", gpu, min(100, 2 * tick + 10 * gpu), 1000 + 500 * tick, 81559, 1980, 2619]
+                )
 
 
 BREAKDOWNS = {
@@ -202,10 +240,22 @@ def chromium(binary: str, *args: str) -> subprocess.CompletedProcess:
     profile = tempfile.mkdtemp(prefix="mgbench-chromium-")
     try:
         return subprocess.run(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", *args],
-            capture_output=True, text=True, timeout=120,
+            [
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     finally:
         shutil.rmtree(profile, ignore_errors=True)
@@ -232,7 +282,9 @@ def test_missing_traces_failed_runs_and_an_interrupted_compare_still_report(tmp_
     folder = tmp_path / "partial"
     planned = [BASE.with_changes(strategy=s) for s in ("ddp", "dp", "dp-loss")]
     (folder / "traces").mkdir(parents=True)
-    (folder / "compare.json").write_text(json.dumps({"command": "mgbench compare ...", "configs": [c.to_dict() for c in planned]}))
+    (folder / "compare.json").write_text(
+        json.dumps({"command": "mgbench compare ...", "configs": [c.to_dict() for c in planned]})
+    )
     append_result(folder / "results.jsonl", ok_result(planned[0], 0.2))
     append_result(folder / "results.jsonl", RunResult(planned[1], "oom", error="CUDA out of memory"))
     with (folder / "results.jsonl").open("a") as handle:
@@ -253,7 +305,11 @@ def test_report_usage_errors_are_one_line(tmp_path):
     blank = tmp_path / "blank"
     blank.mkdir()
     (blank / "results.jsonl").write_text("\n")
-    for folder, message in ((tmp_path / "nope", "does not exist"), (empty, "has no results.jsonl"), (blank, "no readable")):
+    for folder, message in (
+        (tmp_path / "nope", "does not exist"),
+        (empty, "has no results.jsonl"),
+        (blank, "no readable"),
+    ):
         done = mgbench("report", str(folder))
         assert done.returncode == 2, done.stderr
         assert done.stderr.count("\n") == 1 and message in done.stderr and done.stderr.startswith("mgbench: error:")
@@ -262,8 +318,21 @@ def test_report_usage_errors_are_one_line(tmp_path):
 def test_compare_writes_a_report_and_report_rebuilds_it_on_a_copied_folder(tmp_path):
     out = tmp_path / "compare"
     done = mgbench(
-        "compare", "--frameworks", "fake", "--strategies", "steady,crash", "--gpus", "2",
-        "--model", "tiny", "--steps", "12", "--timeout", "30", "--out", str(out),
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "steady,crash",
+        "--gpus",
+        "2",
+        "--model",
+        "tiny",
+        "--steps",
+        "12",
+        "--timeout",
+        "30",
+        "--out",
+        str(out),
     )
     assert done.returncode == 1, done.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -286,8 +355,17 @@ def test_compare_writes_a_report_and_report_rebuilds_it_on_a_copied_folder(tmp_p
 def loss_row(devices, global_batch, step, images_per_sec, **shares):
     breakdown = {**dict.fromkeys(CATEGORIES, 0.0), **shares}
     assert sum(breakdown.values()) == pytest.approx(1)
-    return pd.Series({"framework": "pytorch", "strategy": "ddp", "devices": devices, "global_batch": global_batch,
-                      "median_step_seconds": step, "images_per_sec": images_per_sec, "breakdown": breakdown})
+    return pd.Series(
+        {
+            "framework": "pytorch",
+            "strategy": "ddp",
+            "devices": devices,
+            "global_batch": global_batch,
+            "median_step_seconds": step,
+            "images_per_sec": images_per_sec,
+            "breakdown": breakdown,
+        }
+    )
 
 
 def test_scaling_loss_splits_the_lost_speed_up_by_the_time_each_category_added():
@@ -299,7 +377,9 @@ def test_scaling_loss_splits_the_lost_speed_up_by_the_time_each_category_added()
     run = loss_row(2, 64, 0.125, 496.0, compute=0.64, communication=0.16, idle=0.12, input_wait=0.08)
     loss = scaling_loss(base, run)
     assert loss.ideal == 2 and loss.measured == pytest.approx(1.55) and loss.label == "pytorch ddp x2"
-    assert loss.losses == pytest.approx({"input_wait": 0, "host_to_device": 0, "compute": 0, "communication": 0.32, "idle": 0.08})
+    assert loss.losses == pytest.approx(
+        {"input_wait": 0, "host_to_device": 0, "compute": 0, "communication": 0.32, "idle": 0.08}
+    )
     assert loss.unexplained == pytest.approx(0.05)
     assert sum(loss.losses.values()) + loss.unexplained == pytest.approx(loss.ideal - loss.measured, abs=1e-12)
 
@@ -310,25 +390,41 @@ def test_scaling_loss_under_strong_scaling_expects_half_the_work_per_device():
     base = loss_row(1, 64, 0.200, 320.0, compute=0.9, idle=0.1)
     run = loss_row(2, 64, 0.125, 512.0, compute=0.8, communication=0.2)
     loss = scaling_loss(base, run)
-    assert loss.losses == pytest.approx({"input_wait": 0, "host_to_device": 0, "compute": 0.16, "communication": 0.4, "idle": -0.16})
+    assert loss.losses == pytest.approx(
+        {"input_wait": 0, "host_to_device": 0, "compute": 0.16, "communication": 0.4, "idle": -0.16}
+    )
     assert loss.unexplained == pytest.approx(0, abs=1e-12) and loss.measured == pytest.approx(1.6)
     assert sum(loss.losses.values()) + loss.unexplained == pytest.approx(loss.ideal - loss.measured, abs=1e-12)
 
 
 def test_scaling_losses_take_pairs_with_a_breakdown_on_both_rows():
-    frame = pd.DataFrame([
-        loss_row(1, 32, 0.1, 320.0, compute=1.0), loss_row(2, 64, 0.125, 512.0, compute=1.0),
-        loss_row(4, 128, 0.15, 853.0, compute=1.0).drop("breakdown"),
-    ])
+    frame = pd.DataFrame(
+        [
+            loss_row(1, 32, 0.1, 320.0, compute=1.0),
+            loss_row(2, 64, 0.125, 512.0, compute=1.0),
+            loss_row(4, 128, 0.15, 853.0, compute=1.0).drop("breakdown"),
+        ]
+    )
     assert [loss.label for loss in scaling_losses(frame)] == ["pytorch ddp x2"]
 
 
 def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
     folder, run_ids = fixture_folder(tmp_path)
     gluon = BASE.with_changes(framework="gluon", strategy="kvstore")
-    append_result(folder / "results.jsonl", RunResult(gluon, "ok", images_per_sec=1.0, images_per_sec_p10=1.0,
-                  images_per_sec_p90=1.0, input_wait_fraction=0.0, warmup_steps=1, warmup_seconds=1.0,
-                  profile={"steps": 0, "error": "gluon has no profiler here"}))
+    append_result(
+        folder / "results.jsonl",
+        RunResult(
+            gluon,
+            "ok",
+            images_per_sec=1.0,
+            images_per_sec_p10=1.0,
+            images_per_sec_p90=1.0,
+            input_wait_fraction=0.0,
+            warmup_steps=1,
+            warmup_seconds=1.0,
+            profile={"steps": 0, "error": "gluon has no profiler here"},
+        ),
+    )
     frame = load_run_folder(folder).frame
     readings = dict(zip(frame["run_id"], display_table(frame)["what holds it back"], strict=True))
     assert readings[run_ids[0]].startswith("compute 92%: the devices run the model's kernels")

@@ -44,7 +44,13 @@ def test_round_trip_and_pandas(tmp_path):
 
 
 def test_speedup_and_efficiency_per_strategy(tmp_path):
-    results = [row("ddp", 1, 100.0), row("ddp", 4, 360.0), row("dp", 1, 80.0), row("dp", 4, 120.0), row("dp-loss", 4, 0, "failed")]
+    results = [
+        row("ddp", 1, 100.0),
+        row("ddp", 4, 360.0),
+        row("dp", 1, 80.0),
+        row("dp", 4, 120.0),
+        row("dp-loss", 4, 0, "failed"),
+    ]
     frame = results_frame(results)
     ddp4 = frame[(frame.strategy == "ddp") & (frame.devices == 4)].iloc[0]
     dp4 = frame[(frame.strategy == "dp") & (frame.devices == 4)].iloc[0]

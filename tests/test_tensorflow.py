@@ -6,7 +6,6 @@ on 1 device and on 2 logical CPU devices with the same global batch.
 """
 
 import pytest
-
 from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one, max_difference, saved_state
 
 TOLERANCE = 1e-5
@@ -19,7 +18,9 @@ def runs(tmp_path_factory):
 
 @pytest.mark.slow
 def test_custom_loop_on_two_devices_equals_one_device_and_keras(runs):
-    single = assert_two_devices_equal_one(runs, "tensorflow", "mirrored", TOLERANCE, steps=2, data_format="channels_last")
+    single = assert_two_devices_equal_one(
+        runs, "tensorflow", "mirrored", TOLERANCE, steps=2, data_format="channels_last"
+    )
     keras_step = saved_state(runs, "keras-tf", "mirrored", 1, 8, 0.5, steps=2, data_format="channels_last")
     assert max_difference(single, keras_step) < TOLERANCE
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import cli_env, load_state, max_difference, saved_state
 
 LR = 0.5
@@ -29,13 +28,47 @@ def test_two_torchrun_nodes_equal_one_process_on_the_same_global_batch(tmp_path)
     nodes = [
         subprocess.Popen(
             [
-                sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(rank),
-                "--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{port}",
-                "--rdzv-id", "mgbench-test", "-m", "mgbench", "run", "--framework", "pytorch", "--strategy", "ddp",
-                "--gpus", "2", "--device", "cpu", "--model", "tiny", "--batch-per-gpu", "4", "--steps", "1",
-                "--lr", str(LR), "--save-state", str(state),
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nnodes",
+                "2",
+                "--node-rank",
+                str(rank),
+                "--nproc-per-node",
+                "1",
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-endpoint",
+                f"localhost:{port}",
+                "--rdzv-id",
+                "mgbench-test",
+                "-m",
+                "mgbench",
+                "run",
+                "--framework",
+                "pytorch",
+                "--strategy",
+                "ddp",
+                "--gpus",
+                "2",
+                "--device",
+                "cpu",
+                "--model",
+                "tiny",
+                "--batch-per-gpu",
+                "4",
+                "--steps",
+                "1",
+                "--lr",
+                str(LR),
+                "--save-state",
+                str(state),
             ],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cli_env(OMP_NUM_THREADS="1"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=cli_env(OMP_NUM_THREADS="1"),
         )
         for rank in (0, 1)
     ]

@@ -26,7 +26,10 @@ def main(out: str, config_json: str) -> None:
     unstaged = tf_distribute.unstaged_batches(pool)
     arrays = {}
     for draw in range(DRAWS):
-        for name, value in (("staged", next(staged)), ("unstaged", tf_distribute.split_host_batch(strategy, next(unstaged)))):
+        for name, value in (
+            ("staged", next(staged)),
+            ("unstaged", tf_distribute.split_host_batch(strategy, next(unstaged))),
+        ):
             for part, tensors in zip(("images", "labels"), value):
                 for replica, tensor in enumerate(strategy.experimental_local_results(tensors)):
                     arrays[f"{name}-{draw}-{replica}-{part}"] = tensor.numpy()

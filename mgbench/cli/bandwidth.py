@@ -17,17 +17,21 @@ from mgbench.common.bandwidth import (
     parse_sizes,
 )
 from mgbench.common.devices import check_device_counts, device_capacity, resolve_device_kind
-from mgbench.runner.bandwidth import measure_bandwidth
 from mgbench.common.errors import UsageError
+from mgbench.runner.bandwidth import measure_bandwidth
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
     parser = verbs.add_parser("bandwidth", help="measure copy and all-reduce bandwidth (torch) into bandwidth.json")
-    parser.add_argument("--gpus", type=int, default=None, help="processes in the all-reduce (default: every GPU, or 2 on CPU)")
+    parser.add_argument(
+        "--gpus", type=int, default=None, help="processes in the all-reduce (default: every GPU, or 2 on CPU)"
+    )
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
-    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="all-reduce message bytes, e.g. 1K,1M,64M")
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="all-reduce message bytes, e.g. 1K,1M,64M"
+    )
     parser.add_argument("--copy-bytes", default=str(DEFAULT_COPY_BYTES), help="bytes per copy measurement, e.g. 64M")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS)
     parser.add_argument("--out", type=Path, default=Path("."), help=f"folder for {BANDWIDTH_FILE} (default: here)")
@@ -54,7 +58,10 @@ def print_report(report: BandwidthReport, console: Console) -> None:
         table.add_column(column, justify="right")
     for entry in report.allreduce:
         table.add_row(
-            str(entry["bytes"]), f"{entry['seconds'] * 1e6:.1f}", f"{entry['algbw_gbps']:.3f}", f"{entry['busbw_gbps']:.3f}"
+            str(entry["bytes"]),
+            f"{entry['seconds'] * 1e6:.1f}",
+            f"{entry['algbw_gbps']:.3f}",
+            f"{entry['busbw_gbps']:.3f}",
         )
     console.print(table)
 

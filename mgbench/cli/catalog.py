@@ -6,10 +6,10 @@ import argparse
 
 from rich.table import Table
 
-from mgbench.runner.venvs import inspect_installation
 from mgbench.common.models import MODELS
 from mgbench.frameworks.registry import FAMILIES, Compiler, FrameworkSpec, registered
 from mgbench.reports.summary import table_console
+from mgbench.runner.venvs import inspect_installation
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -61,12 +61,19 @@ def handle(args: argparse.Namespace) -> int:
             default = "yes" if strategy.name in spec.defaults else ""
             first = i == 0
             frameworks.add_row(
-                spec.name if first else "", strategy.name, default, strategy.launcher, notes,
-                capability_text(spec) if first else "", state if first else "",
+                spec.name if first else "",
+                strategy.name,
+                default,
+                strategy.launcher,
+                notes,
+                capability_text(spec) if first else "",
+                state if first else "",
             )
     console.print(frameworks)
     for family, members in FAMILIES.items():
-        console.print(f"--frameworks {family} runs {', '.join(members)} (those installed); --strategies all runs every strategy")
+        console.print(
+            f"--frameworks {family} runs {', '.join(members)} (those installed); --strategies all runs every strategy"
+        )
     models = Table(title="models")
     for column in ("model", "input", "outputs", "loss", "description"):
         models.add_column(column)

@@ -21,20 +21,20 @@ from rich.console import Console
 
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
-from mgbench.runner.bandwidth import measure_bandwidth
 from mgbench.common.config import DeviceKind, RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
-from mgbench.runner.hosts import Host, resolve_hosts
-from mgbench.common.runfolder import RunFolder
-from mgbench.runner.orchestrator import pending_runs, run_compare
-from mgbench.runner.plan import PlannedRun, not_installed_reason, plan_runs, replan
-from mgbench.runner.venvs import inspect_installation
 from mgbench.common.results import RunResult, read_results, write_json_atomically, write_results
+from mgbench.common.runfolder import RunFolder
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
 from mgbench.reports.html import write_report
 from mgbench.reports.summary import print_summary, write_summary
+from mgbench.runner.bandwidth import measure_bandwidth
+from mgbench.runner.hosts import Host, resolve_hosts
+from mgbench.runner.orchestrator import pending_runs, run_compare
+from mgbench.runner.plan import PlannedRun, not_installed_reason, plan_runs, replan
+from mgbench.runner.venvs import inspect_installation
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
 FAILED = ("failed", "timeout", "oom", "not-installed")
@@ -62,14 +62,18 @@ def register(verbs: argparse._SubParsersAction) -> None:
         help=f"seconds per run (default {DEFAULT_TIMEOUT_SECONDS:.0f}; with --resume, the recorded one unless given)",
     )
     parser.add_argument("--out", type=Path, default=None, help="run folder (default runs/<time>-<model>)")
-    parser.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="rerun what is not done in RUN_DIR")
+    parser.add_argument(
+        "--resume", type=Path, default=None, metavar="RUN_DIR", help="rerun what is not done in RUN_DIR"
+    )
     parser.add_argument(
         "--hosts",
         default=None,
         help="host1:4,host2:4 or 'slurm': the run on all their slots spans the hosts (torchrun, horovodrun, TF_CONFIG)",
     )
     parser.add_argument(
-        "--bandwidth", action="store_true", help="measure bandwidth.json first (reused if present) for all-reduce shares"
+        "--bandwidth",
+        action="store_true",
+        help="measure bandwidth.json first (reused if present) for all-reduce shares",
     )
     add_job_options(parser)
     parser.set_defaults(handler=handle)
@@ -119,7 +123,9 @@ def check_host_counts(counts: list[int], hosts: list[Host], kind: DeviceKind) ->
     check_device_counts([c for c in counts if c != total], kind)
 
 
-def installation_reasons(frameworks: list[tuple[str, str | None]], console: Console) -> tuple[list[str], dict[str, str | None]]:
+def installation_reasons(
+    frameworks: list[tuple[str, str | None]], console: Console
+) -> tuple[list[str], dict[str, str | None]]:
     """The frameworks to plan, and why each one is not installed (None: it is).
 
     A framework named directly that is not installed still gets its rows (`not-installed`); a
@@ -186,8 +192,10 @@ def plan_resume(run_dir: Path, timeout: float | None) -> tuple[RunFolder, list[P
     except json.JSONDecodeError:
         raise UsageError(f"--resume: {folder.compare_file} cannot be read (cut short?); the plan is lost") from None
     configs = [RunConfig.from_dict(config) for config in record["configs"]]
-    missing = {name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
-               for name in {config.framework for config in configs}}
+    missing = {
+        name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
+        for name in {config.framework for config in configs}
+    }
     runs = [replan(config, missing[config.framework]) for config in configs]
     kept, todo = pending_runs(runs, read_results(folder.results))
     write_results(folder.results, kept)
@@ -198,14 +206,18 @@ def plan_resume(run_dir: Path, timeout: float | None) -> tuple[RunFolder, list[P
     return folder, todo, record.get("options", {})
 
 
-def bandwidth_report(folder: RunFolder, runs: list[PlannedRun], measure: bool, console: Console) -> BandwidthReport | None:
+def bandwidth_report(
+    folder: RunFolder, runs: list[PlannedRun], measure: bool, console: Console
+) -> BandwidthReport | None:
     """The run folder's bandwidth.json: reused when present, measured first when asked for."""
     if not folder.bandwidth.exists() and measure and runs:
         devices = max(run.config.devices for run in runs)
         kind = runs[0].config.device_kind
         console.print(f"measuring bandwidth on {devices} {kind} devices -> {folder.bandwidth}")
         sizes = list(DEFAULT_SIZES)
-        measure_bandwidth(folder.bandwidth, max(devices, 2), kind, sizes, DEFAULT_COPY_BYTES, 600.0, folder.log("bandwidth"))
+        measure_bandwidth(
+            folder.bandwidth, max(devices, 2), kind, sizes, DEFAULT_COPY_BYTES, 600.0, folder.log("bandwidth")
+        )
         if not folder.bandwidth.exists():
             console.print(f"[yellow]bandwidth measurement failed; see {folder.log('bandwidth')}[/]")
     return BandwidthReport.read(folder.bandwidth) if folder.bandwidth.exists() else None
@@ -256,6 +268,8 @@ def handle(args: argparse.Namespace) -> int:
         console.print(f"report: {write_report(folder.root)}")
     console.print(f"results: {folder.results}\nsummary: {folder.root / 'summary.md'}")
     if interrupted:
-        console.print(f"[yellow]interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}[/]")
+        console.print(
+            f"[yellow]interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}[/]"
+        )
         return INTERRUPTED_EXIT_CODE
     return 1 if any(r.status in FAILED for r in results) else 0

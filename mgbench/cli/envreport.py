@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from mgbench.common.machine import host_environment
-from mgbench.runner.venvs import inspect_installation
 from mgbench.common.topology import clock_warnings, link_warnings, nvidia_smi_topology, parse_topology
 from mgbench.frameworks.registry import registered
+from mgbench.runner.venvs import inspect_installation
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -42,7 +42,9 @@ def environment_report() -> dict[str, Any]:
 
 def render(report: dict[str, Any]) -> str:
     """The human report: plain text, so it pastes into an issue or a chat unchanged."""
-    lines = [f"{key}: {value}" for key, value in report.items() if key not in ("gpus", "frameworks", "topology", "warnings")]
+    lines = [
+        f"{key}: {value}" for key, value in report.items() if key not in ("gpus", "frameworks", "topology", "warnings")
+    ]
     gpus = report["gpus"]
     lines.append(f"gpus: {len(gpus)}" if gpus else "gpus: none (no NVIDIA GPU/driver visible; CPU devices stand in)")
     for gpu in gpus:

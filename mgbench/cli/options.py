@@ -35,7 +35,10 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "CSV/JSON), imagefolder:PATH (class folders)",
     )
     job.add_argument(
-        "--batch-per-gpu", type=int, default=None, help=f"samples per device per step (default {DEFAULT_BATCH_PER_DEVICE})"
+        "--batch-per-gpu",
+        type=int,
+        default=None,
+        help=f"samples per device per step (default {DEFAULT_BATCH_PER_DEVICE})",
     )
     job.add_argument("--steps", type=int, default=None, help=f"timed training steps per run (default {DEFAULT_STEPS})")
     job.add_argument("--precision", default="fp32", choices=PRECISIONS)

@@ -35,7 +35,9 @@ def handle(args: argparse.Namespace) -> int:
     converted = ", ".join(f"{conversion}: {count}" for conversion, count in report.converted.items())
     console.print(f"{report.written} images written to {args.dst}" + (f" ({converted})" if converted else ""))
     if report.skipped:
-        console.print(f"[yellow]{len(report.skipped)} unreadable image(s) skipped (listed in {args.dst / SKIPPED_FILE}):[/]")
+        console.print(
+            f"[yellow]{len(report.skipped)} unreadable image(s) skipped (listed in {args.dst / SKIPPED_FILE}):[/]"
+        )
         for reason in report.skipped:
             console.print(f"  {reason}")
     return 0

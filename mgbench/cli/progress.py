@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import Progress

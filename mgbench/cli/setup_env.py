@@ -8,7 +8,9 @@ from mgbench.runner.venvs import create_environment, spec_for_setup
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
-    parser = verbs.add_parser("setup", help="create .venvs/ENV from requirements/ENV.txt for a framework or environment")
+    parser = verbs.add_parser(
+        "setup", help="create .venvs/ENV from requirements/ENV.txt for a framework or environment"
+    )
     parser.add_argument("framework", help="a framework (keras) or an environment name (keras-tf)")
     parser.add_argument("--python", default=None, help="interpreter for the new environment (default: this one)")
     parser.set_defaults(handler=handle)

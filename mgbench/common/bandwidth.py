@@ -84,7 +84,7 @@ class BandwidthReport:
         write_json_atomically(path, json.dumps(self.to_dict(), indent=2))
 
     @classmethod
-    def read(cls, path: Path) -> "BandwidthReport":
+    def read(cls, path: Path) -> BandwidthReport:
         return cls(**json.loads(path.read_text()))
 
     def bus_bandwidth_for(self, message_bytes: int) -> float | None:

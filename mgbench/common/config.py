@@ -71,7 +71,9 @@ class RunConfig:
         if self.epochs is not None and self.epochs < 1:
             raise UsageError(f"epochs must be at least 1, got {self.epochs}")
         if self.epochs is not None and self.dataset == "synthetic":
-            raise UsageError("--epochs needs a real dataset (--dataset chestxray:PATH, labels:PATH or imagefolder:PATH)")
+            raise UsageError(
+                "--epochs needs a real dataset (--dataset chestxray:PATH, labels:PATH or imagefolder:PATH)"
+            )
         if self.workers is not None and self.workers < 0:
             raise UsageError(f"workers must be 0 or more, got {self.workers}")
         if not math.isfinite(self.learning_rate) or self.learning_rate < 0:
@@ -110,13 +112,13 @@ class RunConfig:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
     @classmethod
-    def from_json(cls, text: str) -> "RunConfig":
+    def from_json(cls, text: str) -> RunConfig:
         return cls.from_dict(json.loads(text))
 
-    def with_changes(self, **changes: Any) -> "RunConfig":
+    def with_changes(self, **changes: Any) -> RunConfig:
         return dataclasses.replace(self, **changes)

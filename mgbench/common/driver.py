@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import psutil
@@ -81,7 +82,11 @@ class StepClock:
         done = len(self.step_seconds)
         if self.progress and self.trainer.placement.is_primary and done % self.progress_every == 0:
             rate = self.config.global_batch / self.step_seconds[-1]
-            print(f"step {done}/{self.total_steps}: {rate:.1f} img/s, loss {self.losses[-1]:.4f}", file=sys.stderr, flush=True)
+            print(
+                f"step {done}/{self.total_steps}: {rate:.1f} img/s, loss {self.losses[-1]:.4f}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> tuple[StepClock, list[dict[str, float]]]:
@@ -95,7 +100,11 @@ def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> tuple[
         for step in range(per_epoch):
             trainer.set_learning_rate(
                 learning_rate_at(
-                    epoch * per_epoch + step, per_epoch, config.learning_rate, config.global_batch, config.lr_reference_batch
+                    epoch * per_epoch + step,
+                    per_epoch,
+                    config.learning_rate,
+                    config.global_batch,
+                    config.lr_reference_batch,
                 )
             )
             clock.step(batches)
@@ -140,7 +149,7 @@ def run_training(
     names what compiles the step (None: nothing), which puts the compile step before the timed ones.
     """
     launched = launch_time()
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     info = trainer.setup(config)
     placement = trainer.placement
     first_step_at = time.time()
@@ -158,7 +167,9 @@ def run_training(
         if config.profile_steps and profile_dir is not None:
             window_start = time.perf_counter()
             window = StepClock(trainer, config, config.profile_steps, progress=False)
-            profile = profile_window(trainer, window, batches, config.profile_steps, profile_dir, placement.rank, profiler)
+            profile = profile_window(
+                trainer, window, batches, config.profile_steps, profile_dir, placement.rank, profiler
+            )
             profile_seconds = time.perf_counter() - window_start
         eval_start = time.perf_counter()
         metrics = trainer.evaluate()

@@ -15,6 +15,8 @@ def mean_auc(targets: np.ndarray, scores: np.ndarray) -> float:
     if targets.ndim == 1:
         targets = np.eye(scores.shape[1], dtype=np.float32)[targets]
     aucs = [
-        roc_auc_score(targets[:, k], scores[:, k]) for k in range(targets.shape[1]) if 0 < targets[:, k].sum() < len(targets)
+        roc_auc_score(targets[:, k], scores[:, k])
+        for k in range(targets.shape[1])
+        if 0 < targets[:, k].sum() < len(targets)
     ]
     return float(np.mean(aucs)) if aucs else float("nan")

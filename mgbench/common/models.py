@@ -29,10 +29,31 @@ class ModelSpec:
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
-        ModelSpec("densenet121", 224, 14, "sigmoid", "DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy", 6_968_206),
+        ModelSpec(
+            "densenet121",
+            224,
+            14,
+            "sigmoid",
+            "DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy",
+            6_968_206,
+        ),
         ModelSpec("resnet50", 224, 1000, "softmax", "ResNet-50, 1000-way softmax (ImageNet)", 25_557_032),
-        ModelSpec("inception_v3", 299, 1000, "softmax", "Inception-v3 without the auxiliary head, 299 px, 1000-way softmax", 23_834_568),
-        ModelSpec("tiny", 32, 10, "softmax", "two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks", 5_418),
+        ModelSpec(
+            "inception_v3",
+            299,
+            1000,
+            "softmax",
+            "Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
+            23_834_568,
+        ),
+        ModelSpec(
+            "tiny",
+            32,
+            10,
+            "softmax",
+            "two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks",
+            5_418,
+        ),
     )
 }
 

@@ -23,9 +23,10 @@ adapter on one profiler counts its time the same way.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from mgbench.common.breakdown_record import write_rank_breakdown
 from mgbench.common.protocol import Adapter, OpTime

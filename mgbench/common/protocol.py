@@ -8,9 +8,10 @@ timing out of adapters is what makes their numbers comparable.
 from __future__ import annotations
 
 import resource
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from mgbench.common.config import RunConfig
 

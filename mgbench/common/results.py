@@ -92,7 +92,7 @@ class RunResult:
         return {**self.config.to_dict(), "run_id": self.run_id, "global_batch": self.config.global_batch, **figures}
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "RunResult":
+    def from_record(cls, record: dict[str, Any]) -> RunResult:
         names = {f.name for f in dataclasses.fields(cls)} - {"config"}
         return cls(config=RunConfig.from_dict(record), **{k: v for k, v in record.items() if k in names})
 

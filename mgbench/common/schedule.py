@@ -16,9 +16,7 @@ def scaled_learning_rate(base_lr: float, global_batch: int, reference_batch: int
     return base_lr * global_batch / reference_batch
 
 
-def learning_rate_at(
-    step: int, steps_per_epoch: int, base_lr: float, global_batch: int, reference_batch: int
-) -> float:
+def learning_rate_at(step: int, steps_per_epoch: int, base_lr: float, global_batch: int, reference_batch: int) -> float:
     """Rate for training step `step` (0-based): a ramp from `base_lr` to the scaled rate, then flat."""
     target = scaled_learning_rate(base_lr, global_batch, reference_batch)
     warmup_steps = WARMUP_EPOCHS * steps_per_epoch

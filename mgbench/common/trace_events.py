@@ -26,7 +26,15 @@ from mgbench.common.breakdown import COMMUNICATION, COMPUTE, HOST_TO_DEVICE, OTH
 STEP_MARK = "mgbench.step"
 # Not a bare "broadcast": in XLA that is an element-wise op; torch's collective is c10d's.
 COMMUNICATION_MARKERS = (
-    "nccl", "gloo", "allreduce", "all_reduce", "all-reduce", "psum", "allgather", "all_gather", "reduce_scatter",
+    "nccl",
+    "gloo",
+    "allreduce",
+    "all_reduce",
+    "all-reduce",
+    "psum",
+    "allgather",
+    "all_gather",
+    "reduce_scatter",
     "c10d::broadcast",
 )
 HOST_TO_DEVICE_MARKERS = ("htod", "h2d")
@@ -133,7 +141,8 @@ def torch_trace_window(trace: dict[str, Any]) -> TraceWindow:
             devices[f"cuda:{event.get('args', {}).get('device', event.get('pid'))}"].append(event_interval(event))
         return TraceWindow("device", dict(devices), steps)
     ops = [
-        e for e in timed
+        e
+        for e in timed
         if e.get("cat") == "cpu_op" or (e.get("cat") == "user_annotation" and is_communication(e["name"]))
     ]
     return TraceWindow("cpu", {"cpu": [event_interval(e) for e in ops]}, steps)

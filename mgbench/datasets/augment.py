@@ -29,7 +29,7 @@ class Augmentation:
     resize: int
 
     @classmethod
-    def for_input(cls, input_size: int) -> "Augmentation":
+    def for_input(cls, input_size: int) -> Augmentation:
         return cls(crop=input_size, resize=round(input_size * RESIZE_PER_CROP))
 
     def _resized(self, path: str) -> Image.Image:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd

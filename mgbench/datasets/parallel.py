@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from mgbench.common.errors import UsageError
 

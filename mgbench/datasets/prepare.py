@@ -56,7 +56,9 @@ def check_apart(src: Path, dst: Path) -> None:
     images anywhere below a folder, would take them for originals."""
     source, target = src.resolve(), dst.resolve()
     if target == source or source in target.parents or target in source.parents:
-        raise UsageError(f"destination {dst} overlaps the source {src}: choose a folder outside it (SRC is never written)")
+        raise UsageError(
+            f"destination {dst} overlaps the source {src}: choose a folder outside it (SRC is never written)"
+        )
 
 
 def prepare_chestxray(

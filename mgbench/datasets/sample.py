@@ -105,7 +105,9 @@ def make_sample(
     followups = np.arange(n) % IMAGES_PER_PATIENT
     names = [f"{p:08d}_{f:03d}.png" for p, f in zip(patients, followups)]
     claim_folder(dst, [*(f"images/{name}" for name in names), TRAIN_LIST, TEST_LIST, LABEL_FILE], overwrite)
-    jobs = [(str(dst / "images" / name), row, size, seed, index) for index, (name, row) in enumerate(zip(names, findings))]
+    jobs = [
+        (str(dst / "images" / name), row, size, seed, index) for index, (name, row) in enumerate(zip(names, findings))
+    ]
     map_with_progress(write_image, jobs, workers, on_progress)
     labels = pd.DataFrame(
         {
@@ -122,7 +124,9 @@ def make_sample(
             "y]": 0.143,
         }
     )
-    test_patients = set(rng.permutation(np.unique(patients))[: max(1, round(len(np.unique(patients)) * TEST_PATIENT_SHARE))])
+    test_patients = set(
+        rng.permutation(np.unique(patients))[: max(1, round(len(np.unique(patients)) * TEST_PATIENT_SHARE))]
+    )
     write_atomically(dst / TRAIN_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p not in test_patients))
     write_atomically(dst / TEST_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p in test_patients))
     write_atomically(dst / LABEL_FILE, labels.to_csv(index=False))

@@ -8,9 +8,10 @@ device on batch B with N devices on B/N each.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import cycle
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class Shard:
         return self.stop - self.start
 
     @classmethod
-    def of_rank(cls, rank: int, world_size: int, global_batch: int) -> "Shard":
+    def of_rank(cls, rank: int, world_size: int, global_batch: int) -> Shard:
         if global_batch % world_size:
             raise ValueError(f"global batch {global_batch} does not split over {world_size} processes")
         per_rank = global_batch // world_size

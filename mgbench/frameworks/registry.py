@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 from mgbench.common.config import DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
 from mgbench.common.errors import UsageError
@@ -419,7 +420,9 @@ def expand_frameworks(names: list[str]) -> list[tuple[str, str | None]]:
     named directly), in order and without repeats; unknown names fail here."""
     expanded: list[tuple[str, str | None]] = []
     for name in names:
-        members = [(member, name) for member in FAMILIES[name]] if name in FAMILIES else [(framework_spec(name).name, None)]
+        members = (
+            [(member, name) for member in FAMILIES[name]] if name in FAMILIES else [(framework_spec(name).name, None)]
+        )
         expanded += [member for member in members if member[0] not in [seen for seen, _ in expanded]]
     return expanded
 

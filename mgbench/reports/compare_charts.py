@@ -44,7 +44,9 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
             heights.append(run["images_per_sec"])
             low.append(run["images_per_sec"] - run["images_per_sec_p10"])
             high.append(run["images_per_sec_p90"] - run["images_per_sec"])
-        bars = axes.bar(xs, heights, width, yerr=[low, high], capsize=3, label=f"{count} device{'s' if count > 1 else ''}")
+        bars = axes.bar(
+            xs, heights, width, yerr=[low, high], capsize=3, label=f"{count} device{'s' if count > 1 else ''}"
+        )
         axes.bar_label(bars, fmt="%.0f", padding=2, fontsize="small")
     axes.set_xticks(range(len(groups)), [_group_label(key) for key, _ in groups])
     axes.set_xlim(-0.75, len(groups) - 0.25)
@@ -178,7 +180,9 @@ def epoch_chart(ok: pd.DataFrame, path: Path) -> Path:
         else:
             color = None
         if "val_loss" in epochs:
-            loss_axes.plot(epochs["epoch"], epochs["val_loss"], marker="s", linestyle="--", color=color, label=f"{label} val")
+            loss_axes.plot(
+                epochs["epoch"], epochs["val_loss"], marker="s", linestyle="--", color=color, label=f"{label} val"
+            )
         if "val_auc" in epochs:
             auc_axes.plot(epochs["epoch"], epochs["val_auc"], marker="o", color=color, label=label)
     loss_axes.set_ylabel("loss (solid: train, dashed: validation)")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -24,7 +25,15 @@ from mgbench.reports.summary import display_table
 
 REPORT_FILE = "report.html"
 HOST_FIELDS = ("hostname", "platform", "python", "mgbench", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
-GPU_FIELDS = ("index", "name", "memory_total_mib", "sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz", "mem_clock_max_mhz")
+GPU_FIELDS = (
+    "index",
+    "name",
+    "memory_total_mib",
+    "sm_clock_mhz",
+    "sm_clock_max_mhz",
+    "mem_clock_mhz",
+    "mem_clock_max_mhz",
+)
 RUN_FIELDS = ("command", "interpreter", "started_at", "wall_seconds", "device_names", "parameters", "eval_metrics")
 CONFIG_FIELDS = tuple(RunConfig.__dataclass_fields__)
 
@@ -54,7 +63,17 @@ figure img { max-width: 100%; height: auto; border: 1px solid #e3e7ee; }
 figcaption { color: #5a6472; font-size: 0.85rem; }
 section.run { border-top: 1px solid #e3e7ee; }
 """
-NUMERIC_COLUMNS = {"devices", "images/sec", "p10-p90", "speedup", "efficiency", "input wait %", "start-up s", "compile s", "peak mem GiB"}
+NUMERIC_COLUMNS = {
+    "devices",
+    "images/sec",
+    "p10-p90",
+    "speedup",
+    "efficiency",
+    "input wait %",
+    "start-up s",
+    "compile s",
+    "peak mem GiB",
+}
 COLUMN_CLASSES = {
     **dict.fromkeys(NUMERIC_COLUMNS, "num"),
     "status": "status",

@@ -56,7 +56,9 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     if warmup:
         detected = "detected" if row["warmup_detected"] else "not detected: run too short or never steady"
         axes.axvspan(0.5, warmup + 0.5, color="tab:orange", alpha=0.2, label=f"warm-up, {warmup} steps ({detected})")
-    axes.axhline(row["images_per_sec"], color="tab:green", linestyle="--", label=f"steady median {row['images_per_sec']:.1f}")
+    axes.axhline(
+        row["images_per_sec"], color="tab:green", linestyle="--", label=f"steady median {row['images_per_sec']:.1f}"
+    )
     axes.set_xlabel("step")
     axes.set_ylabel("images/sec")
     axes.set_ylim(bottom=0)

@@ -16,9 +16,8 @@ import pandas as pd
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.runfolder import TRACE_COLUMNS
-from mgbench.common.runfolder import RunFolder
 from mgbench.common.results import RESULTS_FILE, RunResult, read_result_lines
+from mgbench.common.runfolder import TRACE_COLUMNS, RunFolder
 from mgbench.reports.summary import results_frame
 
 NOT_RUN_ERROR = "no result: the compare ended before this run finished"

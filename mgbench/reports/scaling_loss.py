@@ -57,6 +57,10 @@ def scaling_losses(ok: pd.DataFrame) -> list[ScalingLoss]:
     for _, group in ok.sort_values(GROUP + ["devices"]).groupby(GROUP, sort=True):
         base = group.iloc[0]
         for _, run in group.iloc[1:].iterrows():
-            if run["devices"] > base["devices"] and has_breakdown(base["breakdown"]) and has_breakdown(run["breakdown"]):
+            if (
+                run["devices"] > base["devices"]
+                and has_breakdown(base["breakdown"])
+                and has_breakdown(run["breakdown"])
+            ):
                 found.append(scaling_loss(base, run))
     return found

@@ -113,7 +113,9 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "input_wait_pct": _fmt(r["input_wait_fraction"] * 100, "{:.1f}") if ok else "",
                 "startup_seconds": _fmt(r["startup_seconds"], "{:.1f}") if ok else "",
                 "compile_seconds": _fmt(r["compile_seconds"], "{:.1f}") if ok else "",
-                "peak_memory_gib": _fmt(r["peak_memory_bytes"] / 2**30, "{:.2f}") if ok and r["peak_memory_bytes"] else "",
+                "peak_memory_gib": _fmt(r["peak_memory_bytes"] / 2**30, "{:.2f}")
+                if ok and r["peak_memory_bytes"]
+                else "",
                 "allreduce_pct": _fmt(_percent(r.get("allreduce_step_share")), "{:.1f}"),
                 "reading": reading(r),
                 "warning": r["warning"],

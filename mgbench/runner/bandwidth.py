@@ -18,8 +18,14 @@ def measure_bandwidth(
     """Run the torch worker under torchrun with `devices` processes; it writes `path` on success."""
     interpreter = interpreter_for(framework_spec("pytorch"))
     args = [
-        "--out", str(path), "--sizes", ",".join(map(str, sizes)), "--copy-bytes", str(copy_bytes),
-        "--device-kind", device_kind,
+        "--out",
+        str(path),
+        "--sizes",
+        ",".join(map(str, sizes)),
+        "--copy-bytes",
+        str(copy_bytes),
+        "--device-kind",
+        device_kind,
     ]
     command = launch_command(interpreter, "torchrun", devices, args, entry=WORKER)
     env = dict(os.environ, PYTHONUNBUFFERED="1")

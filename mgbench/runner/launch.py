@@ -21,13 +21,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import mgbench
-from mgbench.runner.hosts import Host
 from mgbench.frameworks.registry import FrameworkSpec, Launcher
+from mgbench.runner.hosts import Host
 
 VENVS_ENV = "MGBENCH_VENVS"
 TERMINATE_GRACE_SECONDS = 10.0
@@ -132,9 +132,14 @@ def multinode_commands(
             NodeCommand(
                 host,
                 [
-                    interpreter, "-m", "torch.distributed.run",
-                    f"--nnodes={len(hosts)}", f"--nproc-per-node={host.slots}",
-                    "--rdzv-backend=c10d", f"--rdzv-endpoint={hosts[0].name}:{port}", f"--rdzv-id={run_id}",
+                    interpreter,
+                    "-m",
+                    "torch.distributed.run",
+                    f"--nnodes={len(hosts)}",
+                    f"--nproc-per-node={host.slots}",
+                    "--rdzv-backend=c10d",
+                    f"--rdzv-endpoint={hosts[0].name}:{port}",
+                    f"--rdzv-id={run_id}",
                     *inner,
                 ],
                 {},
@@ -147,7 +152,10 @@ def multinode_commands(
         return [NodeCommand(None, [*mpiexec_prefix(total, host_list), interpreter, *inner], {})]
     if launcher == "tf-multiworker":
         configs = tf_configs(hosts, port)
-        return [NodeCommand(host, [interpreter, *inner], {TF_CONFIG_ENV: json.dumps(config)}) for host, config in zip(hosts, configs)]
+        return [
+            NodeCommand(host, [interpreter, *inner], {TF_CONFIG_ENV: json.dumps(config)})
+            for host, config in zip(hosts, configs)
+        ]
     raise ValueError(f"launcher {launcher!r} cannot span several hosts")
 
 
@@ -252,7 +260,11 @@ def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float,
                 log.flush()
                 processes.append(
                     subprocess.Popen(
-                        argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=node_env,
+                        argv,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        env=node_env,
                         start_new_session=True,
                     )
                 )

@@ -39,7 +39,7 @@ class DeviceMonitor:
     def kind(self) -> str:
         return "gpu" if self.handles else "cpu"
 
-    def __enter__(self) -> "DeviceMonitor":
+    def __enter__(self) -> DeviceMonitor:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._thread.start()
         return self

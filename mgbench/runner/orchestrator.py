@@ -19,21 +19,21 @@ import re
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
+from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
+from mgbench.common.breakdown_record import attach_breakdown
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
-from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
-from mgbench.common.breakdown_record import attach_breakdown
-from mgbench.runner.hosts import Host
-from mgbench.runner.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
-from mgbench.runner.monitor import DeviceMonitor
 from mgbench.common.results import RunResult, Status, append_result
 from mgbench.common.runfolder import RunFolder
 from mgbench.frameworks.registry import FrameworkSpec
+from mgbench.runner.hosts import Host
+from mgbench.runner.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
+from mgbench.runner.monitor import DeviceMonitor
 from mgbench.runner.plan import PlannedRun
 
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
@@ -55,7 +55,9 @@ def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
     return env
 
 
-CAUSE_PATTERN = re.compile(r"^(?:\[[^\]]*\]\s*(?:<std\w+>:)?\s*)?(mgbench: error: .+|[\w.]*(?:Error|Exception|Interrupt)\b: .+)$")
+CAUSE_PATTERN = re.compile(
+    r"^(?:\[[^\]]*\]\s*(?:<std\w+>:)?\s*)?(mgbench: error: .+|[\w.]*(?:Error|Exception|Interrupt)\b: .+)$"
+)
 """A line that names why a run failed: mgbench's own one-line error, or an exception's last line
 (with a launcher's rank prefix such as `[0]<stderr>:` stripped)."""
 
@@ -133,11 +135,16 @@ def execute_run(
         run_args += ["--profile-dir", str(folder.profile_dir(config.run_id))]
     if multinode:
         assert hosts is not None
-        nodes = multinode_commands(interpreter, strategy.launcher, hosts, run_args, rendezvous_port(hosts), config.run_id)
+        nodes = multinode_commands(
+            interpreter, strategy.launcher, hosts, run_args, rendezvous_port(hosts), config.run_id
+        )
     else:
         nodes = [NodeCommand(None, launch_command(interpreter, strategy.launcher, config.devices, run_args), {})]
     gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind == "cuda" else []
-    with DeviceMonitor(folder.trace(config.run_id), gpus), tempfile.TemporaryDirectory(prefix="mgbench-run-") as scratch:
+    with (
+        DeviceMonitor(folder.trace(config.run_id), gpus),
+        tempfile.TemporaryDirectory(prefix="mgbench-run-") as scratch,
+    ):
         # Launchers leave files in the temporary folder (torchrun's torchelastic_*): the run's own, removed after it.
         env = {**child_environment(config, spec), "TMPDIR": scratch}
         outcome = execute_nodes(nodes, env, timeout, folder.log(config.run_id))

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mgbench.common.errors import UsageError
-from mgbench.runner.launch import environment_python, interpreter_for, project_root, venvs_dir
 from mgbench.frameworks.registry import FrameworkSpec, registered
+from mgbench.runner.launch import environment_python, interpreter_for, project_root, venvs_dir
 
 _PROBE = """
 import importlib.util, importlib.metadata, json, sys
@@ -73,8 +73,10 @@ def spec_for_setup(name: str) -> FrameworkSpec:
         if spec.environment == name:
             return spec
     environments = sorted({spec.environment for spec in specs.values()})
-    raise UsageError(f"unknown framework {name!r} (nor an environment); frameworks: {', '.join(specs)}; "
-                     f"environments: {', '.join(environments)}")
+    raise UsageError(
+        f"unknown framework {name!r} (nor an environment); frameworks: {', '.join(specs)}; "
+        f"environments: {', '.join(environments)}"
+    )
 
 
 def requirements_file(spec: FrameworkSpec) -> Path:

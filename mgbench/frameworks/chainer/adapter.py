@@ -20,8 +20,9 @@ says so.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,6 @@ def cudnn_state() -> str:
 
 
 class ChainerTrainer(Adapter):
-
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
         self.comm = chainermn.create_communicator(COMMUNICATORS[config.device_kind])

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 CARRAY_INCLUDE = "#include <cupy/carray.cuh>"
 FLOAT16_INCLUDE = "#include <cupy/float16.cuh>"

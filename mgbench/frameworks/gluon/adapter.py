@@ -23,8 +23,9 @@ in the first 1x1 convolution of a down-sampling block; torchvision's (v1.5) in t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import mxnet as mx
 import numpy as np
@@ -99,7 +100,6 @@ def trainable(net: gluon.Block) -> dict[str, gluon.Parameter]:
 
 
 class GluonTrainer(Adapter):
-
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
         self.contexts = self._contexts(config)

@@ -30,9 +30,10 @@ from __future__ import annotations
 import gzip
 import json
 import tempfile
+from collections.abc import Callable, Iterator
 from itertools import cycle
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import jax
 import jaxlib
@@ -56,7 +57,6 @@ BATCH_AXIS = "batch"
 
 
 class JaxDataParallelTrainer(Adapter):
-
     def __init__(self, strategy: str):
         super().__init__(strategy)
         self.on_batch = strategy == "jax-dp-on-batch"
@@ -101,7 +101,12 @@ class JaxDataParallelTrainer(Adapter):
     def _variable_groups(self) -> tuple[list[keras.Variable], ...]:
         """The Keras variables in the order of a train step's state."""
         model = self.model
-        return (model.trainable_variables, model.non_trainable_variables, model.optimizer.variables, model.metrics_variables)
+        return (
+            model.trainable_variables,
+            model.non_trainable_variables,
+            model.optimizer.variables,
+            model.metrics_variables,
+        )
 
     def _variable_values(self) -> DeviceState:
         return tuple([v.value for v in group] for group in self._variable_groups())
@@ -131,8 +136,14 @@ class JaxDataParallelTrainer(Adapter):
             # directly would hand back gradients already summed over the devices.
             local = jax.lax.pcast(trainable, BATCH_AXIS, to="varying")
             (_, (loss, _, non_trainable, _)), grads = grad_fn(
-                local, non_trainable, metrics, images, labels, None,
-                training=True, optimizer_variables=optimizer_state,
+                local,
+                non_trainable,
+                metrics,
+                images,
+                labels,
+                None,
+                training=True,
+                optimizer_variables=optimizer_state,
             )
             # The moving batch-norm statistics are averaged too, so the replicas stay identical.
             grads, non_trainable, loss = jax.lax.pmean((grads, non_trainable, loss), BATCH_AXIS)
@@ -174,7 +185,11 @@ class JaxDataParallelTrainer(Adapter):
     def batches(self) -> Iterator[DeviceBatch]:
         channels_last = self.config.data_format == "channels_last"
         pool = synthetic_pool(
-            self.config.spec, self.config.input_size, Shard(0, self.config.global_batch), self.config.seed, channels_last
+            self.config.spec,
+            self.config.input_size,
+            Shard(0, self.config.global_batch),
+            self.config.seed,
+            channels_last,
         )
         if self.config.data_on_device:
             return cycle([self.shard(batch) for batch in pool])
@@ -215,7 +230,11 @@ class JaxDataParallelTrainer(Adapter):
         trainable, non_trainable = self.held_state()[:2]
         channels_last = self.config.data_format == "channels_last"
         batch = held_out_batch(
-            self.config.spec, self.config.input_size, Shard(0, self.config.global_batch), self.config.seed + 1, channels_last
+            self.config.spec,
+            self.config.input_size,
+            Shard(0, self.config.global_batch),
+            self.config.seed + 1,
+            channels_last,
         )
         images, labels = self.shard(batch)
         loss = keras_models.build_loss(self.config.spec)(labels, self.forward(trainable, non_trainable, images))

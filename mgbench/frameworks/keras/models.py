@@ -88,5 +88,7 @@ def trainable_parameters(model: keras.Model) -> int:
 
 def save_trainable_weights(model: keras.Model, path: Path) -> None:
     """An .npz of the trainable weights keyed by variable path, in float32."""
-    arrays = {v.path: np.asarray(keras.ops.convert_to_numpy(v.value), dtype=np.float32) for v in model.trainable_weights}
+    arrays = {
+        v.path: np.asarray(keras.ops.convert_to_numpy(v.value), dtype=np.float32) for v in model.trainable_weights
+    }
     np.savez(path, **arrays)

@@ -26,7 +26,6 @@ from mgbench.frameworks.keras.tf_trainer import StrategyTrainer
 
 
 class KerasTrainer(StrategyTrainer):
-
     def build_step(self) -> None:
         spec = self.config.spec
         self.model.compile(

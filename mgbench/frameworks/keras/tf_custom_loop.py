@@ -22,7 +22,6 @@ from mgbench.frameworks.keras.tf_trainer import StrategyTrainer
 
 
 class CustomLoopTrainer(StrategyTrainer):
-
     def build_step(self) -> None:
         self.optimizer = keras_models.build_optimizer(self.config)
         self.optimizer.build(self.model.trainable_variables)

@@ -15,8 +15,8 @@ Both cycle the same synthetic global batches in the same order, so they train id
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import cycle
-from typing import Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -38,7 +38,9 @@ def device_names(config: RunConfig) -> list[str]:
         return [device.name for device in tf.config.list_logical_devices("CPU")]
     gpus = tf.config.list_physical_devices("GPU")
     if len(gpus) < config.devices:
-        raise UsageError(f"{config.devices} GPUs asked for, TensorFlow sees {len(gpus)} (is tensorflow[and-cuda] installed?)")
+        raise UsageError(
+            f"{config.devices} GPUs asked for, TensorFlow sees {len(gpus)} (is tensorflow[and-cuda] installed?)"
+        )
     tf.config.set_visible_devices(gpus[: config.devices], "GPU")
     for gpu in gpus[: config.devices]:
         tf.config.experimental.set_memory_growth(gpu, True)

@@ -5,8 +5,9 @@ two columns of a compare differ in exactly one thing: Keras' own step versus a h
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -14,7 +15,8 @@ import tensorflow as tf
 from mgbench.common.config import RunConfig
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch
-from mgbench.frameworks.keras import models as keras_models, tf_distribute
+from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras import tf_distribute
 
 UNSTAGED_SUFFIX = "-unstaged"
 
@@ -63,7 +65,11 @@ class StrategyTrainer(Adapter):
     def evaluate(self) -> dict[str, float]:
         channels_last = self.config.data_format == "channels_last"
         images, labels = held_out_batch(
-            self.config.spec, self.config.input_size, Shard(0, self.config.global_batch), self.config.seed + 1, channels_last
+            self.config.spec,
+            self.config.input_size,
+            Shard(0, self.config.global_batch),
+            self.config.seed + 1,
+            channels_last,
         )
         loss = keras_models.build_loss(self.config.spec)(labels, self.model(images, training=False))
         return {"loss": float(loss)}

@@ -23,8 +23,8 @@ alone: each process keeps those of its own shards (they enter no training step, 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import keras
 import torch
@@ -97,9 +97,7 @@ class KerasTorchTrainer(TorchProcess):
 
     def evaluate(self) -> dict[str, float]:
         """Loss on this rank's shard of the held-out batch in inference mode, averaged over ranks."""
-        batch = held_out_batch(
-            self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1, self.nhwc
-        )
+        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1, self.nhwc)
         images, labels = self._to_device(self._to_tensors(batch))
         with torch.no_grad():
             loss = self.loss_fn(labels, self.model(images, training=False))

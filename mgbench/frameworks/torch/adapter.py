@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,10 +42,10 @@ from mgbench.common.errors import UsageError
 from mgbench.common.metrics import mean_auc
 from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import Adapter, ModelInfo, OpTime, Placement
+from mgbench.common.workers import loader_workers
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
 from mgbench.datasets.resolve import describe_dataset
-from mgbench.common.workers import loader_workers
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.torch.compiling import begin_step, compiled
@@ -102,7 +103,9 @@ def _imagenet_statistics(device: torch.device) -> tuple[torch.Tensor, torch.Tens
     return tuple(torch.as_tensor(v, device=device).view(1, 3, 1, 1) for v in (IMAGENET_MEAN, IMAGENET_STD))
 
 
-def placed_images(images: torch.Tensor, device: torch.device, channels_last: bool, non_blocking: bool = False) -> torch.Tensor:
+def placed_images(
+    images: torch.Tensor, device: torch.device, channels_last: bool, non_blocking: bool = False
+) -> torch.Tensor:
     """A host batch on `device`, in the model's memory format.
 
     uint8 batches are the real-data loaders' NHWC pixels (`Augmentation.*_pixels`): they travel
@@ -122,7 +125,9 @@ class DevicePrefetcher:
     `pin_memory`) and ends when it ends.
     """
 
-    def __init__(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]], device: torch.device, channels_last: bool):
+    def __init__(
+        self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]], device: torch.device, channels_last: bool
+    ):
         self.host_batches = host_batches
         self.device = device
         self.channels_last = channels_last
@@ -138,7 +143,7 @@ class DevicePrefetcher:
             images = placed_images(images, self.device, self.channels_last, non_blocking=True)
             return images, labels.to(self.device, non_blocking=True)
 
-    def __iter__(self) -> "DevicePrefetcher":
+    def __iter__(self) -> DevicePrefetcher:
         return self
 
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:

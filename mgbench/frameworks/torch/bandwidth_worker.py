@@ -12,8 +12,8 @@ import argparse
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -73,7 +73,12 @@ def measure_allreduce(report: BandwidthReport, sizes: list[int], repeats: int, d
         seconds = median_seconds(lambda: dist.all_reduce(tensor), sync, repeats)
         algbw = tensor.numel() * 4 / seconds / GB
         report.allreduce.append(
-            {"bytes": tensor.numel() * 4, "seconds": seconds, "algbw_gbps": algbw, "busbw_gbps": algbw * ring_factor(world)}
+            {
+                "bytes": tensor.numel() * 4,
+                "seconds": seconds,
+                "algbw_gbps": algbw,
+                "busbw_gbps": algbw * ring_factor(world),
+            }
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -81,16 +82,7 @@ def ok_result(config: RunConfig, step_seconds: float, epochs: list[dict] | None 
         device_names=[f"cuda:{i}" for i in range(config.devices)],
         parameters=6968206,
         startup_seconds=9.5,
-        warmup_steps=stats.warmup_steps,
-        warmup_detected=stats.warmup_detected,
-        warmup_seconds=stats.warmup_seconds,
-        steady_steps=stats.steady_steps,
-        median_step_seconds=stats.median_step_seconds,
-        images_per_sec=stats.images_per_sec,
-        images_per_sec_p10=stats.images_per_sec_p10,
-        images_per_sec_p90=stats.images_per_sec_p90,
-        input_wait_fraction=stats.input_wait_fraction,
-        train_seconds=stats.train_seconds,
+        **dataclasses.asdict(stats),
         epoch_metrics=epochs or [],
         peak_memory_bytes=40 * 2**30,
         step_seconds=steps,

@@ -26,8 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     from mgbench.cli import bandwidth, catalog, compare, envreport, make_sample, prepare, report, run, setup_env
 
     parser = OneLineParser(
-        prog="mgbench",
-        description="Which framework and data-parallel strategy trains fastest on your GPUs, and why.",
+        prog="mgbench", description="Which framework and data-parallel strategy trains fastest on your GPUs, and why."
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=OneLineParser)
     for module in (compare, run, report, catalog, envreport, bandwidth, setup_env, prepare, make_sample):

@@ -16,6 +16,7 @@ and kept out of the step series, so warm-up detection and throughput see compile
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -196,17 +197,8 @@ def run_training(
         startup_seconds=first_step_at - launched,
         compiler=compiler,
         compile_seconds=clock.compile_seconds,
-        warmup_steps=stats.warmup_steps,
-        warmup_detected=stats.warmup_detected,
-        warmup_seconds=stats.warmup_seconds,
-        steady_steps=stats.steady_steps,
-        median_step_seconds=stats.median_step_seconds,
-        images_per_sec=stats.images_per_sec,
-        images_per_sec_p10=stats.images_per_sec_p10,
-        images_per_sec_p90=stats.images_per_sec_p90,
-        input_wait_fraction=stats.input_wait_fraction,
+        **dataclasses.asdict(stats),
         loader_workers=None if config.dataset == "synthetic" else loader_workers(config.workers, placement.world_size),
-        train_seconds=stats.train_seconds,
         eval_seconds=eval_seconds,
         eval_metrics=metrics,
         epoch_metrics=epoch_metrics,

@@ -33,9 +33,7 @@ class Warmup:
 
 
 def detect_warmup(
-    step_seconds: Sequence[float],
-    window: int = DEFAULT_WINDOW,
-    tolerance: float = DEFAULT_TOLERANCE,
+    step_seconds: Sequence[float], window: int = DEFAULT_WINDOW, tolerance: float = DEFAULT_TOLERANCE
 ) -> Warmup:
     """Number of leading steps to exclude, and whether a steady state was actually found.
 

@@ -46,12 +46,7 @@ class Shard:
 
 
 def synthetic_batch(
-    spec: ModelSpec,
-    image_size: int,
-    batch_index: int,
-    shard: Shard,
-    seed: int,
-    channels_last: bool = False,
+    spec: ModelSpec, image_size: int, batch_index: int, shard: Shard, seed: int, channels_last: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Images (float32, NCHW or NHWC) and labels for one shard of one global batch.
 
@@ -75,22 +70,14 @@ def synthetic_batch(
 
 
 def synthetic_pool(
-    spec: ModelSpec,
-    image_size: int,
-    shard: Shard,
-    seed: int,
-    channels_last: bool = False,
+    spec: ModelSpec, image_size: int, shard: Shard, seed: int, channels_last: bool = False
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """The batches a process cycles through during training."""
     return [synthetic_batch(spec, image_size, k, shard, seed, channels_last) for k in range(POOL_BATCHES)]
 
 
 def held_out_batch(
-    spec: ModelSpec,
-    image_size: int,
-    shard: Shard,
-    seed: int,
-    channels_last: bool = False,
+    spec: ModelSpec, image_size: int, shard: Shard, seed: int, channels_last: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """A batch never trained on, for the evaluation pass."""
     return synthetic_batch(spec, image_size, HELD_OUT_BATCH, shard, seed, channels_last)

@@ -187,11 +187,7 @@ PYTORCH = FrameworkSpec(
     name="pytorch",
     module="mgbench.frameworks.torch.adapter",
     strategies=(
-        StrategySpec(
-            "ddp",
-            "torchrun",
-            "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU)",
-        ),
+        StrategySpec("ddp", "torchrun", "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU)"),
         StrategySpec(
             "dp",
             "inprocess",

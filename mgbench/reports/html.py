@@ -91,10 +91,7 @@ def _e(value: object) -> str:
 
 
 def _table(
-    header: Sequence[str],
-    rows: Iterable[Sequence[object]],
-    row_attrs: Iterable[str] | None = None,
-    css_class: str = "",
+    header: Sequence[str], rows: Iterable[Sequence[object]], row_attrs: Iterable[str] | None = None, css_class: str = ""
 ) -> str:
     """An escaped table; `row_attrs` holds each row's (already escaped) `<tr>` attributes."""
     rows = list(rows)

@@ -104,11 +104,7 @@ def rendezvous_port(hosts: list[Host]) -> int:
 
 
 def execute_run(
-    run: PlannedRun,
-    folder: RunFolder,
-    timeout: float,
-    state_path: Path | None = None,
-    hosts: list[Host] | None = None,
+    run: PlannedRun, folder: RunFolder, timeout: float, state_path: Path | None = None, hosts: list[Host] | None = None
 ) -> RunResult:
     """One run in its own subprocess(es); always returns a result, a failure row if it did not finish.
 

@@ -30,8 +30,7 @@ DENSENET_BOTTLENECK = 4
 
 def conv_bn(in_channels: int, out_channels: int, ksize: int, stride: int = 1, pad: int = 0) -> chainer.Sequential:
     return chainer.Sequential(
-        L.Convolution2D(in_channels, out_channels, ksize, stride, pad, nobias=True),
-        L.BatchNormalization(out_channels),
+        L.Convolution2D(in_channels, out_channels, ksize, stride, pad, nobias=True), L.BatchNormalization(out_channels)
     )
 
 

@@ -136,14 +136,7 @@ class JaxDataParallelTrainer(Adapter):
             # directly would hand back gradients already summed over the devices.
             local = jax.lax.pcast(trainable, BATCH_AXIS, to="varying")
             (_, (loss, _, non_trainable, _)), grads = grad_fn(
-                local,
-                non_trainable,
-                metrics,
-                images,
-                labels,
-                None,
-                training=True,
-                optimizer_variables=optimizer_state,
+                local, non_trainable, metrics, images, labels, None, training=True, optimizer_variables=optimizer_state
             )
             # The moving batch-norm statistics are averaged too, so the replicas stay identical.
             grads, non_trainable, loss = jax.lax.pmean((grads, non_trainable, loss), BATCH_AXIS)

@@ -430,3 +430,17 @@ def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
     summary = pd.read_csv(folder / "summary.csv").set_index("run_id")
     assert summary.loc[run_ids[2], "breakdown_idle"] == 0.25 and summary.loc[run_ids[2], "bottleneck"] == "idle"
     assert set(LABELS) == set(COLORS) == set(READINGS) == set(CPU_READINGS) == set(CATEGORIES)
+
+
+def test_a_run_folder_written_before_the_layout_change_still_reports(tmp_path):
+    """A compare's folder from before the runner layer, the adapter contract and the breakdown
+    (rows without the fields added since; the fake framework's crash row among them)."""
+    folder = tmp_path / "old"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "run-folder-before-layout", folder)
+    done = mgbench("report", str(folder))
+    assert done.returncode == 0, done.stderr
+    html = (folder / "report.html").read_text()
+    assert "fake-steady-2cpu" in html and "fake adapter crashed on purpose" in html
+    data = load_run_folder(folder)
+    assert list(data.frame.status) == ["ok", "ok", "failed", "failed"]
+    assert data.frame.set_index("run_id").loc["fake-steady-2cpu", "speedup"] > 0

@@ -15,6 +15,7 @@ from conftest import cli_env, mgbench, read_rows
 from mgbench.common.config import RunConfig
 from mgbench.common.results import RunResult
 from mgbench.reports.summary import results_frame
+from mgbench.runner.orchestrator import failure_cause
 
 FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", "--model", "tiny", "--steps", "4"]
 
@@ -172,3 +173,32 @@ def test_sigterm_leaves_no_launcher_and_no_launcher_files(tmp_path):
     alive = [p for p in os.popen("ps -eo args").read().splitlines() if str(out) in p]
     assert alive == []
     assert os.listdir(scratch) == []
+
+
+DATALOADER_FAILURE = """$ python -m torch.distributed.run --standalone --nproc-per-node=1 -m mgbench.worker --config c.json
+mgbench: error: Caught UsageError in DataLoader worker process 0.
+Original Traceback (most recent call last):
+  File "mgbench/datasets/images.py", line 40, in open_image
+    raise UsageError(f"cannot decode image {path}: {error}") from None
+mgbench.common.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated
+
+E1123 torch/distributed/elastic/multiprocessing/api.py: failed (exitcode: 2)
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+"""
+
+
+def test_the_cause_is_the_workers_own_error_not_the_one_relaying_it():
+    assert failure_cause(DATALOADER_FAILURE, 1) == (
+        "mgbench.common.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated"
+    )
+    assert (
+        failure_cause(
+            "[1]<stderr>:ValueError: bad shard\nRuntimeError: Horovod detected that one or more processes exited", 1
+        )
+        == "ValueError: bad shard"
+    )
+    assert (
+        failure_cause("mgbench: error: gluon trains in fp32 only, not bf16\n", 2)
+        == "gluon trains in fp32 only, not bf16"
+    )
+    assert failure_cause("Segmentation fault\n", 139) == "exit code 139"

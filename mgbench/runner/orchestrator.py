@@ -62,8 +62,14 @@ CAUSE_PATTERN = re.compile(
 (with a launcher's rank prefix such as `[0]<stderr>:` stripped)."""
 
 
-LAUNCHER_WRAPPERS = ("ChildFailedError", "Horovod detected that one or more processes exited", "CalledProcessError")
-"""Errors the launchers raise about a worker that failed: they name no cause of their own."""
+WRAPPERS = (
+    "ChildFailedError",
+    "Horovod detected that one or more processes exited",
+    "CalledProcessError",
+    "in DataLoader worker process",
+)
+"""Errors that only relay another (a launcher about its worker, a DataLoader about its worker
+process): they name no cause of their own, which appears further down the log."""
 
 
 def failure_cause(log: str, returncode: int | None) -> str:
@@ -72,7 +78,7 @@ def failure_cause(log: str, returncode: int | None) -> str:
     causes = [
         match.group(1)
         for line in log.splitlines()
-        if (match := CAUSE_PATTERN.match(line.strip())) and not any(w in line for w in LAUNCHER_WRAPPERS)
+        if (match := CAUSE_PATTERN.match(line.strip())) and not any(w in line for w in WRAPPERS)
     ]
     own = [cause for cause in causes if cause.startswith("mgbench: error: ")]
     if own:

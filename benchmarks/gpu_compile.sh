@@ -2,21 +2,21 @@
 # --compile on the device machine's GPUs, from the repo root (writes under $OUT). Per model, one
 # compare runs PyTorch ddp compiled (torch.compile in MODE) and keras-jax jax-shard-map (always
 # XLA) on 1 and N GPUs; a second runs PyTorch ddp eager on the same machine (EAGER=0 skips it).
-# Uses the machine's python3 (PyTorch, JAX with CUDA); Keras wheels as for gpu_keras_jax.sh.
+# Uses the machine's python3 (PyTorch, JAX with CUDA) and the carried Keras wheels (gpu_env.sh);
+# a call on a machine still warm from an earlier one starts its folders afresh.
 # MODE is a torch.compile mode (reduce-overhead: CUDA graphs); XLA has only `default`, so other
 # modes make keras-jax's rows `unsupported`. Inductor caches compiled graphs on disk, so a model's
 # second run may compile from the first's cache: COLD=1 switches the caches off, so every row's
 # compile_seconds is a compile from scratch. Scale with MODELS, STEPS, BATCH.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}
-. benchmarks/keras_wheels.sh
+source benchmarks/gpu_env.sh
 [ -n "${COLD:-}" ] && export TORCHINDUCTOR_FORCE_DISABLE_CACHES=1
 command -v "${CC:-cc}" >/dev/null || command -v gcc >/dev/null || echo "no C compiler: Triton needs one (set CC) to build its launchers"
 N=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 python3 -c 'import torch, jax; print("torch", torch.__version__, "cuda", torch.version.cuda, "jax", jax.__version__)'
 JOB="--precision bf16 --data-format channels_last --batch-per-gpu ${BATCH:-128} --steps ${STEPS:-60} --gpus 1,$N"
 for model in ${MODELS:-resnet50 densenet121}; do
+  rm -rf runs/compile-$model runs/eager-$model
   python3 -m mgbench compare --frameworks pytorch,keras-jax $JOB --model $model --compile ${MODE:-default} \
     --out runs/compile-$model 2>&1 | grep -E "│ |rror"
   [ "${EAGER:-1}" = 1 ] && python3 -m mgbench compare --frameworks pytorch $JOB --model $model \

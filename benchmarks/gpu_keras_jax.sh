@@ -6,9 +6,7 @@
 # already on the GPUs (the compute-only ceiling). Scale with MODELS, STEPS, BATCH; XLA_FLAGS
 # passes through.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}
-. benchmarks/keras_wheels.sh
+source benchmarks/gpu_env.sh
 N=$(python3 -c 'import jax; print(len(jax.devices("gpu")))')
 KERAS_BACKEND=jax python3 -c 'import jax, jaxlib, keras; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, "keras", keras.__version__)'
 JOB="--frameworks keras-jax --precision bf16 --data-format channels_last --batch-per-gpu ${BATCH:-128} --steps ${STEPS:-60} --timeout 400"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,13 @@ import pandas as pd
 import pytest
 
 TESTS = Path(__file__).resolve().parent
+
+
+def interruptible() -> None:
+    """Popen's preexec_fn for a child to be interrupted: SIGINT back to its default, which the
+    child's Python turns into KeyboardInterrupt, as in a terminal. (A shell's background job,
+    and so a test run started as one, passes SIGINT on ignored.)"""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli_env(**extra: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import psutil
 import pytest
-from conftest import cli_env, mgbench
+from conftest import cli_env, interruptible, mgbench
 from PIL import Image
 from test_datasets import nih_rows, write_nih
 
@@ -158,6 +158,7 @@ def test_double_ctrl_c_stops_at_once_with_no_label_file_and_no_workers_left(tmp_
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=interruptible,
     )
     try:
         deadline = time.monotonic() + 30

@@ -11,7 +11,7 @@ import time
 import pandas as pd
 import psutil
 import pytest
-from conftest import cli_env, mgbench, read_rows
+from conftest import cli_env, interruptible, mgbench, read_rows
 from fakefw import OOM_ABOVE_BATCH
 
 
@@ -105,6 +105,7 @@ def test_interrupt_keeps_finished_rows_and_marks_the_running_one(tmp_path, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     slow_log = out / "logs" / "fake-slow-1cpu.log"
     deadline = time.monotonic() + 60

@@ -160,8 +160,10 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
     else:
         check_device_counts(counts, base.device_kind)
     strategies = _split(args.strategies)
-    plan_runs(base, [name for name, _ in expanded], strategies, counts, args.scaling)
-    check_dataset(base.dataset, [base.with_changes(devices=count) for count in counts])
+    # Names, strategies and batch splits checked, and the dataset against every planned batch,
+    # before the installation probes start a process per framework.
+    validated = plan_runs(base, [name for name, _ in expanded], strategies, counts, args.scaling)
+    check_dataset(base.dataset, [run.config for run in validated])
     names, reasons = installation_reasons(expanded, console)
     runs = plan_runs(base, names, strategies, counts, args.scaling, data_format_given(args), reasons)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -153,6 +153,10 @@ class FrameworkSpec:
     capabilities: Capabilities = Capabilities()
     required_commands: tuple[str, ...] = ()
     """Programs the strategies need on PATH besides the Python packages (e.g. `mpiexec`)."""
+    packages_from: str | None = None
+    """A framework whose environment's packages this one sees beneath its own (a `.pth` line), so
+    the pins both hold are installed once: torch with its CUDA libraries is about 6 GB per copy.
+    Pins the lower environment does not satisfy are installed in this one and shadow it."""
     post_install: str | None = None
     """A repo-relative script `mgbench setup` runs with the environment's interpreter after its
     requirements, for what PyPI has no wheel of (e.g. Horovod, built against the installed torch)."""
@@ -272,6 +276,7 @@ HOROVOD = FrameworkSpec(
     ),
     import_names=("horovod", "torch", "torchvision"),
     environment="horovod",
+    packages_from="pytorch",
     install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
     post_install="scripts/build_horovod.sh",
     capabilities=Capabilities(real_data=True, profiler="torch.profiler", compiler=TORCH_COMPILE),
@@ -365,6 +370,7 @@ KERAS_TORCH = FrameworkSpec(
     ),
     import_names=("keras", "torch"),
     environment="keras-torch",
+    packages_from="pytorch",
     install_hint="make env-keras-torch (or: pip install -r requirements/keras-torch.txt)",
     environment_variables=torch_variables,
     default_strategies=("ddp",),

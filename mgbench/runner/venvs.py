@@ -6,7 +6,8 @@ itself. Checks run in the framework's interpreter, by import spec only, never im
 
 An environment whose sdists need pinned build tools (Chainer's setup.py needs an old setuptools)
 gets them from `requirements/<env>-build-constraints.txt`. Built wheels land in pip's wheel
-cache, so rebuilding an environment does not build them again.
+cache, so rebuilding an environment does not build them again. An environment whose framework
+names `packages_from` sees that framework's packages beneath its own, so torch is installed once.
 """
 
 from __future__ import annotations
@@ -101,6 +102,46 @@ def pip_environment(spec: FrameworkSpec) -> dict[str, str]:
     return env
 
 
+_SITE_PATHS = """
+import json, sys, sysconfig
+paths = sysconfig.get_paths()
+print(json.dumps({"version": list(sys.version_info[:2]), "site": sorted({paths["purelib"], paths["platlib"]})}))
+"""
+
+LAYER_FILE = "mgbench-packages-from.pth"
+
+
+def site_packages(interpreter: str) -> tuple[tuple[int, int], list[str]]:
+    """An interpreter's Python version and its site-packages folders."""
+    completed = subprocess.run([interpreter, "-c", _SITE_PATHS], capture_output=True, text=True, check=True)
+    found = json.loads(completed.stdout)
+    return tuple(found["version"]), found["site"]
+
+
+def layer_environment(spec: FrameworkSpec, interpreter: str) -> list[str]:
+    """Put the packages of `spec.packages_from`'s environment beneath this new one.
+
+    A `.pth` line appends them to `sys.path` after the environment's own site-packages, so pip
+    counts what they hold as installed and what this environment installs itself shadows them.
+    Only an interpreter of the same Python version can share compiled packages; any other is
+    left out and the pins are installed here. Returns the folders added.
+    """
+    if spec.packages_from is None:
+        return []
+    lower = interpreter_for(registered()[spec.packages_from])
+    lower_version, lower_sites = site_packages(lower)
+    version, sites = site_packages(interpreter)
+    if lower_version != version:
+        print(
+            f"{spec.name}: {lower} is Python {lower_version}, not {version}: installing its own packages",
+            file=sys.stderr,
+        )
+        return []
+    shared = [site for site in lower_sites if site not in sites]
+    Path(sites[0], LAYER_FILE).write_text("".join(f"{site}\n" for site in shared))
+    return shared
+
+
 def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
     """Build `.venvs/<env>` from the requirements file plus mgbench; returns its interpreter.
 
@@ -112,15 +153,17 @@ def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
         raise UsageError(f"no requirements file for {spec.name}: {requirements}")
     target = venvs_dir() / spec.environment
     interpreter = str(environment_python(spec))
-    steps = [
-        [python or sys.executable, "-m", "venv", str(target)],
-        [interpreter, "-m", "pip", "install", "-r", str(requirements), "-e", str(project_root())],
-    ]
-    if spec.post_install:
-        steps.append([str(project_root() / spec.post_install), interpreter])
     env = pip_environment(spec)
-    for step in steps:
-        print("$", " ".join(step), file=sys.stderr, flush=True)
-        if subprocess.run(step, env=env).returncode != 0:
-            raise UsageError(f"setting up {spec.name} failed at: {' '.join(step)}")
+    run_step([python or sys.executable, "-m", "venv", str(target)], spec, env)
+    for shared in layer_environment(spec, interpreter):
+        print(f"{spec.name}: packages already in {shared} are used from there", file=sys.stderr, flush=True)
+    run_step([interpreter, "-m", "pip", "install", "-r", str(requirements), "-e", str(project_root())], spec, env)
+    if spec.post_install:
+        run_step([str(project_root() / spec.post_install), interpreter], spec, env)
     return environment_python(spec)
+
+
+def run_step(step: list[str], spec: FrameworkSpec, env: dict[str, str]) -> None:
+    print("$", " ".join(step), file=sys.stderr, flush=True)
+    if subprocess.run(step, env=env).returncode != 0:
+        raise UsageError(f"setting up {spec.name} failed at: {' '.join(step)}")

@@ -1,0 +1,73 @@
+"""Framework environments layered on another's packages (`FrameworkSpec.packages_from`).
+
+torch with its CUDA libraries takes about 6 GB; keras-torch and horovod see the pytorch
+environment's copy beneath their own instead of installing it again, which keeps `make test`'s
+environments within a CI machine's disk.
+"""
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import framework_python
+
+from mgbench.frameworks.registry import registered
+from mgbench.runner.launch import VENVS_ENV, environment_python
+from mgbench.runner.venvs import LAYER_FILE, layer_environment, site_packages
+
+SHOW_ORIGIN = "import marker; print(marker.ORIGIN)"
+
+
+def bare_environment(spec) -> str:
+    interpreter = environment_python(spec)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(interpreter.parent.parent)], check=True)
+    return str(interpreter)
+
+
+def put_marker(interpreter: str, origin: str) -> None:
+    _, sites = site_packages(interpreter)
+    Path(sites[0], "marker.py").write_text(f"ORIGIN = {origin!r}\n")
+
+
+def origin_seen(interpreter: str) -> str:
+    return subprocess.run([interpreter, "-c", SHOW_ORIGIN], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_layered_environment_sees_the_lower_packages_and_shadows_them_with_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv(VENVS_ENV, str(tmp_path))
+    lower_spec = registered()["pytorch"]
+    upper_spec = dataclasses.replace(registered()["keras-torch"], environment="upper", packages_from="pytorch")
+    lower, upper = bare_environment(lower_spec), bare_environment(upper_spec)
+    put_marker(lower, "lower")
+
+    added = layer_environment(upper_spec, upper)
+
+    assert added == site_packages(lower)[1]
+    assert origin_seen(upper) == "lower"
+    put_marker(upper, "upper")
+    assert origin_seen(upper) == "upper"
+    assert origin_seen(lower) == "lower"
+
+
+def test_an_environment_without_packages_from_gets_no_layer(tmp_path, monkeypatch):
+    monkeypatch.setenv(VENVS_ENV, str(tmp_path))
+    spec = dataclasses.replace(registered()["gluon"], environment="alone", packages_from=None)
+    interpreter = bare_environment(spec)
+
+    assert layer_environment(spec, interpreter) == []
+    assert not any(Path(site, LAYER_FILE).exists() for site in site_packages(interpreter)[1])
+
+
+def test_keras_torch_uses_the_pytorch_environments_torch_rather_than_a_copy():
+    own = Path(framework_python("keras-torch")).parent.parent.resolve()
+    lower = Path(framework_python("pytorch")).parent.parent.resolve()
+    torch_file = subprocess.run(
+        [framework_python("keras-torch"), "-c", "import torch; print(torch.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+    assert Path(torch_file).resolve().is_relative_to(lower)
+    assert not Path(torch_file).resolve().is_relative_to(own)

@@ -14,7 +14,7 @@ from mgbench.cli.options import AUTO_PROFILE_STEPS, profile_option, profile_step
 from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
-from mgbench.common.profiling import OpTime, summarise_ops, xla_trace_op_times
+from mgbench.common.profiling import OpTime, self_time_ops, summarise_ops, xla_trace_op_times
 from mgbench.common.trace_events import STEP_MARK, xla_device_events
 
 OPS = [
@@ -24,6 +24,29 @@ OPS = [
     OpTime("Memcpy HtoD (Pinned -> Device)", 0.1, 2),
     OpTime("aten::copy_", 0.05, 6),
 ]
+
+
+def test_self_time_subtracts_nested_ops_on_their_own_line_only():
+    spans = [
+        ("thread 1", 0.0, 10.0, "step"),
+        ("thread 1", 1.0, 4.0, "conv"),
+        ("thread 1", 2.0, 3.0, "copy"),
+        ("thread 1", 5.0, 7.0, "conv"),
+        ("thread 1", 9.0, 12.0, "spill"),
+        ("thread 2", 1.0, 6.0, "allreduce"),
+        ("stream 7", 0.5, 1.5, "kernel"),
+        ("stream 7", 1.5, 2.0, "kernel"),
+    ]
+    ops = {op.name: (op.self_seconds, op.calls) for op in self_time_ops(spans)}
+
+    assert ops == {
+        "step": (pytest.approx(10 - 3 - 2 - 1), 1),
+        "conv": (pytest.approx(3 - 1 + 2), 2),
+        "copy": (pytest.approx(1), 1),
+        "spill": (pytest.approx(3), 1),
+        "allreduce": (pytest.approx(5), 1),
+        "kernel": (pytest.approx(1.5), 2),
+    }
 
 
 def test_summary_splits_communication_and_input_copies():
@@ -216,3 +239,22 @@ def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_t
         assert times.compute > 0 and times.to_dict() == pytest.approx(kept["devices"]["cpu"]["seconds"])
     assert rows.loc[2, "breakdown"] == pytest.approx(mean_shares(d["shares"] for d in merged["devices"].values()))
     assert "(CPU trace)" in (out / "summary.md").read_text()
+
+
+def test_torch_op_summary_agrees_with_torchs_own_self_times():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    from mgbench.frameworks.torch.profiler import op_spans
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(144, 2))
+    batch = torch.randn(2, 3, 8, 8)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+        for _ in range(2):
+            with torch.profiler.record_function(STEP_MARK):
+                model(batch).sum().backward()
+    ours = {
+        op.name: op.self_seconds for op in self_time_ops(op_spans(profiler.profiler.kineto_results.events(), False))
+    }
+    theirs = {event.key: event.self_cpu_time_total / 1e6 for event in profiler.key_averages()}
+
+    assert set(ours) == set(theirs) and "aten::convolution" in ours
+    assert ours == pytest.approx(theirs, abs=1e-4)

@@ -23,7 +23,7 @@ adapter on one profiler counts its time the same way.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
@@ -51,6 +51,32 @@ def xla_trace_op_times(trace: dict[str, Any]) -> tuple[list[OpTime], str]:
             seconds[event["name"]] += event["dur"] / 1e6
             calls[event["name"]] += 1
     return [OpTime(name, seconds[name], calls[name]) for name in seconds], xla_clock(by_device)
+
+
+def self_time_ops(spans: Iterable[tuple[Hashable, float, float, str]]) -> list[OpTime]:
+    """Self time and calls per op name from timed spans `(line, start, end, name)`.
+
+    Spans on one line (a host thread) nest: an op's self time is its length less the parts of
+    it its nested ops cover, so an operator that calls others is not counted twice. Device
+    kernels, which do not nest, come out as their own lengths when each stream is its line.
+    """
+    seconds: dict[str, float] = defaultdict(float)
+    calls: dict[str, int] = defaultdict(int)
+    by_line: dict[Hashable, list[tuple[float, float, str]]] = defaultdict(list)
+    for line, start, end, name in spans:
+        by_line[line].append((start, end, name))
+    for line_spans in by_line.values():
+        open_spans: list[tuple[float, str]] = []
+        for start, end, name in sorted(line_spans, key=lambda span: (span[0], -span[1])):
+            while open_spans and open_spans[-1][0] <= start:
+                open_spans.pop()
+            if open_spans:
+                parent_end, parent = open_spans[-1]
+                seconds[parent] -= min(end, parent_end) - start
+            seconds[name] += end - start
+            calls[name] += 1
+            open_spans.append((end, name))
+    return [OpTime(name, seconds[name], calls[name]) for name in seconds]
 
 
 def summarise_ops(ops: list[OpTime], steps: int, trace: Path, clock: str) -> dict[str, Any]:

@@ -46,6 +46,21 @@ def read_rows(folder: Path) -> pd.DataFrame:
     return pd.read_json(folder / "results.jsonl", lines=True)
 
 
+def tiny_job(
+    steps: int, *, batch: int | None = None, image_size: int | None = None, device: str | None = None
+) -> list[str]:
+    """`--model tiny` and the options sizing its job: the job the CLI tests run, so that each run takes
+    seconds. An option left None is not passed, so the CLI's default holds."""
+    options = {
+        "--device": device,
+        "--model": "tiny",
+        "--image-size": image_size,
+        "--batch-per-gpu": batch,
+        "--steps": steps,
+    }
+    return [item for option, value in options.items() if value is not None for item in (option, str(value))]
+
+
 def profiled_two_cpu_compare(out: Path, framework: str, strategy: str, timeout: float = 600) -> pd.DataFrame:
     """`compare` on 1 and 2 CPU devices (tiny model, 32 px, 4 timed steps) with `--profile 2`
     into `out`; its rows, indexed by device count."""
@@ -57,16 +72,7 @@ def profiled_two_cpu_compare(out: Path, framework: str, strategy: str, timeout: 
         strategy,
         "--gpus",
         "2",
-        "--device",
-        "cpu",
-        "--model",
-        "tiny",
-        "--image-size",
-        "32",
-        "--batch-per-gpu",
-        "4",
-        "--steps",
-        "4",
+        *tiny_job(4, batch=4, image_size=32, device="cpu"),
         "--profile",
         "2",
         "--out",
@@ -95,6 +101,27 @@ def run_name(
     return "-".join([framework, strategy, f"{gpus}x{batch}", f"lr{lr}", f"{steps}steps", device, *_options(job)[1::2]])
 
 
+def state_run_args(
+    state: Path, framework: str, strategy: str, gpus: int, batch: int, lr: float, steps: int = 1, device: str = "cpu"
+) -> list[str]:
+    """`mgbench run`'s arguments for the run `saved_state` makes, writing its weights to `state`: a test that
+    starts the same run under a launcher of its own compares its weights with saved_state's."""
+    return [
+        "run",
+        "--framework",
+        framework,
+        "--strategy",
+        strategy,
+        "--gpus",
+        str(gpus),
+        *tiny_job(steps, batch=batch, device=device),
+        "--lr",
+        str(lr),
+        "--save-state",
+        str(state),
+    ]
+
+
 def saved_state(
     folder: Path,
     framework: str,
@@ -117,26 +144,8 @@ def saved_state(
     path = folder / f"{name}.npz"
     if not path.exists():
         done = mgbench(
-            "run",
-            "--framework",
-            framework,
-            "--strategy",
-            strategy,
-            "--gpus",
-            str(gpus),
-            "--model",
-            "tiny",
-            "--batch-per-gpu",
-            str(batch),
-            "--steps",
-            str(steps),
-            "--lr",
-            str(lr),
-            "--device",
-            device,
+            *state_run_args(path, framework, strategy, gpus, batch, lr, steps, device),
             *options,
-            "--save-state",
-            str(path),
             "--out",
             str(folder / name),
         )
@@ -144,19 +153,10 @@ def saved_state(
     return load_state(path)
 
 
-def run_row(
-    folder: Path,
-    framework: str,
-    strategy: str,
-    gpus: int,
-    batch: int,
-    lr: float,
-    steps: int = 1,
-    device: str = "cpu",
-    **job: str,
-) -> pd.Series:
-    """The result row of a run `saved_state` made."""
-    return read_rows(folder / run_name(framework, strategy, gpus, batch, lr, steps, device, **job)).iloc[0]
+def run_row(folder: Path, *run: Any, **job: Any) -> pd.Series:
+    """The result row of the run `saved_state(folder, *run, **job)` made: it takes the same arguments,
+    which `run_name` turns into that run's folder."""
+    return read_rows(folder / run_name(*run, **job)).iloc[0]
 
 
 def assert_compiled_equals_eager(

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import mgbench
+from conftest import mgbench, tiny_job
 
 from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
 from mgbench.common.config import RunConfig
@@ -95,10 +95,7 @@ def test_compare_reuses_bandwidth_json_in_the_run_folder(tmp_path):
         "steady",
         "--gpus",
         "2",
-        "--model",
-        "tiny",
-        "--steps",
-        "6",
+        *tiny_job(6),
         "--bandwidth",
         "--out",
         str(out),

@@ -3,7 +3,7 @@
 import json
 
 import pandas as pd
-from conftest import mgbench, read_rows
+from conftest import mgbench, read_rows, tiny_job
 
 
 def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
@@ -16,12 +16,7 @@ def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
         "steady,crash,hang,oom",
         "--gpus",
         "2",
-        "--model",
-        "tiny",
-        "--batch-per-gpu",
-        "2",
-        "--steps",
-        "20",
+        *tiny_job(20, batch=2),
         "--timeout",
         "10",
         "--out",
@@ -70,12 +65,7 @@ def test_strong_scaling_splits_the_global_batch(tmp_path):
         "1,2",
         "--scaling",
         "strong",
-        "--batch-per-gpu",
-        "8",
-        "--model",
-        "tiny",
-        "--steps",
-        "12",
+        *tiny_job(12, batch=8),
         "--out",
         str(out),
     )

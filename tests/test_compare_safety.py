@@ -10,14 +10,14 @@ import sys
 import time
 
 import pytest
-from conftest import cli_env, mgbench, read_rows
+from conftest import cli_env, mgbench, read_rows, tiny_job
 
 from mgbench.common.config import RunConfig
 from mgbench.common.results import RunResult
 from mgbench.reports.summary import results_frame
 from mgbench.runner.orchestrator import failure_cause
 
-FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", "--model", "tiny", "--steps", "4"]
+FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", *tiny_job(4)]
 
 
 def one_line_error(done) -> str:
@@ -58,22 +58,7 @@ def test_values_that_would_make_every_row_meaningless_are_refused(tmp_path, opti
 def test_resume_takes_a_new_timeout_and_skips_a_torn_last_line(tmp_path):
     out = tmp_path / "resume"
     first = mgbench(
-        "compare",
-        "--frameworks",
-        "fake",
-        "--strategies",
-        "steady,flaky",
-        "--gpus",
-        "1",
-        "--model",
-        "tiny",
-        "--steps",
-        "4",
-        "--timeout",
-        "60",
-        "--out",
-        str(out),
-        FAKE_FAIL="1",
+        "compare", *FAKE_JOB, "--strategies", "steady,flaky", "--timeout", "60", "--out", str(out), FAKE_FAIL="1"
     )
     assert first.returncode == 1
     with (out / "results.jsonl").open("a") as results:
@@ -94,21 +79,7 @@ def test_resume_of_a_cut_short_plan_is_one_line(tmp_path):
 
 def test_a_failed_row_starts_with_its_cause(tmp_path):
     out = tmp_path / "crash"
-    done = mgbench(
-        "compare",
-        "--frameworks",
-        "fake",
-        "--strategies",
-        "crash",
-        "--gpus",
-        "1",
-        "--model",
-        "tiny",
-        "--steps",
-        "4",
-        "--out",
-        str(out),
-    )
+    done = mgbench("compare", *FAKE_JOB, "--strategies", "crash", "--out", str(out))
     assert done.returncode == 1
     error = read_rows(out).iloc[0].error
     assert error.splitlines()[0] == "RuntimeError: fake adapter crashed on purpose (exit code 1)"
@@ -145,16 +116,7 @@ def test_sigterm_leaves_no_launcher_and_no_launcher_files(tmp_path):
             "pytorch",
             "--gpus",
             "2",
-            "--device",
-            "cpu",
-            "--model",
-            "tiny",
-            "--image-size",
-            "32",
-            "--batch-per-gpu",
-            "4",
-            "--steps",
-            "100000",
+            *tiny_job(100000, batch=4, image_size=32, device="cpu"),
             "--out",
             str(out),
         ],

@@ -8,7 +8,7 @@ more than the two differ.
 import json
 
 import pytest
-from conftest import assert_two_devices_equal_one, framework_python, mgbench, run_in
+from conftest import assert_two_devices_equal_one, framework_python, mgbench, run_in, tiny_job
 
 ONE_STEP_ON_TWO_CONTEXTS = """
 import json
@@ -50,14 +50,7 @@ def test_compare_uses_the_gluon_environment_and_reports_nccl_on_cpu_unsupported(
         "nccl",
         "--gpus",
         "2",
-        "--model",
-        "tiny",
-        "--batch-per-gpu",
-        "2",
-        "--steps",
-        "2",
-        "--device",
-        "cpu",
+        *tiny_job(2, batch=2, device="cpu"),
         "--out",
         str(tmp_path / "c"),
     )

@@ -13,7 +13,7 @@ and the step must move the weights far more than those differences. The GPU test
 import subprocess
 
 import pytest
-from conftest import assert_two_devices_equal_one, cli_env, load_state, max_difference, saved_state
+from conftest import assert_two_devices_equal_one, cli_env, load_state, max_difference, saved_state, state_run_args
 
 from mgbench.common.devices import visible_gpus
 from mgbench.frameworks.registry import framework_spec
@@ -78,31 +78,7 @@ def test_two_host_names_for_this_machine_make_two_nodes():
 def test_two_hosts_on_localhost_equal_one_process(tmp_path, single):
     """`horovodrun -H` over the two 'nodes', one process each, `mgbench run` started by hand."""
     state = tmp_path / "hosts.npz"
-    horovodrun(
-        *TWO_HOSTS,
-        str(PYTHON),
-        "-m",
-        "mgbench",
-        "run",
-        "--framework",
-        "horovod",
-        "--strategy",
-        "hvd",
-        "--gpus",
-        "2",
-        "--device",
-        "cpu",
-        "--model",
-        "tiny",
-        "--batch-per-gpu",
-        "4",
-        "--steps",
-        "1",
-        "--lr",
-        str(LR),
-        "--save-state",
-        str(state),
-    )
+    horovodrun(*TWO_HOSTS, str(PYTHON), "-m", "mgbench", *state_run_args(state, "horovod", "hvd", 2, 4, LR))
     assert max_difference(single, load_state(state)) < 1e-6
 
 

@@ -50,21 +50,23 @@ def keras_probe_python():
     pytest.skip("no Keras environment: run `make env-keras-jax` or `make env-keras`")
 
 
+def probe_finding(python: Path | str, script: str, env: dict[str, str], timeout: float) -> dict:
+    """Run a probe script of tests/ in a Keras environment: it prints what it found as JSON on its last line,
+    after whatever Keras and its backend print."""
+    done = subprocess.run(
+        [str(python), os.path.join(TESTS, script)], capture_output=True, text=True, env=env, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_the_keras_parameter_offsets_are_resnet_biases_and_inception_gammas():
     """The registry's Keras offsets from the catalogue's torchvision counts are exactly ResNet-50's
     convolution biases and Inception-v3's missing batch-norm scales (the contract test checks
     the counts themselves for every Keras adapter)."""
     python, backend = keras_probe_python()
     env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
-    done = subprocess.run(
-        [str(python), os.path.join(TESTS, "keras_parameter_probe.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = probe_finding(python, "keras_parameter_probe.py", env, timeout=600)
     offsets = framework_spec("keras-jax").capabilities.parameter_offsets
     assert offsets == {
         "resnet50": found["resnet50_conv_biases"],
@@ -175,15 +177,7 @@ def test_jax_dp_normalises_over_the_global_batch_and_shard_map_over_each_device(
         PYTHONPATH=ROOT,
         XLA_FLAGS="--xla_force_host_platform_device_count=2",
     )
-    done = subprocess.run(
-        [str(python), os.path.join(TESTS, "keras_jax_batchnorm_probe.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = probe_finding(python, "keras_jax_batchnorm_probe.py", env, timeout=900)
     split_effect = found["whole_vs_mean_of_halves"]
     assert split_effect > 0.1
     assert found["jax-dp_vs_whole"] < split_effect / 20

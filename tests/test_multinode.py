@@ -6,7 +6,7 @@ import os
 
 import pandas as pd
 import pytest
-from conftest import mgbench
+from conftest import mgbench, tiny_job
 
 from mgbench.common.errors import UsageError
 from mgbench.runner.hosts import Host, expand_nodelist, parse_hosts, resolve_hosts, slurm_hosts
@@ -107,16 +107,7 @@ def test_compare_over_two_local_hosts_runs_ddp_across_them(tmp_path):
         "localhost:1,127.0.0.1:1",
         "--gpus",
         "2",
-        "--device",
-        "cpu",
-        "--model",
-        "tiny",
-        "--image-size",
-        "32",
-        "--batch-per-gpu",
-        "4",
-        "--steps",
-        "4",
+        *tiny_job(4, batch=4, image_size=32, device="cpu"),
         "--timeout",
         "180",
         "--out",

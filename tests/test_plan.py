@@ -6,7 +6,7 @@ registry's real entries, so the rules are checked without any framework installe
 
 import pandas as pd
 import pytest
-from conftest import mgbench, read_rows
+from conftest import mgbench, read_rows, tiny_job
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
@@ -43,14 +43,9 @@ def test_unsupported_and_not_installed_runs_become_rows_without_launching(tmp_pa
         "all",
         "--gpus",
         "2",
-        "--model",
-        "tiny",
+        *tiny_job(4, batch=2),
         "--precision",
         "bf16",
-        "--batch-per-gpu",
-        "2",
-        "--steps",
-        "4",
         "--out",
         str(out),
         MGBENCH_PLUGINS=PLUGINS,
@@ -75,12 +70,7 @@ def test_a_missing_framework_leaves_the_others_running(tmp_path):
         "absent,fake",
         "--gpus",
         "2",
-        "--model",
-        "tiny",
-        "--batch-per-gpu",
-        "2",
-        "--steps",
-        "6",
+        *tiny_job(6, batch=2),
         "--out",
         str(out),
         MGBENCH_PLUGINS=PLUGINS,

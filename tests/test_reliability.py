@@ -11,7 +11,7 @@ import time
 import pandas as pd
 import psutil
 import pytest
-from conftest import cli_env, interruptible, mgbench, read_rows
+from conftest import cli_env, interruptible, mgbench, read_rows, tiny_job
 from fakefw import OOM_ABOVE_BATCH
 
 
@@ -25,12 +25,7 @@ def test_oom_retries_with_halved_batch_and_the_compare_goes_on(tmp_path):
         "oom-above,steady",
         "--gpus",
         "1",
-        "--batch-per-gpu",
-        "16",
-        "--model",
-        "tiny",
-        "--steps",
-        "6",
+        *tiny_job(6, batch=16),
         "--out",
         str(out),
     )
@@ -55,12 +50,7 @@ def test_oom_at_batch_one_stays_an_oom_row(tmp_path):
         "oom",
         "--gpus",
         "1",
-        "--batch-per-gpu",
-        "2",
-        "--model",
-        "tiny",
-        "--steps",
-        "4",
+        *tiny_job(4, batch=2),
         "--out",
         str(out),
     )
@@ -94,10 +84,7 @@ def test_interrupt_keeps_finished_rows_and_marks_the_running_one(tmp_path, sig):
             "steady,slow,flaky",
             "--gpus",
             "1",
-            "--model",
-            "tiny",
-            "--steps",
-            "6",
+            *tiny_job(6),
             "--out",
             str(out),
         ],
@@ -135,10 +122,7 @@ def test_resume_skips_done_runs_and_reruns_failed_ones(tmp_path):
         "steady,flaky",
         "--gpus",
         "1",
-        "--model",
-        "tiny",
-        "--steps",
-        "6",
+        *tiny_job(6),
         "--out",
         str(out),
         FAKE_FAIL="1",

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import mgbench
+from conftest import mgbench, tiny_job
 from PIL import Image
 
 from mgbench.common.breakdown import CATEGORIES, bottleneck
@@ -317,10 +317,7 @@ def test_compare_writes_a_report_and_report_rebuilds_it_on_a_copied_folder(tmp_p
         "steady,crash",
         "--gpus",
         "2",
-        "--model",
-        "tiny",
-        "--steps",
-        "12",
+        *tiny_job(12),
         "--timeout",
         "30",
         "--out",

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import cli_env, load_state, max_difference, saved_state
+from conftest import cli_env, load_state, max_difference, saved_state, state_run_args
 
 LR = 0.5
 
@@ -45,25 +45,7 @@ def test_two_torchrun_nodes_equal_one_process_on_the_same_global_batch(tmp_path)
                 "mgbench-test",
                 "-m",
                 "mgbench",
-                "run",
-                "--framework",
-                "pytorch",
-                "--strategy",
-                "ddp",
-                "--gpus",
-                "2",
-                "--device",
-                "cpu",
-                "--model",
-                "tiny",
-                "--batch-per-gpu",
-                "4",
-                "--steps",
-                "1",
-                "--lr",
-                str(LR),
-                "--save-state",
-                str(state),
+                *state_run_args(state, "pytorch", "ddp", 2, 4, LR),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

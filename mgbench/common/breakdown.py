@@ -20,6 +20,7 @@ so that they still add to 1.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
@@ -102,9 +103,19 @@ class DeviceTimes:
 
 def clip(intervals: Iterable[Interval], window: list[Span]) -> list[Interval]:
     """The parts of `intervals` inside the window's spans (work before or after the profiled
-    steps is not theirs)."""
+    steps is not theirs). Each interval looks only at the spans from the last one starting
+    before it: a trace holds tens of thousands of intervals."""
     spans = union(window)
-    return [(s, e, kind) for start, end, kind in intervals for s, e in intersect([(start, end)], spans)]
+    starts = [start for start, _ in spans]
+    inside = []
+    for start, end, kind in intervals:
+        first = max(bisect_right(starts, start) - 1, 0)
+        for span_start, span_end in spans[first:]:
+            if span_start >= end:
+                break
+            if max(start, span_start) < min(end, span_end):
+                inside.append((max(start, span_start), min(end, span_end), kind))
+    return inside
 
 
 def device_times(intervals: Iterable[Interval], window: list[Span]) -> DeviceTimes:

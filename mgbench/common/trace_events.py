@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from mgbench.common.breakdown import COMMUNICATION, COMPUTE, HOST_TO_DEVICE, OTHER_COPY, Interval, Span
@@ -50,8 +51,10 @@ def is_communication(name: str) -> bool:
     return any(marker in lowered for marker in COMMUNICATION_MARKERS)
 
 
+@cache
 def interval_kind(name: str) -> str:
-    """What an event of this name did: a collective, an input copy, another copy, or compute."""
+    """What an event of this name did: a collective, an input copy, another copy, or compute
+    (cached: a trace repeats a few hundred names over tens of thousands of events)."""
     lowered = name.lower()
     if is_communication(name):
         return COMMUNICATION

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from mgbench.common.breakdown_record import write_rank_breakdown
 from mgbench.common.protocol import Adapter, OpTime
-from mgbench.common.trace_events import is_communication, xla_clock, xla_device_events
+from mgbench.common.trace_events import event_span, is_communication, xla_clock, xla_device_events
 
 TOP_OPS = 10
 INPUT_COPY_MARKERS = ("memcpy", "aten::copy_", "aten::to", "aten::_to_copy", "pin_memory", "htod", "dtoh")
@@ -42,15 +42,15 @@ def is_input_copy(name: str) -> bool:
 
 
 def xla_trace_op_times(trace: dict[str, Any]) -> tuple[list[OpTime], str]:
-    """Time per kernel (GPU) or XLA op (CPU) over all devices, and which clock that is."""
+    """Self time per kernel (GPU) or XLA op (CPU) over all devices, each device's line (stream or
+    host thread) apart, and which clock that is."""
     by_device = xla_device_events(trace)
-    seconds: dict[str, float] = defaultdict(float)
-    calls: dict[str, int] = defaultdict(int)
-    for events in by_device.values():
-        for event in events:
-            seconds[event["name"]] += event["dur"] / 1e6
-            calls[event["name"]] += 1
-    return [OpTime(name, seconds[name], calls[name]) for name in seconds], xla_clock(by_device)
+    spans = (
+        ((device, event.get("tid")), *event_span(event), event["name"])
+        for device, events in by_device.items()
+        for event in events
+    )
+    return self_time_ops(spans), xla_clock(by_device)
 
 
 def self_time_ops(spans: Iterable[tuple[Hashable, float, float, str]]) -> list[OpTime]:

@@ -7,7 +7,8 @@
 # MODE is a torch.compile mode (reduce-overhead: CUDA graphs); XLA has only `default`, so other
 # modes make keras-jax's rows `unsupported`. Inductor caches compiled graphs on disk, so a model's
 # second run may compile from the first's cache: COLD=1 switches the caches off, so every row's
-# compile_seconds is a compile from scratch. Scale with MODELS, STEPS, BATCH.
+# compile_seconds is a compile from scratch. Scale with MODELS, STEPS, BATCH; FRAMEWORKS and
+# EAGER_FRAMEWORKS name each compare's frameworks (keras-torch compiles too).
 set -uo pipefail
 source benchmarks/gpu_env.sh
 [ -n "${COLD:-}" ] && export TORCHINDUCTOR_FORCE_DISABLE_CACHES=1
@@ -17,9 +18,9 @@ python3 -c 'import torch, jax; print("torch", torch.__version__, "cuda", torch.v
 JOB="--precision bf16 --data-format channels_last --batch-per-gpu ${BATCH:-128} --steps ${STEPS:-60} --gpus 1,$N"
 for model in ${MODELS:-resnet50 densenet121}; do
   rm -rf runs/compile-$model runs/eager-$model
-  python3 -m mgbench compare --frameworks pytorch,keras-jax $JOB --model $model --compile ${MODE:-default} \
-    --out runs/compile-$model 2>&1 | grep -E "│ |rror"
-  [ "${EAGER:-1}" = 1 ] && python3 -m mgbench compare --frameworks pytorch $JOB --model $model \
-    --out runs/eager-$model 2>&1 | grep -E "│ |rror"
-  tar czf $OUT/compile-$model.tgz runs/compile-$model $([ -d runs/eager-$model ] && echo runs/eager-$model)
+  python3 -m mgbench compare --frameworks ${FRAMEWORKS:-pytorch,keras-jax} $JOB --model $model --compile ${MODE:-default} \
+    --out runs/compile-$model 2>&1 | grep -E "│ [a-z]|rror"
+  [ "${EAGER:-1}" = 1 ] && python3 -m mgbench compare --frameworks ${EAGER_FRAMEWORKS:-pytorch} $JOB --model $model \
+    --out runs/eager-$model 2>&1 | grep -E "│ [a-z]|rror"
+  tar czf $OUT/compile-$model.tgz --exclude="*-trace.json" runs/compile-$model $([ -d runs/eager-$model ] && echo runs/eager-$model)
 done

@@ -30,5 +30,5 @@ for model in ${MODELS:-resnet50 densenet121}; do
   python3 -m mgbench compare --frameworks horovod,pytorch --gpus 1,"$N" --model "$model" --precision bf16 \
     --data-format channels_last --batch-per-gpu "${BATCH:-128}" --steps "${STEPS:-40}" --out runs/horovod-$model 2>&1 \
     | grep -E "│ (horovod|pytorch)|rror"
-  tar czf "$OUT/horovod-$model.tgz" runs/horovod-$model
+  tar czf "$OUT/horovod-$model.tgz" --exclude="*-trace.json" runs/horovod-$model
 done

@@ -81,6 +81,8 @@ if ! compgen -G "$cache/horovod-*.whl" >/dev/null; then
     patch -d "$work/horovod-$version" -p1 --forward <"$patch_file"
     export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1
     export HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1
+    # CMake 4 (the GPU image has it) refuses the bundled gloo's cmake_minimum_required(2.8).
+    export CMAKE_POLICY_VERSION_MINIMUM=3.5
     if [[ $flavour == cpu ]]; then
         export HOROVOD_WITHOUT_GPU=1
     else

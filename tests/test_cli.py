@@ -63,3 +63,10 @@ def test_more_gpus_than_cpus_names_the_capacity():
     done = mgbench("compare", "--frameworks", "fake", "--device", "cpu", "--gpus", str((os.cpu_count() or 1) + 1))
     assert done.returncode == 2
     assert f"only {os.cpu_count()} CPU cores" in done.stderr
+
+
+@pytest.mark.parametrize("text, counts", [("4", [1, 4]), ("1", [1]), ("1,1", [1]), ("2,1,2,4", [2, 1, 4])])
+def test_device_counts_run_each_count_once(text, counts):
+    from mgbench.cli.options import parse_device_counts
+
+    assert parse_device_counts(text) == counts

@@ -14,8 +14,8 @@ from mgbench.cli.options import AUTO_PROFILE_STEPS, profile_option, profile_step
 from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
-from mgbench.common.profiling import OpTime, self_time_ops, summarise_ops, xla_trace_op_times
-from mgbench.common.trace_events import STEP_MARK, xla_device_events
+from mgbench.common.profiling import OpTime, self_time_ops, summarise_ops
+from mgbench.common.trace_events import STEP_MARK, torch_op_spans, xla_device_events, xla_op_spans
 
 OPS = [
     OpTime("aten::convolution", 0.6, 4),
@@ -96,9 +96,9 @@ def test_xla_gpu_trace_counts_each_kernel_once_per_device_on_its_streams():
         "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
         "sm90_xmma_fprop",
     ]
-    ops, clock = xla_trace_op_times(xla_gpu_trace())
+    spans, clock = xla_op_spans(xla_gpu_trace())
     assert clock == "device"
-    summary = summarise_ops(ops, 1, Path("t.json"), clock)
+    summary = summarise_ops(self_time_ops(spans), 1, Path("t.json"), clock)
     assert summary["total_self_seconds"] == pytest.approx(2 * 600e-6)
     assert summary["communication_seconds"] == pytest.approx(2 * 200e-6)
     assert {op["name"]: op["calls"] for op in summary["top_ops"]}["sm90_xmma_fprop"] == 2
@@ -115,8 +115,8 @@ def test_xla_cpu_trace_takes_the_ops_host_threads_ran_per_device_ordinal():
         ]
     }
     assert {device: len(events) for device, events in xla_device_events(trace).items()} == {"cpu:0": 1, "cpu:1": 1}
-    ops, clock = xla_trace_op_times(trace)
-    summary = summarise_ops(ops, 1, Path("t.json"), clock)
+    spans, clock = xla_op_spans(trace)
+    summary = summarise_ops(self_time_ops(spans), 1, Path("t.json"), clock)
     # XLA's element-wise broadcast is compute, not a collective.
     assert clock == "cpu" and summary["communication_seconds"] == pytest.approx(50e-6)
 
@@ -134,7 +134,7 @@ def profiling_fake(fakefw):
             self.recorded.append(("kernel", "step_kernel", start, time.perf_counter()))
 
         def profile(self, run_steps, trace_path):
-            self.recorded, before = [], self.steps_done
+            self.recorded = []
 
             @contextmanager
             def mark():
@@ -154,8 +154,7 @@ def profiling_fake(fakefw):
                 }
                 for cat, name, start, end in self.recorded
             ]
-            trace_path.write_text(json.dumps({"traceEvents": events}))
-            return [OpTime("gloo:all_reduce", 0.1 * (self.steps_done - before), 1), OpTime("step", 0.3, 1)], "cpu"
+            trace_path.write_text(json.dumps({"traceEvents": [dict(e, pid=0, tid=7) for e in events]}))
 
     return Profiling("steady")
 
@@ -168,7 +167,12 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     result = run_training(trainer, config, profile_dir=tmp_path, profiler="torch.profiler")
     assert len(result.step_seconds) == 8  # timing untouched by the window
     assert trainer.steps_done == 8 + 3  # the window's steps ran after the timed ones
-    assert result.profile["communication_share"] == pytest.approx(0.5)  # 0.3 s of all-reduce of 0.6 s
+    kernels = [end - start for cat, _, start, end in trainer.recorded if cat == "kernel"]
+    # The op summary is read from the trace the adapter wrote: its kernels, on the device clock.
+    assert result.profile["clock"] == "device" and result.profile["communication_share"] == 0
+    assert result.profile["top_ops"] == [
+        {"name": "step_kernel", "calls": 3, "self_seconds": pytest.approx(sum(kernels))}
+    ]
     assert (tmp_path / "rank0-trace.json").exists() and result.profile["trace"] == str(tmp_path / "rank0-trace.json")
     kept = json.loads((tmp_path / "rank0-breakdown.json").read_text())
     assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 3
@@ -194,6 +198,24 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
 )
 def test_profile_defaults_to_a_window_on_gpus_only(option, kind, epochs, steps):
     assert profile_steps(profile_option(option), kind, epochs) == steps
+
+
+def test_a_failing_profiler_costs_the_window_not_the_measured_run(fake_plugin, tmp_path):
+    import fakefw
+
+    class BrokenProfiler(fakefw.FakeTrainer):
+        def profile(self, run_steps, trace_path):
+            run_steps()
+            raise AttributeError("'_KinetoEvent' object has no attribute 'activity_type'")
+
+    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
+    result = run_training(BrokenProfiler("steady"), config, profile_dir=tmp_path, profiler="torch.profiler")
+    assert result.status == "ok" and len(result.step_seconds) == 6 and result.images_per_sec > 0
+    assert result.profile == {
+        "steps": 2,
+        "error": "profiler failed: AttributeError: '_KinetoEvent' object has no attribute 'activity_type'",
+    }
+    assert result.breakdown is None
 
 
 def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
@@ -241,9 +263,8 @@ def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_t
     assert "(CPU trace)" in (out / "summary.md").read_text()
 
 
-def test_torch_op_summary_agrees_with_torchs_own_self_times():
+def test_torch_op_summary_from_the_exported_trace_agrees_with_torchs_own_self_times(tmp_path):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-    from mgbench.frameworks.torch.profiler import op_spans
 
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(144, 2))
     batch = torch.randn(2, 3, 8, 8)
@@ -251,10 +272,10 @@ def test_torch_op_summary_agrees_with_torchs_own_self_times():
         for _ in range(2):
             with torch.profiler.record_function(STEP_MARK):
                 model(batch).sum().backward()
-    ours = {
-        op.name: op.self_seconds for op in self_time_ops(op_spans(profiler.profiler.kineto_results.events(), False))
-    }
+    profiler.export_chrome_trace(str(tmp_path / "trace.json"))
+    spans, clock = torch_op_spans(json.loads((tmp_path / "trace.json").read_text()))
+    ours = {op.name: op.self_seconds for op in self_time_ops(spans)}
     theirs = {event.key: event.self_cpu_time_total / 1e6 for event in profiler.key_averages()}
 
-    assert set(ours) == set(theirs) and "aten::convolution" in ours
+    assert clock == "cpu" and set(ours) == set(theirs) and "aten::convolution" in ours
     assert ours == pytest.approx(theirs, abs=1e-4)

@@ -165,7 +165,8 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
 
 
 def parse_device_counts(text: str) -> list[int]:
-    """`4` means 1 and 4 devices; `1,2,4` means exactly those."""
+    """`4` means 1 and 4 devices; `1,2,4` means exactly those, each once (a script's `1,$N` on a
+    one-GPU machine asks for one run, not two of the same row)."""
     try:
         counts = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
@@ -174,4 +175,4 @@ def parse_device_counts(text: str) -> list[int]:
         raise UsageError("--gpus is empty")
     if len(counts) == 1 and counts[0] > 1:
         counts = [1, counts[0]]
-    return counts
+    return list(dict.fromkeys(counts))

@@ -73,16 +73,22 @@ def rank_breakdown(window: TraceWindow, host_seconds: float, input_wait_seconds:
 
 
 def write_rank_breakdown(
-    profile_dir: Path, rank: int, trace: Path, profiler: str, steps: int, host_seconds: float, input_wait_seconds: float
+    profile_dir: Path,
+    rank: int,
+    trace_path: Path,
+    trace: dict[str, Any],
+    profiler: str,
+    steps: int,
+    host_seconds: float,
+    input_wait_seconds: float,
 ) -> str | None:
-    """Read this rank's trace and write its breakdown file; the reason when there is none."""
-    record: dict[str, Any] = {"rank": rank, "trace": str(trace), "profiler": profiler, "steps": steps}
+    """Write this rank's breakdown file from its loaded trace; the reason when there is none."""
+    record: dict[str, Any] = {"rank": rank, "trace": str(trace_path), "profiler": profiler, "steps": steps}
     reader = TRACE_READERS.get(profiler)
     try:
         if reader is None:
             raise ValueError(f"no trace reader for {profiler}")
-        window = reader(json.loads(trace.read_text()))
-        record.update(rank_breakdown(window, host_seconds, input_wait_seconds))
+        record.update(rank_breakdown(reader.window(trace), host_seconds, input_wait_seconds))
     except READ_ERRORS as error:
         record["error"] = f"{type(error).__name__}: {error}"
     write_json_atomically(rank_breakdown_path(profile_dir, rank), json.dumps(record))

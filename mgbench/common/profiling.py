@@ -13,15 +13,19 @@ row's `profile` field:
 
 plus `breakdown_error` where the trace could not be split into a breakdown.
 
-An adapter supports profiling with a method `profile(run_steps, trace_path) -> (ops, clock)`:
-run the callable under its framework's profiler, handing it the profiler's span marker (see
-`Adapter.profile`), write the trace, return per-op self times (`OpTime`) and which clock they
-are ("device" or "cpu"). Classifying op names is framework-neutral (`trace_events`), so every
-adapter on one profiler counts its time the same way.
+An adapter supports profiling with a method `profile(run_steps, trace_path)`: run the callable
+under its framework's profiler, handing it the profiler's span marker (see `Adapter.profile`),
+and write the trace. The trace is then read once, by its profiler's reader
+(`trace_events.TRACE_READERS`), for both the op summary and the breakdown: the exported Chrome
+trace is the profilers' public format, where their in-memory event objects change between
+versions. Classifying op names is framework-neutral, so every adapter on one profiler counts
+its time the same way. A profiler that fails leaves the run's measured steps intact: the row
+keeps them and its `profile` says why there is no window.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -30,7 +34,7 @@ from typing import Any, Protocol
 
 from mgbench.common.breakdown_record import write_rank_breakdown
 from mgbench.common.protocol import Adapter, OpTime
-from mgbench.common.trace_events import event_span, is_communication, xla_clock, xla_device_events
+from mgbench.common.trace_events import TRACE_READERS, OpSpan, is_communication
 
 TOP_OPS = 10
 INPUT_COPY_MARKERS = ("memcpy", "aten::copy_", "aten::to", "aten::_to_copy", "pin_memory", "htod", "dtoh")
@@ -41,19 +45,7 @@ def is_input_copy(name: str) -> bool:
     return not is_communication(name) and any(marker in lowered for marker in INPUT_COPY_MARKERS)
 
 
-def xla_trace_op_times(trace: dict[str, Any]) -> tuple[list[OpTime], str]:
-    """Self time per kernel (GPU) or XLA op (CPU) over all devices, each device's line (stream or
-    host thread) apart, and which clock that is."""
-    by_device = xla_device_events(trace)
-    spans = (
-        ((device, event.get("tid")), *event_span(event), event["name"])
-        for device, events in by_device.items()
-        for event in events
-    )
-    return self_time_ops(spans), xla_clock(by_device)
-
-
-def self_time_ops(spans: Iterable[tuple[Hashable, float, float, str]]) -> list[OpTime]:
+def self_time_ops(spans: Iterable[OpSpan]) -> list[OpTime]:
     """Self time and calls per op name from timed spans `(line, start, end, name)`.
 
     Spans on one line (a host thread) nest: an op's self time is its length less the parts of
@@ -133,10 +125,17 @@ def profile_window(
                 clock.step(batches)
 
     profile_dir.mkdir(parents=True, exist_ok=True)
-    trace = trace_path(profile_dir, rank)
-    ops, op_clock = trainer.profile(run_steps, trace)
-    summary = summarise_ops(ops, steps, trace, op_clock)
-    error = write_rank_breakdown(profile_dir, rank, trace, profiler, steps, sum(clock.step_seconds), sum(clock.waits))
+    path = trace_path(profile_dir, rank)
+    try:
+        trainer.profile(run_steps, path)
+        trace = json.loads(path.read_text())
+        spans, clock_name = TRACE_READERS[profiler].op_spans(trace)
+    except Exception as error:  # the window runs after the measured steps: a broken profiler must not cost them
+        return {"steps": steps, "error": f"profiler failed: {type(error).__name__}: {error}"}
+    summary = summarise_ops(self_time_ops(spans), steps, path, clock_name)
+    error = write_rank_breakdown(
+        profile_dir, rank, path, trace, profiler, steps, sum(clock.step_seconds), sum(clock.waits)
+    )
     if error:
         summary["breakdown_error"] = error
     return summary

@@ -133,9 +133,9 @@ class Adapter:
         """Real data: the rate of the following steps (the driver's warm-up and scaling rule)."""
         raise NotImplementedError(f"{type(self).__name__} has no real-data loader")
 
-    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> tuple[list[OpTime], str]:
-        """`run_steps(mark)` under the framework's profiler: a Chrome trace at `trace_path`, and
-        the self time per op with the clock it was read from (`device` or `cpu`).
+    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> None:
+        """`run_steps(mark)` under the framework's profiler: a Chrome trace at `trace_path`, which
+        the profiler's reader (`trace_events.TRACE_READERS`) turns into ops and a breakdown.
 
         `mark` is the profiler's span marker (`torch.profiler.record_function`,
         `jax.profiler.TraceAnnotation`) as a callable returning a context manager for a span

@@ -17,7 +17,7 @@ profiled step in a span named STEP_MARK (see `Adapter.profile`); those spans are
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -43,6 +43,7 @@ HOST_TO_DEVICE_MARKERS = ("htod", "h2d")
 GPU_PROCESS_PREFIX = "/device:GPU:"
 STREAM_LINE_PREFIX = "Stream"
 TORCH_DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+TORCH_HOST_CATEGORIES = ("cpu_op", "user_annotation")
 MICROSECONDS = 1e-6
 
 
@@ -158,8 +159,40 @@ def xla_trace_window(trace: dict[str, Any]) -> TraceWindow:
     return TraceWindow(xla_clock(by_device), devices, step_spans(timed_events(trace)))
 
 
-TRACE_READERS: dict[str, Callable[[dict[str, Any]], TraceWindow]] = {
-    "torch.profiler": torch_trace_window,
-    "jax.profiler": xla_trace_window,
+OpSpan = tuple[Hashable, float, float, str]
+"""A timed op on its line (a device stream or a host thread): `(line, start, end, name)`."""
+
+
+def torch_op_spans(trace: dict[str, Any]) -> tuple[list[OpSpan], str]:
+    """A torch.profiler trace's ops and their clock: on GPU each kernel and copy on its device's
+    stream, otherwise each operator and annotation on its host thread (where they nest)."""
+    timed = timed_events(trace)
+    chosen = [e for e in timed if e.get("cat") in TORCH_DEVICE_CATEGORIES]
+    clock = "device"
+    if not chosen:
+        chosen, clock = [e for e in timed if e.get("cat") in TORCH_HOST_CATEGORIES], "cpu"
+    return [((e["pid"], e.get("tid")), *event_span(e), e["name"]) for e in chosen], clock
+
+
+def xla_op_spans(trace: dict[str, Any]) -> tuple[list[OpSpan], str]:
+    """An XLA trace's kernels (GPU) or XLA ops (CPU), each device's line apart, and their clock."""
+    by_device = xla_device_events(trace)
+    spans = [
+        ((device, e.get("tid")), *event_span(e), e["name"]) for device, events in by_device.items() for e in events
+    ]
+    return spans, xla_clock(by_device)
+
+
+@dataclass(frozen=True)
+class TraceReader:
+    """How one profiler's trace is read: the window's device intervals and the op spans."""
+
+    window: Callable[[dict[str, Any]], TraceWindow]
+    op_spans: Callable[[dict[str, Any]], tuple[list[OpSpan], str]]
+
+
+TRACE_READERS: dict[str, TraceReader] = {
+    "torch.profiler": TraceReader(torch_trace_window, torch_op_spans),
+    "jax.profiler": TraceReader(xla_trace_window, xla_op_spans),
 }
 """The trace reader of each profiler a registry entry can name (`Capabilities.profiler`)."""

@@ -28,7 +28,6 @@ computes; with `--data-on-device` the pool is sharded once), and the step is cho
 from __future__ import annotations
 
 import gzip
-import json
 import tempfile
 from collections.abc import Callable, Iterator
 from itertools import cycle
@@ -42,8 +41,7 @@ import numpy as np
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.profiling import xla_trace_op_times
-from mgbench.common.protocol import Adapter, ModelInfo, OpTime, Placement
+from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.trace_events import STEP_MARK
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import models as keras_models
@@ -237,17 +235,14 @@ class JaxDataParallelTrainer(Adapter):
         stats = [d.memory_stats() or {} for d in jax.devices("gpu")[: self.config.devices]]
         return max(s.get("peak_bytes_in_use", 0) for s in stats)
 
-    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> tuple[list[OpTime], str]:
+    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> None:
         """`run_steps` under `jax.profiler`, each step inside a `TraceAnnotation` span named
-        STEP_MARK: its Chrome trace (every device's streams on one timeline), and time per kernel
-        (device time on GPU) or per XLA op (CPU)."""
+        STEP_MARK: its Chrome trace, every device's streams on one timeline."""
         with tempfile.TemporaryDirectory() as logs:
             with jax.profiler.trace(logs):
                 run_steps(lambda: jax.profiler.TraceAnnotation(STEP_MARK))
             (exported,) = Path(logs).rglob("*.trace.json.gz")
-            trace = json.loads(gzip.decompress(exported.read_bytes()))
-        trace_path.write_text(json.dumps(trace))
-        return xla_trace_op_times(trace)
+            trace_path.write_bytes(gzip.decompress(exported.read_bytes()))
 
     def framework_versions(self) -> dict[str, str]:
         return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}

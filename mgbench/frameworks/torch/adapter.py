@@ -41,7 +41,7 @@ from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.metrics import mean_auc
 from mgbench.common.models import ModelSpec
-from mgbench.common.protocol import Adapter, ModelInfo, OpTime, Placement
+from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.workers import loader_workers
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
@@ -282,8 +282,8 @@ class TorchProcess(Adapter):
     def close(self) -> None:
         self.parallel.close()
 
-    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> tuple[list[OpTime], str]:
-        return profile_with_torch(run_steps, trace_path, self.use_cuda)
+    def profile(self, run_steps: Callable[..., None], trace_path: Path) -> None:
+        profile_with_torch(run_steps, trace_path, self.use_cuda)
 
     def framework_versions(self) -> dict[str, str]:
         versions = {"torch": torch.__version__}

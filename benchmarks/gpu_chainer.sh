@@ -12,7 +12,7 @@ set -uo pipefail
 source benchmarks/gpu_env.sh
 N=$(nvidia-smi --list-gpus | wc -l)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 -c 'import cupy, numpy, mpi4py; print("cupy", cupy.__version__, "numpy", numpy.__version__, "mpi4py", mpi4py.__version__, "nccl", cupy.cuda.nccl.get_version())'
+python3 -c 'import cupy, numpy, mpi4py; from cupy.cuda import nccl; print("cupy", cupy.__version__, "numpy", numpy.__version__, "mpi4py", mpi4py.__version__, "nccl", nccl.get_version())'
 mpiexec --version | head -1
 
 [ "${GPU_TESTS:-1}" = 0 ] || python3 -m pytest -q -rs -p no:cacheprovider tests/test_chainer.py -k "gpu or packing" 2>&1 | tail -5

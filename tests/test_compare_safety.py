@@ -100,6 +100,17 @@ def test_impossible_speed_ups_and_unsteady_rows_are_flagged():
     assert list(fine.warning) == ["", ""]
 
 
+def test_a_gpu_row_that_ran_without_cudnn_says_so():
+    without, with_cudnn = row(1, 154.0, 153.0, 155.0), row(2, 300.0, 298.0, 301.0)
+    without.framework_versions = {"cupy": "14.2.0", "cudnn": "not used (cuDNN disabled)"}
+    with_cudnn.framework_versions = {"cudnn": "91300"}
+    frame = results_frame([without, with_cudnn]).set_index("devices")
+    assert frame.loc[1, "warning"] == (
+        "cuDNN not used (cuDNN disabled): convolutions ran without it, unlike the other frameworks' GPU rows"
+    )
+    assert frame.loc[2, "warning"] == ""
+
+
 def test_sigterm_leaves_no_launcher_and_no_launcher_files(tmp_path):
     """A 2-process DDP run under torchrun, stopped mid-run: when compare returns, nothing of it
     is alive and the temporary folder holds nothing torchrun left (torchelastic_*)."""

@@ -81,6 +81,10 @@ def row_warning(row: pd.Series) -> str:
     spread = (row["images_per_sec_p90"] - row["images_per_sec_p10"]) / row["images_per_sec"]
     if spread > WIDE_SPREAD:
         warnings.append(f"p10-p90 spans {spread:.0%} of the median: unsteady steps")
+    versions = row.get("framework_versions")
+    cudnn = versions.get("cudnn", "") if isinstance(versions, dict) else ""
+    if cudnn.startswith("not used"):
+        warnings.append(f"cuDNN {cudnn}: convolutions ran without it, unlike the other frameworks' GPU rows")
     return "; ".join(warnings)
 
 

@@ -138,7 +138,7 @@ class ChainerTrainer(Adapter):
             "chainer": chainer.__version__,
             "numpy": np.__version__,
             "mpi4py": mpi4py.__version__,
-            "mpi": MPI.Get_library_version().splitlines()[0].strip(),
+            "mpi": MPI.Get_library_version().split("\x00")[0].splitlines()[0].strip(),
             "communicator": COMMUNICATORS[self.config.device_kind],
         }
         if NUMPY_PATCHES:

@@ -11,7 +11,8 @@ row's `profile` field:
      "communication_seconds", "communication_share", "input_copy_seconds", "input_copy_share",
      "top_ops": [{"name", "self_seconds", "calls"}, ...]}
 
-plus `breakdown_error` where the trace could not be split into a breakdown.
+plus `breakdown_error` where the trace could not be split into a breakdown; only `steps` and
+`error` where there is no window (no profiler here, or the profiler failed).
 
 An adapter supports profiling with a method `profile(run_steps, trace_path)`: run the callable
 under its framework's profiler, handing it the profiler's span marker (see `Adapter.profile`),

@@ -20,7 +20,7 @@ so that they still add to 1.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
@@ -103,18 +103,14 @@ class DeviceTimes:
 
 def clip(intervals: Iterable[Interval], window: list[Span]) -> list[Interval]:
     """The parts of `intervals` inside the window's spans (work before or after the profiled
-    steps is not theirs). Each interval looks only at the spans from the last one starting
-    before it: a trace holds tens of thousands of intervals."""
+    steps is not theirs). Each interval is intersected only with the spans that can overlap it,
+    found by bisection: a trace holds tens of thousands of intervals."""
     spans = union(window)
     starts = [start for start, _ in spans]
     inside = []
     for start, end, kind in intervals:
-        first = max(bisect_right(starts, start) - 1, 0)
-        for span_start, span_end in spans[first:]:
-            if span_start >= end:
-                break
-            if max(start, span_start) < min(end, span_end):
-                inside.append((max(start, span_start), min(end, span_end), kind))
+        nearby = spans[max(bisect_right(starts, start) - 1, 0) : bisect_left(starts, end)]
+        inside.extend((s, e, kind) for s, e in intersect([(start, end)], nearby))
     return inside
 
 

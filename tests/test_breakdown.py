@@ -10,6 +10,7 @@ import pytest
 from mgbench.common.breakdown import (
     CATEGORIES,
     bottleneck,
+    clip,
     device_times,
     intersect,
     length,
@@ -21,7 +22,7 @@ from mgbench.common.breakdown import (
 from mgbench.common.breakdown_record import attach_breakdown, merge_breakdowns, rank_breakdown, write_rank_breakdown
 from mgbench.common.config import RunConfig
 from mgbench.common.results import RunResult
-from mgbench.common.trace_events import STEP_MARK, interval_kind, torch_trace_window, xla_trace_window
+from mgbench.common.trace_events import STEP_MARK, TraceWindow, interval_kind, torch_trace_window, xla_trace_window
 
 US = 1e-6
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -110,7 +111,10 @@ def test_gpu_layout_gives_each_devices_exact_shares():
 
 def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
     trace = tmp_path / "rank0-trace.json"
-    assert write_rank_breakdown(tmp_path, 0, trace, gpu_trace(), "torch.profiler", 2, 0.5, 100 * US) is None
+    assert (
+        write_rank_breakdown(tmp_path, 0, trace, torch_trace_window(gpu_trace()), "torch.profiler", 2, 0.5, 100 * US)
+        is None
+    )
     result = RunResult(RunConfig("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok")
     attach_breakdown(result, tmp_path)
     expected = {name: (shares_of(GPU0)[name] + shares_of(GPU1)[name]) / 2 for name in CATEGORIES}
@@ -128,15 +132,14 @@ def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
         )
 
 
-def test_a_trace_that_cannot_be_read_leaves_the_row_without_breakdown_saying_why(tmp_path):
+def test_a_window_that_cannot_be_split_leaves_the_row_without_breakdown_saying_why(tmp_path):
     trace = tmp_path / "rank0-trace.json"
-    nameless = {"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 0, "dur": 5}]}
-    assert "KeyError" in write_rank_breakdown(tmp_path, 0, trace, nameless, "torch.profiler", 2, 0.5, 0.0)
-    assert "no trace reader" in write_rank_breakdown(tmp_path, 1, trace, gpu_trace(), "someprofiler", 2, 0.5, 0.0)
+    empty = TraceWindow("device", {"cuda:0": []})  # no steps marked, nothing ran, no host time
+    assert "window is empty" in write_rank_breakdown(tmp_path, 0, trace, empty, "torch.profiler", 2, 0.0, 0.0)
     result = RunResult(RunConfig("pytorch", "ddp", "tiny", 2, "cuda", 4, 8), "ok", profile={"steps": 2})
     attach_breakdown(result, tmp_path)
     assert result.breakdown is None and result.bottleneck is None
-    assert "rank 0: KeyError" in result.profile["breakdown_error"] and result.profile["steps"] == 2
+    assert "rank 0: ValueError" in result.profile["breakdown_error"] and result.profile["steps"] == 2
     assert merge_breakdowns(tmp_path / "nothing-here") is None
 
 
@@ -244,3 +247,25 @@ def test_span_arithmetic_matches_counting_unit_cells():
         assert length(a) == len(cells(a)) and all(x[1] < y[0] for x, y in pairwise(a))
         assert cells(intersect(a, b)) == cells(a) & cells(b) and length(intersect(a, b)) == len(cells(a) & cells(b))
         assert cells(subtract(a, b)) == cells(a) - cells(b) and length(subtract(a, b)) == len(cells(a) - cells(b))
+
+
+def test_clip_keeps_each_intervals_cells_inside_the_window_and_its_kind():
+    """clip against integer cells: intervals inside one step, across steps, outside, empty."""
+    rng = random.Random(5)
+    for _ in range(200):
+        window = [
+            (start, start + rng.randint(1, 12)) for start in (rng.randint(0, 60) for _ in range(rng.randint(1, 5)))
+        ]
+        intervals = [
+            (start, start + rng.randint(0, 20), rng.choice(("compute", "communication")))
+            for start in (rng.randint(0, 70) for _ in range(rng.randint(0, 10)))
+        ]
+        inside = clip(intervals, window)
+        covered = {cell for start, end in union(window) for cell in range(start, end)}
+        for kind in ("compute", "communication"):
+            kept = [(start, end) for start, end, k in inside if k == kind]
+            given = [(start, end) for start, end, k in intervals if k == kind]
+            assert all(start < end for start, end in kept)
+            assert sorted(cell for start, end in kept for cell in range(start, end)) == sorted(
+                cell for start, end in given for cell in range(start, end) if cell in covered
+            )

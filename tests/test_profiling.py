@@ -15,7 +15,7 @@ from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.profiling import OpTime, self_time_ops, summarise_ops
-from mgbench.common.trace_events import STEP_MARK, torch_op_spans, xla_device_events, xla_op_spans
+from mgbench.common.trace_events import STEP_MARK, torch_trace_window, xla_device_events, xla_trace_window
 
 OPS = [
     OpTime("aten::convolution", 0.6, 4),
@@ -24,6 +24,8 @@ OPS = [
     OpTime("Memcpy HtoD (Pinned -> Device)", 0.1, 2),
     OpTime("aten::copy_", 0.05, 6),
 ]
+
+PROFILER_SECONDS = 0.05
 
 
 def test_self_time_subtracts_nested_ops_on_their_own_line_only():
@@ -96,9 +98,9 @@ def test_xla_gpu_trace_counts_each_kernel_once_per_device_on_its_streams():
         "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
         "sm90_xmma_fprop",
     ]
-    spans, clock = xla_op_spans(xla_gpu_trace())
-    assert clock == "device"
-    summary = summarise_ops(self_time_ops(spans), 1, Path("t.json"), clock)
+    window = xla_trace_window(xla_gpu_trace())
+    assert window.clock == "device"
+    summary = summarise_ops(self_time_ops(window.ops), 1, Path("t.json"), window.clock)
     assert summary["total_self_seconds"] == pytest.approx(2 * 600e-6)
     assert summary["communication_seconds"] == pytest.approx(2 * 200e-6)
     assert {op["name"]: op["calls"] for op in summary["top_ops"]}["sm90_xmma_fprop"] == 2
@@ -115,10 +117,10 @@ def test_xla_cpu_trace_takes_the_ops_host_threads_ran_per_device_ordinal():
         ]
     }
     assert {device: len(events) for device, events in xla_device_events(trace).items()} == {"cpu:0": 1, "cpu:1": 1}
-    spans, clock = xla_op_spans(trace)
-    summary = summarise_ops(self_time_ops(spans), 1, Path("t.json"), clock)
+    window = xla_trace_window(trace)
+    summary = summarise_ops(self_time_ops(window.ops), 1, Path("t.json"), window.clock)
     # XLA's element-wise broadcast is compute, not a collective.
-    assert clock == "cpu" and summary["communication_seconds"] == pytest.approx(50e-6)
+    assert window.clock == "cpu" and summary["communication_seconds"] == pytest.approx(50e-6)
 
 
 def profiling_fake(fakefw):
@@ -163,6 +165,13 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     import fakefw
 
     trainer = profiling_fake(fakefw)
+    write_trace = trainer.profile
+
+    def slow_profiler(run_steps, trace_path):  # a profiler that takes PROFILER_SECONDS to stop
+        write_trace(run_steps, trace_path)
+        time.sleep(PROFILER_SECONDS)
+
+    trainer.profile = slow_profiler
     config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 8, profile_steps=3)
     result = run_training(trainer, config, profile_dir=tmp_path, profiler="torch.profiler")
     assert len(result.step_seconds) == 8  # timing untouched by the window
@@ -184,6 +193,11 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     assert shares["input_wait"] == pytest.approx(kept["input_wait_seconds"] / kept["window_seconds"])
     assert sum(shares.values()) == pytest.approx(1)
     assert result.profile_seconds >= kept["window_seconds"]
+    # Where the window's time went: its steps (each waits for its batch), the profiler, the reading.
+    cost = result.profile["cost_seconds"]
+    assert set(cost) == {"steps", "profiler", "read", "analysis"} and min(cost.values()) >= 0
+    assert cost["steps"] >= 3 * fakefw.INPUT_SECONDS and cost["profiler"] >= PROFILER_SECONDS
+    assert sum(cost.values()) <= result.profile_seconds
 
 
 @pytest.mark.parametrize(
@@ -216,6 +230,27 @@ def test_a_failing_profiler_costs_the_window_not_the_measured_run(fake_plugin, t
         "error": "profiler failed: AttributeError: '_KinetoEvent' object has no attribute 'activity_type'",
     }
     assert result.breakdown is None
+
+
+def test_an_unreadable_trace_or_an_unknown_profiler_costs_only_the_window(fake_plugin, tmp_path):
+    import fakefw
+
+    class NamelessKernels(fakefw.FakeTrainer):
+        def profile(self, run_steps, trace_path):
+            run_steps()
+            trace_path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 0, "dur": 5}]}))
+
+    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
+    result = run_training(NamelessKernels("steady"), config, profile_dir=tmp_path, profiler="torch.profiler")
+    assert result.status == "ok" and len(result.step_seconds) == 6
+    assert result.profile == {
+        "steps": 2,
+        "trace": str(tmp_path / "rank0-trace.json"),
+        "error": "trace unreadable: KeyError: 'name'",
+    }
+    unknown = run_training(NamelessKernels("steady"), config, profile_dir=tmp_path / "u", profiler="someprofiler")
+    assert unknown.profile == {"steps": 0, "error": "no trace reader for someprofiler"}
+    assert unknown.status == "ok" and len(unknown.step_seconds) == 6
 
 
 def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
@@ -273,9 +308,9 @@ def test_torch_op_summary_from_the_exported_trace_agrees_with_torchs_own_self_ti
             with torch.profiler.record_function(STEP_MARK):
                 model(batch).sum().backward()
     profiler.export_chrome_trace(str(tmp_path / "trace.json"))
-    spans, clock = torch_op_spans(json.loads((tmp_path / "trace.json").read_text()))
-    ours = {op.name: op.self_seconds for op in self_time_ops(spans)}
+    window = torch_trace_window(json.loads((tmp_path / "trace.json").read_text()))
+    ours = {op.name: op.self_seconds for op in self_time_ops(window.ops)}
     theirs = {event.key: event.self_cpu_time_total / 1e6 for event in profiler.key_averages()}
 
-    assert clock == "cpu" and set(ours) == set(theirs) and "aten::convolution" in ours
+    assert window.clock == "cpu" and set(ours) == set(theirs) and "aten::convolution" in ours
     assert ours == pytest.approx(theirs, abs=1e-4)

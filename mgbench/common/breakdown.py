@@ -103,13 +103,18 @@ class DeviceTimes:
 
 def clip(intervals: Iterable[Interval], window: list[Span]) -> list[Interval]:
     """The parts of `intervals` inside the window's spans (work before or after the profiled
-    steps is not theirs). Each interval is intersected only with the spans that can overlap it,
-    found by bisection: a trace holds tens of thousands of intervals."""
+    steps is not theirs). A trace holds tens of thousands of intervals and most lie wholly in
+    one step: those are kept as they are; the others are intersected only with the spans that
+    can overlap them, found by bisection."""
     spans = union(window)
     starts = [start for start, _ in spans]
     inside = []
     for start, end, kind in intervals:
-        nearby = spans[max(bisect_right(starts, start) - 1, 0) : bisect_left(starts, end)]
+        first = max(bisect_right(starts, start) - 1, 0)
+        if spans and spans[first][0] <= start < end <= spans[first][1]:
+            inside.append((start, end, kind))
+            continue
+        nearby = spans[first : bisect_left(starts, end)]
         inside.extend((s, e, kind) for s, e in intersect([(start, end)], nearby))
     return inside
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from mgbench.common.breakdown import Span, bottleneck, clip, device_times, length, mean_shares, step_shares, union
 from mgbench.common.results import RunResult, write_json_atomically
-from mgbench.common.trace_events import TRACE_READERS, TraceWindow
+from mgbench.common.trace_events import TraceWindow
 
 RANK_BREAKDOWN_FILE = "rank{}-breakdown.json"
 RUN_BREAKDOWN_FILE = "breakdown.json"
@@ -76,20 +76,17 @@ def write_rank_breakdown(
     profile_dir: Path,
     rank: int,
     trace_path: Path,
-    trace: dict[str, Any],
+    window: TraceWindow,
     profiler: str,
     steps: int,
     host_seconds: float,
     input_wait_seconds: float,
 ) -> str | None:
-    """Write this rank's breakdown file from its loaded trace; the reason when there is none."""
+    """Write this rank's breakdown file from its read trace; the reason when there is none."""
     record: dict[str, Any] = {"rank": rank, "trace": str(trace_path), "profiler": profiler, "steps": steps}
-    reader = TRACE_READERS.get(profiler)
     try:
-        if reader is None:
-            raise ValueError(f"no trace reader for {profiler}")
-        record.update(rank_breakdown(reader.window(trace), host_seconds, input_wait_seconds))
-    except READ_ERRORS as error:
+        record.update(rank_breakdown(window, host_seconds, input_wait_seconds))
+    except ValueError as error:  # a window with no step time in it
         record["error"] = f"{type(error).__name__}: {error}"
     write_json_atomically(rank_breakdown_path(profile_dir, rank), json.dumps(record))
     return record.get("error")

@@ -11,13 +11,16 @@ row's `profile` field:
      "communication_seconds", "communication_share", "input_copy_seconds", "input_copy_share",
      "top_ops": [{"name", "self_seconds", "calls"}, ...]}
 
-plus `breakdown_error` where the trace could not be split into a breakdown; only `steps` and
-`error` where there is no window (no profiler here, or the profiler failed).
+and `cost_seconds`, where the window's wall time went: `steps` (the profiled steps),
+`profiler` (starting and stopping it and writing the trace), `read` (loading and reading the
+trace), `analysis` (the op summary and the breakdown file); plus `breakdown_error` where the
+trace could not be split into a breakdown; only `steps` and `error` (and `trace`) where there
+is no window (no profiler here, the profiler failed, or its trace could not be read).
 
 An adapter supports profiling with a method `profile(run_steps, trace_path)`: run the callable
 under its framework's profiler, handing it the profiler's span marker (see `Adapter.profile`),
 and write the trace. The trace is then read once, by its profiler's reader
-(`trace_events.TRACE_READERS`), for both the op summary and the breakdown: the exported Chrome
+(`trace_events.TRACE_READERS`), into the window that gives both the op summary and the breakdown: the exported Chrome
 trace is the profilers' public format, where their in-memory event objects change between
 versions. Classifying op names is framework-neutral, so every adapter on one profiler counts
 its time the same way. A profiler that fails leaves the run's measured steps intact: the row
@@ -27,6 +30,7 @@ keeps them and its `profile` says why there is no window.
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -38,6 +42,8 @@ from mgbench.common.protocol import Adapter, OpTime
 from mgbench.common.trace_events import TRACE_READERS, OpSpan, is_communication
 
 TOP_OPS = 10
+TRACE_ERRORS = (OSError, ValueError, KeyError, TypeError)
+"""What a missing, truncated or foreign trace raises when read."""
 INPUT_COPY_MARKERS = ("memcpy", "aten::copy_", "aten::to", "aten::_to_copy", "pin_memory", "htod", "dtoh")
 
 
@@ -116,27 +122,44 @@ def profile_window(
 ) -> dict[str, Any]:
     """Run `steps` more clocked steps under the adapter's profiler (`profiler`, from the
     registry's capabilities), each inside the adapter's step mark; write this rank's trace and
-    breakdown file. Returns the op summary, or why there is none."""
+    breakdown file. Returns the op summary with the window's cost per phase, or why there is none."""
     if profiler is None:
         return {"steps": 0, "error": f"{trainer.config.framework} has no profiler here"}
+    read_trace = TRACE_READERS.get(profiler)
+    if read_trace is None:
+        return {"steps": 0, "error": f"no trace reader for {profiler}"}
+    stepping: list[float] = []
 
     def run_steps(mark: Callable[[], AbstractContextManager] = nullcontext) -> None:
+        started = time.perf_counter()
         for _ in range(steps):
             with mark():
                 clock.step(batches)
+        stepping.append(time.perf_counter() - started)
 
     profile_dir.mkdir(parents=True, exist_ok=True)
     path = trace_path(profile_dir, rank)
+    started = time.perf_counter()
     try:
         trainer.profile(run_steps, path)
-        trace = json.loads(path.read_text())
-        spans, clock_name = TRACE_READERS[profiler].op_spans(trace)
     except Exception as error:  # the window runs after the measured steps: a broken profiler must not cost them
         return {"steps": steps, "error": f"profiler failed: {type(error).__name__}: {error}"}
-    summary = summarise_ops(self_time_ops(spans), steps, path, clock_name)
+    profiled = time.perf_counter()
+    try:
+        window = read_trace(json.loads(path.read_text()))
+    except TRACE_ERRORS as error:
+        return {"steps": steps, "trace": str(path), "error": f"trace unreadable: {type(error).__name__}: {error}"}
+    read = time.perf_counter()
+    summary = summarise_ops(self_time_ops(window.ops), steps, path, window.clock)
     error = write_rank_breakdown(
-        profile_dir, rank, path, trace, profiler, steps, sum(clock.step_seconds), sum(clock.waits)
+        profile_dir, rank, path, window, profiler, steps, sum(clock.step_seconds), sum(clock.waits)
     )
     if error:
         summary["breakdown_error"] = error
+    summary["cost_seconds"] = {
+        "steps": sum(stepping),
+        "profiler": profiled - started - sum(stepping),
+        "read": read - profiled,
+        "analysis": time.perf_counter() - read,
+    }
     return summary

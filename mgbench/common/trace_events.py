@@ -117,15 +117,21 @@ def event_interval(event: dict[str, Any]) -> Interval:
     return (*event_span(event), interval_kind(event["name"]))
 
 
+OpSpan = tuple[Hashable, float, float, str]
+"""A timed op on its line (a device stream or a host thread): `(line, start, end, name)`."""
+
+
 @dataclass(frozen=True)
 class TraceWindow:
     """What a trace says about the profiled window: per device its busy intervals (seconds),
-    the spans of the marked steps (empty where the adapter marked none), and which clock the
-    intervals are: `device` (GPU kernels and copies) or `cpu` (operators run on host threads)."""
+    the spans of the marked steps (empty where the adapter marked none), which clock the
+    intervals are: `device` (GPU kernels and copies) or `cpu` (operators run on host threads),
+    and the named ops on their lines for the op summary (`profiling.self_time_ops`)."""
 
     clock: str
     devices: dict[str, list[Interval]]
     steps: list[Span] = field(default_factory=list)
+    ops: list[OpSpan] = field(default_factory=list)
 
 
 def step_spans(timed: list[dict[str, Any]], categories: tuple[str, ...] | None = None) -> list[Span]:
@@ -135,7 +141,9 @@ def step_spans(timed: list[dict[str, Any]], categories: tuple[str, ...] | None =
 
 
 def torch_trace_window(trace: dict[str, Any]) -> TraceWindow:
-    """A torch.profiler trace: GPU kernels and copies per `args.device`, or the CPU operators."""
+    """A torch.profiler trace: on GPU the kernels and copies per `args.device`, each op on its
+    stream; otherwise the CPU operators (and gloo's collectives) as the device's work, with every
+    operator and annotation on its host thread, where they nest, as the ops."""
     timed = timed_events(trace)
     steps = step_spans(timed, ("user_annotation",))
     on_gpu = [e for e in timed if e.get("cat") in TORCH_DEVICE_CATEGORIES]
@@ -143,56 +151,28 @@ def torch_trace_window(trace: dict[str, Any]) -> TraceWindow:
         devices: dict[str, list[Interval]] = defaultdict(list)
         for event in on_gpu:
             devices[f"cuda:{event.get('args', {}).get('device', event.get('pid'))}"].append(event_interval(event))
-        return TraceWindow("device", dict(devices), steps)
-    ops = [
-        e
-        for e in timed
-        if e.get("cat") == "cpu_op" or (e.get("cat") == "user_annotation" and is_communication(e["name"]))
-    ]
-    return TraceWindow("cpu", {"cpu": [event_interval(e) for e in ops]}, steps)
+        return TraceWindow("device", dict(devices), steps, torch_line_ops(on_gpu))
+    host = [e for e in timed if e.get("cat") in TORCH_HOST_CATEGORIES]
+    work = [e for e in host if e.get("cat") == "cpu_op" or is_communication(e["name"])]
+    return TraceWindow("cpu", {"cpu": [event_interval(e) for e in work]}, steps, torch_line_ops(host))
+
+
+def torch_line_ops(events: list[dict[str, Any]]) -> list[OpSpan]:
+    """torch.profiler events as ops on their (pid, tid) line: a stream on GPU, a thread on CPU."""
+    return [((e["pid"], e.get("tid")), *event_span(e), e["name"]) for e in events]
 
 
 def xla_trace_window(trace: dict[str, Any]) -> TraceWindow:
-    """An XLA trace: each device's stream kernels (GPU) or XLA ops (CPU)."""
+    """An XLA trace: each device's stream kernels (GPU) or XLA ops (CPU), each device's line apart as ops."""
     by_device = xla_device_events(trace)
     devices = {name: [event_interval(e) for e in events] for name, events in by_device.items()}
-    return TraceWindow(xla_clock(by_device), devices, step_spans(timed_events(trace)))
+    ops = [((device, e.get("tid")), *event_span(e), e["name"]) for device, events in by_device.items() for e in events]
+    return TraceWindow(xla_clock(by_device), devices, step_spans(timed_events(trace)), ops)
 
 
-OpSpan = tuple[Hashable, float, float, str]
-"""A timed op on its line (a device stream or a host thread): `(line, start, end, name)`."""
-
-
-def torch_op_spans(trace: dict[str, Any]) -> tuple[list[OpSpan], str]:
-    """A torch.profiler trace's ops and their clock: on GPU each kernel and copy on its device's
-    stream, otherwise each operator and annotation on its host thread (where they nest)."""
-    timed = timed_events(trace)
-    chosen = [e for e in timed if e.get("cat") in TORCH_DEVICE_CATEGORIES]
-    clock = "device"
-    if not chosen:
-        chosen, clock = [e for e in timed if e.get("cat") in TORCH_HOST_CATEGORIES], "cpu"
-    return [((e["pid"], e.get("tid")), *event_span(e), e["name"]) for e in chosen], clock
-
-
-def xla_op_spans(trace: dict[str, Any]) -> tuple[list[OpSpan], str]:
-    """An XLA trace's kernels (GPU) or XLA ops (CPU), each device's line apart, and their clock."""
-    by_device = xla_device_events(trace)
-    spans = [
-        ((device, e.get("tid")), *event_span(e), e["name"]) for device, events in by_device.items() for e in events
-    ]
-    return spans, xla_clock(by_device)
-
-
-@dataclass(frozen=True)
-class TraceReader:
-    """How one profiler's trace is read: the window's device intervals and the op spans."""
-
-    window: Callable[[dict[str, Any]], TraceWindow]
-    op_spans: Callable[[dict[str, Any]], tuple[list[OpSpan], str]]
-
-
-TRACE_READERS: dict[str, TraceReader] = {
-    "torch.profiler": TraceReader(torch_trace_window, torch_op_spans),
-    "jax.profiler": TraceReader(xla_trace_window, xla_op_spans),
+TRACE_READERS: dict[str, Callable[[dict[str, Any]], TraceWindow]] = {
+    "torch.profiler": torch_trace_window,
+    "jax.profiler": xla_trace_window,
 }
-"""The trace reader of each profiler a registry entry can name (`Capabilities.profiler`)."""
+"""The trace reader of each profiler a registry entry can name (`Capabilities.profiler`): one
+walk over the trace gives both the breakdown's intervals and the op summary's ops."""

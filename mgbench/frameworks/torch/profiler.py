@@ -1,6 +1,6 @@
 """torch.profiler around a profiled window: one function for every adapter that trains in PyTorch
 (pytorch, horovod, keras-torch), so their traces hold the same activities and step marks and
-are read by the same code (`trace_events.torch_trace_window`, `trace_events.torch_op_spans`).
+are read by the same code (`trace_events.torch_trace_window`).
 
 The op summary is read from the exported trace, not from `key_averages()` (which builds a tree
 of Python objects for every event and took longer than the profiled steps themselves) nor from

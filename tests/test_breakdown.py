@@ -9,6 +9,7 @@ import pytest
 
 from mgbench.common.breakdown import (
     CATEGORIES,
+    TimedStep,
     bottleneck,
     clip,
     device_times,
@@ -86,7 +87,7 @@ def shares_of(seconds):
 def test_gpu_layout_gives_each_devices_exact_shares():
     window = torch_trace_window(gpu_trace())
     assert window.clock == "device" and sorted(window.devices) == ["cuda:0", "cuda:1"]
-    record = rank_breakdown(window, host_seconds=0.5, input_wait_seconds=100 * US)
+    record = rank_breakdown(window, host_seconds=0.5, input_wait_seconds=100 * US, steps=2)
     assert record["window_source"] == "step marks"
     assert record["window_seconds"] == pytest.approx(2000 * US)
     assert record["step_spans"] == [(0, 1000 * US), (1000 * US, 2000 * US)]
@@ -102,11 +103,26 @@ def test_gpu_layout_gives_each_devices_exact_shares():
     )
     for name, expected in (("cuda:0", GPU0), ("cuda:1", GPU1)):
         shares = record["devices"][name]["shares"]
-        assert shares == pytest.approx(shares_of(expected))
+        assert shares == pytest.approx(shares_of(expected)) and record["devices"][name]["window_shares"] == shares
         assert sum(shares.values()) == pytest.approx(1)
     assert max(end for device in record["devices"].values() for _, end, _ in device["intervals"]) == pytest.approx(
         2000 * US
     )
+
+
+def test_shares_of_the_timed_step_keep_the_devices_work_per_step_and_drop_the_profilers_extra_idle():
+    """The profiled steps took 1000 us each; the timed step took 800 us, 50 of them input wait.
+    GPU 0 worked 725 us per step (compute 525, exposed NCCL 150, exposed copies 50): 75 us idle,
+    25 once the wait is carved out. GPU 1 worked 1000 us per step, more than the timed step: no
+    idle, and its shares scale by their sum (1050 us)."""
+    record = rank_breakdown(torch_trace_window(gpu_trace()), 0.5, 100 * US, steps=2, timed=TimedStep(800 * US, 50 * US))
+    assert record["window_step_seconds"] == pytest.approx(1000 * US)
+    assert record["timed_step"] == pytest.approx({"seconds": 800 * US, "input_wait": 50 * US})
+    gpu0 = {"input_wait": 50, "host_to_device": 50, "compute": 525, "communication": 150, "idle": 25}
+    gpu1 = {"input_wait": 50, "host_to_device": 0, "compute": 950, "communication": 50, "idle": 0}
+    for name, expected, window in (("cuda:0", gpu0, GPU0), ("cuda:1", gpu1, GPU1)):
+        assert record["devices"][name]["shares"] == pytest.approx(shares_of(expected))
+        assert record["devices"][name]["window_shares"] == pytest.approx(shares_of(window))
 
 
 def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
@@ -156,7 +172,7 @@ def test_cpu_layout_splits_operators_and_gloo_collectives():
     ]
     window = torch_trace_window({"traceEvents": steps((0, 1000))[:1] + ops})
     assert window.clock == "cpu" and list(window.devices) == ["cpu"]
-    record = rank_breakdown(window, host_seconds=0.5, input_wait_seconds=50 * US)
+    record = rank_breakdown(window, host_seconds=0.5, input_wait_seconds=50 * US, steps=1)
     shares = record["devices"]["cpu"]["shares"]
     assert shares == pytest.approx(
         {"input_wait": 0.05, "host_to_device": 0.0, "compute": 0.6, "communication": 0.2, "idle": 0.15}
@@ -166,7 +182,7 @@ def test_cpu_layout_splits_operators_and_gloo_collectives():
 
 def test_without_step_marks_the_window_is_the_host_clock_from_the_first_event():
     window = torch_trace_window({"traceEvents": [kernel(1000, 200, 0), kernel(1500, 100, 0)]})
-    record = rank_breakdown(window, host_seconds=1000 * US, input_wait_seconds=0.0)
+    record = rank_breakdown(window, host_seconds=1000 * US, input_wait_seconds=0.0, steps=1)
     assert record["window_source"] == "host clock"
     assert record["devices"]["cuda:0"]["seconds"]["idle"] == pytest.approx(700 * US)
 
@@ -188,7 +204,7 @@ def test_xla_gpu_trace_reads_stream_kernels_copies_and_the_host_step_marks():
     window = xla_trace_window({"traceEvents": meta + timed})
     assert window.clock == "device" and window.steps == [(0, 1000 * US)]
     assert [kind for _, _, kind in window.devices["/device:GPU:0"]] == ["host_to_device", "compute", "communication"]
-    shares = rank_breakdown(window, 0.5, 0.0)["devices"]["/device:GPU:0"]["shares"]
+    shares = rank_breakdown(window, 0.5, 0.0, steps=1)["devices"]["/device:GPU:0"]["shares"]
     assert shares == pytest.approx(
         {"input_wait": 0, "host_to_device": 0.1, "compute": 0.6, "communication": 0.1, "idle": 0.2}
     )

@@ -189,9 +189,16 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     seconds, shares = kept["devices"]["cuda:0"]["seconds"], kept["devices"]["cuda:0"]["shares"]
     kernels = sum(end - start for cat, _, start, end in trainer.recorded if cat == "kernel")
     assert seconds["compute"] == pytest.approx(kernels) and seconds["window"] == pytest.approx(kept["window_seconds"])
-    assert shares["compute"] == pytest.approx(kernels / kept["window_seconds"])
-    assert shares["input_wait"] == pytest.approx(kept["input_wait_seconds"] / kept["window_seconds"])
-    assert sum(shares.values()) == pytest.approx(1)
+    window_shares = kept["devices"]["cuda:0"]["window_shares"]
+    assert window_shares["compute"] == pytest.approx(kernels / kept["window_seconds"])
+    assert window_shares["input_wait"] == pytest.approx(kept["input_wait_seconds"] / kept["window_seconds"])
+    # The row's shares are of the timed step: the kernel time per profiled step over the timed median.
+    assert kept["timed_step"]["seconds"] == pytest.approx(result.median_step_seconds)
+    assert shares["compute"] == pytest.approx(kernels / 3 / result.median_step_seconds)
+    assert shares["input_wait"] == pytest.approx(result.input_wait_fraction)
+    window_step = sum(end - start for cat, _, start, end in trainer.recorded if cat == "user_annotation") / 3
+    assert result.profile["window_slowdown"] == pytest.approx(window_step / result.median_step_seconds, rel=0.05)
+    assert sum(shares.values()) == pytest.approx(1) and sum(window_shares.values()) == pytest.approx(1)
     assert result.profile_seconds >= kept["window_seconds"]
     # Where the window's time went: its steps (each waits for its batch), the profiler, the reading.
     cost = result.profile["cost_seconds"]

@@ -15,7 +15,8 @@ it already holds, so nothing is counted twice:
 `step_shares` adds the host's input wait: while the host blocks on the next batch the device
 has finished the synchronised step and runs nothing, so the wait is carved out of idle. When
 the wait is longer than the idle time (a copy ran during it), all five are scaled by their sum
-so that they still add to 1.
+so that they still add to 1. `timed_step_shares` gives the same shares of the measured step
+rather than of the profiled one, which the profiler itself may have lengthened.
 """
 
 from __future__ import annotations
@@ -156,6 +157,38 @@ def step_shares(times: DeviceTimes, input_wait_seconds: float) -> dict[str, floa
     if total <= 0:
         raise ValueError("the profiled window is empty: no step time to split")
     return {name: seconds[name] / total for name in CATEGORIES}
+
+
+@dataclass(frozen=True)
+class TimedStep:
+    """The measured step a breakdown describes: the timed steps' median seconds and the input
+    wait in it (the row's `median_step_seconds` times its `input_wait_fraction`)."""
+
+    seconds: float
+    input_wait: float
+
+
+def timed_step_shares(times: DeviceTimes, steps: int, step: TimedStep) -> dict[str, float]:
+    """The five shares of the timed step, from a window of `steps` profiled steps.
+
+    A profiler records every operator the host launches, which slows the host: where the host
+    sets the pace (eager steps of many small kernels) the profiled steps are longer than the
+    timed ones and their extra length is idle device time that the timed step does not have.
+    The device's work per step (kernels and copies, which run as long whether the host is
+    profiled or not) is the window's divided by its steps; the timed step's idle time is what
+    of its length that work leaves. Shares as `step_shares`, of the timed step.
+    """
+    compute, communication, copies = (
+        seconds / steps for seconds in (times.compute, times.communication, times.host_to_device)
+    )
+    work = DeviceTimes(
+        window=step.seconds,
+        compute=compute,
+        communication=communication,
+        host_to_device=copies,
+        idle=max(step.seconds - compute - communication - copies, 0.0),
+    )
+    return step_shares(work, step.input_wait)
 
 
 def mean_shares(per_device: Iterable[dict[str, float]]) -> dict[str, float]:

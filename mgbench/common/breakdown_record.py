@@ -5,12 +5,17 @@ After its window each process writes `profiles/<run_id>/rank<R>-breakdown.json`:
 
     {"rank", "trace", "profiler", "clock" ("device" or "cpu"), "steps",
      "window_source" ("step marks", or "host clock" where the trace has none),
-     "window_seconds", "input_wait_seconds", "step_spans": [[start, end], ...],
-     "devices": {NAME: {"intervals": [[start, end, kind], ...], "seconds": {...}, "shares": {...}}}}
+     "window_seconds", "window_step_seconds", "input_wait_seconds",
+     "timed_step": {"seconds", "input_wait"} (or null), "step_spans": [[start, end], ...],
+     "devices": {NAME: {"intervals": [[start, end, kind], ...], "seconds": {...},
+                        "window_shares": {...}, "shares": {...}}}}
 
-in seconds from the first step's start, intervals clipped to the steps; `seconds` and `shares`
-are `breakdown.device_times` and `breakdown.step_shares` of those intervals. When every process
-has ended, the orchestrator merges the ranks into `profiles/<run_id>/breakdown.json`:
+in seconds from the first step's start, intervals clipped to the steps; `seconds` and
+`window_shares` are `breakdown.device_times` and `breakdown.step_shares` of those intervals
+(the profiled steps as they ran), and `shares` are `breakdown.timed_step_shares`: the same
+device work per step as shares of the timed step the row measured, whose length the profiler
+did not stretch (`window_shares` where there is no timed step). When every process has ended,
+the orchestrator merges the ranks into `profiles/<run_id>/breakdown.json`:
 
     {"clock", "aggregation", "breakdown", "bottleneck", "ranks": [file, ...],
      "devices": {"rank<R>/NAME": {"seconds", "shares"}}}
@@ -21,10 +26,22 @@ and copies `breakdown`, `bottleneck` and `clock` into the row (`breakdown_clock`
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.breakdown import Span, bottleneck, clip, device_times, length, mean_shares, step_shares, union
+from mgbench.common.breakdown import (
+    Span,
+    TimedStep,
+    bottleneck,
+    clip,
+    device_times,
+    length,
+    mean_shares,
+    step_shares,
+    timed_step_shares,
+    union,
+)
 from mgbench.common.results import RunResult, write_json_atomically
 from mgbench.common.trace_events import TraceWindow
 
@@ -48,25 +65,32 @@ def window_spans(window: TraceWindow, host_seconds: float) -> tuple[list[Span], 
     return [(first, first + host_seconds)], "host clock"
 
 
-def rank_breakdown(window: TraceWindow, host_seconds: float, input_wait_seconds: float) -> dict[str, Any]:
+def rank_breakdown(
+    window: TraceWindow, host_seconds: float, input_wait_seconds: float, steps: int, timed: TimedStep | None = None
+) -> dict[str, Any]:
     """This process's devices over the window: intervals, seconds and shares (module doc)."""
     spans, source = window_spans(window, host_seconds)
     origin = spans[0][0]
     shifted = [(start - origin, end - origin) for start, end in spans]
+    window_seconds = length(union(shifted))
     devices = {}
     for name, intervals in sorted(window.devices.items()):
         inside = [(start - origin, end - origin, kind) for start, end, kind in clip(intervals, spans)]
         times = device_times(inside, shifted)
+        window_shares = step_shares(times, input_wait_seconds)
         devices[name] = {
             "intervals": inside,
             "seconds": times.to_dict(),
-            "shares": step_shares(times, input_wait_seconds),
+            "window_shares": window_shares,
+            "shares": window_shares if timed is None else timed_step_shares(times, steps, timed),
         }
     return {
         "clock": window.clock,
         "window_source": source,
-        "window_seconds": length(union(shifted)),
+        "window_seconds": window_seconds,
+        "window_step_seconds": window_seconds / steps,
         "input_wait_seconds": input_wait_seconds,
+        "timed_step": None if timed is None else asdict(timed),
         "step_spans": shifted,
         "devices": devices,
     }
@@ -81,11 +105,12 @@ def write_rank_breakdown(
     steps: int,
     host_seconds: float,
     input_wait_seconds: float,
+    timed: TimedStep | None = None,
 ) -> str | None:
     """Write this rank's breakdown file from its read trace; the reason when there is none."""
     record: dict[str, Any] = {"rank": rank, "trace": str(trace_path), "profiler": profiler, "steps": steps}
     try:
-        record.update(rank_breakdown(window, host_seconds, input_wait_seconds))
+        record.update(rank_breakdown(window, host_seconds, input_wait_seconds, steps, timed))
     except ValueError as error:  # a window with no step time in it
         record["error"] = f"{type(error).__name__}: {error}"
     write_json_atomically(rank_breakdown_path(profile_dir, rank), json.dumps(record))

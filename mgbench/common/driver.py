@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from mgbench.common.breakdown import TimedStep
 from mgbench.common.config import RunConfig
 from mgbench.common.machine import host_environment
 from mgbench.common.profiling import profile_window
@@ -166,10 +167,12 @@ def run_training(
         while len(clock.step_seconds) < config.steps:
             clock.step(batches)
         if config.profile_steps and profile_dir is not None:
+            steady = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
+            timed = TimedStep(steady.median_step_seconds, steady.input_wait_fraction * steady.median_step_seconds)
             window_start = time.perf_counter()
             window = StepClock(trainer, config, config.profile_steps, progress=False)
             profile = profile_window(
-                trainer, window, batches, config.profile_steps, profile_dir, placement.rank, profiler
+                trainer, window, batches, config.profile_steps, profile_dir, placement.rank, profiler, timed
             )
             profile_seconds = time.perf_counter() - window_start
         eval_start = time.perf_counter()

@@ -9,19 +9,22 @@ row's `profile` field:
 
     {"steps", "trace", "clock" ("device" or "cpu" self time), "total_self_seconds",
      "communication_seconds", "communication_share", "input_copy_seconds", "input_copy_share",
-     "top_ops": [{"name", "self_seconds", "calls"}, ...]}
+     "top_ops": [{"name", "self_seconds", "calls"}, ...], "window_slowdown", "cost_seconds"}
 
-and `cost_seconds`, where the window's wall time went: `steps` (the profiled steps),
-`profiler` (starting and stopping it and writing the trace), `read` (loading and reading the
-trace), `analysis` (the op summary and the breakdown file); plus `breakdown_error` where the
-trace could not be split into a breakdown; only `steps` and `error` (and `trace`) where there
-is no window (no profiler here, the profiler failed, or its trace could not be read).
+`window_slowdown` is the profiled steps' mean length over the timed steps' median: how much the
+profiler itself lengthened the step (the breakdown's shares are of the timed step, see
+`breakdown.timed_step_shares`). `cost_seconds` says where the window's wall time went: `steps`
+(the profiled steps), `profiler` (starting and stopping it, writing the trace), `read`
+(loading and reading the trace), `analysis` (the op summary and the breakdown file). A trace
+that could not be split into a breakdown adds `breakdown_error`; only `steps` and `error` (and
+`trace`) where there is no window (no profiler here, the profiler failed, or its trace could
+not be read).
 
 An adapter supports profiling with a method `profile(run_steps, trace_path)`: run the callable
 under its framework's profiler, handing it the profiler's span marker (see `Adapter.profile`),
 and write the trace. The trace is then read once, by its profiler's reader
-(`trace_events.TRACE_READERS`), into the window that gives both the op summary and the breakdown: the exported Chrome
-trace is the profilers' public format, where their in-memory event objects change between
+(`trace_events.TRACE_READERS`), into the window that gives both the op summary and the
+breakdown: the exported Chrome trace is the profilers' public format, where their in-memory event objects change between
 versions. Classifying op names is framework-neutral, so every adapter on one profiler counts
 its time the same way. A profiler that fails leaves the run's measured steps intact: the row
 keeps them and its `profile` says why there is no window.
@@ -37,6 +40,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
+from mgbench.common.breakdown import TimedStep
 from mgbench.common.breakdown_record import write_rank_breakdown
 from mgbench.common.protocol import Adapter, OpTime
 from mgbench.common.trace_events import TRACE_READERS, OpSpan, is_communication
@@ -119,10 +123,12 @@ def profile_window(
     profile_dir: Path,
     rank: int,
     profiler: str | None,
+    timed: TimedStep | None = None,
 ) -> dict[str, Any]:
     """Run `steps` more clocked steps under the adapter's profiler (`profiler`, from the
     registry's capabilities), each inside the adapter's step mark; write this rank's trace and
-    breakdown file. Returns the op summary with the window's cost per phase, or why there is none."""
+    breakdown file (its shares of the `timed` step, where given: `breakdown_record`). Returns
+    the op summary with the window's cost per phase, or why there is none."""
     if profiler is None:
         return {"steps": 0, "error": f"{trainer.config.framework} has no profiler here"}
     read_trace = TRACE_READERS.get(profiler)
@@ -152,10 +158,12 @@ def profile_window(
     read = time.perf_counter()
     summary = summarise_ops(self_time_ops(window.ops), steps, path, window.clock)
     error = write_rank_breakdown(
-        profile_dir, rank, path, window, profiler, steps, sum(clock.step_seconds), sum(clock.waits)
+        profile_dir, rank, path, window, profiler, steps, sum(clock.step_seconds), sum(clock.waits), timed
     )
     if error:
         summary["breakdown_error"] = error
+    if timed is not None:
+        summary["window_slowdown"] = sum(clock.step_seconds) / len(clock.step_seconds) / timed.seconds
     summary["cost_seconds"] = {
         "steps": sum(stepping),
         "profiler": profiled - started - sum(stepping),

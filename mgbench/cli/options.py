@@ -17,8 +17,10 @@ CPU_IMAGE_SIZE = 64
 """The shrunk job's image side for a 224-px model; others scale with their own size."""
 CPU_IMAGE_BASE = 224
 PROFILE_AUTO = "auto"
-AUTO_PROFILE_STEPS = 5
-"""`--profile auto` on GPUs: enough steady steps for a breakdown, a small cost after the timed ones."""
+AUTO_PROFILE_STEPS = 3
+"""`--profile auto` on GPUs. The breakdown takes from the window only the device's work per step
+(its shares are of the timed step), which repeats from step to step far more closely than the
+profiled steps' lengths do; the window's cost grows with its steps (BENCHMARKS.md)."""
 
 
 def data_format_given(args: argparse.Namespace) -> bool:

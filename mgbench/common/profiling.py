@@ -24,9 +24,9 @@ An adapter supports profiling with a method `profile(run_steps, trace_path)`: ru
 under its framework's profiler, handing it the profiler's span marker (see `Adapter.profile`),
 and write the trace. The trace is then read once, by its profiler's reader
 (`trace_events.TRACE_READERS`), into the window that gives both the op summary and the
-breakdown: the exported Chrome trace is the profilers' public format, where their in-memory event objects change between
-versions. Classifying op names is framework-neutral, so every adapter on one profiler counts
-its time the same way. A profiler that fails leaves the run's measured steps intact: the row
+breakdown: the exported Chrome trace is the profilers' public format, where their in-memory
+event objects change between versions. Classifying op names is framework-neutral, so every
+adapter on one profiler counts its time the same way. A profiler that fails leaves the run's measured steps intact: the row
 keeps them and its `profile` says why there is no window.
 """
 

@@ -26,8 +26,8 @@ and write the trace. The trace is then read once, by its profiler's reader
 (`trace_events.TRACE_READERS`), into the window that gives both the op summary and the
 breakdown: the exported Chrome trace is the profilers' public format, where their in-memory
 event objects change between versions. Classifying op names is framework-neutral, so every
-adapter on one profiler counts its time the same way. A profiler that fails leaves the run's measured steps intact: the row
-keeps them and its `profile` says why there is no window.
+adapter on one profiler counts its time the same way. A profiler that fails leaves the run's
+measured steps intact: the row keeps them and its `profile` says why there is no window.
 """
 
 from __future__ import annotations

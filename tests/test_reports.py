@@ -137,6 +137,7 @@ def fixture_folder(root: Path) -> tuple[Path, list[str]]:
         result = ok_result(config, step, epochs(0.01 * devices) if devices in (1, 4) else None)
         result.breakdown, result.breakdown_clock = BREAKDOWNS[devices], "device"
         result.bottleneck = bottleneck(BREAKDOWNS[devices])
+        result.profile = {"steps": 3, "window_slowdown": 1 + devices / 8}
         if devices == 4:
             record = {**result.to_record(), "communication_fraction": 0.15}
             with results.open("a") as handle:
@@ -215,6 +216,7 @@ def test_report_is_self_contained_with_environment_configs_and_errors(tmp_path):
     assert text.index("charts/scaling.png") < text.index("charts/scaling-loss.png") < text.index("charts/breakdown.png")
     assert "communication 12%: gradient exchange that compute does not hide" in text
     assert "idle 25%: nothing runs on the device" in text and "compute 92%" in text
+    assert all(slowdown in text for slowdown in ("1.12x", "1.25x", "1.50x"))  # the profiler's, per run
     for expected in ("NVIDIA H100 80GB HBM3", "550.54.15", "1980", "torch 2.5.1", "bf16", "densenet121"):
         assert expected in text
     assert "RuntimeError: NCCL &lt;boom&gt; &amp; co" in text and "<boom>" not in text

@@ -162,6 +162,13 @@ def _environment_section(frame: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def profiler_slowdown(profile: object) -> str:
+    """`1.40x`: how much longer the profiled steps ran than the timed ones (the breakdown's shares
+    are of the timed step); "" where the row has no such figure."""
+    slowdown = profile.get("window_slowdown") if isinstance(profile, dict) else None
+    return f"{slowdown:.2f}x" if isinstance(slowdown, int | float) else ""
+
+
 def _run_section(row: pd.Series, charts: ChartSet) -> str:
     run_id = row["run_id"]
     parts = [f'<section class="run" id="run-{_e(run_id)}"><h3>{_e(run_id)}: {_e(row["status"])}</h3>']
@@ -173,6 +180,7 @@ def _run_section(row: pd.Series, charts: ChartSet) -> str:
         ("breakdown", breakdown_text(row.get("breakdown"))),
         ("breakdown_clock", row.get("breakdown_clock")),
         ("profile_seconds", row.get("profile_seconds")),
+        ("profiler slowdown of the step", profiler_slowdown(row.get("profile"))),
     ]
     parts.append(_key_values(config + [(name, row[name]) for name in RUN_FIELDS] + profiled))
     parts.extend(_image(chart) for chart in charts.runs.get(run_id, []))

@@ -6,6 +6,7 @@ import pytest
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.protocol import Adapter
+from mgbench.common.timing import detect_warmup
 
 
 def fake_config(**changes):
@@ -28,7 +29,12 @@ def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path)
     result = run_training(fakefw.create_trainer("steady"), config, tmp_path / "state.npz")
     assert result.status == "ok"
     assert len(result.step_seconds) == len(result.input_wait_seconds) == len(result.losses) == 30
-    assert result.warmup_steps == fakefw.WARMUP_STEPS and result.warmup_detected
+    # The fake's slow first steps are left out of the steady state. Exactly where warm-up ends
+    # on a given series is `detect_warmup`'s (test_timing); here the series is real time on a
+    # shared machine, where a stall of the OS may lengthen a few more steps, which the detector
+    # then rightly leaves out too.
+    assert result.warmup_detected and fakefw.WARMUP_STEPS <= result.warmup_steps <= config.steps // 2
+    assert result.warmup_steps == detect_warmup(result.step_seconds).steps
     expected_step = fakefw.STEP_SECONDS + fakefw.INPUT_SECONDS
     assert result.median_step_seconds == pytest.approx(expected_step, rel=0.3)
     assert result.images_per_sec == pytest.approx(config.global_batch / result.median_step_seconds)

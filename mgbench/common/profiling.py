@@ -41,13 +41,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mgbench.common.breakdown import TimedStep
-from mgbench.common.breakdown_record import write_rank_breakdown
+from mgbench.common.breakdown_record import READ_ERRORS, write_rank_breakdown
 from mgbench.common.protocol import Adapter, OpTime
 from mgbench.common.trace_events import TRACE_READERS, OpSpan, is_communication
 
 TOP_OPS = 10
-TRACE_ERRORS = (OSError, ValueError, KeyError, TypeError)
-"""What a missing, truncated or foreign trace raises when read."""
 INPUT_COPY_MARKERS = ("memcpy", "aten::copy_", "aten::to", "aten::_to_copy", "pin_memory", "htod", "dtoh")
 
 
@@ -153,7 +151,7 @@ def profile_window(
     profiled = time.perf_counter()
     try:
         window = read_trace(json.loads(path.read_text()))
-    except TRACE_ERRORS as error:
+    except READ_ERRORS as error:  # a missing, truncated or foreign trace
         return {"steps": steps, "trace": str(path), "error": f"trace unreadable: {type(error).__name__}: {error}"}
     read = time.perf_counter()
     summary = summarise_ops(self_time_ops(window.ops), steps, path, window.clock)

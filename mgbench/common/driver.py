@@ -159,16 +159,18 @@ def run_training(
     profile, profile_seconds = None, None
     if config.epochs:
         clock, epoch_metrics = train_epochs(trainer, config, compiler is not None)
-        metrics = {"loss": epoch_metrics[-1]["val_loss"], "auc": epoch_metrics[-1]["val_auc"]}
-        eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
     else:
         clock = StepClock(trainer, config, config.steps, compiling=compiler is not None)
         batches = trainer.batches()
         while len(clock.step_seconds) < config.steps:
             clock.step(batches)
+    stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
+    if config.epochs:
+        metrics = {"loss": epoch_metrics[-1]["val_loss"], "auc": epoch_metrics[-1]["val_auc"]}
+        eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
+    else:
         if config.profile_steps and profile_dir is not None:
-            steady = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
-            timed = TimedStep(steady.median_step_seconds, steady.input_wait_fraction * steady.median_step_seconds)
+            timed = TimedStep(stats.median_step_seconds, stats.input_wait_fraction * stats.median_step_seconds)
             window_start = time.perf_counter()
             window = StepClock(trainer, config, config.profile_steps, progress=False)
             profile = profile_window(
@@ -178,7 +180,6 @@ def run_training(
         eval_start = time.perf_counter()
         metrics = trainer.evaluate()
         eval_seconds = time.perf_counter() - eval_start
-    step_seconds, waits, losses = clock.step_seconds, clock.waits, clock.losses
     if state_path is not None and placement.is_primary:
         trainer.save_state(state_path)
     peak = trainer.peak_memory_bytes()
@@ -186,7 +187,6 @@ def run_training(
     trainer.close()
     if not placement.is_primary:
         return None
-    stats = summarise_steps(step_seconds, waits, config.global_batch)
     return RunResult(
         config=config,
         status="ok",
@@ -205,11 +205,11 @@ def run_training(
         eval_seconds=eval_seconds,
         eval_metrics=metrics,
         epoch_metrics=epoch_metrics,
-        final_loss=losses[-1],
+        final_loss=clock.losses[-1],
         peak_memory_bytes=peak,
-        step_seconds=step_seconds,
-        input_wait_seconds=waits,
-        losses=losses,
+        step_seconds=clock.step_seconds,
+        input_wait_seconds=clock.waits,
+        losses=clock.losses,
         profile=profile,
         profile_seconds=profile_seconds,
     )

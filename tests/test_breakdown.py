@@ -187,6 +187,31 @@ def test_without_step_marks_the_window_is_the_host_clock_from_the_first_event():
     assert record["devices"]["cuda:0"]["seconds"]["idle"] == pytest.approx(700 * US)
 
 
+def test_a_cuda_only_trace_on_the_host_clock_gives_the_marked_traces_shares_of_the_timed_step():
+    """torch.profiler on GPU records CUDA activity only: no step marks, no host operators. With
+    synchronised steps all device work lies in the host-clocked window, so the shares of the
+    timed step are those of a marked trace of the same work; only the window's own shares, whose
+    length the two clocks measure differently, may differ."""
+    device_events = [
+        e for e in gpu_trace()["traceEvents"] if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset") and e["ts"] < 1900
+    ]
+    launches = [event("cudaLaunchKernel", e["ts"] - 5, 3, "cuda_runtime") for e in device_events]
+    timed = TimedStep(800 * US, 50 * US)
+    marked = rank_breakdown(
+        torch_trace_window({"traceEvents": steps((0, 1000), (1000, 2000)) + device_events}), 0.5, 0.0, 2, timed
+    )
+    host_clocked = rank_breakdown(
+        torch_trace_window({"traceEvents": device_events + launches}), 2100 * US, 0.0, 2, timed
+    )
+    assert host_clocked["window_source"] == "host clock" and host_clocked["step_spans"] == [(0, 2100 * US)]
+    for name in ("cuda:0", "cuda:1"):
+        assert host_clocked["devices"][name]["seconds"]["compute"] == pytest.approx(
+            marked["devices"][name]["seconds"]["compute"]
+        )
+        assert host_clocked["devices"][name]["shares"] == pytest.approx(marked["devices"][name]["shares"])
+    assert host_clocked["devices"]["cuda:0"]["seconds"]["idle"] > marked["devices"]["cuda:0"]["seconds"]["idle"]
+
+
 def test_xla_gpu_trace_reads_stream_kernels_copies_and_the_host_step_marks():
     meta = [
         {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},

@@ -17,10 +17,11 @@ CPU_IMAGE_SIZE = 64
 """The shrunk job's image side for a 224-px model; others scale with their own size."""
 CPU_IMAGE_BASE = 224
 PROFILE_AUTO = "auto"
-AUTO_PROFILE_STEPS = 3
+AUTO_PROFILE_STEPS = 2
 """`--profile auto` on GPUs. The breakdown takes from the window only the device's work per step
 (its shares are of the timed step), which repeats from step to step far more closely than the
-profiled steps' lengths do; the window's cost grows with its steps (BENCHMARKS.md)."""
+profiled steps' lengths do, and the window's cost grows with its steps: two steps, so that one
+step's oddity would show as a second figure, not as the breakdown (BENCHMARKS.md)."""
 
 
 def data_format_given(args: argparse.Namespace) -> bool:

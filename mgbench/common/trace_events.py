@@ -79,8 +79,11 @@ def timed_events(trace: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in trace["traceEvents"] if e.get("ph") == "X"]
 
 
-def xla_device_events(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Each device's timed events in an XLA profiler trace.
+def xla_device_events(
+    trace: dict[str, Any], timed: list[dict[str, Any]] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Each device's timed events in an XLA profiler trace (`timed`: its `timed_events`, where
+    the caller has them already).
 
     On GPU the trace has one process per device (`/device:GPU:N`) whose stream lines hold the
     kernels and copies as the GPU ran them; its other lines are summaries derived from those
@@ -88,7 +91,7 @@ def xla_device_events(trace: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     ran on host threads, each tagged with its device's ordinal.
     """
     processes, threads = trace_names(trace)
-    timed = timed_events(trace)
+    timed = timed_events(trace) if timed is None else timed
     by_device: dict[str, list[dict[str, Any]]] = defaultdict(list)
     gpus = {pid: name for pid, name in processes.items() if name.startswith(GPU_PROCESS_PREFIX)}
     if gpus:
@@ -166,10 +169,11 @@ def torch_line_ops(events: list[dict[str, Any]]) -> list[OpSpan]:
 
 def xla_trace_window(trace: dict[str, Any]) -> TraceWindow:
     """An XLA trace: each device's stream kernels (GPU) or XLA ops (CPU), each device's line apart as ops."""
-    by_device = xla_device_events(trace)
+    timed = timed_events(trace)
+    by_device = xla_device_events(trace, timed)
     devices = {name: [event_interval(e) for e in events] for name, events in by_device.items()}
     ops = [((device, e.get("tid")), *event_span(e), e["name"]) for device, events in by_device.items() for e in events]
-    return TraceWindow(xla_clock(by_device), devices, step_spans(timed_events(trace)), ops)
+    return TraceWindow(xla_clock(by_device), devices, step_spans(timed), ops)
 
 
 TRACE_READERS: dict[str, Callable[[dict[str, Any]], TraceWindow]] = {

@@ -7,10 +7,11 @@
 # Uses the machine's python3 (PyTorch, JAX with CUDA) and the carried Keras wheels (gpu_env.sh);
 # a call on a machine still warm from an earlier one starts its folders afresh.
 # MODE is a torch.compile mode (reduce-overhead: CUDA graphs); XLA has only `default`, so other
-# modes would make keras-jax's rows `unsupported` (hence its own compare above). Inductor caches compiled graphs on disk, so a model's
-# second run may compile from the first's cache: COLD=1 switches the caches off, so every row's
-# compile_seconds is a compile from scratch. Scale with MODELS, STEPS, BATCH; FRAMEWORKS and
-# EAGER_FRAMEWORKS name each compare's frameworks (keras-torch compiles too).
+# modes would make keras-jax's rows `unsupported` (hence its own compare above). Inductor caches
+# compiled graphs on disk, so a model's second run may compile from the first's cache: COLD=1
+# switches the caches off, so every row's compile_seconds is a compile from scratch. Scale with
+# MODELS, STEPS, BATCH; FRAMEWORKS and EAGER_FRAMEWORKS name each compare's frameworks
+# (keras-torch compiles too).
 set -uo pipefail
 source benchmarks/gpu_env.sh
 [ -n "${COLD:-}" ] && export TORCHINDUCTOR_FORCE_DISABLE_CACHES=1

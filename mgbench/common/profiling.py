@@ -21,8 +21,8 @@ that could not be split into a breakdown adds `breakdown_error`; only `steps` an
 not be read).
 
 An adapter supports profiling with a method `profile(run_steps, trace_path)`: run the callable
-under its framework's profiler, handing it the profiler's span marker (see `Adapter.profile`),
-and write the trace. The trace is then read once, by its profiler's reader
+under its framework's profiler, handing it the profiler's span marker where the trace should
+mark the steps (see `Adapter.profile`), and write the trace. The trace is then read once, by its profiler's reader
 (`trace_events.TRACE_READERS`), into the window that gives both the op summary and the
 breakdown: the exported Chrome trace is the profilers' public format, where their in-memory
 event objects change between versions. Classifying op names is framework-neutral, so every
@@ -124,9 +124,10 @@ def profile_window(
     timed: TimedStep | None = None,
 ) -> dict[str, Any]:
     """Run `steps` more clocked steps under the adapter's profiler (`profiler`, from the
-    registry's capabilities), each inside the adapter's step mark; write this rank's trace and
-    breakdown file (its shares of the `timed` step, where given: `breakdown_record`). Returns
-    the op summary with the window's cost per phase, or why there is none."""
+    registry's capabilities), each inside the step mark where the adapter uses one; write this
+    rank's trace and breakdown file (its shares of the `timed` step, where given:
+    `breakdown_record`). Returns the op summary with the window's cost per phase, or why there
+    is none."""
     if profiler is None:
         return {"steps": 0, "error": f"{trainer.config.framework} has no profiler here"}
     read_trace = TRACE_READERS.get(profiler)

@@ -1,0 +1,87 @@
+"""What mgbench's processes must never do: hide a worker's error behind its launcher's exit code."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import cli_env, read_rows, tiny_job
+
+from mgbench.runner.orchestrator import failure_cause
+
+TWO_CPU_DDP = [
+    "--framework",
+    "pytorch",
+    "--strategy",
+    "ddp",
+    "--gpus",
+    "2",
+    *tiny_job(2, batch=4, image_size=32, device="cpu"),
+]
+
+
+def mgbench_in(folder: Path, *args: str, timeout: float = 600, **extra_env: str) -> subprocess.CompletedProcess:
+    """`python -m mgbench ARGS` started from `folder`, as a user in that folder types it."""
+    return subprocess.run(
+        [sys.executable, "-m", "mgbench", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(**extra_env),
+    )
+
+
+TORCHRUN_FAILURE = """$ python -m torch.distributed.run --standalone --nproc-per-node=2 -m mgbench.worker --config c.json
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "<frozen runpy>", line 198, in _run_module_as_main
+[rank0]:   File "/work/mgbench/common/driver.py", line 73, in step
+[rank0]:     self.trainer.train_step(batch)
+[rank0]:   File "/venv/lib/python3.11/site-packages/torch/optim/sgd.py", line 379, in _single_tensor_sgd
+[rank0]:     param.add_(grad, alpha=-lr)
+[rank0]: RuntimeError: value cannot be converted to type float without overflow
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "<frozen runpy>", line 198, in _run_module_as_main
+[rank1]:     param.add_(grad, alpha=-lr)
+[rank1]: RuntimeError: value cannot be converted to type float without overflow
+E1124 05:53:28.086000 10036 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0 (pid: 10053) of binary: /venv/bin/python
+Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 386, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+mgbench.worker FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-24_05:53:28
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 10053)
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+"""The log of `mgbench run --framework pytorch --strategy ddp --gpus 2 --device cpu --lr 1e300`
+(torch 2.14), its tracebacks shortened."""
+
+
+def test_the_cause_under_torchrun_is_the_worker_s_exception_without_its_rank_prefix():
+    overflow = "RuntimeError: value cannot be converted to type float without overflow"
+    assert failure_cause(TORCHRUN_FAILURE, 1) == overflow
+    assert failure_cause("[default1]:ValueError: bad shard\n", 1) == "ValueError: bad shard"
+    assert failure_cause("[default0]:[rank0]: ValueError: bad shard\n", 1) == "ValueError: bad shard"
+    assert failure_cause("[default1]:mgbench: error: no such file: x.csv\n[rank1]: ValueError: y\n", 2) == (
+        "no such file: x.csv"
+    )
+
+
+@pytest.mark.slow
+def test_a_torchrun_worker_s_exception_is_the_first_line_of_its_row(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    out = tmp_path / "overflow"
+    done = mgbench_in(tmp_path, "run", *TWO_CPU_DDP, "--lr", "1e300", "--out", str(out))
+    assert done.returncode == 1, done.stderr
+    row = read_rows(out).iloc[0]
+    assert row.status == "failed"
+    assert row.error.splitlines()[0] == (
+        "RuntimeError: value cannot be converted to type float without overflow (exit code 1)"
+    )

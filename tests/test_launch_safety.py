@@ -1,4 +1,5 @@
-"""What mgbench's processes must never do: hide a worker's error behind its launcher's exit code."""
+"""What mgbench's processes must never do: hide a worker's error behind its launcher's exit code,
+or import code from the user's working directory."""
 
 import subprocess
 import sys
@@ -8,6 +9,10 @@ import pytest
 from conftest import cli_env, read_rows, tiny_job
 
 from mgbench.runner.orchestrator import failure_cause
+
+HOSTILE_MODULES = ("numpy", "torch", "json")
+HOSTILE = 'import os\nopen(os.path.join(os.path.dirname(__file__), f"imported-{__name__}-{os.getpid()}"), "w")\n'
+"""A module that leaves a marker file beside itself when imported."""
 
 TWO_CPU_DDP = [
     "--framework",
@@ -85,3 +90,49 @@ def test_a_torchrun_worker_s_exception_is_the_first_line_of_its_row(tmp_path):
     assert row.error.splitlines()[0] == (
         "RuntimeError: value cannot be converted to type float without overflow (exit code 1)"
     )
+
+
+def hostile_folder(tmp_path: Path, modules: tuple[str, ...] = HOSTILE_MODULES) -> Path:
+    """A working directory holding modules that mark each import: by default `numpy.py` and
+    `torch.py` (the CLI's and the workers' imports) and `json.py` (imported by the installation
+    probes' `python -c`)."""
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    for name in modules:
+        (folder / f"{name}.py").write_text(HOSTILE)
+    return folder
+
+
+def test_python_m_mgbench_and_its_workers_import_nothing_from_the_working_directory(tmp_path):
+    folder = hostile_folder(tmp_path)
+    out = tmp_path / "fake"
+    done = mgbench_in(folder, "compare", "--frameworks", "fake", "--gpus", "1", *tiny_job(4), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.name for path in folder.iterdir()) == ["json.py", "numpy.py", "torch.py"]
+    assert list(read_rows(out).status) == ["ok"]
+
+
+@pytest.mark.slow
+def test_torchrun_and_its_workers_import_nothing_from_the_working_directory(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    folder = hostile_folder(tmp_path)
+    out = tmp_path / "ddp"
+    done = mgbench_in(folder, "run", *TWO_CPU_DDP, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.name for path in folder.iterdir()) == ["json.py", "numpy.py", "torch.py"]
+    row = read_rows(out).iloc[0]
+    assert (row.status, row.devices) == ("ok", 2)
+    assert "torch.distributed.run" in row.command
+
+
+@pytest.mark.slow
+def test_setup_runs_venv_and_pip_without_the_working_directory(tmp_path):
+    """`mgbench setup` from a folder holding a `venv.py` and a `pip.py`: the environment is made
+    by the real venv, and the real pip fails (no index to install from) with one line."""
+    folder = hostile_folder(tmp_path, ("venv", "pip"))
+    venvs = tmp_path / "venvs"
+    done = mgbench_in(folder, "setup", "pytorch", MGBENCH_VENVS=str(venvs), PIP_NO_INDEX="1")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].startswith("mgbench: error: setting up pytorch failed at: ")
+    assert sorted(path.name for path in folder.iterdir()) == ["pip.py", "venv.py"]
+    assert (venvs / "pytorch" / "bin" / "python").exists()

@@ -1,10 +1,14 @@
 """What mgbench's processes must never do: hide a worker's error behind its launcher's exit code,
-or import code from the user's working directory."""
+import code from the user's working directory, or outlive the mgbench that started them."""
 
+import contextlib
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import cli_env, read_rows, tiny_job
 
@@ -35,6 +39,30 @@ def mgbench_in(folder: Path, *args: str, timeout: float = 600, **extra_env: str)
         timeout=timeout,
         env=cli_env(**extra_env),
     )
+
+
+def processes_naming(path: Path) -> list[psutil.Process]:
+    """Processes alive (zombies aside) whose command line names `path`."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        if process.info["status"] != psutil.STATUS_ZOMBIE and str(path) in " ".join(process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+def wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+def kill_all(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
 
 
 TORCHRUN_FAILURE = """$ python -m torch.distributed.run --standalone --nproc-per-node=2 -m mgbench.worker --config c.json
@@ -136,3 +164,70 @@ def test_setup_runs_venv_and_pip_without_the_working_directory(tmp_path):
     assert done.stderr.splitlines()[-1].startswith("mgbench: error: setting up pytorch failed at: ")
     assert sorted(path.name for path in folder.iterdir()) == ["pip.py", "venv.py"]
     assert (venvs / "pytorch" / "bin" / "python").exists()
+
+
+LAUNCHER = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[1]], start_new_session=True)
+time.sleep(600)
+"""
+"""A launcher that, like torchrun, starts its worker in a session of its own, then waits."""
+
+KILLED_MGBENCH = """
+import os, sys
+from pathlib import Path
+from mgbench.runner.launch import execute
+execute([sys.executable, "-c", sys.argv[1], sys.argv[2]], dict(os.environ), 600, Path(sys.argv[3]))
+"""
+"""An mgbench process that launches LAUNCHER and waits for it (to be killed meanwhile)."""
+
+
+def test_a_killed_mgbench_takes_the_launcher_and_its_workers_with_it(tmp_path):
+    marker = tmp_path / "run-marker"
+    mgbench = subprocess.Popen(
+        [sys.executable, "-c", KILLED_MGBENCH, LAUNCHER, str(marker), str(tmp_path / "run.log")], env=cli_env()
+    )
+    try:
+        assert wait_for(lambda: len(processes_naming(marker)) == 3, 60), "launcher and worker never started"
+        run = [process for process in processes_naming(marker) if process.pid != mgbench.pid]
+        mgbench.kill()
+        mgbench.wait()
+        assert wait_for(lambda: not processes_naming(marker), 10), [p.info["cmdline"] for p in run]
+    finally:
+        mgbench.kill()
+        kill_all(processes_naming(marker))
+
+
+@pytest.mark.slow
+def test_a_sigkilled_compare_leaves_no_process_of_its_run(tmp_path):
+    """SIGKILL during the compare's first run (DDP under torchrun, 1 CPU device): torchrun and the
+    worker it started in a session of its own die with the compare."""
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    out = tmp_path / "ddp"
+    compare = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mgbench",
+            "compare",
+            "--frameworks",
+            "pytorch",
+            "--gpus",
+            "2",
+            *tiny_job(100000, batch=4, image_size=32, device="cpu"),
+            "--out",
+            str(out),
+        ],
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        # compare, torchrun, the worker torchrun started
+        assert wait_for(lambda: len(processes_naming(out)) == 3, 120), "the run never started"
+        compare.send_signal(signal.SIGKILL)
+        compare.wait()
+        assert wait_for(lambda: not processes_naming(out), 10), [p.info["cmdline"] for p in processes_naming(out)]
+    finally:
+        compare.kill()
+        kill_all(processes_naming(out))

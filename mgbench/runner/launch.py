@@ -11,7 +11,8 @@ the others (same paths there: a shared file system or an identical checkout). ho
 mpiexec take the host list themselves and start the remote processes with their own ssh.
 
 Every run starts with PYTHONSAFEPATH=1 (`isolated_environment`): none of its processes imports
-from the working directory.
+from the working directory. Each run has a watchdog (`mgbench.runner.watchdog`) that kills what
+the run started if mgbench is killed first.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 import mgbench
 from mgbench.frameworks.registry import FrameworkSpec, Launcher
 from mgbench.runner.hosts import Host
+from mgbench.runner.watchdog import RunWatchdog
 
 VENVS_ENV = "MGBENCH_VENVS"
 TERMINATE_GRACE_SECONDS = 10.0
@@ -259,14 +261,15 @@ def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float,
     """Start every node's command (each in its own process group), wait for all, one log.
 
     Past `timeout`, or when this process is interrupted (Ctrl-C, SIGTERM), every group is
-    stopped before returning or re-raising; the first non-zero exit code is the outcome's.
+    stopped before returning or re-raising; the first non-zero exit code is the outcome's. If
+    this process is killed instead, the run's watchdog kills what the run started.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = isolated_environment(env)
     start = time.perf_counter()
     deadline = time.monotonic() + timeout
     processes: list[subprocess.Popen] = []
-    with log_path.open("w") as log:
+    with log_path.open("w") as log, RunWatchdog(env, log) as watchdog:
         try:
             for node in nodes:
                 argv, node_env = node_argv(node, env)
@@ -282,6 +285,7 @@ def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float,
                         start_new_session=True,
                     )
                 )
+                watchdog.launched(processes[-1].pid)
             returncode: int | None = _wait_all(processes, deadline)
             timed_out = returncode is None
             if timed_out:

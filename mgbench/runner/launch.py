@@ -9,6 +9,10 @@ Across hosts (`compare --hosts`), torchrun and TensorFlow's MultiWorkerMirroredS
 one command per node: those are started directly on this machine and through `ssh HOST` on
 the others (same paths there: a shared file system or an identical checkout). horovodrun and
 mpiexec take the host list themselves and start the remote processes with their own ssh.
+
+Every run starts with PYTHONSAFEPATH=1 (`isolated_environment`): none of its processes imports
+from the working directory. Each run has a watchdog (`mgbench.runner.watchdog`) that kills what
+the run started if mgbench is killed first.
 """
 
 from __future__ import annotations
@@ -21,18 +25,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import mgbench
 from mgbench.frameworks.registry import FrameworkSpec, Launcher
 from mgbench.runner.hosts import Host
+from mgbench.runner.watchdog import RunWatchdog
 
 VENVS_ENV = "MGBENCH_VENVS"
 TERMINATE_GRACE_SECONDS = 10.0
 LOG_TAIL_LINES = 25
 POLL_SECONDS = 0.05
+SAFE_PATH_ENV = "PYTHONSAFEPATH"
 LAUNCHER_ENV_MARKERS = ("TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "HOROVOD_RANK")
 
 
@@ -52,6 +58,15 @@ def interpreter_for(spec: FrameworkSpec) -> str:
     """The framework's own environment if it was set up, else the current interpreter."""
     own = environment_python(spec)
     return str(own) if own.exists() else sys.executable
+
+
+def isolated_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`env` (default: this process's) with PYTHONSAFEPATH=1, what `python -P` does: no Python
+    started with it puts the working directory (for `-m` and `-c`) or the script's folder first
+    on sys.path, so a `numpy.py` in the user's folder is never imported; PYTHONPATH still counts.
+    Launchers pass their environment on, so it reaches the workers that torchrun re-executes
+    with its own command line, and those of mpiexec and horovodrun."""
+    return {**(os.environ if env is None else env), SAFE_PATH_ENV: "1"}
 
 
 def launched_by_launcher() -> bool:
@@ -246,13 +261,15 @@ def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float,
     """Start every node's command (each in its own process group), wait for all, one log.
 
     Past `timeout`, or when this process is interrupted (Ctrl-C, SIGTERM), every group is
-    stopped before returning or re-raising; the first non-zero exit code is the outcome's.
+    stopped before returning or re-raising; the first non-zero exit code is the outcome's. If
+    this process is killed instead, the run's watchdog kills what the run started.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = isolated_environment(env)
     start = time.perf_counter()
     deadline = time.monotonic() + timeout
     processes: list[subprocess.Popen] = []
-    with log_path.open("w") as log:
+    with log_path.open("w") as log, RunWatchdog(env, log) as watchdog:
         try:
             for node in nodes:
                 argv, node_env = node_argv(node, env)
@@ -268,6 +285,7 @@ def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float,
                         start_new_session=True,
                     )
                 )
+                watchdog.launched(processes[-1].pid)
             returncode: int | None = _wait_all(processes, deadline)
             timed_out = returncode is None
             if timed_out:

@@ -56,10 +56,11 @@ def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
 
 
 CAUSE_PATTERN = re.compile(
-    r"^(?:\[[^\]]*\]\s*(?:<std\w+>:)?\s*)?(mgbench: error: .+|[\w.]*(?:Error|Exception|Interrupt)\b: .+)$"
+    r"^(?:\[[^\]]*\]:?\s*(?:<std\w+>:)?\s*)*(mgbench: error: .+|[\w.]*(?:Error|Exception|Interrupt)\b: .+)$"
 )
-"""A line that names why a run failed: mgbench's own one-line error, or an exception's last line
-(with a launcher's rank prefix such as `[0]<stderr>:` stripped)."""
+"""A line that names why a run failed: mgbench's own one-line error, or an exception's last line,
+with the launchers' prefixes stripped: mpiexec's `[0]<stderr>:`, torch.distributed's `[rank0]: `
+on a worker's traceback, torchrun's `[default0]:` on a worker's output."""
 
 
 WRAPPERS = (

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mgbench.common.errors import UsageError
 from mgbench.frameworks.registry import FrameworkSpec, registered
-from mgbench.runner.launch import environment_python, interpreter_for, project_root, venvs_dir
+from mgbench.runner.launch import environment_python, interpreter_for, isolated_environment, project_root, venvs_dir
 
 _PROBE = """
 import importlib.util, importlib.metadata, json, sys
@@ -55,7 +55,12 @@ def inspect_installation(spec: FrameworkSpec) -> Installation:
     interpreter = interpreter_for(spec)
     try:
         completed = subprocess.run(
-            [interpreter, "-c", _PROBE, *spec.import_names], capture_output=True, text=True, timeout=60, check=True
+            [interpreter, "-c", _PROBE, *spec.import_names],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            env=isolated_environment(),
         )
         probe = json.loads(completed.stdout)
     except (subprocess.SubprocessError, OSError, ValueError):
@@ -113,7 +118,9 @@ LAYER_FILE = "mgbench-packages-from.pth"
 
 def site_packages(interpreter: str) -> tuple[tuple[int, int], list[str]]:
     """An interpreter's Python version and its site-packages folders."""
-    completed = subprocess.run([interpreter, "-c", _SITE_PATHS], capture_output=True, text=True, check=True)
+    completed = subprocess.run(
+        [interpreter, "-c", _SITE_PATHS], capture_output=True, text=True, check=True, env=isolated_environment()
+    )
     found = json.loads(completed.stdout)
     return tuple(found["version"]), found["site"]
 
@@ -154,10 +161,12 @@ def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
     target = venvs_dir() / spec.environment
     interpreter = str(environment_python(spec))
     env = pip_environment(spec)
-    run_step([python or sys.executable, "-m", "venv", str(target)], spec, env)
+    # `-P`: venv and pip import nothing from the working directory; unlike PYTHONSAFEPATH it is
+    # not inherited, so the build scripts pip runs see their own folder on sys.path as they expect.
+    run_step([python or sys.executable, "-P", "-m", "venv", str(target)], spec, env)
     for shared in layer_environment(spec, interpreter):
         print(f"{spec.name}: packages already in {shared} are used from there", file=sys.stderr, flush=True)
-    run_step([interpreter, "-m", "pip", "install", "-r", str(requirements), "-e", str(project_root())], spec, env)
+    run_step([interpreter, "-P", "-m", "pip", "install", "-r", str(requirements), "-e", str(project_root())], spec, env)
     if spec.post_install:
         run_step([str(project_root() / spec.post_install), interpreter], spec, env)
     return environment_python(spec)

@@ -11,7 +11,7 @@ from PIL import Image
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.metrics import mean_auc
+from mgbench.common.metrics import gathered_metrics, mean_auc, split_metrics
 from mgbench.common.models import MODELS
 from mgbench.common.schedule import learning_rate_at
 from mgbench.datasets.augment import Augmentation
@@ -286,3 +286,14 @@ def test_mean_auc_skips_labels_without_both_classes():
     scores = np.array([[0.9, 0.1, 0.5], [0.2, 0.3, 0.5], [0.7, 0.2, 0.5], [0.6, 0.4, 0.5]])
     assert mean_auc(targets, scores) == pytest.approx(1.0)
     assert mean_auc(np.array([0, 1, 1]), np.array([[0.8, 0.2], [0.3, 0.7], [0.9, 0.1]])) == pytest.approx(0.5)
+
+
+def test_split_metrics_give_top1_for_class_folders_and_gather_every_shard():
+    targets = np.array([0, 1, 2, 1])
+    scores = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.5, 0.1, 0.4], [0.2, 0.3, 0.5]])
+    metrics = split_metrics(targets, scores, multi_label=False)
+    assert set(metrics) == {"auc", "top1"} and metrics["top1"] == pytest.approx(0.5)
+    assert set(split_metrics(np.eye(3)[targets], scores, multi_label=True)) == {"auc"}
+    shards = [(1.0, scores[:3], targets[:3]), (3.0, scores[3:], targets[3:])]
+    gathered = gathered_metrics(shards, multi_label=False)
+    assert gathered == {"loss": pytest.approx(1.0), **metrics}

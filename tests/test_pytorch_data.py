@@ -71,8 +71,8 @@ def test_pixels_normalised_after_the_copy_equal_the_shared_host_augmentation(sam
     the float images `Augmentation.train` makes for the same (seed, epoch, image)."""
     trainer = trainer_for(sample)
     images, _ = next(trainer.epoch_batches(1))
-    keys = next(iter(trainer.sampler))
-    dataset = trainer.train_loader.dataset
+    keys = next(iter(trainer.loaders.sampler))
+    dataset = trainer.loaders.train.dataset
     expected = np.stack(
         [dataset.augmentation.train(dataset.split.files[i], dataset.seed, epoch, i) for epoch, i in keys]
     )
@@ -91,11 +91,15 @@ def test_steps_stream_runs_through_epochs_in_one_loader_pass(sample):
         assert torch.equal(images, want_images) and torch.equal(labels, want_labels)
 
 
-def test_head_follows_the_dataset_and_evaluate_reports_auc(sample):
+def test_head_follows_the_dataset_and_evaluate_scores_the_named_split(sample):
     trainer = trainer_for(sample)
     assert trainer.core[-1].out_features == 14
-    metrics = trainer.evaluate()
-    assert set(metrics) == {"loss", "auc"} and 0.0 <= metrics["auc"] <= 1.0 and metrics["loss"] > 0
+    metrics = {split: trainer.evaluate(split) for split in ("val", "test")}
+    for scored in metrics.values():
+        assert set(scored) == {"loss", "auc"} and 0.0 <= scored["auc"] <= 1.0 and scored["loss"] > 0
+    assert metrics["val"] != metrics["test"]
+    scored = sum(len(loader.dataset) for loader in trainer.loaders.held_out.values())
+    assert scored == len(trainer.dataset.val) + len(trainer.dataset.test)
 
 
 def test_learning_rate_is_set_by_the_driver(sample):

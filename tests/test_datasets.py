@@ -20,7 +20,7 @@ from mgbench.datasets.description import SPLITS
 from mgbench.datasets.prepare import prepare_chestxray
 from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.sample import draw_image, make_sample
-from mgbench.datasets.sampling import epoch_batches, validation_indices
+from mgbench.datasets.sampling import epoch_batches, epoch_keys, rank_major_keys, validation_indices
 from mgbench.datasets.synthetic import Shard
 
 CSV_HEADER = "Image Index,Finding Labels,Follow-up #,Patient ID\n"
@@ -297,3 +297,19 @@ def test_split_metrics_give_top1_for_class_folders_and_gather_every_shard():
     shards = [(1.0, scores[:3], targets[:3]), (3.0, scores[3:], targets[3:])]
     gathered = gathered_metrics(shards, multi_label=False)
     assert gathered == {"loss": pytest.approx(1.0), **metrics}
+
+
+def test_rank_major_keys_cut_as_chainermn_scatters_are_each_ranks_shared_shard():
+    """ChainerMN's `scatter_dataset` gives rank r the r-th of W equal contiguous parts: of the
+    rank-major keys that is exactly what the shared sampler gives rank r, batch after batch."""
+    size, global_batch, world = 50, 8, 2
+    keys = rank_major_keys(size, global_batch, world, epoch=3, seed=1)
+    part = len(keys) // world
+    for rank in range(world):
+        shard = Shard.of_rank(rank, world, global_batch)
+        expected = [key for batch in epoch_keys(size, global_batch, shard, (3,), seed=1) for key in batch]
+        assert keys[rank * part : (rank + 1) * part] == expected
+        assert all(epoch == 3 for epoch, _ in expected)
+    assert sorted(index for _, index in keys) == sorted(
+        index for batch in epoch_batches(size, global_batch, Shard(0, global_batch), 3, seed=1) for index in batch
+    )

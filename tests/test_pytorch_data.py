@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
 
-from conftest import mgbench  # noqa: E402
+from conftest import mgbench, one_epoch_rows  # noqa: E402
 
 from mgbench.common.config import RunConfig  # noqa: E402
 from mgbench.datasets.sample import make_sample  # noqa: E402
@@ -153,7 +153,16 @@ def test_one_device_and_two_process_ddp_both_reach_auc_0_9(tmp_path):
         assert all(e["val_seconds"] > 0 and e["train_seconds"] > 0 for e in curve)
         assert curve[-1]["val_auc"] >= 0.9, (row["devices"], [round(e["val_auc"], 3) for e in curve])
         assert row["eval_metrics"]["auc"] == curve[-1]["val_auc"]
+        assert row["test_metrics"]["auc"] >= 0.85 and row["loader"] == "torch.utils.data.DataLoader"
         assert 0 <= row["input_wait_fraction"] < 1
         assert row["loader_workers"] == 0
     one, two = sorted(rows, key=lambda row: row["devices"])
     assert np.isclose(one["epoch_metrics"][-1]["val_auc"], two["epoch_metrics"][-1]["val_auc"], atol=0.02)
+
+
+@pytest.mark.slow
+def test_one_epoch_of_the_sample_with_unstaged_input(tmp_path):
+    sample = tmp_path / "sample"
+    assert mgbench("make-sample-chestxray", str(sample), "--n", "64", "--size", "38").returncode == 0
+    rows = one_epoch_rows("pytorch", "ddp-unstaged", sample, tmp_path / "run", workers=2)
+    assert {row["strategy"] for row in rows} == {"ddp-unstaged"}

@@ -32,7 +32,13 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
     trainer = create_trainer(config.framework, config.strategy)
     capabilities = spec.capabilities
     return run_training(
-        trainer, config, state_path, profile_dir, capabilities.profiler, capabilities.compiled_by(config)
+        trainer,
+        config,
+        state_path,
+        profile_dir,
+        capabilities.profiler,
+        capabilities.compiled_by(config),
+        capabilities.loader,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -221,3 +222,40 @@ def run_in(python: str, code: str, *args: str, timeout: float = 600) -> str:
     done = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, timeout=timeout, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
+
+
+def one_epoch_rows(framework: str, strategy: str, sample: Path, out: Path, workers: int = 1) -> list[dict]:
+    """`compare` training one epoch of a sample ChestX-ray14 folder through the framework's own
+    loader on 1 and 2 CPU devices, with validation and the test split: the rows, checked ok and
+    carrying what every real-data row must (loader, workers, time to train, AUCs)."""
+    done = mgbench(
+        "compare",
+        "--frameworks",
+        framework,
+        "--strategies",
+        strategy,
+        "--gpus",
+        "2",
+        *tiny_job(1, batch=4, image_size=32, device="cpu"),
+        "--dataset",
+        f"chestxray:{sample}",
+        "--epochs",
+        "1",
+        "--workers",
+        str(workers),
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(row["devices"] for row in rows) == [1, 2]
+    from mgbench.frameworks.registry import framework_spec
+
+    for row in rows:
+        assert row["status"] == "ok", row.get("error")
+        assert row["loader"] == framework_spec(framework).capabilities.loader and row["loader_workers"] == workers
+        (epoch,) = row["epoch_metrics"]
+        assert 0 <= epoch["val_auc"] <= 1 and epoch["images_per_sec"] > 0
+        assert 0 <= row["test_metrics"]["auc"] <= 1 and row["test_metrics"]["loss"] > 0
+        assert row["time_to_train_seconds"] >= epoch["train_seconds"] + epoch["val_seconds"]
+    return rows

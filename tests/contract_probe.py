@@ -15,7 +15,7 @@ from mgbench.common.models import MODELS
 from mgbench.common.protocol import Adapter
 from mgbench.frameworks.registry import create_trainer, framework_spec
 
-OPTIONAL = {"real_data": ("steps_per_epoch", "epoch_batches", "set_learning_rate"), "profiler": ("profile",)}
+OPTIONAL = {"loader": ("steps_per_epoch", "epoch_batches", "set_learning_rate"), "profiler": ("profile",)}
 
 
 def overrides(adapter: Adapter, names: tuple[str, ...]) -> list[bool]:
@@ -35,7 +35,7 @@ def main(framework: str, strategy: str, out: Path) -> None:
         parameters[model] = adapter.setup(config).parameters
         primary = adapter.placement.is_primary
         adapter.close()
-    declared = {"real_data": spec.capabilities.real_data, "profiler": spec.capabilities.profiler is not None}
+    declared = {"loader": spec.capabilities.loader is not None, "profiler": spec.capabilities.profiler is not None}
     implemented = {feature: overrides(adapter, names) for feature, names in OPTIONAL.items()}
     if primary:
         out.write_text(

@@ -86,7 +86,7 @@ class FakeTrainer(Adapter):
     def last_loss(self) -> float:
         return 1.0 / (1 + self.steps_done)
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, split: str = "val") -> dict[str, float]:
         return {"loss": 0.5}
 
     def peak_memory_bytes(self) -> int | None:

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_two_devices_equal_one, framework_python, run_in
+from conftest import assert_two_devices_equal_one, framework_python, mgbench, one_epoch_rows, run_in
 
 from mgbench.common.devices import visible_gpus
 from mgbench.frameworks.chainer.cupy_compat import CARRAY_INCLUDE, FLOAT16_INCLUDE, needs_float16_header
@@ -213,3 +213,47 @@ def test_chainermn_packing_kernels_round_trip_through_float16_on_gpu(chainer_gpu
 @pytest.mark.skipif(GPUS < 2, reason="pure_nccl over 2 GPUs needs 2 CUDA devices")
 def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path, chainer_gpu_python):
     assert_two_devices_equal_one(tmp_path, "chainer", "chainermn", 1e-4, device="cuda")
+
+
+@pytest.mark.slow
+def test_one_epoch_of_the_sample_through_chainers_loader_on_two_processes(chainer_python, tmp_path):
+    sample = tmp_path / "sample"
+    assert mgbench("make-sample-chestxray", str(sample), "--n", "64", "--size", "38").returncode == 0
+    rows = one_epoch_rows("chainer", "chainermn", sample, tmp_path / "run")
+    assert all(row["interpreter"] == chainer_python for row in rows)
+
+
+LOADER_MATCHES_THE_SHARED_READER = """
+import json, sys
+import numpy as np
+from mgbench.common.config import RunConfig
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.sampling import epoch_batches
+from mgbench.datasets.synthetic import Shard
+from mgbench.frameworks.chainer.adapter import create_trainer
+config = RunConfig(framework="chainer", strategy="chainermn", model="tiny", devices=1, device_kind="cpu",
+                   batch_per_device=8, steps=1, dataset="chestxray:" + sys.argv[1], epochs=1, image_size=32, workers=2)
+trainer = create_trainer("chainermn")
+trainer.setup(config)
+train, augmentation = trainer.dataset.train, Augmentation.for_input(32)
+for epoch in (0, 1):
+    expected = epoch_batches(len(train), 8, Shard(0, 8), epoch, config.seed)
+    batches = list(trainer.epoch_batches(epoch))
+    assert len(batches) == trainer.steps_per_epoch() == len(expected)
+    for (images, labels), indices in zip(batches, expected):
+        pixels = np.stack([augmentation.train(train.files[i], config.seed, epoch, i) for i in indices])
+        assert np.array_equal(images, pixels) and np.array_equal(labels, train.targets[indices].astype(np.int32))
+print(json.dumps({"val": trainer.evaluate("val"), "test": trainer.evaluate("test")}))
+"""
+
+
+def test_loader_reads_the_shared_shards_and_scores_both_held_out_splits(chainer_python, tmp_path):
+    """One process (MPI singleton): the MultiprocessIterator's batches are the shared reader's
+    images and labels, epoch by epoch (the cut of the scattered keys per rank is
+    test_datasets' `rank_major_keys` test)."""
+    sample = tmp_path / "sample"
+    assert mgbench("make-sample-chestxray", str(sample), "--n", "64", "--size", "38").returncode == 0
+    found = json.loads(run_in(chainer_python, LOADER_MATCHES_THE_SHARED_READER, str(sample)))
+    for split in ("val", "test"):
+        assert set(found[split]) == {"loss", "auc"} and 0 <= found[split]["auc"] <= 1
+    assert found["val"] != found["test"]

@@ -1,6 +1,7 @@
 """The framework-neutral data layer: label parsing, splits, bad input, the sample set, `prepare`, the LR rule."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,15 +11,16 @@ from PIL import Image
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.metrics import mean_auc
+from mgbench.common.metrics import gathered_metrics, mean_auc, split_metrics
 from mgbench.common.models import MODELS
 from mgbench.common.schedule import learning_rate_at
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import NIH_LABELS, multi_hot
+from mgbench.datasets.description import SPLITS
 from mgbench.datasets.prepare import prepare_chestxray
 from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.sample import draw_image, make_sample
-from mgbench.datasets.sampling import epoch_batches, validation_indices
+from mgbench.datasets.sampling import epoch_batches, epoch_keys, rank_major_keys, validation_indices
 from mgbench.datasets.synthetic import Shard
 
 CSV_HEADER = "Image Index,Finding Labels,Follow-up #,Patient ID\n"
@@ -46,16 +48,21 @@ def test_finding_labels_split_on_bar_and_no_finding_is_all_zeros():
     assert len(NIH_LABELS) == 14 and NIH_LABELS[0] == "Atelectasis" and NIH_LABELS[-1] == "Hernia"
 
 
-def test_chestxray_targets_follow_the_csv_and_the_hash_split_is_by_patient(tmp_path):
-    write_nih(tmp_path, nih_rows(40))
+def test_chestxray_targets_follow_the_csv_and_the_hash_splits_are_by_patient(tmp_path):
+    rows = [(name, findings, str(i // 2)) for i, (name, findings, _) in enumerate(nih_rows(60))]
+    write_nih(tmp_path, rows)
     description = describe_dataset(f"chestxray:{tmp_path}")
     assert description.multi_label and description.label_names == NIH_LABELS
-    assert len(description.train) + len(description.val) == 40 and len(description.val) > 0
-    for split in (description.train, description.val):
+    splits = (description.train, description.val, description.test)
+    assert sum(map(len, splits)) == 60 and all(len(split) > 0 for split in splits)
+    patients = [{int(path.rsplit("/", 1)[1][:8]) // 2 for path in split.files} for split in splits]
+    assert not (patients[0] & patients[1] or patients[0] & patients[2] or patients[1] & patients[2])
+    for split in splits:
         for path, target in zip(split.files, split.targets):
             index = int(path.rsplit("/", 1)[1][:8])
-            assert np.array_equal(target, multi_hot(nih_rows(40)[index][1], ""))
-    assert describe_dataset(f"chestxray:{tmp_path}").val.files == description.val.files  # deterministic
+            assert np.array_equal(target, multi_hot(rows[index][1], ""))
+    again = describe_dataset(f"chestxray:{tmp_path}")  # deterministic
+    assert (again.val.files, again.test.files) == (description.val.files, description.test.files)
 
 
 def test_official_split_files_are_honoured(tmp_path):
@@ -64,7 +71,9 @@ def test_official_split_files_are_honoured(tmp_path):
     (tmp_path / "train_val_list.txt").write_text("".join(f"{r[0]}\n" for r in rows[:7]))
     (tmp_path / "test_list.txt").write_text("".join(f"{r[0]}\n" for r in rows[7:]))
     description = describe_dataset(f"chestxray:{tmp_path}")
-    assert sorted(p.rsplit("/", 1)[1] for p in description.val.files) == [r[0] for r in rows[7:]]
+    names = {split: sorted(p.rsplit("/", 1)[1] for p in description.split(split).files) for split in SPLITS}
+    assert names["test"] == [r[0] for r in rows[7:]]
+    assert names["val"] and sorted(names["train"] + names["val"]) == [r[0] for r in rows[:7]]
     (tmp_path / "test_list.txt").write_text("".join(f"{r[0]}\n" for r in rows[8:]))
     with pytest.raises(UsageError, match="00000007_000.png.*in neither"):
         describe_dataset(f"chestxray:{tmp_path}")
@@ -103,33 +112,53 @@ def test_dataset_strings_are_checked(tmp_path):
 
 
 def test_labels_mapping_csv_and_json(tmp_path):
-    for name in ("a", "b", "c", "d"):
-        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / f"{name}.jpg")
+    names = [f"{c}.jpg" for c in "abcdefghijklmnop"]
+    for name in names:
+        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / name)
     (tmp_path / "labels.csv").write_text(
-        "file,labels,split\na.jpg,cat|dog,train\nb.jpg,,train\nc.jpg,dog,val\nd.jpg,cat,val\n"
+        "file,labels,split\na.jpg,cat|dog,train\nb.jpg,,train\nc.jpg,dog,val\nd.jpg,cat,val\ne.jpg,dog,test\n"
     )
     description = describe_dataset(f"labels:{tmp_path}")
     assert description.label_names == ("cat", "dog")
     assert description.train.targets.tolist() == [[1, 1], [0, 0]]
     assert description.val.targets.tolist() == [[0, 1], [1, 0]]
+    assert description.test.files == [str(tmp_path / "e.jpg")]
     mapping = tmp_path / "other.json"
-    mapping.write_text(json.dumps({"a.jpg": ["x"], "b.jpg": "x|y", "c.jpg": [], "d.jpg": ["y"]}))
-    assert describe_dataset(f"labels:{mapping}").label_names == ("x", "y")
+    mapping.write_text(json.dumps({name: ["x"] if i % 2 else "x|y" for i, name in enumerate(names)}))
+    hashed = describe_dataset(f"labels:{mapping}")
+    assert hashed.label_names == ("x", "y")
+    splits = [{Path(f).name for f in hashed.split(name).files} for name in SPLITS]
+    assert all(splits) and set().union(*splits) == set(names) and sum(map(len, splits)) == len(names)
+    (tmp_path / "labels.csv").write_text("file,labels,split\na.jpg,cat,train\nb.jpg,dog,holdout\n")
+    with pytest.raises(UsageError, match="line 3: split must be train, val or test, got 'holdout'"):
+        describe_dataset(f"labels:{tmp_path}")
     mapping.write_text(json.dumps({"a.jpg": 3}))
     with pytest.raises(UsageError, match="labels of 'a.jpg'"):
         describe_dataset(f"labels:{mapping}")
 
 
-def test_imagefolder_with_train_and_val(tmp_path):
-    for split, classes in (("train", ("ant", "bee")), ("val", ("ant", "bee"))):
-        for name in classes:
-            (tmp_path / split / name).mkdir(parents=True)
-            Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / split / name / "1.png")
+def imagefolder(root, folders):
+    """`folders`: {relative folder: images in it}, one class per last path part."""
+    for folder, count in folders.items():
+        (root / folder).mkdir(parents=True)
+        for i in range(count):
+            Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(root / folder / f"{i}.png")
+
+
+def test_imagefolder_splits_come_from_its_folders_or_the_training_hash(tmp_path):
+    imagefolder(tmp_path, {"train/ant": 6, "train/bee": 6, "val/ant": 1, "val/bee": 1})
     description = describe_dataset(f"imagefolder:{tmp_path}")
     assert not description.multi_label and description.label_names == ("ant", "bee")
-    assert description.val.targets.tolist() == [0, 1]
+    assert description.val.targets.tolist() == [0, 1] and "/val/" in description.val.files[0]
+    # no test/ folder: the test split is hashed out of train/, and leaves it
+    assert description.test.files and all("/train/" in f for f in description.test.files)
+    assert not set(description.test.files) & set(description.train.files)
+    assert len(description.train) + len(description.test) == 12
     spec = description.task_spec(MODELS["resnet50"])
     assert spec.num_classes == 2 and spec.loss == "softmax"
+    imagefolder(tmp_path, {"test/ant": 2, "test/bee": 1})
+    with_test = describe_dataset(f"imagefolder:{tmp_path}")
+    assert with_test.test.targets.tolist() == [0, 0, 1] and len(with_test.train) == 12
     (tmp_path / "val" / "wasp").mkdir()
     with pytest.raises(UsageError, match="class 'wasp' is not among the training classes"):
         describe_dataset(f"imagefolder:{tmp_path}")
@@ -198,7 +227,7 @@ def test_prepare_resizes_in_parallel_and_skips_corrupt_images(tmp_path):
     with Image.open(tmp_path / "dst" / "images" / "00000000_000.jpg") as image:
         assert image.size == (50, 50) and image.mode == "L"
     description = describe_dataset(f"chestxray:{tmp_path / 'dst'}")
-    assert len(description.train) == 3 and len(description.val) == 2
+    assert len(description.train) + len(description.val) == 3 and len(description.test) == 2
     assert "00000002_000.png" not in (tmp_path / "dst" / "train_val_list.txt").read_text()
 
 
@@ -257,3 +286,30 @@ def test_mean_auc_skips_labels_without_both_classes():
     scores = np.array([[0.9, 0.1, 0.5], [0.2, 0.3, 0.5], [0.7, 0.2, 0.5], [0.6, 0.4, 0.5]])
     assert mean_auc(targets, scores) == pytest.approx(1.0)
     assert mean_auc(np.array([0, 1, 1]), np.array([[0.8, 0.2], [0.3, 0.7], [0.9, 0.1]])) == pytest.approx(0.5)
+
+
+def test_split_metrics_give_top1_for_class_folders_and_gather_every_shard():
+    targets = np.array([0, 1, 2, 1])
+    scores = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.5, 0.1, 0.4], [0.2, 0.3, 0.5]])
+    metrics = split_metrics(targets, scores, multi_label=False)
+    assert set(metrics) == {"auc", "top1"} and metrics["top1"] == pytest.approx(0.5)
+    assert set(split_metrics(np.eye(3)[targets], scores, multi_label=True)) == {"auc"}
+    shards = [(1.0, scores[:3], targets[:3]), (3.0, scores[3:], targets[3:])]
+    gathered = gathered_metrics(shards, multi_label=False)
+    assert gathered == {"loss": pytest.approx(1.0), **metrics}
+
+
+def test_rank_major_keys_cut_as_chainermn_scatters_are_each_ranks_shared_shard():
+    """ChainerMN's `scatter_dataset` gives rank r the r-th of W equal contiguous parts: of the
+    rank-major keys that is exactly what the shared sampler gives rank r, batch after batch."""
+    size, global_batch, world = 50, 8, 2
+    keys = rank_major_keys(size, global_batch, world, epoch=3, seed=1)
+    part = len(keys) // world
+    for rank in range(world):
+        shard = Shard.of_rank(rank, world, global_batch)
+        expected = [key for batch in epoch_keys(size, global_batch, shard, (3,), seed=1) for key in batch]
+        assert keys[rank * part : (rank + 1) * part] == expected
+        assert all(epoch == 3 for epoch, _ in expected)
+    assert sorted(index for _, index in keys) == sorted(
+        index for batch in epoch_batches(size, global_batch, Shard(0, global_batch), 3, seed=1) for index in batch
+    )

@@ -1,5 +1,8 @@
 """The common driver on the fake adapter: timing, warm-up, input wait and the result row."""
 
+import time
+
+import fakefw
 import numpy as np
 import pytest
 
@@ -51,3 +54,43 @@ def test_crash_inside_a_step_propagates(fake_plugin):
 
     with pytest.raises(RuntimeError, match="on purpose"):
         run_training(fakefw.create_trainer("crash"), fake_config(strategy="crash"))
+
+
+class EpochTrainer(fakefw.FakeTrainer):
+    """The fake adapter with a real-data loader's surface: 3 steps per epoch, the held-out
+    splits scored apart (each with its own metrics and a known scoring time)."""
+
+    STEPS_PER_EPOCH = 3
+    VALIDATION_SECONDS = 0.05
+
+    def steps_per_epoch(self) -> int:
+        return self.STEPS_PER_EPOCH
+
+    def epoch_batches(self, epoch: int):
+        return iter(range(self.STEPS_PER_EPOCH))
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        self.learning_rate = learning_rate
+
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        self.scored = [*getattr(self, "scored", []), split]
+        time.sleep(self.VALIDATION_SECONDS)
+        return {"loss": 0.25, "auc": 0.75, "top1": 0.5} if split == "val" else {"loss": 0.3, "auc": 0.8}
+
+
+def test_epochs_validate_each_epoch_then_test_once_and_time_the_training(fake_plugin):
+    config = fake_config(dataset="chestxray:/data", epochs=2, workers=2)
+    trainer = EpochTrainer("steady")
+    result = run_training(trainer, config, loader="fake.Loader")
+    assert trainer.scored == ["val", "val", "test"]
+    assert result.test_metrics == {"loss": 0.3, "auc": 0.8}
+    assert result.eval_metrics == {"loss": 0.25, "auc": 0.75, "top1": 0.5}
+    assert result.loader == "fake.Loader" and result.loader_workers == 2
+    assert [row["epoch"] for row in result.epoch_metrics] == [1, 2]
+    for row in result.epoch_metrics:
+        assert (row["val_loss"], row["val_auc"], row["val_top1"]) == (0.25, 0.75, 0.5)
+        assert row["images_per_sec"] == pytest.approx(3 * config.global_batch / row["train_seconds"])
+        assert row["val_seconds"] >= EpochTrainer.VALIDATION_SECONDS
+    spent = sum(row["train_seconds"] + row["val_seconds"] for row in result.epoch_metrics)
+    # from the first step to the end of the last validation, not the test split's scoring after it
+    assert spent <= result.time_to_train_seconds < spent + EpochTrainer.VALIDATION_SECONDS

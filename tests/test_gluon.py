@@ -8,7 +8,7 @@ more than the two differ.
 import json
 
 import pytest
-from conftest import assert_two_devices_equal_one, framework_python, mgbench, run_in, tiny_job
+from conftest import assert_two_devices_equal_one, framework_python, mgbench, one_epoch_rows, run_in, tiny_job
 
 ONE_STEP_ON_TWO_CONTEXTS = """
 import json
@@ -60,3 +60,60 @@ def test_compare_uses_the_gluon_environment_and_reports_nccl_on_cpu_unsupported(
     ok = next(row for row in rows if row["status"] == "ok")
     assert ok["interpreter"] == gluon_python
     assert ok["framework_versions"]["mxnet"] == "1.9.1"
+
+
+LOADER_MATCHES_THE_SHARED_READER = """
+import json, sys
+import numpy as np
+from mgbench.common.config import RunConfig
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.sampling import epoch_batches
+from mgbench.datasets.synthetic import Shard
+from mgbench.frameworks.gluon.adapter import create_trainer
+config = RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+                   batch_per_device=4, steps=1, dataset="chestxray:" + sys.argv[1], epochs=1, image_size=32, workers=2)
+trainer = create_trainer("device")
+trainer.setup(config)
+train, augmentation = trainer.dataset.train, Augmentation.for_input(32)
+read = {}
+for epoch in (0, 1):
+    shards = [epoch_batches(len(train), 8, Shard.of_rank(r, 2, 8), epoch, config.seed) for r in range(2)]
+    batches = list(trainer.epoch_batches(epoch))
+    assert len(batches) == trainer.steps_per_epoch() == len(shards[0])
+    for b, (images, labels) in enumerate(batches):
+        for context, keys in enumerate(shards):
+            indices = keys[b][:]
+            assert str(images[context].context) == f"cpu({context})"
+            expected = np.stack([augmentation.train(train.files[i], config.seed, epoch, i) for i in indices])
+            assert np.array_equal(images[context].asnumpy(), expected), (epoch, b, context)
+            assert np.array_equal(labels[context].asnumpy(), train.targets[indices])
+            read.setdefault(epoch, []).extend(indices)
+print(json.dumps({"read": read, "size": len(train), "per_epoch": trainer.steps_per_epoch(),
+                  "val": trainer.evaluate("val"), "test": trainer.evaluate("test")}))
+"""
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sample")
+    assert mgbench("make-sample-chestxray", str(root), "--n", "64", "--size", "38").returncode == 0
+    return root
+
+
+def test_loader_reads_each_context_the_shared_shards_and_scores_both_held_out_splits(gluon_python, sample):
+    """Gluon's DataLoader, split over 2 contexts, yields per epoch exactly the shared reader's
+    images (same augmentation draws) and labels, each training image at most once, every whole
+    global batch."""
+    found = json.loads(run_in(gluon_python, LOADER_MATCHES_THE_SHARED_READER, str(sample)))
+    for indices in found["read"].values():
+        assert len(indices) == len(set(indices)) == found["per_epoch"] * 8
+    assert found["read"]["0"] != found["read"]["1"]
+    for split in ("val", "test"):
+        assert set(found[split]) == {"loss", "auc"} and 0 <= found[split]["auc"] <= 1
+    assert found["val"] != found["test"]
+
+
+@pytest.mark.slow
+def test_one_epoch_of_the_sample_through_gluons_loader_on_two_contexts(gluon_python, sample, tmp_path):
+    rows = one_epoch_rows("gluon", "device", sample, tmp_path / "run")
+    assert all(row["interpreter"] == gluon_python for row in rows)

@@ -13,7 +13,16 @@ and the step must move the weights far more than those differences. The GPU test
 import subprocess
 
 import pytest
-from conftest import assert_two_devices_equal_one, cli_env, load_state, max_difference, saved_state, state_run_args
+from conftest import (
+    assert_two_devices_equal_one,
+    cli_env,
+    load_state,
+    max_difference,
+    mgbench,
+    one_epoch_rows,
+    saved_state,
+    state_run_args,
+)
 
 from mgbench.common.devices import visible_gpus
 from mgbench.frameworks.registry import framework_spec
@@ -94,3 +103,10 @@ def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path):
     if probe.stdout.strip() != "True":
         pytest.skip(f"{interpreter} has no Horovod built with NCCL (HOROVOD_GPU_OPERATIONS=NCCL build_horovod.sh)")
     assert_two_devices_equal_one(tmp_path, "horovod", "hvd", 1e-4, device="cuda")
+
+
+@needs_environment
+def test_one_epoch_of_the_sample_through_torchs_loader_under_horovod(tmp_path):
+    sample = tmp_path / "sample"
+    assert mgbench("make-sample-chestxray", str(sample), "--n", "64", "--size", "38").returncode == 0
+    one_epoch_rows("horovod", "hvd", sample, tmp_path / "run")

@@ -10,7 +10,7 @@ from conftest import mgbench, read_rows, tiny_job
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.frameworks.registry import FAMILIES, Capabilities, expand_frameworks, framework_spec
+from mgbench.frameworks.registry import FAMILIES, Capabilities, StrategySpec, expand_frameworks, framework_spec
 from mgbench.runner.plan import chosen_strategies, plan_runs
 
 PLUGINS = "fakefw,fakefw_absent"
@@ -107,7 +107,7 @@ def test_capabilities_name_the_reason():
     )
     assert keras_like.refusal(base(model="resnet50", data_format="channels_first")) is None
     assert Capabilities().refusal(base(dataset="chestxray:/data")).startswith("has no loader for real data")
-    assert Capabilities(real_data=True).refusal(base(dataset="chestxray:/data")) is None
+    assert Capabilities(loader="fake.Loader").refusal(base(dataset="chestxray:/data")) is None
     assert Capabilities(models=("tiny",)).refusal(base(model="resnet50")) == "has no resnet50 (models: tiny)"
 
 
@@ -129,7 +129,7 @@ def test_each_framework_gets_its_default_data_format_unless_one_is_given():
 def test_default_strategies_all_and_named(fake_plugin):
     pytorch = framework_spec("pytorch")
     assert chosen_strategies(pytorch, None) == ["ddp"]
-    assert chosen_strategies(pytorch, ["all"]) == ["ddp", "dp", "dp-loss"]
+    assert chosen_strategies(pytorch, ["all"]) == ["ddp", "ddp-unstaged", "dp", "dp-loss"]
     assert chosen_strategies(pytorch, ["dp"]) == ["dp"]
     with pytest.raises(UsageError, match="has no strategy 'mirrored'"):
         chosen_strategies(pytorch, ["mirrored"])
@@ -157,3 +157,13 @@ def test_cpu_job_is_shrunk_only_when_no_size_was_given(tmp_path):
     assert (
         pd.isna(row.image_size) and (row.batch_per_device, row.steps) == (32, 6) and "job is shrunk" not in done.stderr
     )
+
+
+def test_data_on_device_is_refused_with_a_reason_where_a_strategy_cannot_and_with_real_data():
+    strategy = StrategySpec("s", "inprocess", "feeds from host", no_data_on_device_note="its input is a host pipeline")
+    assert strategy.refusal(base()) is None
+    assert strategy.refusal(base(data_on_device=True)) == (
+        "cannot keep its input on the devices (--data-on-device): its input is a host pipeline"
+    )
+    with pytest.raises(UsageError, match="--data-on-device keeps synthetic batches"):
+        base(data_on_device=True, dataset="chestxray:/data")

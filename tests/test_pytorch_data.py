@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
 
-from conftest import mgbench  # noqa: E402
+from conftest import mgbench, one_epoch_rows  # noqa: E402
 
 from mgbench.common.config import RunConfig  # noqa: E402
 from mgbench.datasets.sample import make_sample  # noqa: E402
@@ -71,8 +71,8 @@ def test_pixels_normalised_after_the_copy_equal_the_shared_host_augmentation(sam
     the float images `Augmentation.train` makes for the same (seed, epoch, image)."""
     trainer = trainer_for(sample)
     images, _ = next(trainer.epoch_batches(1))
-    keys = next(iter(trainer.sampler))
-    dataset = trainer.train_loader.dataset
+    keys = next(iter(trainer.loaders.sampler))
+    dataset = trainer.loaders.train.dataset
     expected = np.stack(
         [dataset.augmentation.train(dataset.split.files[i], dataset.seed, epoch, i) for epoch, i in keys]
     )
@@ -91,11 +91,15 @@ def test_steps_stream_runs_through_epochs_in_one_loader_pass(sample):
         assert torch.equal(images, want_images) and torch.equal(labels, want_labels)
 
 
-def test_head_follows_the_dataset_and_evaluate_reports_auc(sample):
+def test_head_follows_the_dataset_and_evaluate_scores_the_named_split(sample):
     trainer = trainer_for(sample)
     assert trainer.core[-1].out_features == 14
-    metrics = trainer.evaluate()
-    assert set(metrics) == {"loss", "auc"} and 0.0 <= metrics["auc"] <= 1.0 and metrics["loss"] > 0
+    metrics = {split: trainer.evaluate(split) for split in ("val", "test")}
+    for scored in metrics.values():
+        assert set(scored) == {"loss", "auc"} and 0.0 <= scored["auc"] <= 1.0 and scored["loss"] > 0
+    assert metrics["val"] != metrics["test"]
+    scored = sum(len(loader.dataset) for loader in trainer.loaders.held_out.values())
+    assert scored == len(trainer.dataset.val) + len(trainer.dataset.test)
 
 
 def test_learning_rate_is_set_by_the_driver(sample):
@@ -149,7 +153,16 @@ def test_one_device_and_two_process_ddp_both_reach_auc_0_9(tmp_path):
         assert all(e["val_seconds"] > 0 and e["train_seconds"] > 0 for e in curve)
         assert curve[-1]["val_auc"] >= 0.9, (row["devices"], [round(e["val_auc"], 3) for e in curve])
         assert row["eval_metrics"]["auc"] == curve[-1]["val_auc"]
+        assert row["test_metrics"]["auc"] >= 0.85 and row["loader"] == "torch.utils.data.DataLoader"
         assert 0 <= row["input_wait_fraction"] < 1
         assert row["loader_workers"] == 0
     one, two = sorted(rows, key=lambda row: row["devices"])
     assert np.isclose(one["epoch_metrics"][-1]["val_auc"], two["epoch_metrics"][-1]["val_auc"], atol=0.02)
+
+
+@pytest.mark.slow
+def test_one_epoch_of_the_sample_with_unstaged_input(tmp_path):
+    sample = tmp_path / "sample"
+    assert mgbench("make-sample-chestxray", str(sample), "--n", "64", "--size", "38").returncode == 0
+    rows = one_epoch_rows("pytorch", "ddp-unstaged", sample, tmp_path / "run", workers=2)
+    assert {row["strategy"] for row in rows} == {"ddp-unstaged"}

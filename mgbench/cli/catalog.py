@@ -24,7 +24,7 @@ def capability_text(spec: FrameworkSpec) -> str:
     parts += [f"{model}: {' or '.join(formats)}" for model, formats in can.model_data_formats.items()]
     if tuple(can.models) != tuple(MODELS):
         parts.append("models " + ", ".join(can.models))
-    parts.append("real data" if can.real_data else "synthetic data only")
+    parts.append(f"real data through {can.loader}" if can.loader else "synthetic data only")
     parts.append(f"profiler {can.profiler}" if can.profiler else "no profiler")
     parts.append(compiler_text(can.compiler))
     if spec.gpu_note:

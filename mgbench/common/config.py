@@ -74,6 +74,11 @@ class RunConfig:
             raise UsageError(
                 "--epochs needs a real dataset (--dataset chestxray:PATH, labels:PATH or imagefolder:PATH)"
             )
+        if self.data_on_device and self.dataset != "synthetic":
+            raise UsageError(
+                "--data-on-device keeps synthetic batches on the devices; a real dataset is decoded "
+                "and augmented by the loader every step (compare a staged and an -unstaged strategy instead)"
+            )
         if self.workers is not None and self.workers < 0:
             raise UsageError(f"workers must be 0 or more, got {self.workers}")
         if not math.isfinite(self.learning_rate) or self.learning_rate < 0:

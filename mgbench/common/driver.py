@@ -91,11 +91,22 @@ class StepClock:
             )
 
 
-def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> tuple[StepClock, list[dict[str, float]]]:
+@dataclasses.dataclass(frozen=True)
+class EpochsTrained:
+    clock: StepClock
+    epoch_metrics: list[dict[str, float]]
+    """One row per epoch: its training figures and its validation metrics, prefixed `val_`."""
+    last_validation: dict[str, float]
+    time_to_train_seconds: float
+    """Wall seconds from the first training step to the end of the last validation."""
+
+
+def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> EpochsTrained:
     """`config.epochs` epochs with the scaled, warmed-up learning rate and validation after each."""
     per_epoch = trainer.steps_per_epoch()
     clock = StepClock(trainer, config, per_epoch * config.epochs, compiling=compiling)
     epoch_metrics: list[dict[str, float]] = []
+    started = time.perf_counter()
     for epoch in range(config.epochs):
         batches = trainer.epoch_batches(epoch)
         first = len(clock.step_seconds)
@@ -111,15 +122,16 @@ def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> tuple[
             )
             clock.step(batches)
         val_start = time.perf_counter()
-        metrics = trainer.evaluate()
+        metrics = trainer.evaluate("val")
         val_seconds = time.perf_counter() - val_start
+        train_seconds = float(sum(clock.step_seconds[first:]))
         epoch_metrics.append(
             {
                 "epoch": epoch + 1,
                 "train_loss": float(np.mean(clock.losses[first:])),
-                "train_seconds": float(sum(clock.step_seconds[first:])),
-                "val_loss": metrics["loss"],
-                "val_auc": metrics.get("auc", float("nan")),
+                "train_seconds": train_seconds,
+                "images_per_sec": len(clock.step_seconds[first:]) * config.global_batch / train_seconds,
+                **{f"val_{name}": value for name, value in metrics.items()},
                 "val_seconds": val_seconds,
             }
         )
@@ -131,7 +143,7 @@ def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> tuple[
                 file=sys.stderr,
                 flush=True,
             )
-    return clock, epoch_metrics
+    return EpochsTrained(clock, epoch_metrics, metrics, time.perf_counter() - started)
 
 
 def run_training(
@@ -141,6 +153,7 @@ def run_training(
     profile_dir: Path | None = None,
     profiler: str | None = None,
     compiler: str | None = None,
+    loader: str | None = None,
 ) -> RunResult | None:
     """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
 
@@ -149,6 +162,8 @@ def run_training(
     (`profiler`, None where the registry declares none) after the timed ones; `--epochs` runs
     have no such window (the steps after the last epoch would restart the loader). `compiler`
     names what compiles the step (None: nothing), which puts the compile step before the timed ones.
+    `loader` names the adapter's native loader, recorded on rows of real data. After the last of
+    `config.epochs` epochs the test split is scored once (`test_metrics`), apart from the time to train.
     """
     launched = launch_time()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -156,9 +171,13 @@ def run_training(
     placement = trainer.placement
     first_step_at = time.time()
     epoch_metrics: list[dict[str, float]] = []
+    test_metrics: dict[str, float] = {}
+    time_to_train = None
     profile, profile_seconds = None, None
     if config.epochs:
-        clock, epoch_metrics = train_epochs(trainer, config, compiler is not None)
+        trained = train_epochs(trainer, config, compiler is not None)
+        clock, epoch_metrics, time_to_train = trained.clock, trained.epoch_metrics, trained.time_to_train_seconds
+        test_metrics = trainer.evaluate("test")
     else:
         clock = StepClock(trainer, config, config.steps, compiling=compiler is not None)
         batches = trainer.batches()
@@ -166,7 +185,7 @@ def run_training(
             clock.step(batches)
     stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
     if config.epochs:
-        metrics = {"loss": epoch_metrics[-1]["val_loss"], "auc": epoch_metrics[-1]["val_auc"]}
+        metrics = trained.last_validation
         eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
     else:
         if config.profile_steps and profile_dir is not None:
@@ -201,10 +220,13 @@ def run_training(
         compiler=compiler,
         compile_seconds=clock.compile_seconds,
         **dataclasses.asdict(stats),
+        loader=None if config.dataset == "synthetic" else loader,
         loader_workers=None if config.dataset == "synthetic" else loader_workers(config.workers, placement.world_size),
         eval_seconds=eval_seconds,
         eval_metrics=metrics,
         epoch_metrics=epoch_metrics,
+        test_metrics=test_metrics,
+        time_to_train_seconds=time_to_train,
         final_loss=clock.losses[-1],
         peak_memory_bytes=peak,
         step_seconds=clock.step_seconds,

@@ -49,7 +49,7 @@ class Adapter:
 
     The driver calls `setup`, then `batches` / `train_step` / `synchronize` / `last_loss` per
     step, `evaluate`, `save_state` where asked, and `close`. What an adapter may add is declared
-    in the registry's capabilities, not probed here: real data (`steps_per_epoch`,
+    in the registry's capabilities, not probed here: a real-data loader (`steps_per_epoch`,
     `epoch_batches`, `set_learning_rate`) and a profiler (`profile`). The methods below that
     raise are those optional ones, or ones every adapter must override; the contract test
     checks each registered adapter against its declared capabilities.
@@ -94,9 +94,12 @@ class Adapter:
         """The training loss of the last step (global mean where the strategy exchanges it)."""
         raise NotImplementedError
 
-    def evaluate(self) -> dict[str, float]:
-        """Metrics on held-out data, timed separately from training; on real data `loss` and
-        `auc` over the whole validation split (each process scoring its shard, gathered)."""
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        """Metrics on held-out data, timed separately from training. On real data, over the whole
+        `split` (`val` after each epoch, `test` after the last): `loss` and
+        `metrics.split_metrics` (`auc`, and `top1` for class folders), each process scoring its
+        shard, gathered (`metrics.gathered_metrics`). On synthetic data `split` is not used: the
+        loss of a held-out batch."""
         raise NotImplementedError
 
     def peak_memory_bytes(self) -> int | None:

@@ -50,13 +50,22 @@ class RunResult:
     images_per_sec_p10: float | None = None
     images_per_sec_p90: float | None = None
     input_wait_fraction: float | None = None
+    loader: str | None = None
+    """The framework's native loader that read the real dataset (None: synthetic data)."""
     loader_workers: int | None = None
     """Data-loader worker processes per training process on real data (None: synthetic data)."""
     train_seconds: float | None = None
     eval_seconds: float | None = None
     eval_metrics: dict[str, float] = field(default_factory=dict)
     epoch_metrics: list[dict[str, float]] = field(default_factory=list)
-    """Per epoch on real data: epoch, train_loss, train_seconds, val_loss, val_auc, val_seconds."""
+    """Per epoch on real data: epoch, train_loss, train_seconds, images_per_sec (the epoch's
+    training images over its training seconds), val_loss, val_auc (val_top1 on class folders),
+    val_seconds."""
+    test_metrics: dict[str, float] = field(default_factory=dict)
+    """With `--epochs`: `evaluate("test")` after the last epoch (loss, auc; top1 on class folders)."""
+    time_to_train_seconds: float | None = None
+    """With `--epochs`: wall seconds from the first training step to the end of the last
+    validation (all epochs, validation included; the test split not)."""
     final_loss: float | None = None
     requested_batch_per_device: int | None = None
     """The batch per device asked for; `batch_per_device` is the one that ran (lower after OOM retries)."""

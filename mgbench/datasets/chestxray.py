@@ -1,5 +1,9 @@
 """The NIH ChestX-ray14 label file: `Data_Entry_2017.csv` and the official split lists.
 
+The test split is NIH's `test_list.txt`; validation is a patient-hashed slice of
+`train_val_list.txt` (the rest trains). Without both lists, all three splits are by patient
+hash. A patient is never in two splits.
+
 `Finding Labels` holds the findings of an image joined by `|`; `No Finding` means none of the
 14, i.e. an all-zero row. The label order is fixed (NIH's own), so column k means the same
 finding in every framework, every run and every AUC table.
@@ -13,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mgbench.common.errors import UsageError
-from mgbench.datasets.description import DatasetDescription, hashed_validation, read_label_csv, split_by_mask
+from mgbench.datasets.description import DatasetDescription, hashed_split, read_label_csv, splits_by_name
 from mgbench.datasets.images import index_images, resolve_files
 
 LABEL_FILE = "Data_Entry_2017.csv"
@@ -84,16 +88,18 @@ def read_split_list(path: Path) -> set[str]:
     return {line.strip() for line in path.read_text().splitlines() if line.strip()}
 
 
-def split_mask(root: Path, entries: pd.DataFrame) -> np.ndarray:
-    """True for validation rows: NIH's `test_list.txt` where both lists exist, else by patient hash."""
+def split_names(root: Path, entries: pd.DataFrame) -> np.ndarray:
+    """Each row's split: `test` as NIH's `test_list.txt` says where both lists exist, validation
+    hashed by patient from the rest; all three by patient hash otherwise."""
     train_list, test_list = root / TRAIN_LIST, root / TEST_LIST
     if not (train_list.exists() and test_list.exists()):
-        return hashed_validation(entries["group"])
+        return hashed_split(entries["group"])
     train_names, test_names = read_split_list(train_list), read_split_list(test_list)
     unlisted = [name for name in entries["file"] if name not in train_names and name not in test_names]
     if unlisted:
         raise UsageError(f"{root / LABEL_FILE}: image {unlisted[0]!r} is in neither {TRAIN_LIST} nor {TEST_LIST}")
-    return entries["file"].isin(test_names).to_numpy()
+    is_test = entries["file"].isin(test_names).to_numpy()
+    return np.where(is_test, "test", hashed_split(entries["group"], ("val",)))
 
 
 def describe(root: Path) -> DatasetDescription:
@@ -103,5 +109,5 @@ def describe(root: Path) -> DatasetDescription:
         raise UsageError(f"{root}: no {LABEL_FILE} (the NIH label file)")
     entries = read_entries(csv_path)
     files = resolve_files(list(entries["file"]), index_images(root), csv_path)
-    train, val = split_by_mask(files, entries.attrs["targets"], split_mask(root, entries), root)
-    return DatasetDescription("chestxray", root, NIH_LABELS, True, train, val)
+    splits = splits_by_name(files, entries.attrs["targets"], split_names(root, entries), root)
+    return DatasetDescription("chestxray", root, NIH_LABELS, True, *splits)

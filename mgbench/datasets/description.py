@@ -1,7 +1,8 @@
 """The dataset description every adapter trains from, parsed from the `--dataset` string.
 
 `synthetic`, `chestxray:PATH`, `labels:PATH` and `imagefolder:PATH` all become the same
-thing: image paths and targets for a training and a validation split, the label names and
+thing: image paths and targets for a training, a validation and a test split (validation
+after each epoch, test once after the last), the label names and
 whether the task is multi-label (sigmoid + BCE, AUC) or single-label (softmax). Adapters
 only turn a `DatasetDescription` into their native loader, so what is read, in which order,
 and with which labels is decided once, here.
@@ -23,8 +24,12 @@ from mgbench.common.models import ModelSpec
 
 SYNTHETIC = "synthetic"
 KINDS = ("chestxray", "labels", "imagefolder")
+SPLITS = ("train", "val", "test")
+HELD_OUT = ("val", "test")
+"""The splits `Adapter.evaluate` scores."""
 VALIDATION_PERCENT = 20
-"""Share of images (by patient or group where known) held out when no official split exists."""
+"""Share of images (by patient or group where known) held out for each of validation and test
+when the dataset does not name that split itself."""
 
 
 @dataclass(frozen=True)
@@ -45,10 +50,17 @@ class DatasetDescription:
     multi_label: bool
     train: Split
     val: Split
+    test: Split
 
     @property
     def num_classes(self) -> int:
         return len(self.label_names)
+
+    def split(self, name: str) -> Split:
+        """`train`, `val` or `test` by name (what `Adapter.evaluate(split)` is given)."""
+        if name not in SPLITS:
+            raise ValueError(f"no split {name!r}; splits: {', '.join(SPLITS)}")
+        return getattr(self, name)
 
     def task_spec(self, spec: ModelSpec) -> ModelSpec:
         """The model with its head fitted to this dataset: one output per label, the matching loss."""
@@ -61,28 +73,48 @@ class DatasetDescription:
         return len(self.train) // global_batch
 
     def check_batch(self, global_batch: int, shards: int) -> None:
-        """Fail before any run starts when an epoch or the validation split is too small."""
+        """Fail before any run starts when an epoch, the validation or the test split is too small."""
         if self.steps_per_epoch(global_batch) < 1:
             raise UsageError(
                 f"{self.root}: {len(self.train)} training images cannot fill one global batch of {global_batch}"
             )
-        if len(self.val) < shards:
-            raise UsageError(f"{self.root}: {len(self.val)} validation images for {shards} devices")
+        for name in HELD_OUT:
+            if len(self.split(name)) < shards:
+                raise UsageError(f"{self.root}: {len(self.split(name))} {name} images for {shards} devices")
 
 
-def hashed_validation(groups: Iterable[str]) -> np.ndarray:
-    """True where a group (patient, file) falls in the validation share; stable across machines."""
-    return np.array([zlib.crc32(g.encode()) % 100 < VALIDATION_PERCENT for g in groups], dtype=bool)
+def hashed_split(groups: Iterable[str], held_out: Iterable[str] = HELD_OUT) -> np.ndarray:
+    """`train`, or the held-out split a group (patient, file) falls in, for each group; stable
+    across machines. Each held-out split owns its own `VALIDATION_PERCENT` of the hash range
+    (val the first, test the second), so a group's split does not depend on which others are
+    hashed, and every image of a group lands in one split."""
+    slots = [(name, HELD_OUT.index(name) * VALIDATION_PERCENT) for name in held_out]
+    assigned = []
+    for group in groups:
+        bucket = zlib.crc32(group.encode()) % 100
+        assigned.append(next((name for name, low in slots if low <= bucket < low + VALIDATION_PERCENT), "train"))
+    return np.array(assigned, dtype=object)
 
 
-def split_by_mask(files: list[str], targets: np.ndarray, is_val: np.ndarray, root: Path) -> tuple[Split, Split]:
-    if is_val.all() or not is_val.any():
-        raise UsageError(f"{root}: too few images for both a training and a validation split ({len(files)})")
-    keep = ~is_val
-    return (
-        Split([f for f, k in zip(files, keep) if k], targets[keep]),
-        Split([f for f, v in zip(files, is_val) if v], targets[is_val]),
-    )
+def held_out_of_training(assigned: np.ndarray, groups: Iterable[str]) -> np.ndarray:
+    """`assigned` (one split name per image, as a dataset names them) with each held-out split it
+    lacks taken from its training images by `hashed_split`."""
+    missing = [name for name in HELD_OUT if not (assigned == name).any()]
+    hashed = hashed_split(groups, missing)
+    return np.where(assigned == "train", hashed, assigned)
+
+
+def splits_by_name(
+    files: list[str], targets: np.ndarray, assigned: np.ndarray, root: Path
+) -> tuple[Split, Split, Split]:
+    """The train, val and test splits from one split name per image; each must hold an image."""
+    splits = []
+    for name in SPLITS:
+        chosen = assigned == name
+        if not chosen.any():
+            raise UsageError(f"{root}: too few images for a training, a validation and a test split ({len(files)})")
+        splits.append(Split([f for f, c in zip(files, chosen) if c], targets[chosen]))
+    return splits[0], splits[1], splits[2]
 
 
 def read_label_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:

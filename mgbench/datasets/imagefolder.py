@@ -1,8 +1,9 @@
 """`imagefolder:PATH`: ImageNet-style class folders, one class per sub-folder.
 
-With `train/` and `val/` below PATH those are the splits (a validation class that training
-does not have is an error); otherwise the class folders sit directly in PATH and a stable
-hash of each file name picks the validation share.
+With `train/` below PATH, it and whichever of `val/` and `test/` exist are the splits (a
+held-out class that training does not have is an error), and a held-out split without its
+folder is a stable hash of the training file names; without `train/` the class folders sit
+directly in PATH and that hash picks both the validation and the test share.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from mgbench.common.errors import UsageError
-from mgbench.datasets.description import DatasetDescription, Split, hashed_validation, split_by_mask
+from mgbench.datasets.description import SPLITS, DatasetDescription, Split, held_out_of_training, splits_by_name
 from mgbench.datasets.images import IMAGE_SUFFIXES
 
 
@@ -37,12 +38,13 @@ def scan(root: Path, classes: tuple[str, ...]) -> Split:
 
 
 def describe(root: Path) -> DatasetDescription:
-    if (root / "train").is_dir() and (root / "val").is_dir():
-        classes = tuple(p.name for p in class_folders(root / "train"))
-        train, val = scan(root / "train", classes), scan(root / "val", classes)
-    else:
-        classes = tuple(p.name for p in class_folders(root))
-        whole = scan(root, classes)
-        names = [str(Path(f).relative_to(root)) for f in whole.files]
-        train, val = split_by_mask(whole.files, whole.targets, hashed_validation(names), root)
-    return DatasetDescription("imagefolder", root, classes, False, train, val)
+    top = root / "train" if (root / "train").is_dir() else root
+    classes = tuple(p.name for p in class_folders(top))
+    scanned = {name: scan(root / name, classes) for name in SPLITS if top != root and (root / name).is_dir()}
+    scanned = scanned or {"train": scan(root, classes)}
+    files = [f for split in scanned.values() for f in split.files]
+    targets = np.concatenate([split.targets for split in scanned.values()])
+    named = np.concatenate([np.full(len(split), name, object) for name, split in scanned.items()])
+    names = [str(Path(f).relative_to(root)) for f in files]
+    splits = splits_by_name(files, targets, held_out_of_training(named, names), root)
+    return DatasetDescription("imagefolder", root, classes, False, *splits)

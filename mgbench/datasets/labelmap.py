@@ -3,7 +3,8 @@
 PATH is the mapping file (`.csv` with columns `file` and `labels`, labels joined by `|`, or
 `.json` mapping each file to a list of labels or a `|`-joined string) with the images in its
 folder, or a folder holding `labels.csv` / `labels.json`. An optional CSV column `split`
-(`train`/`val`) fixes the split; otherwise it is a stable hash of the file name. Label names
+(`train`/`val`/`test`) fixes the split; a held-out split it does not name (or all of them,
+without the column) is a stable hash of the file names of the training rows. Label names
 are the sorted union of all labels, so their order does not depend on row order.
 """
 
@@ -16,11 +17,16 @@ import numpy as np
 import pandas as pd
 
 from mgbench.common.errors import UsageError
-from mgbench.datasets.description import DatasetDescription, hashed_validation, read_label_csv, split_by_mask
+from mgbench.datasets.description import (
+    SPLITS,
+    DatasetDescription,
+    held_out_of_training,
+    read_label_csv,
+    splits_by_name,
+)
 from mgbench.datasets.images import index_images, resolve_files
 
 MAPPING_NAMES = ("labels.csv", "labels.json")
-SPLITS = ("train", "val")
 
 
 def find_mapping(path: Path) -> Path:
@@ -37,7 +43,9 @@ def read_csv_mapping(path: Path) -> pd.DataFrame:
     if "split" in frame.columns:
         bad = frame.index[~frame["split"].isin(SPLITS)]
         if len(bad):
-            raise UsageError(f"{path} line {bad[0] + 2}: split must be train or val, got {frame['split'][bad[0]]!r}")
+            raise UsageError(
+                f"{path} line {bad[0] + 2}: split must be train, val or test, got {frame['split'][bad[0]]!r}"
+            )
     return frame
 
 
@@ -72,6 +80,6 @@ def describe(path: Path) -> DatasetDescription:
         targets[row, [names.index(label) for label in labels]] = 1.0
     root = mapping.parent
     files = resolve_files(list(frame["file"]), index_images(root), mapping)
-    is_val = (frame["split"] == "val").to_numpy() if "split" in frame.columns else hashed_validation(frame["file"])
-    train, val = split_by_mask(files, targets, is_val, root)
-    return DatasetDescription("labels", root, names, True, train, val)
+    named = frame["split"].to_numpy(dtype=object) if "split" in frame.columns else np.full(len(frame), "train", object)
+    splits = splits_by_name(files, targets, held_out_of_training(named, frame["file"]), root)
+    return DatasetDescription("labels", root, names, True, *splits)

@@ -26,7 +26,7 @@ def check_dataset(text: str, configs: list[RunConfig]) -> DatasetDescription | N
     its labels, that its images decode at all, and that each config's batch fits."""
     description = describe_dataset(text)
     if description is not None:
-        check_decodable(description.train.files + description.val.files, description.root)
+        check_decodable(description.train.files + description.val.files + description.test.files, description.root)
         for config in configs:
             description.check_batch(config.global_batch, config.devices)
     return description

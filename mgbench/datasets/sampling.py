@@ -8,6 +8,9 @@ batch, which is what makes 1-device and N-device runs comparable epoch by epoch.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 
 from mgbench.datasets.synthetic import Shard
@@ -25,3 +28,47 @@ def epoch_batches(size: int, global_batch: int, shard: Shard, epoch: int, seed: 
 def validation_indices(size: int, rank: int, world_size: int) -> list[int]:
     """Every validation image exactly once over all processes (rank r takes r, r+W, ...)."""
     return list(range(rank, size, world_size))
+
+
+def epoch_keys(
+    size: int, global_batch: int, shard: Shard, epochs: Iterable[int], seed: int
+) -> Iterator[list[tuple[int, int]]]:
+    """`epoch_batches` of each of `epochs` in turn, as the (epoch, index) keys `items.TrainItems` reads."""
+    for epoch in epochs:
+        for batch in epoch_batches(size, global_batch, shard, epoch, seed):
+            yield [(epoch, index) for index in batch]
+
+
+class EpochBatchKeys:
+    """A batch sampler any map-style loader takes (torch's and Gluon's DataLoader): this shard's
+    keys of each global batch of `epoch` (set before each epoch), or with `endless` of that epoch
+    and every later one in one stream.
+
+    Endless is for runs timed by steps: a new loader iterator per epoch drains the workers'
+    queue at every epoch's end, and each restart stalled DenseNet-121 on 4 GPUs for 1.0-1.4 s
+    every 31 steps (20,000 PNGs, 512 per global batch).
+    """
+
+    def __init__(self, size: int, global_batch: int, shard: Shard, seed: int):
+        self.size, self.global_batch, self.shard, self.seed = size, global_batch, shard, seed
+        self.epoch = 0
+        self.endless = False
+
+    def __len__(self) -> int:
+        return self.size // self.global_batch
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        epochs = itertools.count(self.epoch) if self.endless else (self.epoch,)
+        return epoch_keys(self.size, self.global_batch, self.shard, epochs, self.seed)
+
+
+def rank_major_keys(size: int, global_batch: int, world_size: int, epoch: int, seed: int) -> list[tuple[int, int]]:
+    """Every rank's keys of `epoch`, rank 0's batches first: cut into `world_size` equal
+    contiguous parts (as ChainerMN's `scatter_dataset` cuts a dataset), part r is exactly what
+    `epoch_keys` gives rank r, batch after batch."""
+    return [
+        key
+        for rank in range(world_size)
+        for batch in epoch_keys(size, global_batch, Shard.of_rank(rank, world_size, global_batch), (epoch,), seed)
+        for key in batch
+    ]

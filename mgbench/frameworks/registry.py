@@ -2,9 +2,10 @@
 
 Each family package (`mgbench/frameworks/<family>/`) holds adapters that import their framework
 at their top; this registry only names the module, so listing, validating and planning runs
-never imports a framework. What an adapter can train (precisions, data formats, models, real
-data, a profiler) is declared here once: `compare` turns a run the registry knows cannot happen
-into an `unsupported` row before launching anything, and adapters do not repeat it.
+never imports a framework. What an adapter can train (precisions, data formats, models, a
+real-data loader, a profiler, `--data-on-device`) is declared here once: `compare` turns a run
+the registry knows cannot happen into an `unsupported` row before launching anything, and
+adapters do not repeat it.
 Third-party adapters register through `MGBENCH_PLUGINS` (comma-separated module names, each
 defining `FRAMEWORK: FrameworkSpec` and `create_trainer`).
 """
@@ -65,6 +66,7 @@ TORCH_COMPILE = Compiler(
 """torch.compile's modes (inductor); `reduce-overhead` adds CUDA graphs."""
 XLA_JIT = Compiler("xla")
 """TensorFlow's `jit_compile=True`: the step compiled by XLA instead of run as a TF graph."""
+TORCH_LOADER = "torch.utils.data.DataLoader"
 DATA_PARALLEL_NO_COMPILE = (
     "torch.compile composes with DistributedDataParallel, not with nn.DataParallel, which copies "
     "the module into new replica threads every step"
@@ -82,8 +84,10 @@ class Capabilities:
     models: tuple[str, ...] = tuple(MODELS)
     model_data_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Models that accept fewer data formats than the framework (Keras' DenseNet: channels_last)."""
-    real_data: bool = False
-    """Reads `--dataset chestxray:/labels:/imagefolder:` through a native loader and trains `--epochs`."""
+    loader: str | None = None
+    """The framework's native loader, by its own name (e.g. `torch.utils.data.DataLoader`), that
+    reads `--dataset chestxray:/labels:/imagefolder:` and trains `--epochs`; rows of real data
+    record it. None: synthetic data only."""
     profiler: str | None = None
     """The profiler `--profile` runs under (None: the framework has none here)."""
     parameter_offsets: dict[str, int] = field(default_factory=dict)
@@ -102,7 +106,7 @@ class Capabilities:
         formats = self.model_data_formats.get(config.model, self.data_formats)
         if config.data_format not in formats:
             return f"trains {config.model} in {', '.join(formats)} only, not {config.data_format}"
-        if config.dataset != "synthetic" and not self.real_data:
+        if config.dataset != "synthetic" and self.loader is None:
             return f"has no loader for real data (dataset {config.dataset!r}); it trains on synthetic data only"
         if config.compile is not None and self.compiler is None:
             return f"cannot compile its step (--compile): {self.no_compiler}"
@@ -129,10 +133,15 @@ class StrategySpec:
     """Why N > 1 CPU devices cannot stand in for GPUs with this strategy (None: they can)."""
     no_compile_note: str | None = None
     """Why this strategy cannot run a compiled step where its framework can (None: it can)."""
+    no_data_on_device_note: str | None = None
+    """Why this strategy cannot keep the synthetic batches on the devices (`--data-on-device`);
+    None: it does (it places the pool once and cycles it)."""
 
     def refusal(self, config: RunConfig) -> str | None:
         if config.device_kind == "cpu" and config.devices > 1 and self.cpu_multi_device_note:
             return f"needs GPUs: {self.cpu_multi_device_note}"
+        if config.data_on_device and self.no_data_on_device_note:
+            return f"cannot keep its input on the devices (--data-on-device): {self.no_data_on_device_note}"
         if config.compile is not None and self.no_compile_note:
             return f"cannot compile {self.name}'s step (--compile): {self.no_compile_note}"
         return None
@@ -191,7 +200,18 @@ PYTORCH = FrameworkSpec(
     name="pytorch",
     module="mgbench.frameworks.torch.adapter",
     strategies=(
-        StrategySpec("ddp", "torchrun", "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU)"),
+        StrategySpec(
+            "ddp",
+            "torchrun",
+            "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU); staged input: "
+            "on GPU the next batch is copied from pinned memory on a side stream during the step",
+        ),
+        StrategySpec(
+            "ddp-unstaged",
+            "torchrun",
+            "as ddp, with unstaged input: each batch copied to the device by a plain .to(device) when "
+            "the step takes it, so the copy is waited for (input wait) instead of overlapped",
+        ),
         StrategySpec(
             "dp",
             "inprocess",
@@ -211,7 +231,7 @@ PYTORCH = FrameworkSpec(
     environment="pytorch",
     install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
     default_strategies=("ddp",),
-    capabilities=Capabilities(real_data=True, profiler="torch.profiler", compiler=TORCH_COMPILE),
+    capabilities=Capabilities(loader=TORCH_LOADER, profiler="torch.profiler", compiler=TORCH_COMPILE),
 )
 
 GLUON = FrameworkSpec(
@@ -221,7 +241,8 @@ GLUON = FrameworkSpec(
         StrategySpec(
             "device",
             "inprocess",
-            "one process drives every device; gluon.Trainer sums gradients through kvstore 'device'",
+            "one process drives every device; gluon.Trainer sums gradients through kvstore 'device'; "
+            "unstaged input: split_and_load copies each device's slice when the step takes it",
         ),
         StrategySpec(
             "nccl",
@@ -236,6 +257,7 @@ GLUON = FrameworkSpec(
     capabilities=Capabilities(
         precisions=("fp32",),
         data_formats=("channels_first",),
+        loader="mxnet.gluon.data.DataLoader",
         no_compiler="its nets always run hybridized (MXNet's cached static graph, static_alloc and "
         "static_shape): that is Gluon's graph mode, and there is no compiler beyond it to switch on",
     ),
@@ -249,7 +271,8 @@ CHAINER = FrameworkSpec(
         StrategySpec(
             "chainermn",
             "mpirun",
-            "ChainerMN, one MPI process per device: pure_nccl communicator on GPU, naive (MPI) on CPU",
+            "ChainerMN, one MPI process per device: pure_nccl communicator on GPU, naive (MPI) on CPU; "
+            "unstaged input: each batch sent to the device when the step takes it",
         ),
     ),
     import_names=("chainer", "chainermn", "mpi4py"),
@@ -260,6 +283,7 @@ CHAINER = FrameworkSpec(
         precisions=("fp32",),
         data_formats=("channels_first",),
         models=("densenet121", "resnet50", "tiny"),
+        loader="chainer.iterators.MultiprocessIterator",
         no_compiler="Chainer runs define-by-run only and has no graph compiler",
     ),
 )
@@ -271,7 +295,8 @@ HOROVOD = FrameworkSpec(
         StrategySpec(
             "hvd",
             "horovodrun",
-            "Horovod over PyTorch: DistributedOptimizer all-reduce, one process per device (NCCL on GPU, gloo on CPU)",
+            "Horovod over PyTorch: DistributedOptimizer all-reduce, one process per device (NCCL on GPU, gloo "
+            "on CPU); input staged as pytorch's ddp (torch's DataLoader, side-stream copy on GPU)",
         ),
     ),
     import_names=("horovod", "torch", "torchvision"),
@@ -279,7 +304,7 @@ HOROVOD = FrameworkSpec(
     packages_from="pytorch",
     install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
     post_install="scripts/build_horovod.sh",
-    capabilities=Capabilities(real_data=True, profiler="torch.profiler", compiler=TORCH_COMPILE),
+    capabilities=Capabilities(loader=TORCH_LOADER, profiler="torch.profiler", compiler=TORCH_COMPILE),
 )
 
 KERAS_CATALOGUE = dict(

@@ -10,6 +10,10 @@
   instead of updating. `setup` does that broadcast itself and lets the optimizer record the
   parameter set, so every timed step is a real training step.
 
+Real datasets are read by Chainer's MultiprocessIterator over the shared shards, scattered by
+ChainerMN (`mgbench.frameworks.chainer.data`); the model's head follows the dataset's labels.
+Input is unstaged: each batch is sent to the device when the step takes it.
+
 Chainer is imported after `chainer_compat.apply()`, which lets Chainer 7.8.1 run on numpy 2
 (needed by CuPy 14 on GPU machines); on numpy 1.23 it does nothing. `cupy_compat.apply()` then
 lets ChainerMN's gradient-packing kernels compile on CuPy 14 (nothing without CuPy or on older
@@ -19,6 +23,7 @@ says so.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,10 +43,13 @@ from mpi4py import MPI  # noqa: E402
 
 from mgbench.common.config import MOMENTUM, RunConfig  # noqa: E402
 from mgbench.common.errors import UsageError  # noqa: E402
+from mgbench.common.metrics import gathered_metrics  # noqa: E402
 from mgbench.common.models import ModelSpec  # noqa: E402
 from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
+from mgbench.datasets.resolve import describe_dataset  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
 from mgbench.frameworks.chainer import cupy_compat  # noqa: E402
+from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
 from mgbench.frameworks.chainer.models import build_model, parameter_count  # noqa: E402
 
 KERNEL_PATCHES = cupy_compat.apply()
@@ -71,15 +79,19 @@ class ChainerTrainer(Adapter):
             raise UsageError(f"chainermn was launched with {self.comm.size} processes for {config.devices} devices")
         self.device = self._join_device()
         np.random.seed(config.seed)
-        self.model = build_model(config.spec)
+        self.dataset = describe_dataset(config.dataset)
+        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
+        self.model = build_model(spec)
         self.model.to_device(self.device)
-        self.lossfun = loss_function(config.spec)
+        self.lossfun = loss_function(spec)
         optimizer = chainer.optimizers.MomentumSGD(lr=config.learning_rate, momentum=MOMENTUM)
         self.optimizer = chainermn.create_multi_node_optimizer(optimizer, self.comm)
         self.optimizer.setup(self.model)
         self.comm.bcast_data(self.model)
         self.optimizer.is_changed(self.model)
         self._loss = 0.0
+        if self.dataset is not None:
+            self.loader = ChainerLoader(self.dataset, config, self.comm)
         return ModelInfo(parameters=parameter_count(self.model))
 
     def _join_device(self) -> chainer.backend.Device:
@@ -105,8 +117,19 @@ class ChainerTrainer(Adapter):
         return self.device.send(images), self.device.send(labels.astype(np.int32))
 
     def batches(self) -> Iterator[Any]:
+        if self.dataset is not None:
+            return itertools.chain.from_iterable(self.epoch_batches(epoch) for epoch in itertools.count())
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
         return placed_batches(pool, self._to_device, resident=self.config.data_on_device or not self.use_cuda)
+
+    def steps_per_epoch(self) -> int:
+        return self.loader.steps_per_epoch()
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        return (self._to_device(batch) for batch in self.loader.epoch(epoch))
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        self.optimizer.lr = learning_rate
 
     def train_step(self, batch: tuple[Any, Any]) -> None:
         images, labels = batch
@@ -126,12 +149,30 @@ class ChainerTrainer(Adapter):
     def last_loss(self) -> float:
         return self._global_mean(self._loss)
 
-    def evaluate(self) -> dict[str, float]:
-        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
-        images, labels = self._to_device(batch)
+    def evaluate(self, split: str = "val") -> dict[str, float]:
         with chainer.using_config("train", False), chainer.no_backprop_mode():
+            if self.dataset is not None:
+                return self._score(split)
+            batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
+            images, labels = self._to_device(batch)
             loss = self.lossfun(self.model(images), labels)
         return {"loss": self._global_mean(loss.array)}
+
+    def _score(self, split: str) -> dict[str, float]:
+        """Loss and `split_metrics` over the whole held-out `split`: each process scores its part,
+        rank 0 computes them from every part and hands them to all."""
+        cpu = chainer.get_device("@numpy")
+        scores, targets, loss_sum = [], [], 0.0
+        for batch in self.loader.held_out(split):
+            images, labels = self._to_device(batch)
+            logits = self.model(images)
+            loss_sum += float(self.lossfun(logits, labels).array) * len(batch[1])
+            probabilities = F.sigmoid(logits) if self.dataset.multi_label else F.softmax(logits, axis=1)
+            scores.append(cpu.send(probabilities.array))
+            targets.append(batch[1])
+        parts = self.comm.gather_obj((loss_sum, np.concatenate(scores), np.concatenate(targets)))
+        metrics = gathered_metrics(parts, self.dataset.multi_label) if self.comm.rank == 0 else None
+        return self.comm.bcast_obj(metrics)
 
     def framework_versions(self) -> dict[str, str]:
         versions = {

@@ -10,6 +10,11 @@ sums the devices' gradients through the kvstore and rescales them by 1 / global 
 backward starts from per-sample losses (summed), that is the gradient of the mean loss over the
 global batch: what one device computes on the whole batch.
 
+Real datasets are read by Gluon's DataLoader (`mgbench.frameworks.gluon.data`), a whole global
+batch at a time, split over the devices as the other frameworks' processes shard it; the net's
+head follows the dataset's labels. Input is unstaged: `split_and_load` copies each device's slice
+when the step takes the batch.
+
 Without GPUs, N `mx.cpu(i)` contexts stand in for N devices in one process (they share the
 host's cores). MXNet 1.9.1 from PyPI is a CPU build; GPU runs need a CUDA build of MXNet.
 
@@ -35,9 +40,12 @@ from mxnet.gluon.model_zoo import vision
 
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.metrics import gathered_metrics
 from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
+from mgbench.frameworks.gluon.data import build_loaders
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
 RESNET_BIAS_BEFORE_BATCHNORM = "resnet50"
@@ -104,7 +112,9 @@ class GluonTrainer(Adapter):
         self.accept(config)
         self.contexts = self._contexts(config)
         mx.random.seed(config.seed)
-        net = build_model(config.spec)
+        self.dataset = describe_dataset(config.dataset)
+        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
+        net = build_model(spec)
         if config.spec.name == RESNET_BIAS_BEFORE_BATCHNORM:
             freeze_biases_before_batchnorm(net)
         net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=self.contexts)
@@ -112,7 +122,7 @@ class GluonTrainer(Adapter):
         net(mx.nd.zeros((1, 3, size, size), ctx=self.contexts[0]))
         net.hybridize(static_alloc=True, static_shape=True)
         self.net = net
-        self.loss_fn = build_loss(config.spec)
+        self.loss_fn = build_loss(spec)
         self.trainer = gluon.Trainer(
             trainable(net),
             "sgd",
@@ -120,6 +130,8 @@ class GluonTrainer(Adapter):
             kvstore=KVSTORES[self.strategy],
         )
         self._losses: list[mx.nd.NDArray] = []
+        if self.dataset is not None:
+            self.loaders = build_loaders(self.dataset, config)
         return ModelInfo(parameters=sum(p.data(self.contexts[0]).size for p in trainable(net).values()))
 
     def _contexts(self, config: RunConfig) -> list[mx.Context]:
@@ -138,17 +150,33 @@ class GluonTrainer(Adapter):
         return mx.nd.array(images), mx.nd.array(labels.astype(np.float32))
 
     def _split(self, batch: tuple[mx.nd.NDArray, mx.nd.NDArray]) -> tuple[list, list]:
-        """Each device's slice of the global batch, on that device."""
+        """Each device's slice of the batch, on that device (the last held-out batch may be
+        smaller than the others, and than the device count)."""
         images, labels = batch
-        return gluon.utils.split_and_load(images, self.contexts), gluon.utils.split_and_load(labels, self.contexts)
+        contexts = self.contexts[: len(images)]
+        labels = labels.astype(np.float32)
+        return tuple(gluon.utils.split_and_load(x, contexts, even_split=False) for x in (images, labels))
 
     def _global_shard(self) -> Shard:
         return Shard(0, self.config.global_batch)
 
     def batches(self) -> Iterator[Any]:
+        if self.dataset is not None:
+            self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
+            return (self._split(batch) for batch in self.loaders.train)
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed)
         host = [self._host_arrays(batch) for batch in pool]
         return placed_batches(host, self._split, resident=self.config.data_on_device or not self.use_cuda)
+
+    def steps_per_epoch(self) -> int:
+        return len(self.loaders.sampler)
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        self.loaders.sampler.epoch, self.loaders.sampler.endless = epoch, False
+        return (self._split(batch) for batch in self.loaders.train)
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        self.trainer.set_learning_rate(learning_rate)
 
     def train_step(self, batch: tuple[list, list]) -> None:
         images, labels = batch
@@ -168,10 +196,24 @@ class GluonTrainer(Adapter):
     def last_loss(self) -> float:
         return self._mean(self._losses)
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        if self.dataset is not None:
+            return self._score(split)
         batch = held_out_batch(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed + 1)
         images, labels = self._split(self._host_arrays(batch))
         return {"loss": self._mean([self.loss_fn(self.net(x), y) for x, y in zip(images, labels)])}
+
+    def _score(self, split: str) -> dict[str, float]:
+        """Loss and `split_metrics` over the whole held-out `split`, each device scoring its slices."""
+        scores, targets, loss_sum = [], [], 0.0
+        for batch in self.loaders.held_out[split]:
+            for x, y in zip(*self._split(batch)):
+                logits = self.net(x)
+                loss_sum += float(self.loss_fn(logits, y).sum().asscalar())
+                probabilities = logits.sigmoid() if self.dataset.multi_label else logits.softmax(axis=1)
+                scores.append(probabilities.asnumpy())
+            targets.append(batch[1].asnumpy())
+        return gathered_metrics([(loss_sum, np.concatenate(scores), np.concatenate(targets))], self.dataset.multi_label)
 
     def replica_difference(self) -> float:
         """Largest difference between any device's copy of a trainable weight and device 0's."""

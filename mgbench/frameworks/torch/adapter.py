@@ -19,14 +19,14 @@ has the measurement).
 `--compile` compiles the module the strategy wrapped (`mgbench.frameworks.torch.compiling`);
 nn.DataParallel's strategies are refused it by the registry.
 
-Real datasets (`mgbench.datasets`) are read by a DataLoader over the shared description,
-augmentation and epoch sharding, with worker processes, pinned memory and persistent
-workers; the model's head follows the dataset's labels.
+Real datasets (`mgbench.datasets`) are read by torch's DataLoader over the shared description,
+augmentation and epoch sharding (`mgbench.frameworks.torch.data`); the model's head follows
+the dataset's labels. Input is staged (copied on a side stream one step ahead) by every
+strategy but `ddp-unstaged`, which copies in line: the staged vs unstaged experiment.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,16 +39,13 @@ from torch import nn
 
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.metrics import mean_auc
+from mgbench.common.metrics import gathered_metrics
 from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.common.workers import loader_workers
-from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
-from mgbench.datasets.description import DatasetDescription, Split
 from mgbench.datasets.resolve import describe_dataset
-from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.torch.compiling import begin_step, compiled
+from mgbench.frameworks.torch.data import DevicePrefetcher, build_loaders, placed_images
 from mgbench.frameworks.torch.profiler import profile_with_torch
 from mgbench.frameworks.torch.strategies import STRATEGIES, TorchStrategy
 
@@ -95,123 +92,6 @@ class Autocasting(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         with torch.autocast(self.device_type, dtype=self.dtype, enabled=self.dtype is not None):
             return self.module(images)
-
-
-@functools.cache
-def _imagenet_statistics(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and standard deviation as (1, 3, 1, 1) tensors, made once per device."""
-    return tuple(torch.as_tensor(v, device=device).view(1, 3, 1, 1) for v in (IMAGENET_MEAN, IMAGENET_STD))
-
-
-def placed_images(
-    images: torch.Tensor, device: torch.device, channels_last: bool, non_blocking: bool = False
-) -> torch.Tensor:
-    """A host batch on `device`, in the model's memory format.
-
-    uint8 batches are the real-data loaders' NHWC pixels (`Augmentation.*_pixels`): they travel
-    as bytes, a quarter of float32's, and are normalised here as `augment.normalise` does on the host.
-    """
-    images = images.to(device, non_blocking=non_blocking)
-    if images.dtype == torch.uint8:
-        mean, std = _imagenet_statistics(device)
-        images = (images.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
-    return images.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
-
-
-class DevicePrefetcher:
-    """Copies batch k+1 from pinned host memory to the device on a side stream during step k.
-
-    Takes any iterator of host batches (a cycled synthetic pool, or a DataLoader with
-    `pin_memory`) and ends when it ends.
-    """
-
-    def __init__(
-        self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]], device: torch.device, channels_last: bool
-    ):
-        self.host_batches = host_batches
-        self.device = device
-        self.channels_last = channels_last
-        self.stream = torch.cuda.Stream(device)
-        self.pending = self._start_copy()
-
-    def _start_copy(self) -> tuple[torch.Tensor, torch.Tensor] | None:
-        batch = next(self.host_batches, None)
-        if batch is None:
-            return None
-        images, labels = batch
-        with torch.cuda.stream(self.stream):
-            images = placed_images(images, self.device, self.channels_last, non_blocking=True)
-            return images, labels.to(self.device, non_blocking=True)
-
-    def __iter__(self) -> DevicePrefetcher:
-        return self
-
-    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.pending is None:
-            raise StopIteration
-        torch.cuda.current_stream(self.device).wait_stream(self.stream)
-        images, labels = self.pending
-        images.record_stream(torch.cuda.current_stream(self.device))
-        labels.record_stream(torch.cuda.current_stream(self.device))
-        self.pending = self._start_copy()
-        return images, labels
-
-
-class TrainImages(torch.utils.data.Dataset):
-    """Training split keyed by (epoch, index): the augmentation's random draws depend on both.
-    Items are uint8 pixels, normalised once on the device (`placed_images`)."""
-
-    def __init__(self, split: Split, augmentation: Augmentation, seed: int):
-        self.split = split
-        self.augmentation = augmentation
-        self.seed = seed
-
-    def __len__(self) -> int:
-        return len(self.split)
-
-    def __getitem__(self, key: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        epoch, index = key
-        image = self.augmentation.train_pixels(self.split.files[index], self.seed, epoch, index)
-        return image, self.split.targets[index]
-
-
-class EvalImages(torch.utils.data.Dataset):
-    """This process's share of the validation split, centre-cropped."""
-
-    def __init__(self, split: Split, augmentation: Augmentation, indices: list[int]):
-        self.split = split
-        self.augmentation = augmentation
-        self.indices = indices
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __getitem__(self, position: int) -> tuple[np.ndarray, np.ndarray]:
-        index = self.indices[position]
-        return self.augmentation.eval_pixels(self.split.files[index]), self.split.targets[index]
-
-
-class EpochBatchSampler(torch.utils.data.Sampler):
-    """Yields this shard of each global batch as (epoch, index) keys: of `epoch` (set before each
-    epoch), or with `endless` of that epoch and every later one in one stream.
-
-    Endless is for runs timed by steps: a new DataLoader iterator per epoch drains the workers'
-    queue at every epoch's end, and each restart stalled DenseNet-121 on 4 GPUs for 1.0-1.4 s
-    every 31 steps (20,000 PNGs, 512 per global batch).
-    """
-
-    def __init__(self, size: int, global_batch: int, shard: Shard, seed: int):
-        self.size, self.global_batch, self.shard, self.seed = size, global_batch, shard, seed
-        self.epoch = 0
-        self.endless = False
-
-    def __len__(self) -> int:
-        return self.size // self.global_batch
-
-    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
-        for epoch in itertools.count(self.epoch) if self.endless else (self.epoch,):
-            for batch in epoch_batches(self.size, self.global_batch, self.shard, epoch, self.seed):
-                yield [(epoch, index) for index in batch]
 
 
 class TorchProcess(Adapter):
@@ -322,37 +202,20 @@ class TorchTrainer(TorchProcess):
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         if self.dataset is not None:
-            self._build_loaders(self.dataset)
+            self.loaders = build_loaders(self.dataset, config, self._placement, self._shard())
         return ModelInfo(parameters=sum(p.numel() for p in core.parameters() if p.requires_grad))
 
-    def _build_loaders(self, dataset: DatasetDescription) -> None:
-        """Persistent worker pools for training and validation, decoding with PIL in the workers."""
-        workers = loader_workers(self.config.workers, self._placement.world_size)
-        augmentation = Augmentation.for_input(self.config.input_size)
-        options = dict(
-            num_workers=workers,
-            pin_memory=self.use_cuda and not self.config.data_on_device,
-            persistent_workers=workers > 0,
-        )
-        self.sampler = EpochBatchSampler(len(dataset.train), self.config.global_batch, self._shard(), self.config.seed)
-        self.train_loader = torch.utils.data.DataLoader(
-            TrainImages(dataset.train, augmentation, self.config.seed), batch_sampler=self.sampler, **options
-        )
-        indices = validation_indices(len(dataset.val), self._placement.rank, self._placement.world_size)
-        self.val_loader = torch.utils.data.DataLoader(
-            EvalImages(dataset.val, augmentation, indices), batch_size=self.config.batch_per_device, **options
-        )
-
     def _feed(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[Any]:
-        """Host batches to the device: prefetched on a side stream on GPU, copied in line otherwise."""
-        if self.use_cuda and not self.config.data_on_device:
+        """Host batches to the device: staged (prefetched on a side stream) on GPU where the
+        strategy stages, else copied in line when the step takes each."""
+        if self.use_cuda and self.parallel.staged:
             return DevicePrefetcher(host_batches, self.device, self.channels_last)
         return (self._to_device(batch) for batch in host_batches)
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
-            self.sampler.epoch, self.sampler.endless = 0, True
-            return self._feed(iter(self.train_loader))
+            self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
+            return self._feed(iter(self.loaders.train))
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
         host = [self._to_tensors(batch) for batch in pool]
         if self.config.data_on_device or not self.use_cuda:
@@ -360,11 +223,11 @@ class TorchTrainer(TorchProcess):
         return self._feed(itertools.cycle([(x.pin_memory(), y.pin_memory()) for x, y in host]))
 
     def steps_per_epoch(self) -> int:
-        return len(self.sampler)
+        return len(self.loaders.sampler)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        self.sampler.epoch, self.sampler.endless = epoch, False
-        return self._feed(iter(self.train_loader))
+        self.loaders.sampler.epoch, self.loaders.sampler.endless = epoch, False
+        return self._feed(iter(self.loaders.train))
 
     def set_learning_rate(self, learning_rate: float) -> None:
         for group in self.optimizer.param_groups:
@@ -373,11 +236,11 @@ class TorchTrainer(TorchProcess):
     def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.parallel.loss(self.model, self.criterion, images, labels)
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, split: str = "val") -> dict[str, float]:
         casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.precision])
         self.core.eval()
         with torch.no_grad():
-            metrics = self._validate(casting) if self.dataset is not None else self._held_out_loss(casting)
+            metrics = self._score(casting, split) if self.dataset is not None else self._held_out_loss(casting)
         self.core.train()
         return metrics
 
@@ -386,19 +249,17 @@ class TorchTrainer(TorchProcess):
         images, labels = self._to_device(self._to_tensors(batch))
         return {"loss": self.parallel.global_mean(self.criterion(casting(images).float(), labels))}
 
-    def _validate(self, casting: nn.Module) -> dict[str, float]:
-        """Loss and mean AUC over the whole validation split: each rank scores its shard, all gather."""
+    def _score(self, casting: nn.Module, split: str) -> dict[str, float]:
+        """Loss and `split_metrics` over the whole held-out `split`: each rank scores its shard, all gather."""
         scores, targets, loss_sum = [], [], 0.0
-        for images, labels in self._feed(iter(self.val_loader)):
+        for images, labels in self._feed(iter(self.loaders.held_out[split])):
             logits = casting(images).float()
             loss_sum += float(self.criterion(logits, labels)) * len(labels)
             probabilities = torch.sigmoid(logits) if self.dataset.multi_label else torch.softmax(logits, dim=1)
             scores.append(probabilities.cpu().numpy())
             targets.append(labels.cpu().numpy())
         shards = self.parallel.gather((loss_sum, np.concatenate(scores), np.concatenate(targets)))
-        all_scores = np.concatenate([shard[1] for shard in shards])
-        all_targets = np.concatenate([shard[2] for shard in shards])
-        return {"loss": sum(shard[0] for shard in shards) / len(all_targets), "auc": mean_auc(all_targets, all_scores)}
+        return gathered_metrics(shards, self.dataset.multi_label)
 
     def framework_versions(self) -> dict[str, str]:
         return {**super().framework_versions(), "torchvision": torchvision.__version__}

@@ -1,0 +1,52 @@
+"""Gluon's native loader over the shared datasets: `mxnet.gluon.data.DataLoader`.
+
+One process drives every device, so the loader reads whole global batches: its worker processes
+(a pool kept for the run, batches stacked in shared memory by Gluon's own batchify) read
+`items.TrainItems` in the order of the shared epoch sampler over the whole global batch
+(`sampling.EpochBatchKeys` on `Shard(0, G)`). `split_and_load` then gives device i samples
+[i*B, (i+1)*B) of each: `Shard.of_rank(i, N, G)`, the shard process i reads in the
+one-process-per-device frameworks. Items are the shared host-normalised float32 images.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mxnet import gluon
+
+from mgbench.common.config import RunConfig
+from mgbench.common.workers import loader_workers
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.description import HELD_OUT, DatasetDescription
+from mgbench.datasets.items import EvalItems, TrainItems
+from mgbench.datasets.sampling import EpochBatchKeys
+from mgbench.datasets.synthetic import Shard
+
+
+@dataclass(frozen=True)
+class Loaders:
+    """Training through `sampler` (epoch set before each), and each held-out split whole."""
+
+    sampler: EpochBatchKeys
+    train: gluon.data.DataLoader
+    held_out: dict[str, gluon.data.DataLoader]
+
+
+def build_loaders(dataset: DatasetDescription, config: RunConfig) -> Loaders:
+    """Worker pools (`--workers`, default every core: one process feeds every device), made once."""
+    workers = loader_workers(config.workers, 1)
+    augmentation = Augmentation.for_input(config.input_size)
+    sampler = EpochBatchKeys(len(dataset.train), config.global_batch, Shard(0, config.global_batch), config.seed)
+    train = gluon.data.DataLoader(
+        TrainItems(dataset.train, augmentation, config.seed, pixels=False), batch_sampler=sampler, num_workers=workers
+    )
+    held_out = {
+        name: gluon.data.DataLoader(
+            EvalItems(dataset.split(name), augmentation, list(range(len(dataset.split(name)))), pixels=False),
+            batch_size=config.global_batch,
+            last_batch="keep",
+            num_workers=workers,
+        )
+        for name in HELD_OUT
+    }
+    return Loaders(sampler, train, held_out)

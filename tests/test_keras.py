@@ -76,7 +76,7 @@ def test_the_keras_parameter_offsets_are_resnet_biases_and_inception_gammas():
         assert count == MODELS[name].reference_parameters + offsets.get(name, 0)
 
 
-def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batches(tmp_path):
+def test_staged_unstaged_and_resident_pipelines_deliver_the_same_shards_of_the_same_batches(tmp_path):
     python = framework_python("keras-tf")
     config = RunConfig(
         framework="keras-tf",
@@ -104,11 +104,13 @@ def test_staged_and_unstaged_pipelines_deliver_the_same_shards_of_the_same_batch
             images, labels = pool[draw % len(pool)]
             for replica in range(2):
                 rows = slice(3 * replica, 3 * replica + 3)
-                for pipeline in ("staged", "unstaged"):
+                for pipeline in ("staged", "unstaged", "resident"):
                     np.testing.assert_array_equal(got[f"{pipeline}-{draw}-{replica}-images"], images[rows])
                     np.testing.assert_array_equal(got[f"{pipeline}-{draw}-{replica}-labels"], labels[rows])
-                # Staged batches were prefetched into the replica's own device.
-                assert str(got[f"device-{draw}-{replica}-images"]).endswith(f"CPU:{replica}")
+                # Staged batches were prefetched into the replica's own device, where
+                # `--data-on-device` keeps them.
+                for pipeline in ("staged", "resident"):
+                    assert str(got[f"{pipeline}-device-{draw}-{replica}-images"]).endswith(f"CPU:{replica}")
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +136,7 @@ def test_keras_jit_compiled_step_trains_as_the_eager_one(runs):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["jax-dp", "jax-dp-on-batch", "jax-shard-map"])
+@pytest.mark.parametrize("strategy", ["jax-dp", "jax-dp-on-batch", "jax-shard-map", "jax-shard-map-unstaged"])
 def test_two_jax_devices_equal_one_on_the_same_global_batch(runs, strategy):
     single = saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.5, steps=2, data_format="channels_last")
     initial = saved_state(runs, "keras-jax", "jax-dp", 1, 8, 0.0, steps=2, data_format="channels_last")

@@ -1,8 +1,8 @@
 """Run inside the keras-tf environment by tests/test_keras.py: what each replica receives.
 
-Writes an .npz with, for the first 3 draws of the staged and the unstaged pipelines over 2
-logical CPU devices, every replica's images and labels, plus the device each staged tensor
-lives on, so the test (in the orchestrator's environment, without TensorFlow) can compare them
+Writes an .npz with, for the first 3 draws of the staged, the unstaged and the resident
+(`--data-on-device`) pipelines over 2 logical CPU devices, every replica's images and labels,
+plus the device each staged and resident tensor lives on, so the test (in the orchestrator's environment, without TensorFlow) can compare them
 with the synthetic global batches.
 
     python tests/tf_pipeline_probe.py OUT.npz CONFIG_JSON
@@ -24,17 +24,19 @@ def main(out: str, config_json: str) -> None:
     pool = tf_distribute.global_pool(config)
     staged = tf_distribute.staged_batches(strategy, pool)
     unstaged = tf_distribute.unstaged_batches(pool)
+    resident = tf_distribute.resident_batches(strategy, pool)
     arrays = {}
     for draw in range(DRAWS):
         for name, value in (
             ("staged", next(staged)),
             ("unstaged", tf_distribute.split_host_batch(strategy, next(unstaged))),
+            ("resident", next(resident)),
         ):
             for part, tensors in zip(("images", "labels"), value):
                 for replica, tensor in enumerate(strategy.experimental_local_results(tensors)):
                     arrays[f"{name}-{draw}-{replica}-{part}"] = tensor.numpy()
-                    if name == "staged":
-                        arrays[f"device-{draw}-{replica}-{part}"] = np.array(tensor.device)
+                    if name != "unstaged":
+                        arrays[f"{name}-device-{draw}-{replica}-{part}"] = np.array(tensor.device)
     np.savez(out, **arrays)
 
 

@@ -325,23 +325,38 @@ CENTRAL_STORAGE_NO_COMPILE = (
     "read variables held on another device"
 )
 
+UNSTAGED_NO_DATA_ON_DEVICE = (
+    "its input is the host-to-device copy in line with each step, which data kept on the devices "
+    "removes: that is the staged strategy with --data-on-device"
+)
+KERAS_TF_STAGING = (
+    "staged: the input pipeline (the synthetic pool, or tf.data over the dataset) distributed by the "
+    "strategy and prefetched into each replica's device"
+)
+
 KERAS_TF = FrameworkSpec(
     name="keras-tf",
     module="mgbench.frameworks.keras.tf_adapter",
     strategies=(
-        StrategySpec("mirrored", "inprocess", "Keras 3 over TF, tf.distribute.MirroredStrategy, staged input"),
-        StrategySpec("mirrored-unstaged", "inprocess", "as mirrored, input fed synchronously from host arrays"),
+        StrategySpec("mirrored", "inprocess", f"Keras 3 over TF, tf.distribute.MirroredStrategy; {KERAS_TF_STAGING}"),
+        StrategySpec(
+            "mirrored-unstaged",
+            "inprocess",
+            "as mirrored, host batches sliced per replica and copied inside the step",
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+        ),
         StrategySpec(
             "central-storage",
             "inprocess",
-            "variables on the CPU, compute mirrored on the devices (parameter server on CPU), staged input",
+            f"variables on the CPU, compute mirrored on the devices (parameter server on CPU); {KERAS_TF_STAGING}",
             no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
         ),
         StrategySpec(
             "central-storage-unstaged",
             "inprocess",
-            "as central-storage, input fed synchronously from host arrays",
+            "as central-storage, host batches sliced per replica and copied inside the step",
             no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
         ),
     ),
     import_names=("keras", "tensorflow"),
@@ -349,7 +364,7 @@ KERAS_TF = FrameworkSpec(
     install_hint="make env-keras-tf (or: mgbench setup keras-tf)",
     environment_variables=tensorflow_variables,
     default_strategies=("mirrored",),
-    capabilities=Capabilities(compiler=KERAS_XLA, **KERAS_CATALOGUE),
+    capabilities=Capabilities(loader="tf.data", compiler=KERAS_XLA, **KERAS_CATALOGUE),
 )
 
 KERAS_JAX = FrameworkSpec(
@@ -371,7 +386,14 @@ KERAS_JAX = FrameworkSpec(
             "jax-shard-map",
             "inprocess",
             "Keras 3 over JAX, one device's step mapped over the devices with jax.shard_map: local "
-            "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean",
+            "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean; "
+            "staged: each batch sharded onto the devices one step ahead, from page-locked host memory",
+        ),
+        StrategySpec(
+            "jax-shard-map-unstaged",
+            "inprocess",
+            "as jax-shard-map, each batch sharded onto the devices from host arrays when the step takes it",
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
         ),
     ),
     import_names=("keras", "jax"),
@@ -379,7 +401,12 @@ KERAS_JAX = FrameworkSpec(
     install_hint="make env-keras-jax (or: pip install -r requirements/keras-jax.txt)",
     environment_variables=jax_variables,
     default_strategies=("jax-shard-map",),
-    capabilities=Capabilities(profiler="jax.profiler", compiler=Compiler("xla", always=True), **KERAS_CATALOGUE),
+    capabilities=Capabilities(
+        loader="keras.utils.PyDataset",
+        profiler="jax.profiler",
+        compiler=Compiler("xla", always=True),
+        **KERAS_CATALOGUE,
+    ),
 )
 
 KERAS_TORCH = FrameworkSpec(
@@ -390,7 +417,14 @@ KERAS_TORCH = FrameworkSpec(
             "ddp",
             "torchrun",
             "Keras 3 over PyTorch: the Keras model (a torch.nn.Module) in DistributedDataParallel, "
-            "one process per device, custom loop (Keras' torch backend has no keras.distribution)",
+            "one process per device, custom loop (Keras' torch backend has no keras.distribution); "
+            "staged: on GPUs each batch copied from pinned memory on a side stream one step ahead",
+        ),
+        StrategySpec(
+            "ddp-unstaged",
+            "torchrun",
+            "as ddp, each batch copied to the device with a plain .to(device) when the step takes it",
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
         ),
     ),
     import_names=("keras", "torch"),
@@ -399,7 +433,9 @@ KERAS_TORCH = FrameworkSpec(
     install_hint="make env-keras-torch (or: pip install -r requirements/keras-torch.txt)",
     environment_variables=torch_variables,
     default_strategies=("ddp",),
-    capabilities=Capabilities(profiler="torch.profiler", compiler=TORCH_COMPILE, **KERAS_CATALOGUE),
+    capabilities=Capabilities(
+        loader="keras.utils.PyDataset", profiler="torch.profiler", compiler=TORCH_COMPILE, **KERAS_CATALOGUE
+    ),
 )
 
 TENSORFLOW = FrameworkSpec(
@@ -409,14 +445,20 @@ TENSORFLOW = FrameworkSpec(
         StrategySpec(
             "mirrored",
             "inprocess",
-            "custom loop: tf.function + strategy.run under MirroredStrategy, staged tf.data input",
+            f"custom loop: tf.function + strategy.run under MirroredStrategy; {KERAS_TF_STAGING}",
+        ),
+        StrategySpec(
+            "mirrored-unstaged",
+            "inprocess",
+            "as mirrored, host batches sliced per replica and copied inside the step",
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
         ),
     ),
     import_names=("keras", "tensorflow"),
     environment="keras-tf",
     install_hint="make env-keras-tf (or: mgbench setup tensorflow)",
     environment_variables=tensorflow_variables,
-    capabilities=Capabilities(compiler=XLA_JIT, **KERAS_CATALOGUE),
+    capabilities=Capabilities(loader="tf.data", compiler=XLA_JIT, **KERAS_CATALOGUE),
 )
 
 BUILTIN: tuple[FrameworkSpec, ...] = (PYTORCH, KERAS_TF, KERAS_JAX, KERAS_TORCH, TENSORFLOW, GLUON, CHAINER, HOROVOD)

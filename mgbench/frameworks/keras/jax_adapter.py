@@ -23,6 +23,12 @@ computes; with `--data-on-device` the pool is sharded once), and the step is cho
   plus a sync of every variable and a host read of the logs after each step.
 - `jax-shard-map`: its own step, under `jax.shard_map` (above), on a state packed into one
   array per dtype (`packed_state.py`: per-buffer host time between synchronised steps).
+
+Input staging: the strategies above are staged (batch k+1 sharded onto the devices while step k
+runs); `jax-shard-map-unstaged` shards each batch from host arrays when the step takes it.
+Real data (`--dataset`) is read by `keras.utils.PyDataset` with worker processes (`data.py`):
+uint8 pixels of the global batch, sharded over the devices as the synthetic batches are (device
+d holds the shared shard of rank d) and normalised there by one compiled function.
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ from __future__ import annotations
 import gzip
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import partial
 from itertools import cycle
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import jaxlib
@@ -43,11 +50,15 @@ from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.trace_events import STEP_MARK
+from mgbench.common.workers import loader_workers
+from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras.packed_state import Packed, PackedTree
 
 DeviceBatch = tuple[jax.Array, jax.Array]
+Batch = TypeVar("Batch")
 
 
 DeviceState = tuple[list[jax.Array], ...]
@@ -57,8 +68,9 @@ BATCH_AXIS = "batch"
 class JaxDataParallelTrainer(Adapter):
     def __init__(self, strategy: str):
         super().__init__(strategy)
-        self.on_batch = strategy == "jax-dp-on-batch"
-        self.shard_map = strategy == "jax-shard-map"
+        kind, self.staged = data.staging(strategy)
+        self.on_batch = kind == "jax-dp-on-batch"
+        self.shard_map = kind == "jax-shard-map"
 
     def setup(self, config: RunConfig) -> ModelInfo:
         if keras.backend.backend() != "jax":
@@ -78,13 +90,18 @@ class JaxDataParallelTrainer(Adapter):
             self.mesh = distribution.device_mesh.backend_mesh
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
-        self.model = keras_models.build_model(config.spec, config.input_size, config.data_format)
+        dataset = describe_dataset(config.dataset)
+        self.real = data.RealData(dataset, config, loader_workers(config.workers, 1)) if dataset else None
+        self.spec = dataset.task_spec(config.spec) if dataset else config.spec
+        self.model = keras_models.build_model(self.spec, config.input_size, config.data_format)
         self.model.compile(
-            optimizer=keras_models.build_optimizer(config), loss=keras_models.build_loss(config.spec), jit_compile=True
+            optimizer=keras_models.build_optimizer(config), loss=keras_models.build_loss(self.spec), jit_compile=True
         )
         self.model.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
         self.forward = jax.jit(self._inference)
+        self.normalise = jax.jit(partial(data.normalised, channels_last=config.data_format == "channels_last"))
+        self.replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
         if self.shard_map:
             self.packing = PackedTree(self._variable_values())
             self.step = self._shard_map_step()
@@ -92,6 +109,8 @@ class JaxDataParallelTrainer(Adapter):
         else:
             self.step = self.model.train_function
         self.state = None if self.on_batch else self._variables_state()
+        self._set_rate = jax.jit(self._with_rate, out_shardings=self.replicated, donate_argnums=0)
+        self.learning_rate = config.learning_rate
         self.fresh_metrics = [np.zeros(v.shape, v.dtype) for v in self.model.metrics_variables]
         self._loss: Any = 0.0
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
@@ -113,9 +132,18 @@ class JaxDataParallelTrainer(Adapter):
         """The variables' values (packed, for jax-shard-map), replicated on the mesh as the
         compiled step returns them; else the second step sees differently placed inputs and
         compiles the step again."""
-        replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
         values = self._variable_values()
-        return jax.device_put(self.packing.pack(values) if self.shard_map else values, replicated)
+        return jax.device_put(self.packing.pack(values) if self.shard_map else values, self.replicated)
+
+    def _with_rate(self, state: DeviceState | Packed, learning_rate: jax.Array) -> DeviceState | Packed:
+        """The held state with the optimizer's learning-rate variable set (compiled, state donated)."""
+        groups = self.packing.unpack(state) if self.shard_map else state
+        optimizer = self.model.optimizer
+        slot = next(i for i, v in enumerate(optimizer.variables) if v is optimizer.learning_rate)
+        rates = list(groups[2])
+        rates[slot] = learning_rate.astype(rates[slot].dtype)
+        groups = (*groups[:2], rates, *groups[3:])
+        return self.packing.pack(groups) if self.shard_map else groups
 
     def held_state(self) -> DeviceState:
         """The variables' current values, by group, wherever this strategy holds them."""
@@ -174,6 +202,8 @@ class JaxDataParallelTrainer(Adapter):
         return tuple(jax.device_put(array, sharded) for array in batch)
 
     def batches(self) -> Iterator[DeviceBatch]:
+        if self.real is not None:
+            return self._fed(self.real.train(Shard(0, self.config.global_batch), None))
         channels_last = self.config.data_format == "channels_last"
         pool = synthetic_pool(
             self.config.spec,
@@ -184,18 +214,38 @@ class JaxDataParallelTrainer(Adapter):
         )
         if self.config.data_on_device:
             return cycle([self.shard(batch) for batch in pool])
+        if not self.staged:
+            return (self.shard(batch) for batch in cycle(pool))
         # Host-fed like the PyTorch adapter's pinned pool: from numpy (pageable memory) one
         # process copies every device's share through a staging buffer, showing as input wait;
         # from page-locked memory each device's share is one DMA.
-        return self._one_ahead([self.shard(batch, "pinned_host") for batch in pool])
+        return one_ahead(self.shard(batch) for batch in cycle([self.shard(b, "pinned_host") for b in pool]))
 
-    def _one_ahead(self, pool: list[DeviceBatch]) -> Iterator[DeviceBatch]:
-        """Start copying batch k+1 to the devices before handing out batch k."""
-        host = cycle(pool)
-        pending = self.shard(next(host))
-        while True:
-            ready, pending = pending, self.shard(next(host))
-            yield ready
+    def _placed(self, batch: data.HostBatch) -> DeviceBatch:
+        """A loader's uint8 batch sharded onto the devices and normalised there."""
+        pixels, targets = self.shard(batch)
+        return self.normalise(pixels), targets
+
+    def _fed(self, host: Iterator[data.HostBatch]) -> Iterator[DeviceBatch]:
+        """Loader batches placed one step ahead (staged) or when the step takes them."""
+        placed = (self._placed(batch) for batch in host)
+        return one_ahead(placed) if self.staged else placed
+
+    def steps_per_epoch(self) -> int:
+        return self.real.steps_per_epoch()
+
+    def epoch_batches(self, epoch: int) -> Iterator[DeviceBatch]:
+        return self._fed(self.real.train(Shard(0, self.config.global_batch), epoch))
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """The optimizer's rate in the held state (or Keras' variable, for jax-dp-on-batch)."""
+        if learning_rate == self.learning_rate:
+            return
+        self.learning_rate = learning_rate
+        if self.on_batch:
+            self.model.optimizer.learning_rate = learning_rate
+        else:
+            self.state = self._set_rate(self.state, np.float32(learning_rate))
 
     def train_step(self, batch: DeviceBatch) -> None:
         images, labels = batch
@@ -217,8 +267,11 @@ class JaxDataParallelTrainer(Adapter):
     def last_loss(self) -> float:
         return float(self._loss)
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        """On real data loss and AUC over every image of `split`; else the loss on the held-out batch."""
         trainable, non_trainable = self.held_state()[:2]
+        if self.real is not None:
+            return self._score(split, trainable, non_trainable)
         channels_last = self.config.data_format == "channels_last"
         batch = held_out_batch(
             self.config.spec,
@@ -228,8 +281,21 @@ class JaxDataParallelTrainer(Adapter):
             channels_last,
         )
         images, labels = self.shard(batch)
-        loss = keras_models.build_loss(self.config.spec)(labels, self.forward(trainable, non_trainable, images))
+        loss = keras_models.build_loss(self.spec)(labels, self.forward(trainable, non_trainable, images))
         return {"loss": float(loss)}
+
+    def _score(self, split: str, trainable: list[jax.Array], non_trainable: list[jax.Array]) -> dict[str, float]:
+        """Every image of the split through the compiled forward, each batch padded to the global
+        batch so it shards evenly and the forward compiles once."""
+        batch = self.config.global_batch
+        logits, targets = [], []
+        for pixels, labels in self.real.evaluation(split, 0, 1, batch):
+            padded = np.zeros((batch, *pixels.shape[1:]), pixels.dtype)
+            padded[: len(pixels)] = pixels
+            images = self.normalise(self.shard((padded,))[0])
+            logits.append(np.asarray(self.forward(trainable, non_trainable, images))[: len(pixels)])
+            targets.append(labels)
+        return self.real.metrics(np.concatenate(logits), np.concatenate(targets))
 
     def peak_device_memory_bytes(self) -> int | None:
         stats = [d.memory_stats() or {} for d in jax.devices("gpu")[: self.config.devices]]
@@ -257,3 +323,15 @@ class JaxDataParallelTrainer(Adapter):
 
 def create_trainer(strategy: str) -> JaxDataParallelTrainer:
     return JaxDataParallelTrainer(strategy)
+
+
+def one_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:
+    """Each batch taken (its asynchronous copy to the devices started) one step before it is
+    handed out, so batch k+1 travels while step k computes."""
+    batches = iter(batches)
+    ready = next(batches, None)
+    for following in batches:
+        yield ready
+        ready = following
+    if ready is not None:
+        yield ready

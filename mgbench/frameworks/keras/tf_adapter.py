@@ -5,7 +5,8 @@
 - `central-storage`: tf.distribute.experimental.CentralStorageStrategy, variables on the CPU
   (the seeds' "parameter server on CPU"), computation mirrored on the devices.
 - `*-unstaged`: the same strategy fed synchronously from host arrays instead of a tf.data
-  pipeline prefetched to the devices (`mgbench.frameworks.keras.tf_distribute`).
+  pipeline prefetched to the devices (`mgbench.frameworks.keras.tf_distribute`); on real data
+  the same tf.data pipeline (`tf_data.py`) either way.
 
 The driver owns the loop, so instead of `fit` each step calls the model's `train_function`
 (what `fit` and `train_on_batch` call) on one batch; metrics are reset before each step so the
@@ -27,13 +28,13 @@ from mgbench.frameworks.keras.tf_trainer import StrategyTrainer
 
 class KerasTrainer(StrategyTrainer):
     def build_step(self) -> None:
-        spec = self.config.spec
+        self.optimizer = keras_models.build_optimizer(self.config)
         self.model.compile(
-            optimizer=keras_models.build_optimizer(self.config),
-            loss=keras_models.build_loss(spec),
+            optimizer=self.optimizer,
+            loss=keras_models.build_loss(self.spec),
             jit_compile=self.config.compile is not None,
         )
-        self.model.optimizer.build(self.model.trainable_variables)
+        self.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
 
     def train_step(self, batch: Any) -> None:

@@ -25,7 +25,7 @@ class CustomLoopTrainer(StrategyTrainer):
     def build_step(self) -> None:
         self.optimizer = keras_models.build_optimizer(self.config)
         self.optimizer.build(self.model.trainable_variables)
-        per_example = keras_models.build_loss(self.config.spec, reduction="none")
+        per_example = keras_models.build_loss(self.spec, reduction="none")
         global_batch = self.config.global_batch
         model, optimizer = self.model, self.optimizer
 

@@ -11,12 +11,15 @@ Input, the seeds' question of staging:
 - unstaged: host numpy arrays; each step slices them per replica and the step's own inputs
   are copied to the devices synchronously, inside the step (the seeds' slow baseline).
 Both cycle the same synthetic global batches in the same order, so they train identically.
+On real data both read the same tf.data pipeline (`tf_data.py`): staged distributes it,
+unstaged iterates it on the host. `--data-on-device` (synthetic data) distributes the pool's
+batches once and cycles them where they landed (`resident_batches`): no copy at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import cycle
+from itertools import cycle, islice
 
 import numpy as np
 import tensorflow as tf
@@ -68,19 +71,29 @@ def global_pool(config: RunConfig) -> list[HostBatch]:
     )
 
 
-def staged_batches(strategy: tf.distribute.Strategy, pool: list[HostBatch]) -> Iterator:
-    """Distributed values already on the devices: tf.data, split per replica, prefetched."""
-    images = np.concatenate([batch[0] for batch in pool])
-    labels = np.concatenate([batch[1] for batch in pool])
-    dataset = (
-        tf.data.Dataset.from_tensor_slices((images, labels))
-        .batch(len(pool[0][0]), drop_remainder=True)
-        .repeat()
-        .prefetch(tf.data.AUTOTUNE)
-    )
+def distributed(strategy: tf.distribute.Strategy, dataset: tf.data.Dataset) -> Iterator:
+    """A dataset of global batches as distributed values: each replica its consecutive slice
+    (the shared `Shard` of its rank), prefetched into its device."""
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     return iter(strategy.experimental_distribute_dataset(dataset.with_options(options), input_options(strategy)))
+
+
+def pool_dataset(pool: list[HostBatch]) -> tf.data.Dataset:
+    """The pool's global batches, in order, once."""
+    images = np.concatenate([batch[0] for batch in pool])
+    labels = np.concatenate([batch[1] for batch in pool])
+    return tf.data.Dataset.from_tensor_slices((images, labels)).batch(len(pool[0][0]), drop_remainder=True)
+
+
+def staged_batches(strategy: tf.distribute.Strategy, pool: list[HostBatch]) -> Iterator:
+    """Distributed values already on the devices: tf.data, split per replica, prefetched."""
+    return distributed(strategy, pool_dataset(pool).repeat().prefetch(tf.data.AUTOTUNE))
+
+
+def resident_batches(strategy: tf.distribute.Strategy, pool: list[HostBatch]) -> Iterator:
+    """`--data-on-device`: the pool's batches distributed onto the devices once, then cycled."""
+    return cycle(list(islice(distributed(strategy, pool_dataset(pool)), len(pool))))
 
 
 def input_options(strategy: tf.distribute.Strategy) -> tf.distribute.InputOptions | None:

@@ -1,6 +1,11 @@
 """What the `keras` (over TensorFlow) and `tensorflow` adapters share: devices, strategy, model,
-input staging, evaluation, memory and weights. Subclasses supply only the training step, so the
-two columns of a compare differ in exactly one thing: Keras' own step versus a hand-written loop.
+input staging, real data, evaluation, memory and weights. Subclasses supply only the training
+step (and name its optimizer), so the two columns of a compare differ in exactly one thing:
+Keras' own step versus a hand-written loop.
+
+Real data (`--dataset`) is read by tf.data (`tf_data.py`) over the shared sample keys; staged
+strategies distribute it to the devices, `-unstaged` ones slice its host batches in the step.
+Evaluation scores every image of the split in one compiled forward per global batch.
 """
 
 from __future__ import annotations
@@ -10,15 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from mgbench.common.config import RunConfig
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.common.workers import loader_workers
+from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import Shard, held_out_batch
+from mgbench.frameworks.keras import data, tf_data, tf_distribute
 from mgbench.frameworks.keras import models as keras_models
-from mgbench.frameworks.keras import tf_distribute
-
-UNSTAGED_SUFFIX = "-unstaged"
 
 
 class StrategyTrainer(Adapter):
@@ -26,8 +32,7 @@ class StrategyTrainer(Adapter):
 
     def __init__(self, strategy: str):
         super().__init__(strategy)
-        self.staged = not strategy.endswith(UNSTAGED_SUFFIX)
-        self.strategy_kind = strategy.removesuffix(UNSTAGED_SUFFIX)
+        self.strategy_kind, self.staged = data.staging(strategy)
         self._loss: Any = 0.0
 
     def setup(self, config: RunConfig) -> ModelInfo:
@@ -37,20 +42,41 @@ class StrategyTrainer(Adapter):
         self._placement = Placement(rank=0, world_size=1, device_names=devices)
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
+        dataset = describe_dataset(config.dataset)
+        self.real = data.RealData(dataset, config, loader_workers(config.workers, 1)) if dataset else None
+        self.spec = dataset.task_spec(config.spec) if dataset else config.spec
         with self.distribution.scope():
-            self.model = keras_models.build_model(config.spec, config.input_size, config.data_format)
+            self.model = keras_models.build_model(self.spec, config.input_size, config.data_format)
             self.build_step()
+        self.forward = tf.function(lambda images: self.model(images, training=False))
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
 
     def build_step(self) -> None:
-        """Inside the strategy's scope: optimizer, loss and the compiled step."""
+        """Inside the strategy's scope: `self.optimizer`, the loss of `self.spec` and the compiled step."""
         raise NotImplementedError
 
     def batches(self) -> Iterator[Any]:
+        if self.real is not None:
+            return self._fed(tf_data.train_dataset(self.real, None))
         pool = tf_distribute.global_pool(self.config)
+        if self.config.data_on_device:
+            return tf_distribute.resident_batches(self.distribution, pool)
         if self.staged:
             return tf_distribute.staged_batches(self.distribution, pool)
         return tf_distribute.unstaged_batches(pool)
+
+    def _fed(self, dataset: tf.data.Dataset) -> Iterator[Any]:
+        """Real-data batches: distributed to the devices (staged) or as host arrays (unstaged)."""
+        return tf_distribute.distributed(self.distribution, dataset) if self.staged else dataset.as_numpy_iterator()
+
+    def steps_per_epoch(self) -> int:
+        return self.real.steps_per_epoch()
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        return self._fed(tf_data.train_dataset(self.real, epoch))
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        self.optimizer.learning_rate = learning_rate
 
     def replica_inputs(self, batch: Any) -> Any:
         """Staged batches are already distributed; host batches are split for the replicas now."""
@@ -62,7 +88,13 @@ class StrategyTrainer(Adapter):
     def last_loss(self) -> float:
         return float(self._loss)
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        """On real data loss and AUC over every image of `split`; else the loss on the held-out batch."""
+        if self.real is not None:
+            logits, targets = zip(
+                *((self.forward(x).numpy(), y.numpy()) for x, y in tf_data.eval_dataset(self.real, split))
+            )
+            return self.real.metrics(np.concatenate(logits), np.concatenate(targets))
         channels_last = self.config.data_format == "channels_last"
         images, labels = held_out_batch(
             self.config.spec,
@@ -71,7 +103,7 @@ class StrategyTrainer(Adapter):
             self.config.seed + 1,
             channels_last,
         )
-        loss = keras_models.build_loss(self.config.spec)(labels, self.model(images, training=False))
+        loss = keras_models.build_loss(self.spec)(labels, self.model(images, training=False))
         return {"loss": float(loss)}
 
     def peak_device_memory_bytes(self) -> int | None:

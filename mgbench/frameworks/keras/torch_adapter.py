@@ -18,6 +18,12 @@ same weights at a constant learning rate.
 Batch-norm moving statistics are Keras variables that take no gradient, so DDP leaves them
 alone: each process keeps those of its own shards (they enter no training step, only
 `evaluate`).
+
+Input: `ddp` is staged (on GPUs each batch is copied from pinned memory on a side stream one
+step ahead, PyTorch's `DevicePrefetcher`); `ddp-unstaged` copies it with a plain `.to(device)`
+when the step takes it. Real data (`--dataset`) is read by `keras.utils.PyDataset` with worker
+processes (`data.py`), this rank's shard of each global batch as uint8 pixels, normalised on
+the device as the PyTorch adapter does (`placed_images`) and handed to Keras in its data format.
 """
 
 from __future__ import annotations
@@ -27,12 +33,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import keras
+import numpy as np
 import torch
 
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import ModelInfo
+from mgbench.common.workers import loader_workers
+from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
+from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.torch.adapter import DevicePrefetcher, TorchProcess
 from mgbench.frameworks.torch.compiling import compiled
@@ -48,12 +58,15 @@ class KerasTorchTrainer(TorchProcess):
     would also bring its real-data loader, which keras-torch does not declare."""
 
     channels_last = False
-    """The torch memory format `placed_images` gives a batch: the contiguous one. Keras reads
-    images in the logical layout of its data format (NHWC for channels_last, as the pool holds
-    them); its torch backend lays them out for the convolutions itself."""
+    """The torch memory format `placed_images` gives a batch: the contiguous one for synthetic
+    batches, which the pool holds in Keras' logical layout (NHWC for channels_last; its torch
+    backend lays them out for the convolutions itself). Real data's uint8 NHWC pixels come out
+    of `placed_images` as NCHW, in channels_last memory for channels_last, so that `keras_layout`
+    turns them into NHWC without a copy."""
 
     def __init__(self, strategy: str):
         super().__init__(strategy)
+        self.staged = data.staging(strategy)[1]
         # PyTorch's `ddp` strategy object: the process group (world size checked against the
         # devices, LOCAL_RANK's device), the DDP wrapper, the update, the mean over the ranks.
         self.parallel = DistributedDataParallel()
@@ -65,12 +78,17 @@ class KerasTorchTrainer(TorchProcess):
             raise UsageError(f"keras-torch needs KERAS_BACKEND=torch, Keras runs on {keras.backend.backend()}")
         self._start(config)
         self.nhwc = config.data_format == "channels_last"  # the pool's layout: Keras' data format
+        dataset = describe_dataset(config.dataset)
+        workers = loader_workers(config.workers, self._placement.world_size)
+        self.real = data.RealData(dataset, config, workers) if dataset else None
+        self.spec = dataset.task_spec(config.spec) if dataset else config.spec
+        self.channels_last = self.nhwc and self.real is not None
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
         # Keras creates variables on its default device: "cuda" is the current device, which
         # `_join_devices` set to this rank's; a CPU run names "cpu" (`torch_variables`).
-        self.model = keras_models.build_model(config.spec, config.input_size, config.data_format)
-        self.loss_fn = keras_models.build_loss(config.spec)
+        self.model = keras_models.build_model(self.spec, config.input_size, config.data_format)
+        self.loss_fn = keras_models.build_loss(self.spec)
         # `--compile`: torch.compile of the DDP module, as the PyTorch adapter compiles its own.
         self.replicated = compiled(self.parallel.wrap(self.model, self.loss_fn, self.devices), config.compile)
         # The torch parameters behind Keras' trainable variables: those DDP all-reduces.
@@ -81,27 +99,68 @@ class KerasTorchTrainer(TorchProcess):
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
 
     def batches(self) -> Iterator[Batch]:
-        """This rank's shard of each pool batch: resident on CPU or with `--data-on-device`,
-        else cycled from pinned host memory and copied one step ahead on a side stream."""
+        """This rank's shard of each batch: of the loader's endless stream on real data; of the
+        synthetic pool resident on CPU or with `--data-on-device`, else cycled from host memory
+        (pinned and copied one step ahead on a side stream when staged)."""
+        if self.real is not None:
+            return self._fed(self.real.train(self._shard(), None))
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed, self.nhwc)
         host = [self._to_tensors(batch) for batch in pool]
-        if self.use_cuda and not self.config.data_on_device:
-            pinned = [(images.pin_memory(), labels.pin_memory()) for images, labels in host]
-            return DevicePrefetcher(itertools.cycle(pinned), self.device, self.channels_last)
-        return itertools.cycle([self._to_device(batch) for batch in host])
+        if self.config.data_on_device or not self.use_cuda:
+            return itertools.cycle([self._to_device(batch) for batch in host])
+        if not self.staged:
+            return (self._to_device(batch) for batch in itertools.cycle(host))
+        pinned = [(images.pin_memory(), labels.pin_memory()) for images, labels in host]
+        return DevicePrefetcher(itertools.cycle(pinned), self.device, self.channels_last)
+
+    def _fed(self, host: Iterator[data.HostBatch]) -> Iterator[Batch]:
+        """Loader batches on the device in Keras' layout: pinned and copied one step ahead on a
+        side stream when staged on GPUs, else copied when the step takes them."""
+        tensors = (self._to_tensors(batch) for batch in host)
+        if self.use_cuda and self.staged:
+            pinned = ((images.pin_memory(), labels.pin_memory()) for images, labels in tensors)
+            placed = DevicePrefetcher(pinned, self.device, self.channels_last)
+        else:
+            placed = (self._to_device(batch) for batch in tensors)
+        return ((self.keras_layout(images), labels) for images, labels in placed)
+
+    def keras_layout(self, images: torch.Tensor) -> torch.Tensor:
+        """A placed real-data batch (NCHW) in the layout of Keras' data format."""
+        return images.permute(0, 2, 3, 1) if self.nhwc else images
+
+    def steps_per_epoch(self) -> int:
+        return self.real.steps_per_epoch()
+
+    def epoch_batches(self, epoch: int) -> Iterator[Batch]:
+        return self._fed(self.real.train(self._shard(), epoch))
 
     def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Forward through DDP in training mode (batch-norm on the batch's statistics), the loss
         in float32 over this shard."""
         return self.loss_fn(labels, self.replicated(images, training=True))
 
-    def evaluate(self) -> dict[str, float]:
-        """Loss on this rank's shard of the held-out batch in inference mode, averaged over ranks."""
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        """On real data loss and AUC over every image of `split` (each rank scores its share, the
+        logits are gathered); else the loss on this rank's shard of the held-out batch in
+        inference mode, averaged over ranks."""
+        if self.real is not None:
+            return self._score(split)
         batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1, self.nhwc)
         images, labels = self._to_device(self._to_tensors(batch))
         with torch.no_grad():
             loss = self.loss_fn(labels, self.model(images, training=False))
         return {"loss": self.parallel.global_mean(loss)}
+
+    def _score(self, split: str) -> dict[str, float]:
+        rank, world = self._placement.rank, self._placement.world_size
+        logits, targets = [], []
+        with torch.no_grad():
+            for batch in self.real.evaluation(split, rank, world, self.config.batch_per_device):
+                images, labels = self._to_device(self._to_tensors(batch))
+                logits.append(self.model(self.keras_layout(images), training=False).float().cpu().numpy())
+                targets.append(batch[1])
+        shards = self.parallel.gather((np.concatenate(logits), np.concatenate(targets)))
+        return self.real.metrics(*(np.concatenate(part) for part in zip(*shards)))
 
     def framework_versions(self) -> dict[str, str]:
         return {"keras": keras.__version__, **super().framework_versions()}

@@ -151,6 +151,11 @@ class TorchProcess(Adapter):
     def _to_device(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         return placed_images(batch[0], self.device, self.channels_last), batch[1].to(self.device)
 
+    def set_learning_rate(self, learning_rate: float) -> None:
+        """Every parameter group of the optimizer, which both torch-module adapters build."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+
     def synchronize(self) -> None:
         if self.use_cuda:
             for device in self.devices:
@@ -228,10 +233,6 @@ class TorchTrainer(TorchProcess):
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
         self.loaders.sampler.epoch, self.loaders.sampler.endless = epoch, False
         return self._feed(iter(self.loaders.train))
-
-    def set_learning_rate(self, learning_rate: float) -> None:
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate
 
     def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.parallel.loss(self.model, self.criterion, images, labels)

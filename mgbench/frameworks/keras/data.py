@@ -1,0 +1,157 @@
+"""Real data for the Keras family: what every Keras adapter's loader reads, and Keras' own loader.
+
+Which samples a process reads (the epoch's permutation and its shard of each global batch,
+`mgbench.datasets.sampling`) and the work on each sample (decode, random crop, flip:
+`Augmentation.train_pixels`; centre crop for evaluation) are the shared `datasets/` layer's, so
+every framework does identical work on identical samples. What is Keras' here is the loading
+mechanics: `keras.utils.PyDataset` with `workers` and `use_multiprocessing`, run by the ordered
+enqueuer that `fit` runs it through (keras-jax, keras-torch). keras-tf and tensorflow build a
+tf.data pipeline over the same sample keys instead (`tf_data.py`).
+
+Loaders hand out uint8 NHWC pixels (a quarter of float32's bytes through the worker queues and
+the bus); `normalised` turns them into the model's float input where they land, computing what
+`augment.normalise` computes on the host. Evaluation logits from every device or process end in
+`split_metrics`, the one place the Keras adapters score a split.
+
+Input staging is chosen by strategy name: `X-unstaged` is strategy X with the batch copied to the
+devices in line with the step instead of ahead of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import keras
+import numpy as np
+from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+from scipy.special import expit, softmax
+
+from mgbench.common.config import RunConfig
+from mgbench.common.metrics import split_metrics
+from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
+from mgbench.datasets.description import DatasetDescription, Split
+from mgbench.datasets.sampling import epoch_batches, validation_indices
+from mgbench.datasets.synthetic import Shard
+from mgbench.frameworks.keras import models as keras_models
+
+HostBatch = tuple[np.ndarray, np.ndarray]
+UNSTAGED_SUFFIX = "-unstaged"
+
+
+def staging(strategy: str) -> tuple[str, bool]:
+    """The strategy without its `-unstaged` suffix, and whether its input is staged."""
+    return strategy.removesuffix(UNSTAGED_SUFFIX), not strategy.endswith(UNSTAGED_SUFFIX)
+
+
+def normalised(pixels, channels_last: bool):
+    """uint8 NHWC pixels as the model's float32 input (NCHW for channels_first), in backend ops so
+    it runs where the pixels are: `augment.normalise`'s arithmetic, in the same order."""
+    scaled = keras.ops.cast(pixels, "float32") / 255.0
+    images = (scaled - IMAGENET_MEAN) / IMAGENET_STD
+    return images if channels_last else keras.ops.transpose(images, (0, 3, 1, 2))
+
+
+def sample_keys(
+    size: int, global_batch: int, shard: Shard, seed: int, epochs: Iterable[int]
+) -> Iterator[tuple[int, int]]:
+    """(epoch, index) of every sample of `shard` of each global batch of `epochs`, in order: the
+    keys a loader turns into pixels (`Augmentation.train_pixels` draws from them)."""
+    for epoch in epochs:
+        for batch in epoch_batches(size, global_batch, shard, epoch, seed):
+            yield from ((epoch, index) for index in batch)
+
+
+class TrainBatches(keras.utils.PyDataset):
+    """Item b: this shard of global batch b of the epoch as uint8 pixels and targets.
+
+    With `epoch` set, the items are that epoch's batches; with `epoch=None` the dataset is
+    endless (item b is batch b % steps of epoch b // steps), so a run timed by steps reads one
+    stream through the epochs and its workers never restart."""
+
+    def __init__(self, split: Split, augmentation: Augmentation, config: RunConfig, shard: Shard, workers: int):
+        super().__init__(workers=max(1, workers), use_multiprocessing=workers > 0, max_queue_size=2 * max(1, workers))
+        self.split, self.augmentation, self.shard = split, augmentation, shard
+        self.global_batch, self.seed = config.global_batch, config.seed
+        self.steps = len(split) // config.global_batch
+        self.epoch: int | None = None
+        self._orders: dict[int, list[list[int]]] = {}
+
+    @property
+    def num_batches(self) -> int | None:
+        return None if self.epoch is None else self.steps
+
+    def indices(self, epoch: int, batch: int) -> list[int]:
+        """This shard's images of global batch `batch` of `epoch`."""
+        if epoch not in self._orders:
+            self._orders = {epoch: epoch_batches(len(self.split), self.global_batch, self.shard, epoch, self.seed)}
+        return self._orders[epoch][batch]
+
+    def __getitem__(self, item: int) -> HostBatch:
+        epoch, batch = (self.epoch, item) if self.epoch is not None else divmod(item, self.steps)
+        indices = self.indices(epoch, batch)
+        pixels = [self.augmentation.train_pixels(self.split.files[i], self.seed, epoch, i) for i in indices]
+        return np.stack(pixels), self.split.targets[indices]
+
+
+class EvalBatches(keras.utils.PyDataset):
+    """Item b: batch b of the given images of a split, centre-cropped, as uint8 pixels and targets."""
+
+    def __init__(self, split: Split, augmentation: Augmentation, indices: list[int], batch: int, workers: int):
+        super().__init__(workers=max(1, workers), use_multiprocessing=workers > 0, max_queue_size=2 * max(1, workers))
+        self.split, self.augmentation, self.indices, self.batch = split, augmentation, indices, batch
+
+    @property
+    def num_batches(self) -> int:
+        return -(-len(self.indices) // self.batch)
+
+    def __getitem__(self, item: int) -> HostBatch:
+        indices = self.indices[item * self.batch : (item + 1) * self.batch]
+        pixels = [self.augmentation.eval_pixels(self.split.files[i]) for i in indices]
+        return np.stack(pixels), self.split.targets[indices]
+
+
+def enqueued(dataset: keras.utils.PyDataset) -> Iterator[HostBatch]:
+    """The dataset's batches in order through Keras' own data adapter (the ordered enqueuer with
+    its worker pool that `fit` runs a PyDataset through), stopped when the iterator is."""
+    adapter = PyDatasetAdapter(dataset, shuffle=False)
+    adapter.on_epoch_begin()
+    try:
+        yield from adapter.get_numpy_iterator()
+    finally:
+        adapter.on_epoch_end()
+
+
+class RealData:
+    """One process's view of a real dataset under a Keras adapter: its training batches per
+    epoch or endless, its share of an evaluation split, and the split's metrics."""
+
+    def __init__(self, dataset: DatasetDescription, config: RunConfig, workers: int):
+        self.dataset, self.config, self.workers = dataset, config, workers
+        self.augmentation = Augmentation.for_input(config.input_size)
+        self.loss = keras_models.build_loss(dataset.task_spec(config.spec))
+
+    def steps_per_epoch(self) -> int:
+        return self.dataset.steps_per_epoch(self.config.global_batch)
+
+    def train(self, shard: Shard, epoch: int | None) -> Iterator[HostBatch]:
+        """`shard` of every global batch of `epoch` (None: of every epoch from the first on)."""
+        batches = TrainBatches(self.dataset.train, self.augmentation, self.config, shard, self.workers)
+        batches.epoch = epoch
+        return enqueued(batches)
+
+    def split(self, name: str) -> Split:
+        """An evaluation split (`val` or `test`)."""
+        return self.dataset.split(name)
+
+    def evaluation(self, name: str, rank: int, world_size: int, batch: int) -> Iterator[HostBatch]:
+        """This process's share of split `name` in batches of `batch` (every image once over the processes)."""
+        split = self.split(name)
+        indices = validation_indices(len(split), rank, world_size)
+        return enqueued(EvalBatches(split, self.augmentation, indices, batch, self.workers))
+
+    def metrics(self, logits: np.ndarray, targets: np.ndarray) -> dict[str, float]:
+        """Loss (Keras' own, over the whole split) and `split_metrics` from every process's logits."""
+        logits = logits.astype(np.float32)
+        scores = expit(logits) if self.dataset.multi_label else softmax(logits, axis=1)
+        loss = float(keras.ops.convert_to_numpy(self.loss(targets, logits)))
+        return {"loss": loss, **split_metrics(targets, scores, self.dataset.multi_label)}

@@ -1,0 +1,73 @@
+"""tf.data over the shared sample keys: the real-data input pipeline of keras-tf and tensorflow.
+
+As TensorFlow users write it: a dataset of sample keys, a parallel `map` whose work is the
+shared decode, crop and flip (`tf.numpy_function` around `Augmentation.train_pixels`, so the
+pixels are those of every other framework), `batch` into global batches, normalisation as a
+vectorised map, `prefetch`. The trainer then hands the dataset to the strategy
+(`experimental_distribute_dataset`: each replica takes its consecutive slice of the global
+batch, the shared shard, prefetched to its device) or, unstaged, iterates it on the host.
+The map runs on `workers` threads (`--workers`; 0 maps in line), the count the row records.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from mgbench.datasets.description import Split
+from mgbench.datasets.sampling import validation_indices
+from mgbench.datasets.synthetic import Shard
+from mgbench.frameworks.keras.data import RealData, normalised, sample_keys
+
+
+def _prepared(
+    keys: tf.data.Dataset, decode: Callable, split: Split, real: RealData, drop_remainder: bool
+) -> tf.data.Dataset:
+    """Keys to normalised global batches of `split`: parallel decode, batch, normalise, prefetch."""
+    crop = real.augmentation.crop
+    target_shape, target_dtype = split.targets.shape[1:], tf.as_dtype(split.targets.dtype)
+
+    def pixels_and_target(key: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        pixels, target = tf.numpy_function(decode, [key], (tf.uint8, target_dtype), stateful=False)
+        pixels.set_shape((crop, crop, 3))
+        target.set_shape(target_shape)
+        return pixels, target
+
+    channels_last = real.config.data_format == "channels_last"
+    return (
+        keys.map(pixels_and_target, num_parallel_calls=real.workers or None, deterministic=True)
+        .batch(real.config.global_batch, drop_remainder=drop_remainder)
+        .map(lambda pixels, targets: (normalised(pixels, channels_last), targets))
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def train_dataset(real: RealData, epoch: int | None) -> tf.data.Dataset:
+    """The global batches of `epoch` (None: of every epoch from the first on, endless)."""
+    config, split = real.config, real.dataset.train
+    epochs = (epoch,) if epoch is not None else None
+
+    def keys():
+        shard = Shard(0, config.global_batch)
+        return sample_keys(len(split), config.global_batch, shard, config.seed, epochs or itertools.count())
+
+    def decode(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        epoch, index = (int(k) for k in key)
+        return real.augmentation.train_pixels(split.files[index], config.seed, epoch, index), split.targets[index]
+
+    dataset = tf.data.Dataset.from_generator(keys, output_signature=tf.TensorSpec((2,), tf.int64))
+    return _prepared(dataset, decode, split, real, drop_remainder=True)
+
+
+def eval_dataset(real: RealData, name: str) -> tf.data.Dataset:
+    """Every image of split `name` once, centre-cropped, in batches of the global batch."""
+    split = real.split(name)
+
+    def decode(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return real.augmentation.eval_pixels(split.files[int(index)]), split.targets[int(index)]
+
+    indices = tf.data.Dataset.from_tensor_slices(np.array(validation_indices(len(split), 0, 1), dtype=np.int64))
+    return _prepared(indices, decode, split, real, drop_remainder=False)

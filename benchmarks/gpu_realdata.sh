@@ -1,21 +1,87 @@
 #!/usr/bin/env bash
-# GPU benchmark: DDP DenseNet-121 reading real PNGs (a generated ChestX-ray14-layout set)
-# against the same job on synthetic data. Device machine, repo root; writes under $OUT.
-# Synthetic runs on 1 and N GPUs, real PNGs on N (the comparison asked for).
-# Scale with IMAGES (default 20000), MODEL, BATCH, STEPS, IMAGE_SIZE (empty: the model's own).
+# Real data through each framework's own loader against the same job on synthetic data, on one
+# GPU machine, from the repo root with .whl/ carried (scripts/fetch_gpu_deps.sh fills it; Keras
+# for keras-jax and keras-torch, Horovod's sdist, Chainer's wheel). Writes under $OUT.
+#
+# PARTS picks what runs (each part's real and synthetic rows come from the same call; a part
+# fits one 10-minute call on its own, two or three together where noted):
+#   densenet-torch  DenseNet-121 on ChestX-ray14-layout PNGs (264 px) vs synthetic: pytorch and
+#                   keras-torch, staged `ddp` and `ddp-unstaged`
+#   horovod         builds Horovod's NCCL flavour (~90 s), then DenseNet-121 PNGs vs synthetic
+#   densenet-jax    keras-jax DenseNet-121 PNGs vs synthetic, `jax-shard-map` and its -unstaged
+#   resnet-jax      keras-jax ResNet-50 on an ImageNet-style JPEG class folder vs synthetic
+#   resnet-torch    pytorch ResNet-50 JPEG folder vs synthetic, eager and --compile reduce-overhead
+#   chainer         chainer ResNet-50 (fp32, channels_first, no cuDNN on CuPy 14) PNGs vs synthetic
+# bf16, channels_last, 128 per GPU, --gpus 1,N (N: the machine's GPUs). Scale with STEPS, BATCH,
+# IMAGES (PNGs, default 6000: runs by --steps read them epoch after epoch), JPEG_CLASSES.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}
-N=$(python3 -c 'import torch; print(max(torch.cuda.device_count(), 1))')
-DATA=${DATA:-/tmp/chestxray-sample}
-SIZE_ARGS=${IMAGE_SIZE:+--image-size $IMAGE_SIZE}
-JOB="--frameworks pytorch --strategies ddp --timeout 400 --model ${MODEL:-densenet121} --precision ${PRECISION:-bf16}
-     --data-format channels_last --batch-per-gpu ${BATCH:-128} --steps ${STEPS:-100} $SIZE_ARGS"
-[ -d "$DATA" ] || time python3 -m mgbench make-sample-chestxray "$DATA" --n "${IMAGES:-20000}" --size 264
-for dataset in "synthetic 1,$N" "chestxray:$DATA $N,$N"; do
-  set -- $dataset
-  name=$(echo "$1" | cut -d: -f1)
-  python3 -m mgbench compare $JOB --dataset "$1" --gpus "$2" --out "runs/real-$name" 2>&1 | grep -E "│ pytorch|rror"
-  grep -h -o '"devices": [0-9]*\|"loader_workers": [0-9]*\|"input_wait_fraction": [0-9.e-]*' "runs/real-$name/results.jsonl"
+source benchmarks/gpu_env.sh
+N=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+GPUS=$([ "$N" = 1 ] && echo 1 || echo "1,$N")
+PNG=/tmp/chestxray-264 JPEG=/tmp/jpeg-folder
+JOB="--gpus $GPUS --precision bf16 --batch-per-gpu ${BATCH:-128} --steps ${STEPS:-50} --timeout 400 --profile 0"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+nproc
+
+pngs() { [ -d $PNG ] || python3 -m mgbench make-sample-chestxray $PNG --n "${IMAGES:-6000}" --size 264 | tail -1; }
+jpegs() { [ -d $JPEG ] || python3 benchmarks/make_jpeg_folder.py $JPEG --classes "${JPEG_CLASSES:-100}" --per-class 60; }
+# compare NAME DATASET ARGS...: one compare into runs/rd-NAME, its output in $OUT/NAME.log
+compare() {
+  local name=$1 dataset=$2; shift 2
+  rm -rf runs/rd-$name
+  python3 -m mgbench compare $JOB --dataset "$dataset" --out runs/rd-$name "$@" >"$OUT/rd-$name.log" 2>&1 \
+    || grep -h "rror" "$OUT/rd-$name.log" | tail -3
+}
+# table PART FOLDERS...: the part's rows side by side, and each real row's share of synthetic
+table() {
+  local part=$1; shift
+  echo "== $part"; python3 benchmarks/realdata_table.py "$@" | tee "$OUT/$part.txt"
+  tar czf "$OUT/$part.tgz" --exclude="*-trace.json" "$@"
+}
+
+for part in ${PARTS:-densenet-torch horovod}; do
+  case $part in
+  densenet-torch)
+    pngs
+    for data in "synthetic" "chestxray:$PNG"; do
+      compare "dt-${data%%:*}" "$data" --frameworks pytorch,keras-torch --strategies ddp,ddp-unstaged --model densenet121
+    done
+    table $part runs/rd-dt-* ;;
+  horovod)
+    pngs
+    MGBENCH_WHEELHOUSE=$PWD/.wheelhouse HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_BUILD_CUDA_CC_LIST=90 \
+      bash scripts/build_horovod.sh python3 /tmp/site >"$OUT/horovod-build.log" 2>&1 || { tail -20 "$OUT/horovod-build.log"; continue; }
+    for data in "synthetic" "chestxray:$PNG"; do
+      compare "hv-${data%%:*}" "$data" --frameworks horovod --model densenet121
+    done
+    table $part runs/rd-hv-* ;;
+  densenet-jax)
+    pngs
+    for data in "synthetic" "chestxray:$PNG"; do
+      compare "dj-${data%%:*}" "$data" --frameworks keras-jax --strategies jax-shard-map,jax-shard-map-unstaged --model densenet121
+    done
+    table $part runs/rd-dj-* ;;
+  resnet-jax)
+    jpegs
+    for data in "synthetic" "imagefolder:$JPEG"; do
+      compare "rj-${data%%:*}" "$data" --frameworks keras-jax --model resnet50
+    done
+    table $part runs/rd-rj-* ;;
+  resnet-torch)
+    jpegs
+    for data in "synthetic" "imagefolder:$JPEG"; do
+      compare "rt-${data%%:*}" "$data" --frameworks pytorch --model resnet50
+      compare "rtc-${data%%:*}" "$data" --frameworks pytorch --model resnet50 --compile reduce-overhead
+    done
+    table $part runs/rd-rt-* runs/rd-rtc-* ;;
+  chainer)
+    pngs
+    for data in "synthetic" "chestxray:$PNG"; do
+      compare "ch-${data%%:*}" "$data" --frameworks chainer --model resnet50 --precision fp32 \
+        --data-format channels_first --batch-per-gpu 64 --steps 20
+    done
+    table $part runs/rd-ch-* ;;
+  *) echo "unknown part $part" ;;
+  esac
 done
-tar czf "$OUT/realdata.tgz" runs/real-*

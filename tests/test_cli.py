@@ -6,6 +6,14 @@ import pytest
 from conftest import mgbench
 
 
+def exit_code(main, args: list[str]) -> int:
+    """`main(args)`'s exit code, whether returned or raised (argparse's errors exit)."""
+    try:
+        return main(args)
+    except SystemExit as done:
+        return int(done.code)
+
+
 def test_help_lists_the_verbs():
     done = mgbench("--help")
     assert done.returncode == 0
@@ -70,3 +78,24 @@ def test_device_counts_run_each_count_once(text, counts):
     from mgbench.cli.options import parse_device_counts
 
     assert parse_device_counts(text) == counts
+
+
+@pytest.mark.parametrize(
+    "plugins, message",
+    [
+        ("nosuchplugin", "MGBENCH_PLUGINS names 'nosuchplugin', which cannot be imported: ModuleNotFoundError"),
+        ("fakefw,raisingplugin", "names 'raisingplugin', which cannot be imported: RuntimeError: broken at import"),
+        ("emptyplugin", "MGBENCH_PLUGINS names 'emptyplugin', which defines no FRAMEWORK"),
+    ],
+)
+def test_a_broken_plugin_is_one_line_for_every_verb(tmp_path, monkeypatch, capsys, plugins, message):
+    from mgbench.cli import main
+
+    (tmp_path / "raisingplugin.py").write_text("raise RuntimeError('broken at import')\n")
+    (tmp_path / "emptyplugin.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MGBENCH_PLUGINS", plugins)
+    for args in (["list"], ["compare", "--frameworks", "pytorch"], ["run", "--compile", "default"]):
+        assert exit_code(main, args) == 2, args
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("mgbench: error: ") and message in lines[0], lines

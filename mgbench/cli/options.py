@@ -8,6 +8,7 @@ from mgbench.common.config import DATA_FORMATS, DEFAULT_COMPILE_MODE, PRECISIONS
 from mgbench.common.devices import resolve_device_kind
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS, model_spec
+from mgbench.frameworks.registry import check_compile_mode
 
 DEFAULT_BATCH_PER_DEVICE = 32
 DEFAULT_STEPS = 50
@@ -82,6 +83,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "--compile",
         nargs="?",
+        type=compile_option,
         const=DEFAULT_COMPILE_MODE,
         default=None,
         metavar="MODE",
@@ -107,6 +109,14 @@ def profile_option(text: str) -> str | int:
     if steps < 0:
         raise argparse.ArgumentTypeError(f"--profile takes a number of steps >= 0 or auto, got {text!r}")
     return steps
+
+
+def compile_option(text: str) -> str:
+    """argparse type for `--compile MODE`: a mode some framework compiles in (see `check_compile_mode`)."""
+    try:
+        return check_compile_mode(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def profile_steps(option: str | int, device_kind: str, epochs: int | None) -> int:

@@ -179,13 +179,17 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
 
 def parse_device_counts(text: str) -> list[int]:
     """`4` means 1 and 4 devices; `1,2,4` means exactly those, each once (a script's `1,$N` on a
-    one-GPU machine asks for one run, not two of the same row)."""
+    one-GPU machine asks for one run, not two of the same row). An empty item (`1,,2`, `2,`) is
+    refused: it is a count left out, perhaps an unset variable in a script's `1,$N`."""
+    parts = [part.strip() for part in text.split(",")]
+    if not any(parts):
+        raise UsageError("--gpus is empty")
+    if not all(parts):
+        raise UsageError(f"--gpus {text!r} has an empty item; give counts such as 1,2,4")
     try:
-        counts = [int(part) for part in text.split(",") if part.strip()]
+        counts = [int(part) for part in parts]
     except ValueError:
         raise UsageError(f"--gpus takes a number or a comma-separated list, got {text!r}") from None
-    if not counts:
-        raise UsageError("--gpus is empty")
     if len(counts) == 1 and counts[0] > 1:
         counts = [1, counts[0]]
     return list(dict.fromkeys(counts))

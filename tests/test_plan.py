@@ -10,6 +10,7 @@ from conftest import mgbench, read_rows, tiny_job
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.timing import FIRST_STEP_KEPT
 from mgbench.frameworks.registry import FAMILIES, Capabilities, expand_frameworks, framework_spec
 from mgbench.runner.plan import chosen_strategies, plan_runs
 
@@ -157,3 +158,13 @@ def test_cpu_job_is_shrunk_only_when_no_size_was_given(tmp_path):
     assert (
         pd.isna(row.image_size) and (row.batch_per_device, row.steps) == (32, 6) and "job is shrunk" not in done.stderr
     )
+
+
+def test_one_timed_step_runs_with_a_warning_printed_and_on_its_row(tmp_path):
+    done = mgbench("compare", "--frameworks", "fake", "--gpus", "1", "--steps", "1", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"--steps 1: {FIRST_STEP_KEPT}" in said
+    summary = pd.read_csv(tmp_path / "summary.csv").iloc[0]
+    assert (summary.steady_steps, summary.warmup_steps) == (1, 0) and FIRST_STEP_KEPT in summary.warning
+    assert FIRST_STEP_KEPT in (tmp_path / "summary.md").read_text()

@@ -8,6 +8,7 @@ from mgbench.common.config import DATA_FORMATS, DEFAULT_COMPILE_MODE, PRECISIONS
 from mgbench.common.devices import resolve_device_kind
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS, model_spec
+from mgbench.common.timing import FIRST_STEP_KEPT
 from mgbench.frameworks.registry import check_compile_mode
 
 DEFAULT_BATCH_PER_DEVICE = 32
@@ -128,10 +129,13 @@ def profile_steps(option: str | int, device_kind: str, epochs: int | None) -> in
 
 
 def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int | None, str | None]:
-    """Batch per device, steps and image size of the job, and a note when they were shrunk.
+    """Batch per device, steps and image size of the job, and a note to print before running:
+    that they were shrunk, or that one timed step gives no steady-state figure.
 
     On CPU devices, a user who gave no job size (batch, steps, image size, epochs) gets one
-    that ends in minutes on a laptop's cores instead of the GPU job's hours.
+    that ends in minutes on a laptop's cores instead of the GPU job's hours. `--steps 1` runs
+    (one step is what weight-equality checks and smoke runs need), with the warning its rows
+    will carry (`timing.FIRST_STEP_KEPT`).
     """
     given = (args.batch_per_gpu, args.steps, args.image_size, args.epochs)
     if device_kind == "cpu" and all(value is None for value in given):
@@ -146,7 +150,8 @@ def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int 
         return CPU_BATCH_PER_DEVICE, CPU_STEPS, image, note
     batch = DEFAULT_BATCH_PER_DEVICE if args.batch_per_gpu is None else args.batch_per_gpu
     steps = DEFAULT_STEPS if args.steps is None else args.steps
-    return batch, steps, args.image_size, None
+    note = f"--steps {steps}: {FIRST_STEP_KEPT}" if steps == 1 and args.epochs is None else None
+    return batch, steps, args.image_size, note
 
 
 def base_config(args: argparse.Namespace, framework: str, strategy: str, devices: int) -> RunConfig:

@@ -115,6 +115,8 @@ def test_no_decodable_image_fails_the_dataset_check_and_prepare(tmp_path, capsys
         (["make-sample-chestxray", "{src}"], "not empty"),
         (["make-sample-chestxray", "{tmp}/dst", "--workers", "0"], "--workers must be at least 1"),
         (["report", "{file}"], "not a folder"),
+        (["run", "--dataset", "imagefolder:{file}"], "dataset path {file} is not a folder; imagefolder:PATH takes"),
+        (["run", "--dataset", "chestxray:{file}"], "dataset path {file} is not a folder; chestxray:PATH takes"),
     ],
 )
 def test_bad_input_is_one_line_not_a_traceback(tmp_path, capsys, args, message):

@@ -23,6 +23,8 @@ from mgbench.common.models import ModelSpec
 
 SYNTHETIC = "synthetic"
 KINDS = ("chestxray", "labels", "imagefolder")
+FOLDER_KINDS = ("chestxray", "imagefolder")
+"""Kinds whose PATH is a folder (`labels:PATH` may name its mapping file)."""
 VALIDATION_PERCENT = 20
 """Share of images (by patient or group where known) held out when no official split exists."""
 
@@ -108,4 +110,6 @@ def parse_dataset(text: str) -> tuple[str, Path | None]:
     root = Path(path).expanduser()
     if not root.exists():
         raise UsageError(f"dataset path {root} does not exist")
+    if kind in FOLDER_KINDS and not root.is_dir():
+        raise UsageError(f"dataset path {root} is not a folder; {kind}:PATH takes the folder that holds the dataset")
     return kind, root

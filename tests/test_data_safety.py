@@ -1,11 +1,13 @@
 """Nothing lost, nothing silently wrong: what `prepare`, `make-sample-chestxray` and the dataset
 check do with destinations that hold other data, odd pixels, bad input and Ctrl-C."""
 
+import errno
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -19,6 +21,7 @@ from mgbench.common.errors import UsageError
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import LABEL_FILE
 from mgbench.datasets.images import open_image
+from mgbench.datasets.output import MANIFEST
 from mgbench.datasets.resolve import check_dataset, describe_dataset
 
 
@@ -125,8 +128,65 @@ def test_bad_input_is_one_line_not_a_traceback(tmp_path, capsys, args, message):
     (tmp_path / "empty" / LABEL_FILE).write_text("")
     (tmp_path / "file").write_text("a file")
     paths = {"empty": tmp_path / "empty", "src": tmp_path / "src", "file": tmp_path / "file", "tmp": tmp_path}
-    one_error_line(capsys, [arg.format(**paths) for arg in args], message)
+    one_error_line(capsys, [arg.format(**paths) for arg in args], message.format(**paths))
     assert not (tmp_path / "dst").exists()
+
+
+class FullDisk:
+    """A disk that fills up while `name` is written: part of it lands, then ENOSPC, as a real
+    full disk does. Installed on the write calls `prepare` and the sample writer make (the
+    temporary file of `write_atomically`, PIL's save in the worker processes, which fork with it)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str):
+        self.name = name
+        write_text, save = Path.write_text, Image.Image.save
+
+        def failing_write_text(path: Path, text: str, *args, **kwargs) -> int:
+            if path.name == self.name:
+                write_text(path, text[: len(text) // 2], *args, **kwargs)
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            return write_text(path, text, *args, **kwargs)
+
+        def failing_save(image: Image.Image, target, *args, **kwargs) -> None:
+            if Path(target).name == self.name:
+                Path(target).write_bytes(b"\x89PNG\r\n")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            save(image, target, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "write_text", failing_write_text)
+        monkeypatch.setattr(Image.Image, "save", failing_save)
+
+
+@pytest.mark.parametrize(
+    "verb, full_at",
+    [
+        ("prepare", f".{MANIFEST}.partial"),
+        ("prepare", "00000003_000.png"),
+        ("prepare", f".{LABEL_FILE}.partial"),
+        ("make-sample-chestxray", "00000003_000.png"),
+        ("make-sample-chestxray", f".{LABEL_FILE}.partial"),
+    ],
+)
+def test_a_full_disk_is_one_line_and_a_rerun_with_overwrite_completes(tmp_path, capsys, monkeypatch, verb, full_at):
+    write_nih(tmp_path / "src", nih_rows(12), size=32)
+    dst = tmp_path / "dst"
+    if verb == "prepare":
+        args = ["prepare", "chestxray", str(tmp_path / "src"), str(dst), "--size", "32", "--workers", "2"]
+    else:
+        args = [verb, str(dst), "--n", "12", "--size", "32", "--workers", "2"]
+    with monkeypatch.context() as patched:
+        FullDisk(patched, full_at)
+        assert main(args) == 2
+    said = capsys.readouterr().err
+    assert "Traceback" not in said and said.strip().splitlines()[-1].startswith(
+        f"mgbench: error: cannot write to {dst}: No space left on device"
+    ), said
+    assert not [p for p in dst.rglob("*") if p.name.endswith(".partial")]
+    assert not (dst / LABEL_FILE).exists()
+    # The disk has room again: the same command, with --overwrite where the run wrote anything.
+    assert main(args + (["--overwrite"] if any(dst.iterdir()) else [])) == 0, capsys.readouterr().err
+    description = describe_dataset(f"chestxray:{dst}")
+    assert len(description.train) + len(description.val) == 12
 
 
 def test_compare_names_an_empty_label_file_in_one_line(tmp_path):

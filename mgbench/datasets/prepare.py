@@ -21,7 +21,7 @@ from mgbench.common.errors import UsageError
 from mgbench.datasets.chestxray import IMAGE_COLUMN, LABEL_FILE, TEST_LIST, TRAIN_LIST, read_entries
 from mgbench.datasets.description import read_label_csv
 from mgbench.datasets.images import check_decodable, decode, index_images, resolve_files
-from mgbench.datasets.output import claim_folder, write_atomically
+from mgbench.datasets.output import claim_folder, write_atomically, writing_into
 from mgbench.datasets.parallel import ProgressCallback, check_workers, map_with_progress
 
 FORMATS = {"png": ".png", "jpeg": ".jpg"}
@@ -87,22 +87,26 @@ def prepare_chestxray(
     names = list(read_entries(csv_path)["file"])
     sources = resolve_files(names, index_images(src), csv_path)
     check_decodable(sources, src)
+    frame = read_label_csv(csv_path, (IMAGE_COLUMN,))
+    split_lists = {
+        name: (src / name).read_text().splitlines() for name in (TRAIN_LIST, TEST_LIST) if (src / name).is_file()
+    }
     targets = [f"images/{Path(name).stem}{FORMATS[image_format]}" for name in names]
     claim_folder(dst, [*targets, TRAIN_LIST, TEST_LIST, SKIPPED_FILE, LABEL_FILE], overwrite)
-    jobs = [(source, str(dst / target), size) for source, target in zip(sources, targets)]
-    results = map_with_progress(resize_one, jobs, workers, on_progress)
-    reasons = [reason for reason, _ in results]
-    report = PrepareReport(
-        written=reasons.count(None),
-        skipped=[reason for reason in reasons if reason is not None],
-        converted=dict(Counter(conversion for _, conversion in results if conversion is not None)),
-    )
-    skipped_names = {name for name, reason in zip(names, reasons) if reason is not None}
-    for name in (TRAIN_LIST, TEST_LIST):
-        if (src / name).is_file():
-            kept = [line for line in (src / name).read_text().splitlines() if line.strip() not in skipped_names]
+    with writing_into(dst):
+        jobs = [(source, str(dst / target), size) for source, target in zip(sources, targets)]
+        results = map_with_progress(resize_one, jobs, workers, on_progress)
+        reasons = [reason for reason, _ in results]
+        report = PrepareReport(
+            written=reasons.count(None),
+            skipped=[reason for reason in reasons if reason is not None],
+            converted=dict(Counter(conversion for _, conversion in results if conversion is not None)),
+        )
+        skipped_names = {name for name, reason in zip(names, reasons) if reason is not None}
+        for name, lines in split_lists.items():
+            kept = [line for line in lines if line.strip() not in skipped_names]
             write_atomically(dst / name, "".join(f"{line}\n" for line in kept))
-    write_atomically(dst / SKIPPED_FILE, "".join(f"{reason}\n" for reason in report.skipped))
-    frame = read_label_csv(csv_path, (IMAGE_COLUMN,))
-    write_atomically(dst / LABEL_FILE, frame[~frame[IMAGE_COLUMN].str.strip().isin(skipped_names)].to_csv(index=False))
+        write_atomically(dst / SKIPPED_FILE, "".join(f"{reason}\n" for reason in report.skipped))
+        kept_rows = frame[~frame[IMAGE_COLUMN].str.strip().isin(skipped_names)]
+        write_atomically(dst / LABEL_FILE, kept_rows.to_csv(index=False))
     return report

@@ -60,6 +60,11 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         help="keep synthetic data on the device (compute-only ceiling); default feeds from host",
     )
     job.add_argument(
+        "--skip-bad-images",
+        action="store_true",
+        help="leave out the dataset's images that cannot be decoded (each row lists them) instead of refusing it",
+    )
+    job.add_argument(
         "--epochs", type=int, default=None, help="train whole epochs of a real dataset, validating after each"
     )
     job.add_argument(
@@ -179,6 +184,7 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
         lr_reference_batch=args.lr_reference_batch,
         profile_steps=profile_steps(args.profile, kind, args.epochs),
         compile=args.compile,
+        skip_bad_images=args.skip_bad_images,
     )
 
 

@@ -38,6 +38,11 @@ class Split:
     def __len__(self) -> int:
         return len(self.files)
 
+    def without(self, left_out: set[str]) -> Split:
+        """The split less the files `left_out` names, targets kept aligned."""
+        keep = np.array([path not in left_out for path in self.files], dtype=bool)
+        return Split([path for path, kept in zip(self.files, keep) if kept], self.targets[keep])
+
 
 @dataclass(frozen=True)
 class DatasetDescription:
@@ -47,10 +52,23 @@ class DatasetDescription:
     multi_label: bool
     train: Split
     val: Split
+    bit_depth: int | None = None
+    """The scale of images wider than 8 bits (`RunConfig.bit_depth`); None: their declared 16 bits."""
 
     @property
     def num_classes(self) -> int:
         return len(self.label_names)
+
+    @property
+    def files(self) -> list[str]:
+        return self.train.files + self.val.files
+
+    def as_checked(self, left_out: set[str], bit_depth: int | None) -> DatasetDescription:
+        """The dataset as the check before launching found it: the files it left out gone from
+        both splits, and the range of its wide images."""
+        return dataclasses.replace(
+            self, train=self.train.without(left_out), val=self.val.without(left_out), bit_depth=bit_depth
+        )
 
     def task_spec(self, spec: ModelSpec) -> ModelSpec:
         """The model with its head fitted to this dataset: one output per label, the matching loss."""

@@ -45,7 +45,7 @@ from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.workers import loader_workers
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
-from mgbench.datasets.resolve import describe_dataset
+from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.torch.compiling import begin_step, compiled
@@ -305,7 +305,7 @@ class TorchTrainer(TorchProcess):
         self._start(config)
         torch.manual_seed(config.seed)
 
-        self.dataset = describe_dataset(config.dataset)
+        self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         core = build_model(spec)
         self.channels_last = config.data_format == "channels_last"
@@ -328,7 +328,7 @@ class TorchTrainer(TorchProcess):
     def _build_loaders(self, dataset: DatasetDescription) -> None:
         """Persistent worker pools for training and validation, decoding with PIL in the workers."""
         workers = loader_workers(self.config.workers, self._placement.world_size)
-        augmentation = Augmentation.for_input(self.config.input_size)
+        augmentation = Augmentation.for_input(self.config.input_size, dataset.bit_depth)
         options = dict(
             num_workers=workers,
             pin_memory=self.use_cuda and not self.config.data_on_device,

@@ -6,6 +6,14 @@ import pytest
 from conftest import mgbench
 
 
+def exit_code(main, args: list[str]) -> int:
+    """`main(args)`'s exit code, whether returned or raised (argparse's errors exit)."""
+    try:
+        return main(args)
+    except SystemExit as done:
+        return int(done.code)
+
+
 def test_help_lists_the_verbs():
     done = mgbench("--help")
     assert done.returncode == 0
@@ -38,6 +46,9 @@ def test_list_shows_frameworks_models_and_install_state():
         (["compare", "--frameworks", "fake", "--gpus", "0"], "--gpus must be at least 1"),
         (["compare", "--frameworks", "fake", "--gpus", "4096"], "--gpus 4096 asked for, but only"),
         (["compare", "--frameworks", "fake", "--gpus", "two"], "--gpus takes a number"),
+        (["compare", "--frameworks", "fake", "--gpus", "1,,2"], "--gpus '1,,2' has an empty item"),
+        (["compare", "--frameworks", "fake", "--gpus", "1,2,"], "--gpus '1,2,' has an empty item"),
+        (["compare", "--frameworks", "fake", "--gpus", ","], "--gpus is empty"),
         (["compare", "--frameworks", "fake", "--precision", "fp8"], "invalid choice: 'fp8'"),
         (["compare", "--frameworks", "fake", "--batch-per-gpu", "0"], "batch per device must be at least 1"),
         (["compare", "--frameworks", "fake", "--dataset", "imagenet:/nonexistent"], "unknown dataset"),
@@ -70,3 +81,24 @@ def test_device_counts_run_each_count_once(text, counts):
     from mgbench.cli.options import parse_device_counts
 
     assert parse_device_counts(text) == counts
+
+
+@pytest.mark.parametrize(
+    "plugins, message",
+    [
+        ("nosuchplugin", "MGBENCH_PLUGINS names 'nosuchplugin', which cannot be imported: ModuleNotFoundError"),
+        ("fakefw,raisingplugin", "names 'raisingplugin', which cannot be imported: RuntimeError: broken at import"),
+        ("emptyplugin", "MGBENCH_PLUGINS names 'emptyplugin', which defines no FRAMEWORK"),
+    ],
+)
+def test_a_broken_plugin_is_one_line_for_every_verb(tmp_path, monkeypatch, capsys, plugins, message):
+    from mgbench.cli import main
+
+    (tmp_path / "raisingplugin.py").write_text("raise RuntimeError('broken at import')\n")
+    (tmp_path / "emptyplugin.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MGBENCH_PLUGINS", plugins)
+    for args in (["list"], ["compare", "--frameworks", "pytorch"], ["run", "--compile", "default"]):
+        assert exit_code(main, args) == 2, args
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("mgbench: error: ") and message in lines[0], lines

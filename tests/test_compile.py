@@ -118,3 +118,20 @@ def test_compare_rows_and_table_carry_the_compile_phase(tmp_path):
         "unsupported",
         "fake compiles with fake-jit in mode default only, not max-autotune",
     )
+
+
+def test_a_mode_no_framework_compiles_in_is_refused_before_anything_runs(tmp_path):
+    for verb in (["compare", "--frameworks", "pytorch", "--out", str(tmp_path / "out")], ["run"]):
+        done = mgbench(*verb, "--compile", "bogus-mode")
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, done.stderr
+        assert lines[0].startswith("mgbench: error: argument --compile: unknown mode 'bogus-mode'")
+        for offered in (
+            "pytorch, keras-torch, horovod (torch.compile: default, reduce-overhead, max-autotune, "
+            "max-autotune-no-cudagraphs)",
+            "keras-tf, keras-jax, tensorflow (xla: default)",
+            "gluon, chainer (no compiler)",
+            "fake (fake-jit: default)",
+        ):
+            assert offered in lines[0]
+    assert not (tmp_path / "out").exists()

@@ -178,7 +178,7 @@ def test_batch_too_large_for_the_dataset_is_refused_before_running(tmp_path):
         epochs=1,
     )
     with pytest.raises(UsageError, match="cannot fill one global batch of 128"):
-        check_dataset(config.dataset, [config])
+        check_dataset(config, [config])
 
 
 def test_compare_rejects_a_bad_dataset_before_any_run(tmp_path):
@@ -222,7 +222,7 @@ def test_prepare_resizes_in_parallel_and_skips_corrupt_images(tmp_path):
     report = prepare_chestxray(
         src, tmp_path / "dst", 50, "jpeg", workers=2, on_progress=lambda d, t: calls.append((d, t))
     )
-    assert report.written == 5 and calls == [(d, 6) for d in range(1, 7)]
+    assert report.written == 5 and calls == [(d, 5) for d in range(1, 6)]  # the check left the corrupt one out
     assert len(report.skipped) == 1 and "00000002_000.png" in report.skipped[0]
     with Image.open(tmp_path / "dst" / "images" / "00000000_000.jpg") as image:
         assert image.size == (50, 50) and image.mode == "L"

@@ -10,6 +10,7 @@ from conftest import mgbench, read_rows, tiny_job
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.timing import FIRST_STEP_KEPT
 from mgbench.frameworks.registry import FAMILIES, Capabilities, StrategySpec, expand_frameworks, framework_spec
 from mgbench.runner.plan import chosen_strategies, plan_runs
 
@@ -167,3 +168,13 @@ def test_data_on_device_is_refused_with_a_reason_where_a_strategy_cannot_and_wit
     )
     with pytest.raises(UsageError, match="--data-on-device keeps synthetic batches"):
         base(data_on_device=True, dataset="chestxray:/data")
+
+
+def test_one_timed_step_runs_with_a_warning_printed_and_on_its_row(tmp_path):
+    done = mgbench("compare", "--frameworks", "fake", "--gpus", "1", "--steps", "1", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"--steps 1: {FIRST_STEP_KEPT}" in said
+    summary = pd.read_csv(tmp_path / "summary.csv").iloc[0]
+    assert (summary.steady_steps, summary.warmup_steps) == (1, 0) and FIRST_STEP_KEPT in summary.warning
+    assert FIRST_STEP_KEPT in (tmp_path / "summary.md").read_text()

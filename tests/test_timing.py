@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mgbench.common.timing import detect_warmup, summarise_steps
+from mgbench.common.timing import detect_warmup, first_step_kept, summarise_steps
 
 
 def noisy(values, relative=0.01, seed=0):
@@ -62,6 +62,13 @@ def test_step_change_late_in_the_run_is_drift():
 def test_too_few_steps_excludes_only_the_first():
     warmup = detect_warmup([1.0, 0.1, 0.1, 0.1])
     assert (warmup.steps, warmup.detected) == (1, False)
+
+
+@pytest.mark.parametrize("steps, kept", [(1, True), (2, False), (9, False), (20, False)])
+def test_only_a_one_step_run_keeps_its_first_step_and_says_so(steps, kept):
+    stats = summarise_steps([1.0] + [0.1] * (steps - 1), [0.0] * steps, 32)
+    assert first_step_kept(stats.warmup_steps, stats.warmup_detected) is kept
+    assert stats.images_per_sec == (32.0 if kept else 320.0)
 
 
 def test_summary_figures():

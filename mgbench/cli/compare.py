@@ -163,7 +163,11 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
     # Names, strategies and batch splits checked, and the dataset against every planned batch,
     # before the installation probes start a process per framework.
     validated = plan_runs(base, [name for name, _ in expanded], strategies, counts, args.scaling)
-    check_dataset(base.dataset, [run.config for run in validated])
+    base = check_dataset(base, [run.config for run in validated])
+    if base.skipped_images:
+        console.print(
+            f"[yellow]--skip-bad-images: {len(base.skipped_images)} images that cannot be decoded left out[/]"
+        )
     names, reasons = installation_reasons(expanded, console)
     runs = plan_runs(base, names, strategies, counts, args.scaling, data_format_given(args), reasons)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

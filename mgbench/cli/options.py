@@ -8,6 +8,8 @@ from mgbench.common.config import DATA_FORMATS, DEFAULT_COMPILE_MODE, PRECISIONS
 from mgbench.common.devices import resolve_device_kind
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS, model_spec
+from mgbench.common.timing import FIRST_STEP_KEPT
+from mgbench.frameworks.registry import check_compile_mode
 
 DEFAULT_BATCH_PER_DEVICE = 32
 DEFAULT_STEPS = 50
@@ -58,6 +60,11 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         help="keep synthetic data on the device (compute-only ceiling); default feeds from host",
     )
     job.add_argument(
+        "--skip-bad-images",
+        action="store_true",
+        help="leave out the dataset's images that cannot be decoded (each row lists them) instead of refusing it",
+    )
+    job.add_argument(
         "--epochs", type=int, default=None, help="train whole epochs of a real dataset, validating after each"
     )
     job.add_argument(
@@ -82,6 +89,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "--compile",
         nargs="?",
+        type=compile_option,
         const=DEFAULT_COMPILE_MODE,
         default=None,
         metavar="MODE",
@@ -109,6 +117,14 @@ def profile_option(text: str) -> str | int:
     return steps
 
 
+def compile_option(text: str) -> str:
+    """argparse type for `--compile MODE`: a mode some framework compiles in (see `check_compile_mode`)."""
+    try:
+        return check_compile_mode(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def profile_steps(option: str | int, device_kind: str, epochs: int | None) -> int:
     """`auto`: a window on GPUs, so every GPU row gets its breakdown; none on CPU devices, where
     it would lengthen every small run, nor with `--epochs`, whose runs have no window."""
@@ -118,10 +134,13 @@ def profile_steps(option: str | int, device_kind: str, epochs: int | None) -> in
 
 
 def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int | None, str | None]:
-    """Batch per device, steps and image size of the job, and a note when they were shrunk.
+    """Batch per device, steps and image size of the job, and a note to print before running:
+    that they were shrunk, or that one timed step gives no steady-state figure.
 
     On CPU devices, a user who gave no job size (batch, steps, image size, epochs) gets one
-    that ends in minutes on a laptop's cores instead of the GPU job's hours.
+    that ends in minutes on a laptop's cores instead of the GPU job's hours. `--steps 1` runs
+    (one step is what weight-equality checks and smoke runs need), with the warning its rows
+    will carry (`timing.FIRST_STEP_KEPT`).
     """
     given = (args.batch_per_gpu, args.steps, args.image_size, args.epochs)
     if device_kind == "cpu" and all(value is None for value in given):
@@ -136,7 +155,8 @@ def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int 
         return CPU_BATCH_PER_DEVICE, CPU_STEPS, image, note
     batch = DEFAULT_BATCH_PER_DEVICE if args.batch_per_gpu is None else args.batch_per_gpu
     steps = DEFAULT_STEPS if args.steps is None else args.steps
-    return batch, steps, args.image_size, None
+    note = f"--steps {steps}: {FIRST_STEP_KEPT}" if steps == 1 and args.epochs is None else None
+    return batch, steps, args.image_size, note
 
 
 def base_config(args: argparse.Namespace, framework: str, strategy: str, devices: int) -> RunConfig:
@@ -164,18 +184,23 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
         lr_reference_batch=args.lr_reference_batch,
         profile_steps=profile_steps(args.profile, kind, args.epochs),
         compile=args.compile,
+        skip_bad_images=args.skip_bad_images,
     )
 
 
 def parse_device_counts(text: str) -> list[int]:
     """`4` means 1 and 4 devices; `1,2,4` means exactly those, each once (a script's `1,$N` on a
-    one-GPU machine asks for one run, not two of the same row)."""
+    one-GPU machine asks for one run, not two of the same row). An empty item (`1,,2`, `2,`) is
+    refused: it is a count left out, perhaps an unset variable in a script's `1,$N`."""
+    parts = [part.strip() for part in text.split(",")]
+    if not any(parts):
+        raise UsageError("--gpus is empty")
+    if not all(parts):
+        raise UsageError(f"--gpus {text!r} has an empty item; give counts such as 1,2,4")
     try:
-        counts = [int(part) for part in text.split(",") if part.strip()]
+        counts = [int(part) for part in parts]
     except ValueError:
         raise UsageError(f"--gpus takes a number or a comma-separated list, got {text!r}") from None
-    if not counts:
-        raise UsageError("--gpus is empty")
     if len(counts) == 1 and counts[0] > 1:
         counts = [1, counts[0]]
     return list(dict.fromkeys(counts))

@@ -33,6 +33,8 @@ def handle(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return interrupted(args.dst)
     converted = ", ".join(f"{conversion}: {count}" for conversion, count in report.converted.items())
+    if report.bit_depth is not None:
+        converted += f"; wide pixels scaled as {report.bit_depth}-bit, 0-{2**report.bit_depth - 1} to 0-255"
     console.print(f"{report.written} images written to {args.dst}" + (f" ({converted})" if converted else ""))
     if report.skipped:
         console.print(

@@ -50,8 +50,7 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
         # Under a launcher `--gpus` counts every process of the job, across nodes too: the
         # adapter checks it against the world size, as this host alone sees only its share.
         check_device_counts([config.devices], config.device_kind)
-    check_dataset(config.dataset, [config])
-    return config
+    return check_dataset(config, [config])
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -55,8 +55,20 @@ class RunConfig:
     compile: str | None = None
     """Compile the training step in this mode (`default`, or a compiler's own such as torch's
     `reduce-overhead`); None runs it as the framework does without a compiler asked for."""
+    skip_bad_images: bool = False
+    """Leave out the dataset's images that cannot be decoded instead of refusing the dataset."""
+    skipped_images: tuple[str, ...] = ()
+    """The images left out (`skip_bad_images`): the files the dataset check before launching
+    could not decode. Every reader of the dataset leaves them out."""
+    bit_depth: int | None = None
+    """The range of the dataset's images wider than 8 bits (16-bit PNGs, where 12-bit detectors
+    store 0-4095), read once by the dataset check: each such image is scaled by 2**bit_depth - 1,
+    so a raw value means the same in every image. None: no such images, or no check (they are
+    then scaled by the 16 bits a PNG declares)."""
 
     def __post_init__(self) -> None:
+        # JSON gives lists back: one type, so configs compare equal however they travelled.
+        object.__setattr__(self, "skipped_images", tuple(self.skipped_images))
         model_spec(self.model)
         if self.devices < 1:
             raise UsageError(f"device count must be at least 1, got {self.devices}")
@@ -91,6 +103,8 @@ class RunConfig:
             raise UsageError("--compile takes a mode name, got an empty one")
         if self.image_size is not None and self.image_size < 16:
             raise UsageError(f"image size must be at least 16 px, got {self.image_size}")
+        if self.bit_depth is not None and not 1 <= self.bit_depth <= 32:
+            raise UsageError(f"a bit depth is 1 to 32 bits, got {self.bit_depth}")
 
     @property
     def spec(self) -> ModelSpec:

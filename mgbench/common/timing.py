@@ -26,10 +26,24 @@ DEFAULT_WINDOW = 5
 DEFAULT_TOLERANCE = 0.05
 
 
+FIRST_STEP_KEPT = (
+    "one timed step: the first, which cannot be told from warm-up, so its throughput is not a "
+    "steady-state figure (--steps 2 or more leaves the first step out, 10 or more detect warm-up)"
+)
+"""Why a row of one timed step is not to be trusted as a throughput."""
+
+
 @dataclass(frozen=True)
 class Warmup:
     steps: int
     detected: bool
+
+
+def first_step_kept(warmup_steps: int, warmup_detected: bool) -> bool:
+    """Whether the steady figures include the first step although no steady state was seen: a
+    run of one step, which `detect_warmup` cannot leave out without leaving nothing. Its figure
+    holds whatever the first step did besides training (allocation, autotuning, caches)."""
+    return warmup_steps == 0 and not warmup_detected
 
 
 def detect_warmup(

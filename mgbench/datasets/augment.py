@@ -27,13 +27,15 @@ RESIZE_PER_CROP = 264 / 224
 class Augmentation:
     crop: int
     resize: int
+    bit_depth: int | None = None
+    """The dataset's scale for images wider than 8 bits (`DatasetDescription.bit_depth`)."""
 
     @classmethod
-    def for_input(cls, input_size: int) -> Augmentation:
-        return cls(crop=input_size, resize=round(input_size * RESIZE_PER_CROP))
+    def for_input(cls, input_size: int, bit_depth: int | None = None) -> Augmentation:
+        return cls(crop=input_size, resize=round(input_size * RESIZE_PER_CROP), bit_depth=bit_depth)
 
     def _resized(self, path: str) -> Image.Image:
-        image = open_image(path)
+        image = open_image(path, self.bit_depth)
         width, height = image.size
         scale = self.resize / min(width, height)
         size = (max(self.crop, round(width * scale)), max(self.crop, round(height * scale)))

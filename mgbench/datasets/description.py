@@ -27,6 +27,8 @@ KINDS = ("chestxray", "labels", "imagefolder")
 SPLITS = ("train", "val", "test")
 HELD_OUT = ("val", "test")
 """The splits `Adapter.evaluate` scores."""
+FOLDER_KINDS = ("chestxray", "imagefolder")
+"""Kinds whose PATH is a folder (`labels:PATH` may name its mapping file)."""
 VALIDATION_PERCENT = 20
 """Share of images (by patient or group where known) held out for each of validation and test
 when the dataset does not name that split itself."""
@@ -41,6 +43,11 @@ class Split:
     def __len__(self) -> int:
         return len(self.files)
 
+    def without(self, left_out: set[str]) -> Split:
+        """The split less the files `left_out` names, targets kept aligned."""
+        keep = np.array([path not in left_out for path in self.files], dtype=bool)
+        return Split([path for path, kept in zip(self.files, keep) if kept], self.targets[keep])
+
 
 @dataclass(frozen=True)
 class DatasetDescription:
@@ -51,6 +58,8 @@ class DatasetDescription:
     train: Split
     val: Split
     test: Split
+    bit_depth: int | None = None
+    """The scale of images wider than 8 bits (`RunConfig.bit_depth`); None: their declared 16 bits."""
 
     @property
     def num_classes(self) -> int:
@@ -61,6 +70,21 @@ class DatasetDescription:
         if name not in SPLITS:
             raise ValueError(f"no split {name!r}; splits: {', '.join(SPLITS)}")
         return getattr(self, name)
+
+    @property
+    def files(self) -> list[str]:
+        return self.train.files + self.val.files + self.test.files
+
+    def as_checked(self, left_out: set[str], bit_depth: int | None) -> DatasetDescription:
+        """The dataset as the check before launching found it: the files it left out gone from
+        every split, and the range of its wide images."""
+        return dataclasses.replace(
+            self,
+            train=self.train.without(left_out),
+            val=self.val.without(left_out),
+            test=self.test.without(left_out),
+            bit_depth=bit_depth,
+        )
 
     def task_spec(self, spec: ModelSpec) -> ModelSpec:
         """The model with its head fitted to this dataset: one output per label, the matching loss."""
@@ -140,4 +164,6 @@ def parse_dataset(text: str) -> tuple[str, Path | None]:
     root = Path(path).expanduser()
     if not root.exists():
         raise UsageError(f"dataset path {root} does not exist")
+    if kind in FOLDER_KINDS and not root.is_dir():
+        raise UsageError(f"dataset path {root} is not a folder; {kind}:PATH takes the folder that holds the dataset")
     return kind, root

@@ -42,14 +42,17 @@ def resolve_files(names: list[str], index: dict[str, Path], listed_in: Path) -> 
 GRAYSCALE_MODES = ("1", "L", "LA", "La")
 WIDE_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N", "F")
 """Pixels wider than 8 bits: 16-bit PNGs, where 12-bit detectors store 0-4095."""
+DECLARED_BITS = 16
+"""The bit depth a wide PNG declares: its scale where the dataset's own range was not read."""
 RESCALED = "16-bit rescaled"
 FLATTENED = "alpha flattened"
 
 
-def decode(path: str | Path, grayscale: bool = False) -> tuple[Image.Image, str | None]:
+def decode(path: str | Path, grayscale: bool = False, bit_depth: int | None = None) -> tuple[Image.Image, str | None]:
     """8-bit grayscale (X-rays stay one channel until normalised), or RGB for colour images
     unless `grayscale`; and the conversion that changed the pixels beyond that (RESCALED,
-    FLATTENED) or None, so `prepare` can count them.
+    FLATTENED) or None, so `prepare` can count them. Wide pixels are scaled by the dataset's
+    `bit_depth` (see `rescaled`).
 
     An unreadable or truncated file is a UsageError naming it.
     """
@@ -57,7 +60,7 @@ def decode(path: str | Path, grayscale: bool = False) -> tuple[Image.Image, str 
         with Image.open(path) as image:
             image.load()
             if image.mode in WIDE_MODES:
-                return rescaled(image), RESCALED
+                return rescaled(image, bit_depth or DECLARED_BITS), RESCALED
             mode = "L" if grayscale or image.mode in GRAYSCALE_MODES else "RGB"
             if "A" in image.getbands() or "transparency" in image.info:
                 return flattened(image).convert(mode), FLATTENED
@@ -66,36 +69,26 @@ def decode(path: str | Path, grayscale: bool = False) -> tuple[Image.Image, str 
         raise UsageError(f"cannot decode image {path}: {error}") from None
 
 
-def open_image(path: str | Path) -> Image.Image:
+def open_image(path: str | Path, bit_depth: int | None = None) -> Image.Image:
     """`decode` for the training loaders, which take the pixels as they come."""
-    return decode(path)[0]
+    return decode(path, bit_depth=bit_depth)[0]
 
 
-def check_decodable(files: list[str], where: Path, tries: int = 8) -> None:
-    """Fail unless one of `tries` files spread over the list decodes.
+def range_bits(maximum: float) -> int:
+    """The bit depth a maximum pixel value needs, at least 8: 4095 needs 12, 4096 13."""
+    return max(8, int(maximum).bit_length())
 
-    A folder of unreadable images passes every label check and fails each run later, one after
-    the other; decoding a handful instead of every file keeps the check instant on 100k images.
+
+def rescaled(image: Image.Image, bit_depth: int) -> Image.Image:
+    """8-bit grayscale with 0 to 2**bit_depth - 1 spread over 0-255 (values above clip at 255).
+
+    One `bit_depth` for a whole dataset (its range, read once by the dataset check) keeps a raw
+    value the same gray in every image: scaling each image by its own maximum made 1000 a 62 in
+    one 12-bit X-ray and a 249 in another whose maximum was below 1024. Converting to "L" instead
+    clips at 255, which turns most of a 12-bit X-ray white.
     """
-    errors = []
-    for path in files[:: max(1, len(files) // tries)][:tries]:
-        try:
-            open_image(path)
-            return
-        except UsageError as error:
-            errors.append(error)
-    if errors:
-        raise UsageError(
-            f"{where}: none of the {len(errors)} images tried (of {len(files)}) can be decoded, e.g. {errors[0]}"
-        )
-
-
-def rescaled(image: Image.Image) -> Image.Image:
-    """8-bit grayscale scaled by the bit depth the image's maximum needs, so 0-4095 spans 0-255
-    and the images of one detector share one scale; converting to "L" clips at 255 instead,
-    which turns most of a 12-bit X-ray white."""
-    pixels = np.clip(np.asarray(image, dtype=np.float64), 0, None)
-    top = 2 ** max(8, int(pixels.max()).bit_length()) - 1
+    top = 2**bit_depth - 1
+    pixels = np.clip(np.asarray(image, dtype=np.float64), 0, top)
     return Image.fromarray((pixels * (255 / top)).round().astype(np.uint8))
 
 

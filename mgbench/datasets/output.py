@@ -10,6 +10,8 @@ last and atomically: a folder with a label file is a complete one.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mgbench.common.errors import UsageError
@@ -19,10 +21,29 @@ MANIFEST = "mgbench-files.txt"
 
 def write_atomically(path: Path, text: str) -> None:
     """Through a temporary file and a rename: an interrupted write leaves the old file or none,
-    never half of one (half a label file would read as a smaller dataset)."""
+    never half of one (half a label file would read as a smaller dataset). A write that fails
+    (a full disk) removes its temporary file: left behind, it is a file no manifest lists, and
+    the folder could then be neither reused nor overwritten."""
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    os.replace(partial, path)
+    try:
+        partial.write_text(text)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def writing_into(dst: Path) -> Iterator[None]:
+    """Turn a failed write into `dst` (a full disk, a quota, a folder gone read-only) into one
+    line: everything written so far is listed in its manifest, so `--overwrite` replaces it."""
+    try:
+        yield
+    except OSError as error:
+        raise UsageError(
+            f"cannot write to {dst}: {error.strerror or error}; run again with --overwrite once that is "
+            "fixed (it replaces what this run wrote)"
+        ) from None
 
 
 def listed_files(manifest: Path) -> set[str]:
@@ -56,8 +77,11 @@ def claim_folder(dst: Path, planned: list[str], overwrite: bool) -> None:
     try:
         if dst.is_dir() and any(dst.iterdir()):
             clear_earlier_output(dst, planned, overwrite)
+        # The manifest before anything else: a folder that holds anything of ours holds the
+        # list of it, so a rerun with --overwrite can clear it whatever failed after.
+        dst.mkdir(parents=True, exist_ok=True)
+        write_atomically(dst / MANIFEST, "".join(f"{name}\n" for name in planned))
         for folder in sorted({(dst / name).parent for name in planned}):
             folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(dst / MANIFEST, "".join(f"{name}\n" for name in planned))
     except OSError as error:
         raise UsageError(f"cannot write to {dst}: {error.strerror or error}") from None

@@ -1,19 +1,24 @@
 """From a `--dataset` string to its description: the one module that knows every dataset reader.
 
 The readers (`chestxray`, `labelmap`, `imagefolder`) build on `description`; this module sits
-above them all, so no dataset module imports another in a circle.
+above them all, so no dataset module imports another in a circle. The parent checks the dataset
+once before launching (`check_dataset`) and records what it found in the config; every reader of
+a run takes the dataset from `dataset_for`, so all of them leave out the same files and scale
+wide pixels alike.
 """
 
 from __future__ import annotations
 
 from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
 from mgbench.datasets import chestxray, imagefolder, labelmap
+from mgbench.datasets.check import check_files
 from mgbench.datasets.description import DatasetDescription, parse_dataset
-from mgbench.datasets.images import check_decodable
+from mgbench.datasets.parallel import ProgressCallback
 
 
 def describe_dataset(text: str) -> DatasetDescription | None:
-    """The description for a `--dataset` string; None for synthetic data."""
+    """The description for a `--dataset` string, every file it lists; None for synthetic data."""
     kind, root = parse_dataset(text)
     if root is None:
         return None
@@ -21,12 +26,42 @@ def describe_dataset(text: str) -> DatasetDescription | None:
     return readers[kind](root)
 
 
-def check_dataset(text: str, configs: list[RunConfig]) -> DatasetDescription | None:
+def dataset_for(config: RunConfig) -> DatasetDescription | None:
+    """What a run trains on: its dataset less the images the check left out, with the range of
+    its wide images (None for synthetic data)."""
+    description = describe_dataset(config.dataset)
+    if description is None:
+        return None
+    return description.as_checked(set(config.skipped_images), config.bit_depth)
+
+
+def check_dataset(
+    config: RunConfig,
+    configs: list[RunConfig],
+    workers: int | None = None,
+    on_progress: ProgressCallback = lambda done, total: None,
+) -> RunConfig:
     """Read and check the dataset in the parent, before any run starts (each run would fail alike):
-    its labels, that its images decode at all, and that each config's batch fits."""
-    description = describe_dataset(text)
-    if description is not None:
-        check_decodable(description.train.files + description.val.files + description.test.files, description.root)
-        for config in configs:
-            description.check_batch(config.global_batch, config.devices)
-    return description
+    its labels, every image file (`check.check_files`), and each of `configs`' batches against
+    what is left. Returns `config` with what the check found, for every run to read: the range of
+    wide images and, with `skip_bad_images`, the files left out. Without it, files that cannot be
+    decoded are one UsageError naming them all."""
+    description = describe_dataset(config.dataset)
+    if description is None:
+        return config
+    files = description.files
+    found = check_files(files, workers, on_progress)
+    if len(found.bad) == len(files):
+        raise UsageError(
+            f"{description.root}: none of its {len(files)} images can be decoded: {found.listing(description.root, 5)}"
+        )
+    if found.bad and not config.skip_bad_images:
+        raise UsageError(
+            f"{description.root}: {len(found.bad)} of {len(files)} images cannot be decoded: "
+            f"{found.listing(description.root)}; --skip-bad-images leaves them out"
+        )
+    checked = config.with_changes(bit_depth=found.bit_depth, skipped_images=tuple(found.bad))
+    usable = description.as_checked(set(found.bad), found.bit_depth)
+    for run in configs:
+        usable.check_batch(run.global_batch, run.devices)
+    return checked

@@ -27,7 +27,7 @@ from mgbench.datasets.chestxray import (
     TEST_LIST,
     TRAIN_LIST,
 )
-from mgbench.datasets.output import claim_folder, write_atomically
+from mgbench.datasets.output import claim_folder, write_atomically, writing_into
 from mgbench.datasets.parallel import ProgressCallback, check_workers, map_with_progress
 
 FINDING_RATE = 0.15
@@ -108,7 +108,8 @@ def make_sample(
     jobs = [
         (str(dst / "images" / name), row, size, seed, index) for index, (name, row) in enumerate(zip(names, findings))
     ]
-    map_with_progress(write_image, jobs, workers, on_progress)
+    with writing_into(dst):
+        map_with_progress(write_image, jobs, workers, on_progress)
     labels = pd.DataFrame(
         {
             IMAGE_COLUMN: names,
@@ -127,6 +128,7 @@ def make_sample(
     test_patients = set(
         rng.permutation(np.unique(patients))[: max(1, round(len(np.unique(patients)) * TEST_PATIENT_SHARE))]
     )
-    write_atomically(dst / TRAIN_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p not in test_patients))
-    write_atomically(dst / TEST_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p in test_patients))
-    write_atomically(dst / LABEL_FILE, labels.to_csv(index=False))
+    with writing_into(dst):
+        write_atomically(dst / TRAIN_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p not in test_patients))
+        write_atomically(dst / TEST_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p in test_patients))
+        write_atomically(dst / LABEL_FILE, labels.to_csv(index=False))

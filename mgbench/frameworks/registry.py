@@ -469,10 +469,42 @@ FAMILIES: dict[str, tuple[str, ...]] = {"keras": ("keras-tf", "keras-jax", "kera
 def registered() -> dict[str, FrameworkSpec]:
     """Built-in frameworks plus those named in MGBENCH_PLUGINS."""
     specs = {spec.name: spec for spec in BUILTIN}
-    for module_name in filter(None, os.environ.get("MGBENCH_PLUGINS", "").split(",")):
-        plugin = importlib.import_module(module_name.strip())
-        specs[plugin.FRAMEWORK.name] = plugin.FRAMEWORK
+    for module_name in filter(None, (name.strip() for name in os.environ.get("MGBENCH_PLUGINS", "").split(","))):
+        plugin = plugin_spec(module_name)
+        specs[plugin.name] = plugin
     return specs
+
+
+def plugin_spec(module_name: str) -> FrameworkSpec:
+    """The `FRAMEWORK` a plugin module defines. A module that is missing, raises while it is
+    imported or defines no `FrameworkSpec` is one UsageError naming it: every verb, `list`
+    included, reads the registry, and a plugin's traceback would hide which setting broke it."""
+    where = f"MGBENCH_PLUGINS names {module_name!r}"
+    try:
+        plugin = importlib.import_module(module_name)
+    except Exception as error:  # a plugin is third-party code: any exception it raises at import
+        raise UsageError(f"{where}, which cannot be imported: {type(error).__name__}: {error}") from None
+    spec = getattr(plugin, "FRAMEWORK", None)
+    if not isinstance(spec, FrameworkSpec):
+        raise UsageError(f"{where}, which defines no FRAMEWORK (a FrameworkSpec)")
+    return spec
+
+
+def check_compile_mode(mode: str) -> str:
+    """`mode` when some registered framework compiles in it; else one UsageError naming the modes
+    of each framework. A mode no compiler has is a typo, refused before anything is planned (it
+    would only make `unsupported` rows); a mode one named framework has and another lacks stays
+    that other's `unsupported` row, so one compare can ask torch's `reduce-overhead` beside
+    frameworks that XLA compiles."""
+    offered: dict[str, list[str]] = {}
+    for spec in registered().values():
+        compiler = spec.capabilities.compiler
+        if compiler is not None and mode in compiler.modes:
+            return mode
+        modes = f"{compiler.name}: {', '.join(compiler.modes)}" if compiler else "no compiler"
+        offered.setdefault(modes, []).append(spec.name)
+    listed = "; ".join(f"{', '.join(names)} ({modes})" for modes, names in offered.items())
+    raise UsageError(f"unknown mode {mode!r}; the modes of each framework: {listed}")
 
 
 def framework_spec(name: str) -> FrameworkSpec:

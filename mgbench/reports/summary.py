@@ -17,6 +17,7 @@ from rich.table import Table
 
 from mgbench.common.breakdown import CATEGORIES
 from mgbench.common.results import RunResult
+from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
 from mgbench.reports.readings import reading
 
 GROUP = ["framework", "strategy"]
@@ -78,6 +79,8 @@ def row_warning(row: pd.Series) -> str:
         warnings.append(
             f"speed-up {row['speedup']:.2f}x exceeds the device ratio: the runs were not measured alike (machine busy?)"
         )
+    if first_step_kept(row["warmup_steps"], row["warmup_detected"]):
+        warnings.append(FIRST_STEP_KEPT)
     spread = (row["images_per_sec_p90"] - row["images_per_sec_p10"]) / row["images_per_sec"]
     if spread > WIDE_SPREAD:
         warnings.append(f"p10-p90 spans {spread:.0%} of the median: unsteady steps")

@@ -46,7 +46,7 @@ from mgbench.common.errors import UsageError  # noqa: E402
 from mgbench.common.metrics import gathered_metrics  # noqa: E402
 from mgbench.common.models import ModelSpec  # noqa: E402
 from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
-from mgbench.datasets.resolve import describe_dataset  # noqa: E402
+from mgbench.datasets.resolve import dataset_for  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
 from mgbench.frameworks.chainer import cupy_compat  # noqa: E402
 from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
@@ -79,7 +79,7 @@ class ChainerTrainer(Adapter):
             raise UsageError(f"chainermn was launched with {self.comm.size} processes for {config.devices} devices")
         self.device = self._join_device()
         np.random.seed(config.seed)
-        self.dataset = describe_dataset(config.dataset)
+        self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         self.model = build_model(spec)
         self.model.to_device(self.device)

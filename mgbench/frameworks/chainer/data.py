@@ -49,7 +49,7 @@ class ChainerLoader:
         if self.workers < 1:
             raise UsageError("chainer's MultiprocessIterator decodes in worker processes: give --workers 1 or more")
         self.dataset, self.config, self.comm = dataset, config, comm
-        self.augmentation = Augmentation.for_input(config.input_size)
+        self.augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
         self.train = TrainItems(dataset.train, self.augmentation, config.seed, pixels=False)
 
     def steps_per_epoch(self) -> int:

@@ -43,7 +43,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.metrics import gathered_metrics
 from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.datasets.resolve import describe_dataset
+from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 from mgbench.frameworks.gluon.data import build_loaders
 
@@ -112,7 +112,7 @@ class GluonTrainer(Adapter):
         self.accept(config)
         self.contexts = self._contexts(config)
         mx.random.seed(config.seed)
-        self.dataset = describe_dataset(config.dataset)
+        self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         net = build_model(spec)
         if config.spec.name == RESNET_BIAS_BEFORE_BATCHNORM:

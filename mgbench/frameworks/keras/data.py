@@ -127,7 +127,7 @@ class RealData:
 
     def __init__(self, dataset: DatasetDescription, config: RunConfig, workers: int):
         self.dataset, self.config, self.workers = dataset, config, workers
-        self.augmentation = Augmentation.for_input(config.input_size)
+        self.augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
         self.loss = keras_models.build_loss(dataset.task_spec(config.spec))
 
     def steps_per_epoch(self) -> int:

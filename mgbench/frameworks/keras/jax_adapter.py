@@ -51,7 +51,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.trace_events import STEP_MARK
 from mgbench.common.workers import loader_workers
-from mgbench.datasets.resolve import describe_dataset
+from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
@@ -90,7 +90,7 @@ class JaxDataParallelTrainer(Adapter):
             self.mesh = distribution.device_mesh.backend_mesh
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
-        dataset = describe_dataset(config.dataset)
+        dataset = dataset_for(config)
         self.real = data.RealData(dataset, config, loader_workers(config.workers, 1)) if dataset else None
         self.spec = dataset.task_spec(config.spec) if dataset else config.spec
         self.model = keras_models.build_model(self.spec, config.input_size, config.data_format)

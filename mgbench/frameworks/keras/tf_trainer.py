@@ -21,7 +21,7 @@ import tensorflow as tf
 from mgbench.common.config import RunConfig
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.workers import loader_workers
-from mgbench.datasets.resolve import describe_dataset
+from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch
 from mgbench.frameworks.keras import data, tf_data, tf_distribute
 from mgbench.frameworks.keras import models as keras_models
@@ -42,7 +42,7 @@ class StrategyTrainer(Adapter):
         self._placement = Placement(rank=0, world_size=1, device_names=devices)
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
-        dataset = describe_dataset(config.dataset)
+        dataset = dataset_for(config)
         self.real = data.RealData(dataset, config, loader_workers(config.workers, 1)) if dataset else None
         self.spec = dataset.task_spec(config.spec) if dataset else config.spec
         with self.distribution.scope():

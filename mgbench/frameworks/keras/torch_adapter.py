@@ -40,7 +40,7 @@ from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import ModelInfo
 from mgbench.common.workers import loader_workers
-from mgbench.datasets.resolve import describe_dataset
+from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
@@ -78,7 +78,7 @@ class KerasTorchTrainer(TorchProcess):
             raise UsageError(f"keras-torch needs KERAS_BACKEND=torch, Keras runs on {keras.backend.backend()}")
         self._start(config)
         self.nhwc = config.data_format == "channels_last"  # the pool's layout: Keras' data format
-        dataset = describe_dataset(config.dataset)
+        dataset = dataset_for(config)
         workers = loader_workers(config.workers, self._placement.world_size)
         self.real = data.RealData(dataset, config, workers) if dataset else None
         self.spec = dataset.task_spec(config.spec) if dataset else config.spec

@@ -42,7 +42,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.metrics import gathered_metrics
 from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.datasets.resolve import describe_dataset
+from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.torch.compiling import begin_step, compiled
 from mgbench.frameworks.torch.data import DevicePrefetcher, build_loaders, placed_images
@@ -190,7 +190,7 @@ class TorchTrainer(TorchProcess):
         self._start(config)
         torch.manual_seed(config.seed)
 
-        self.dataset = describe_dataset(config.dataset)
+        self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         core = build_model(spec)
         self.channels_last = config.data_format == "channels_last"

@@ -101,7 +101,7 @@ def build_loaders(dataset: DatasetDescription, config: RunConfig, placement: Pla
     """Worker pools decoding with PIL: persistent for training and validation (used every epoch),
     started anew for the test split (read once)."""
     workers = loader_workers(config.workers, placement.world_size)
-    augmentation = Augmentation.for_input(config.input_size)
+    augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
     pin = config.device_kind == "cuda"
     sampler = EpochBatchKeys(len(dataset.train), config.global_batch, shard, config.seed)
     train = torch.utils.data.DataLoader(

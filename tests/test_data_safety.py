@@ -272,7 +272,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_with_overwrite_completes(tmp_path, 
     # The disk has room again: the same command, with --overwrite where the run wrote anything.
     assert main(args + (["--overwrite"] if any(dst.iterdir()) else [])) == 0, capsys.readouterr().err
     description = describe_dataset(f"chestxray:{dst}")
-    assert len(description.train) + len(description.val) == 12
+    assert len(description.files) == 12
 
 
 def test_compare_names_an_empty_label_file_in_one_line(tmp_path):

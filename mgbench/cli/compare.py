@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
+from mgbench.cli.report import add_format_option
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.common.config import DeviceKind, RunConfig
 from mgbench.common.devices import check_device_counts
@@ -28,8 +29,9 @@ from mgbench.common.results import RunResult, read_results, write_json_atomicall
 from mgbench.common.runfolder import RunFolder
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
+from mgbench.reports.compact import print_summary
 from mgbench.reports.html import write_report
-from mgbench.reports.summary import print_summary, write_summary
+from mgbench.reports.summary import write_summary
 from mgbench.runner.bandwidth import measure_bandwidth
 from mgbench.runner.hosts import Host, resolve_hosts
 from mgbench.runner.orchestrator import pending_runs, run_compare
@@ -75,6 +77,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
         action="store_true",
         help="measure bandwidth.json first (reused if present) for all-reduce shares",
     )
+    add_format_option(parser)
     add_job_options(parser)
     parser.set_defaults(handler=handle)
 
@@ -266,7 +269,7 @@ def handle(args: argparse.Namespace) -> int:
         frame = write_summary(folder.root, results)
         first = results[0].config
         title = f"{first.model} {first.precision} {first.data_format}, {options.get('scaling', 'weak')} scaling, {first.device_kind}"
-        print_summary(frame, title)
+        print_summary(frame, title, args.format)
         console.print(f"report: {write_report(folder.root)}")
     console.print(f"results: {folder.results}\nsummary: {folder.root / 'summary.md'}")
     if interrupted:

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from rich.console import Console
-from rich.table import Table
 
 from mgbench.common.breakdown import CATEGORIES
 from mgbench.common.results import RunResult
@@ -142,13 +141,3 @@ def table_console() -> Console:
     (rich would otherwise fold every column of a logged table into an unreadable 80)."""
     console = Console()
     return console if console.is_terminal else Console(width=200)
-
-
-def print_summary(frame: pd.DataFrame, title: str) -> None:
-    table = Table(title=title)
-    shown = display_table(frame)
-    for column in shown.columns:
-        table.add_column(column, overflow="fold")
-    for row in shown.itertuples(index=False):
-        table.add_row(*row)
-    table_console().print(table)

@@ -19,13 +19,14 @@ from typing import Any
 
 from rich.console import Console
 
+from mgbench.cli.live import live_compare
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
 from mgbench.cli.report import add_format_option
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.common.config import DeviceKind, RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult, read_results, write_json_atomically, write_results
+from mgbench.common.results import read_results, write_json_atomically, write_results
 from mgbench.common.runfolder import RunFolder
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
@@ -245,19 +246,8 @@ def handle(args: argparse.Namespace) -> int:
     interrupted = False
     try:
         bandwidth = bandwidth_report(folder, runs, bool(options.get("bandwidth")), console)
-        with console.status(f"running 1/{len(runs)}...") as status:
-
-            def on_result(result: RunResult) -> None:
-                done = f"{result.config.framework} {result.config.strategy} x{result.config.devices}"
-                if result.status == "ok":
-                    console.print(f"  [green]ok[/] {done}: {result.images_per_sec:.1f} img/s")
-                else:
-                    first = (result.error or "").splitlines()[0] if result.error else ""
-                    console.print(f"  [red]{result.status}[/] {done}: {first}")
-                finished = [run.config.run_id for run in runs].index(result.run_id) + 1
-                status.update(f"running {min(finished + 1, len(runs))}/{len(runs)}...")
-
-            run_compare(runs, folder, timeout, on_result, hosts=hosts, bandwidth=bandwidth)
+        with live_compare(console, len(runs)) as live:
+            run_compare(runs, folder, timeout, live.on_result, hosts=hosts, bandwidth=bandwidth, on_event=live.on_event)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -129,26 +129,28 @@ def check_host_counts(counts: list[int], hosts: list[Host], kind: DeviceKind) ->
 
 def installation_reasons(
     frameworks: list[tuple[str, str | None]], console: Console
-) -> tuple[list[str], dict[str, str | None]]:
-    """The frameworks to plan, and why each one is not installed (None: it is).
+) -> tuple[list[str], dict[str, str | None], list[str]]:
+    """The frameworks to plan, why each one is not installed (None: it is), and the lines saying
+    which were left out.
 
     A framework named directly that is not installed still gets its rows (`not-installed`); a
     family member (`--frameworks keras`) that is not installed is left out with one line, so
     the family runs on the backends this machine has.
     """
-    names, reasons = [], {}
+    names, reasons, left_out = [], {}, []
     for name, family in frameworks:
         spec = framework_spec(name)
         found = inspect_installation(spec)
         if family and not found.installed:
             missing = ", ".join(found.missing)
-            console.print(f"[yellow]{family}: {name} left out: {missing} not installed ({spec.install_hint})[/]")
+            left_out.append(f"{family}: {name} left out: {missing} not installed ({spec.install_hint})")
+            console.print(f"[yellow]{left_out[-1]}[/]")
             continue
         names.append(name)
         reasons[name] = not_installed_reason(spec, found)
     if not names:
         raise UsageError("none of the named frameworks is installed: " + ", ".join(name for name, _ in frameworks))
-    return names, reasons
+    return names, reasons, left_out
 
 
 def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
@@ -168,7 +170,7 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
     # before the installation probes start a process per framework.
     validated = plan_runs(base, [name for name, _ in expanded], strategies, counts, args.scaling)
     check_dataset(base.dataset, [run.config for run in validated])
-    names, reasons = installation_reasons(expanded, console)
+    names, reasons, left_out = installation_reasons(expanded, console)
     runs = plan_runs(base, names, strategies, counts, args.scaling, data_format_given(args), reasons)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{base.model}", new=True)
@@ -181,6 +183,8 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
         "command": shlex.join(["mgbench", *sys.argv[1:]]),
         "options": options,
         "configs": [run.config.to_dict() for run in runs],
+        "left_out": left_out,
+        "job_shrink": shrunk or None,
     }
     write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
     return folder, runs, options

@@ -52,6 +52,10 @@ class CompactSummary:
     """The same lines as display strings, one column per `Column.key`."""
     columns: list[Column]
     notes: list[str] = field(default_factory=list)
+    on_gpus: bool = True
+    """False where CPU devices stood in for GPUs."""
+    cpu_trace: bool = False
+    """The fastest line's breakdown came from a CPU trace (its bottleneck reads differently)."""
 
     def to_records(self) -> list[dict[str, object]]:
         """The lines as JSON-ready dicts (NaN as null)."""
@@ -61,8 +65,8 @@ class CompactSummary:
         ]
 
 
-def device_word(frame: pd.DataFrame) -> str:
-    return "GPU" if set(frame["device_kind"]) == {"cuda"} else "dev"
+def on_gpus(frame: pd.DataFrame) -> bool:
+    return set(frame["device_kind"]) == {"cuda"}
 
 
 def _bottleneck(row: pd.Series | None) -> tuple[str, float]:
@@ -105,7 +109,7 @@ def _notes_of(group: pd.DataFrame, label: str, cpu_trace: bool, book: NoteBook) 
 def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     """The compact summary of a results frame (`mgbench.reports.summary.results_frame`)."""
     counts = sorted(int(d) for d in frame["devices"].unique())
-    top, word = counts[-1], device_word(frame)
+    top, word = counts[-1], "GPU" if on_gpus(frame) else "dev"
     book = NoteBook()
     lines = []
     for (framework, strategy), group in frame.groupby(GROUP, sort=False):
@@ -124,6 +128,7 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
         line["bottleneck"], line["bottleneck_pct"] = label, share
         cpu_trace = shown is not None and shown.get("breakdown_clock") == "cpu"
         line["notes"] = _notes_of(group, label, cpu_trace, book)
+        line["cpu_trace"] = cpu_trace
         lines.append(line)
     table = pd.DataFrame(lines)
     rates = [f"images_per_sec_{count}dev" for count in reversed(counts)]
@@ -133,7 +138,8 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     columns = _columns(counts, word)
     cells = pd.DataFrame([_cells(line, counts) for _, line in table.iterrows()], columns=[c.key for c in columns])
     status_columns = [f"status_{count}dev" for count in counts]
-    return CompactSummary(title, table.drop(columns=status_columns), cells, columns, book.notes)
+    lines = table.drop(columns=[*status_columns, "cpu_trace"])
+    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), bool(table["cpu_trace"].iloc[0]))
 
 
 def _columns(counts: list[int], word: str) -> list[Column]:

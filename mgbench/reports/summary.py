@@ -39,6 +39,7 @@ TABLE_COLUMNS = {
     "reading": "what holds it back",
     "warning": "warning",
 }
+SCALING_COLUMNS = ("speedup", "efficiency")
 SUPERLINEAR_TOLERANCE = 1.05
 """A speed-up above the device ratio by more than this factor is not scaling: the runs were not
 measured under the same conditions (a busy machine during one of them)."""
@@ -96,7 +97,8 @@ def _percent(share: object) -> float | None:
 
 
 def display_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The human table: formatted strings, failures showing their status and first error line."""
+    """The human table: formatted strings, failures showing their status and first error line;
+    without speed-up and efficiency where every row ran on one device count (they would all read 1)."""
     rows = []
     for _, r in frame.iterrows():
         ok = r["status"] == "ok"
@@ -124,7 +126,10 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "warning": r["warning"],
             }
         )
-    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)).rename(columns=TABLE_COLUMNS)
+    columns = list(TABLE_COLUMNS)
+    if frame["devices"].nunique() == 1:
+        columns = [c for c in columns if c not in SCALING_COLUMNS]
+    return pd.DataFrame(rows, columns=columns).rename(columns=TABLE_COLUMNS)
 
 
 def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:

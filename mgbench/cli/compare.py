@@ -28,6 +28,7 @@ from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
 from mgbench.common.results import read_results, write_json_atomically, write_results
 from mgbench.common.runfolder import RunFolder
+from mgbench.common.scaling import add_scaling_figures
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
 from mgbench.reports.compact import print_summary
@@ -257,6 +258,7 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
 
+    add_scaling_figures(folder.results)
     results = read_results(folder.results)
     interrupted = interrupted or any(r.status == "interrupted" for r in results)
     if results:

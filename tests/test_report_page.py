@@ -8,11 +8,12 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 from test_reports import BASE, chromium, chromium_or_skip, fixture_folder, ok_result
 
 from mgbench.common.breakdown import CATEGORIES, bottleneck
-from mgbench.common.results import append_result
+from mgbench.common.results import RunResult, append_result
 from mgbench.reports.html import write_report
 
 WINDOW = (1400, 900)
@@ -88,3 +89,20 @@ def test_a_one_device_folder_shows_no_speed_up_or_efficiency(tmp_path):
     assert "images/sec" in headers and "speedup" not in headers and "efficiency" not in headers
     assert "eff." not in text and "scaling efficiency" not in text
     assert "1.50x pytorch dp" in text
+
+
+def test_utilisation_phases_follow_the_rows_own_clocks():
+    from mgbench.reports.run_charts import run_phases
+    from mgbench.reports.summary import results_frame
+
+    result = ok_result(BASE.with_changes(devices=2), 0.2)
+    result.compile_seconds, result.profile_seconds = 3.0, 1.5
+    row = results_frame([result]).iloc[0]
+    phases = run_phases(row)
+    assert [name for name, _, _ in phases] == ["start-up", "compile", "warm-up", "timed steps", "profile"]
+    assert all(end == pytest.approx(after) for (_, _, end), (_, after, _) in zip(phases, phases[1:]))
+    ends = dict((name, end - start) for name, start, end in phases)
+    assert ends["start-up"] == 9.5 and ends["compile"] == 3.0 and ends["profile"] == 1.5
+    assert ends["warm-up"] == pytest.approx(sum(result.step_seconds[: result.warmup_steps]))
+    assert ends["timed steps"] == pytest.approx(sum(result.step_seconds[result.warmup_steps :]))
+    assert run_phases(results_frame([RunResult(BASE, "failed", error="boom")]).iloc[0]) == []

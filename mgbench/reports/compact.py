@@ -91,26 +91,31 @@ class NoteBook:
         return self.notes.index(text) + 1
 
 
-def _notes_of(group: pd.DataFrame, label: str, cpu_trace: bool, book: NoteBook) -> list[int]:
-    numbers = []
+def _notes_of(group: pd.DataFrame, label: str, cpu_trace: bool) -> list[str]:
+    """What a line's cells cannot say: each failure's cause, each warning and out-of-memory
+    restart, and what its bottleneck means."""
+    notes = []
     for _, row in group.sort_values("devices").iterrows():
         where = f"{row['framework']} {row['strategy']} x{row['devices']}"
         if row["status"] != "ok":
             cause = str(row.get("error") or "").splitlines()
-            numbers.append(book.number(f"{where}: {row['status']}" + (f": {cause[0]}" if cause and cause[0] else "")))
+            notes.append(f"{where}: {row['status']}" + (f": {cause[0]}" if cause and cause[0] else ""))
         elif row.get("warning"):
-            numbers.append(book.number(f"{where}: {row['warning']}"))
+            notes.append(f"{where}: {row['warning']}")
+        if row.get("oom_retries"):
+            notes.append(
+                f"{where}: out of memory at {int(row['requested_batch_per_device'])} per device; "
+                f"ran with {int(row['batch_per_device'])} after {int(row['oom_retries'])} restart(s)"
+            )
     if label:
-        meaning = (CPU_READINGS if cpu_trace else READINGS)[label]
-        numbers.append(book.number(f"{LABELS[label]}: {meaning}"))
-    return numbers
+        notes.append(f"{LABELS[label]}: {(CPU_READINGS if cpu_trace else READINGS)[label]}")
+    return notes
 
 
 def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     """The compact summary of a results frame (`mgbench.reports.summary.results_frame`)."""
     counts = sorted(int(d) for d in frame["devices"].unique())
     top, word = counts[-1], "GPU" if on_gpus(frame) else "dev"
-    book = NoteBook()
     lines = []
     for (framework, strategy), group in frame.groupby(GROUP, sort=False):
         by_count = {int(row["devices"]): row for _, row in group.iterrows()}
@@ -127,12 +132,14 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
         label, share = _bottleneck(shown)
         line["bottleneck"], line["bottleneck_pct"] = label, share
         cpu_trace = shown is not None and shown.get("breakdown_clock") == "cpu"
-        line["notes"] = _notes_of(group, label, cpu_trace, book)
+        line["notes"] = _notes_of(group, label, cpu_trace)
         line["cpu_trace"] = cpu_trace
         lines.append(line)
     table = pd.DataFrame(lines)
     rates = [f"images_per_sec_{count}dev" for count in reversed(counts)]
     table = table.sort_values(rates, ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    book = NoteBook()
+    table["notes"] = [sorted({book.number(text) for text in texts}) for texts in table["notes"]]
     best = table[f"images_per_sec_{top}dev"].max()
     table["vs_fastest_ratio"] = table[f"images_per_sec_{top}dev"] / best if best and best > 0 else math.nan
     columns = _columns(counts, word)
@@ -179,6 +186,11 @@ def _cells(line: pd.Series, counts: list[int]) -> dict[str, str]:
     return cells
 
 
+def shown_columns(summary: CompactSummary) -> list[Column]:
+    """The columns with something to show (a droppable column empty on every line is left out)."""
+    return [c for c in summary.columns if c.drop_order == 0 or any(summary.cells[c.key])]
+
+
 def fitting_columns(summary: CompactSummary, width: int) -> list[Column]:
     """The columns that fit in `width` characters, each as wide as its widest cell: columns are dropped
     by their declared order (emptied ones first), never narrowed, so no number is ever split."""
@@ -188,7 +200,7 @@ def fitting_columns(summary: CompactSummary, width: int) -> list[Column]:
         header = max(cell_len(part) for part in column.header.splitlines())
         return max([header, *(cell_len(v) for v in summary.cells[column.key])])
 
-    kept = [c for c in summary.columns if c.drop_order == 0 or any(summary.cells[c.key])]
+    kept = shown_columns(summary)
     for order in sorted({c.drop_order for c in kept if c.drop_order}, reverse=True):
         if sum(needed(c) + TABLE_PADDING for c in kept) + 1 <= width:
             break
@@ -218,9 +230,10 @@ def print_compact(summary: CompactSummary, console: Console) -> None:
 
 
 def markdown(summary: CompactSummary) -> str:
-    header = [c.header.replace("\n", " ") for c in summary.columns]
-    body = summary.cells[[c.key for c in summary.columns]].set_axis(header, axis=1)
-    text = body.to_markdown(index=False, colalign=["right" if c.numeric else "left" for c in summary.columns])
+    columns = shown_columns(summary)
+    header = [c.header.replace("\n", " ") for c in columns]
+    body = summary.cells[[c.key for c in columns]].set_axis(header, axis=1)
+    text = body.to_markdown(index=False, colalign=["right" if c.numeric else "left" for c in columns])
     notes = "".join(f"\n{number}. {note}" for number, note in enumerate(summary.notes, start=1))
     return (f"**{summary.title}**\n\n" if summary.title else "") + text + ("\n" + notes if notes else "") + "\n"
 

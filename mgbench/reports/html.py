@@ -18,7 +18,7 @@ import pandas as pd
 
 from mgbench.common.config import RunConfig
 from mgbench.reports.charts import CHARTS_DIR, Chart, ChartSet, write_charts
-from mgbench.reports.compact import CompactSummary, compact_summary
+from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
 from mgbench.reports.readings import breakdown_text, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
@@ -135,10 +135,11 @@ def _image(chart: Chart) -> str:
 
 def _answer_section(summary: CompactSummary) -> str:
     """The first screen: the verdict, then one line per framework/strategy and the numbered notes."""
-    head = "".join(f"<th>{'<br>'.join(_e(part) for part in c.header.splitlines())}</th>" for c in summary.columns)
+    columns = shown_columns(summary)
+    head = "".join(f"<th>{'<br>'.join(_e(part) for part in c.header.splitlines())}</th>" for c in columns)
     body = []
     for _, cells in summary.cells.iterrows():
-        tds = "".join(f'<td class="{"num" if c.numeric else ""}">{_e(cells[c.key])}</td>' for c in summary.columns)
+        tds = "".join(f'<td class="{"num" if c.numeric else ""}">{_e(cells[c.key])}</td>' for c in columns)
         body.append(f"<tr>{tds}</tr>")
     table = f'<table class="compact" id="compact"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     notes = "".join(f"<li>{_e(note)}</li>" for note in summary.notes)

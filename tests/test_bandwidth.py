@@ -43,7 +43,7 @@ def test_rows_get_the_expected_allreduce_share():
     # 102 MB of gradients: the 64 MiB measurement (the largest not above it) applies.
     expected = 2 * 3 / 4 * 25_557_032 * 4 / 90e9
     assert row.expected_allreduce_seconds == pytest.approx(expected)
-    assert row.allreduce_step_share == pytest.approx(expected / 0.25)
+    assert row.allreduce_step_fraction == pytest.approx(expected / 0.25)
     small = RunResult(config, "ok", parameters=5_418, median_step_seconds=0.01)
     annotate_allreduce(small, report)  # 21 kB: below every size, the smallest measured applies
     assert small.expected_allreduce_seconds == pytest.approx(2 * 3 / 4 * 5_418 * 4 / 15e9)
@@ -104,6 +104,6 @@ def test_compare_reuses_bandwidth_json_in_the_run_folder(tmp_path):
     rows = pd.read_json(out / "results.jsonl", lines=True).set_index("devices")
     # the fake model has 1234 parameters: 2*(1/2) * 4936 B / 1 MB/s
     assert rows.loc[2, "expected_allreduce_seconds"] == pytest.approx(4936 / 1e6)
-    assert rows.loc[2, "allreduce_step_share"] == pytest.approx(4936 / 1e6 / rows.loc[2, "median_step_seconds"])
+    assert rows.loc[2, "allreduce_step_fraction"] == pytest.approx(4936 / 1e6 / rows.loc[2, "median_step_seconds"])
     assert pd.isna(rows.loc[1, "expected_allreduce_seconds"])
     assert json.loads((out / "bandwidth.json").read_text()) == report.to_dict()  # reused, not remeasured

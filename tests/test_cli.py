@@ -102,3 +102,37 @@ def test_a_broken_plugin_is_one_line_for_every_verb(tmp_path, monkeypatch, capsy
         assert exit_code(main, args) == 2, args
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("mgbench: error: ") and message in lines[0], lines
+
+
+def compare_option_table() -> set[str]:
+    """The options README's `compare` option table names in its first column."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = text.split("`compare` options:", 1)[1].split("\n\n", 2)[1]
+    return {
+        option
+        for line in table.splitlines()[2:]
+        for option in re.findall(r"--[a-z][a-z-]*", re.split(r"(?<!\\)\|", line)[1])
+    }
+
+
+def test_readme_option_table_matches_the_compare_parser():
+    from mgbench.cli import build_parser
+
+    verbs = next(action for action in build_parser()._actions if action.dest == "verb")
+    compare = verbs.choices["compare"]
+    options = {option for action in compare._actions for option in action.option_strings if option.startswith("--")}
+    assert compare_option_table() == options - {"--help"}
+
+
+def test_version_and_a_bare_mgbench_show_what_there_is():
+    from mgbench import __version__
+
+    assert mgbench("--version").stdout.strip() == f"mgbench {__version__}"
+    bare = mgbench()
+    assert bare.returncode == 2
+    for verb in ("compare", "report", "list", "setup"):
+        assert verb in bare.stderr
+    assert "examples:" in mgbench("--help").stdout

@@ -3,6 +3,7 @@
 import json
 
 import pandas as pd
+import pytest
 from conftest import mgbench, read_rows, tiny_job
 
 
@@ -44,6 +45,12 @@ def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
     summary = pd.read_csv(out / "summary.csv").set_index(["strategy", "devices"])
     speedup = summary.loc[("steady", 2), "speedup"]
     assert abs(speedup - steady.loc[2, "images_per_sec"] / steady.loc[1, "images_per_sec"]) < 1e-9
+    assert steady.loc[2, "speedup"] == pytest.approx(speedup)
+    assert steady.loc[2, "scaling_efficiency_fraction"] == pytest.approx(speedup / 2)
+    assert steady.loc[2, "images_per_sec_per_device"] == pytest.approx(steady.loc[2, "images_per_sec"] / 2)
+    assert rows[rows.strategy == "crash"].speedup.isna().all()
+    assert json.loads(summary.loc[("steady", 2), "framework_versions"]) == {"fake": "1.0"}
+    assert "eval_metrics" in summary and "epoch_metrics" not in summary and "allreduce_step_fraction" not in summary
     for run_id in steady.run_id:
         assert (out / "logs" / f"{run_id}.log").exists()
         trace = pd.read_csv(out / "traces" / f"{run_id}.csv")

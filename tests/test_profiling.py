@@ -286,12 +286,12 @@ def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_t
     assert top and all(op["self_seconds"] >= 0 for op in top)
     assert top == sorted(top, key=lambda op: op["self_seconds"], reverse=True)
     summary = pd.read_csv(out / "summary.csv").set_index("devices")
-    assert summary.loc[2, "profile_communication_share"] == pytest.approx(profile["communication_share"])
+    assert summary.loc[2, "profile_communication_fraction"] == pytest.approx(profile["communication_share"])
     for devices in (1, 2):
         row = rows.loc[devices]
         assert row["breakdown_clock"] == "cpu" and row["bottleneck"] in CATEGORIES and row["profile_seconds"] > 0
         assert set(row["breakdown"]) == set(CATEGORIES) and sum(row["breakdown"].values()) == pytest.approx(1)
-        assert summary.loc[devices, "breakdown_compute"] == pytest.approx(row["breakdown"]["compute"])
+        assert summary.loc[devices, "breakdown_compute_fraction"] == pytest.approx(row["breakdown"]["compute"])
     merged = json.loads((folder / "breakdown.json").read_text())
     assert sorted(merged["devices"]) == ["rank0/cpu", "rank1/cpu"]
     for rank in (0, 1):

@@ -202,7 +202,7 @@ def test_folder_keeps_extra_fields_and_derives_scaling(tmp_path):
     assert np.isnan(frame.loc[run_ids[0], "communication_fraction"])
     one, four = frame.loc[run_ids[0]], frame.loc[run_ids[2]]
     assert four["speedup"] == pytest.approx(four["images_per_sec"] / one["images_per_sec"])
-    assert four["efficiency"] == pytest.approx(four["speedup"] / 4)
+    assert four["scaling_efficiency_fraction"] == pytest.approx(four["speedup"] / 4)
 
 
 def test_report_is_self_contained_with_environment_configs_and_errors(tmp_path):
@@ -427,7 +427,9 @@ def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
     assert reading(cpu) == "" and reading(cpu.replace({"cpu": "cuda"})) == NOT_PROFILED
     write_summary(folder, load_run_folder(folder).results)
     summary = pd.read_csv(folder / "summary.csv").set_index("run_id")
-    assert summary.loc[run_ids[2], "breakdown_idle"] == 0.25 and summary.loc[run_ids[2], "bottleneck"] == "idle"
+    assert (
+        summary.loc[run_ids[2], "breakdown_idle_fraction"] == 0.25 and summary.loc[run_ids[2], "bottleneck"] == "idle"
+    )
     assert set(LABELS) == set(COLORS) == set(READINGS) == set(CPU_READINGS) == set(CATEGORIES)
 
 

@@ -54,11 +54,33 @@ def test_speedup_and_efficiency_per_strategy(tmp_path):
     frame = results_frame(results)
     ddp4 = frame[(frame.strategy == "ddp") & (frame.devices == 4)].iloc[0]
     dp4 = frame[(frame.strategy == "dp") & (frame.devices == 4)].iloc[0]
-    assert ddp4.speedup == pytest.approx(3.6) and ddp4.efficiency == pytest.approx(0.9)
-    assert dp4.speedup == pytest.approx(1.5) and dp4.efficiency == pytest.approx(0.375)
+    assert ddp4.speedup == pytest.approx(3.6) and ddp4.scaling_efficiency_fraction == pytest.approx(0.9)
+    assert dp4.speedup == pytest.approx(1.5) and dp4.scaling_efficiency_fraction == pytest.approx(0.375)
     assert np.isnan(frame[frame.strategy == "dp-loss"].iloc[0].speedup)
     write_summary(tmp_path, results)
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert len(summary) == 5
     markdown = (tmp_path / "summary.md").read_text()
     assert "3.60x" in markdown and "90%" in markdown and "failed: boom" in markdown
+
+
+def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_and_field(tmp_path):
+    from mgbench.common.scaling import add_scaling_figures
+
+    path = tmp_path / "results.jsonl"
+    one = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 4, 5)
+    rows = [
+        {**RunResult(one, "ok", images_per_sec=100.0).to_record(), "flops_per_image": 7},
+        RunResult(one.with_changes(devices=4), "ok", images_per_sec=300.0).to_record(),
+        RunResult(one.with_changes(strategy="dp", devices=4), "failed", error="boom").to_record(),
+    ]
+    lines = [json.dumps(rows[0]), '{"framework": "pytorch", "cut', json.dumps(rows[1]), json.dumps(rows[2])]
+    path.write_text("\n".join(lines) + "\n")
+    add_scaling_figures(path)
+    written = path.read_text().splitlines()
+    assert written[1] == lines[1]
+    first, four, failed = (json.loads(written[i]) for i in (0, 2, 3))
+    assert first["flops_per_image"] == 7 and first["speedup"] == 1.0
+    assert four["speedup"] == pytest.approx(3.0) and four["scaling_efficiency_fraction"] == pytest.approx(0.75)
+    assert four["images_per_sec_per_device"] == pytest.approx(75.0)
+    assert failed["speedup"] is None and failed["error"] == "boom"

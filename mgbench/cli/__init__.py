@@ -11,7 +11,16 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from mgbench import __version__
 from mgbench.common.errors import UsageError
+
+EXAMPLES = """examples:
+  mgbench compare --frameworks keras,pytorch --gpus 2        every Keras backend and PyTorch on 1 and 2 GPUs
+  mgbench compare --frameworks pytorch --strategies all --gpus 1,2,4 --format md
+  mgbench compare --resume runs/NAME                         rerun what an interrupted compare left
+  mgbench report runs/NAME --format csv                      rebuild report.html, print the table as CSV
+  mgbench list                                               frameworks, strategies, models, what is installed
+"""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -26,16 +35,25 @@ def build_parser() -> argparse.ArgumentParser:
     from mgbench.cli import bandwidth, catalog, compare, envreport, make_sample, prepare, report, run, setup_env
 
     parser = OneLineParser(
-        prog="mgbench", description="Which framework and data-parallel strategy trains fastest on your GPUs, and why."
+        prog="mgbench",
+        description="Which framework and data-parallel strategy trains fastest on your GPUs, and why.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=OneLineParser)
+    parser.add_argument("--version", action="version", version=f"mgbench {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
     for module in (compare, run, report, catalog, envreport, bandwidth, setup_env, prepare, make_sample):
         module.register(verbs)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        # A bare `mgbench`: the usage and the verbs, not one line naming a missing argument.
+        parser.print_help(sys.stderr)
+        return 2
     try:
         return int(args.handler(args) or 0)
     except UsageError as error:

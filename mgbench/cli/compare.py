@@ -19,17 +19,21 @@ from typing import Any
 
 from rich.console import Console
 
+from mgbench.cli.live import live_compare
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
+from mgbench.cli.report import add_format_option
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.common.config import DeviceKind, RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult, read_results, write_json_atomically, write_results
+from mgbench.common.results import read_results, write_json_atomically, write_results
 from mgbench.common.runfolder import RunFolder
+from mgbench.common.scaling import add_scaling_figures
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
+from mgbench.reports.compact import print_summary
 from mgbench.reports.html import write_report
-from mgbench.reports.summary import print_summary, write_summary
+from mgbench.reports.summary import write_summary
 from mgbench.runner.bandwidth import measure_bandwidth
 from mgbench.runner.hosts import Host, resolve_hosts
 from mgbench.runner.orchestrator import pending_runs, run_compare
@@ -75,6 +79,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
         action="store_true",
         help="measure bandwidth.json first (reused if present) for all-reduce shares",
     )
+    add_format_option(parser)
     add_job_options(parser)
     parser.set_defaults(handler=handle)
 
@@ -125,26 +130,28 @@ def check_host_counts(counts: list[int], hosts: list[Host], kind: DeviceKind) ->
 
 def installation_reasons(
     frameworks: list[tuple[str, str | None]], console: Console
-) -> tuple[list[str], dict[str, str | None]]:
-    """The frameworks to plan, and why each one is not installed (None: it is).
+) -> tuple[list[str], dict[str, str | None], list[str]]:
+    """The frameworks to plan, why each one is not installed (None: it is), and the lines saying
+    which were left out.
 
     A framework named directly that is not installed still gets its rows (`not-installed`); a
     family member (`--frameworks keras`) that is not installed is left out with one line, so
     the family runs on the backends this machine has.
     """
-    names, reasons = [], {}
+    names, reasons, left_out = [], {}, []
     for name, family in frameworks:
         spec = framework_spec(name)
         found = inspect_installation(spec)
         if family and not found.installed:
             missing = ", ".join(found.missing)
-            console.print(f"[yellow]{family}: {name} left out: {missing} not installed ({spec.install_hint})[/]")
+            left_out.append(f"{family}: {name} left out: {missing} not installed ({spec.install_hint})")
+            console.print(f"[yellow]{left_out[-1]}[/]")
             continue
         names.append(name)
         reasons[name] = not_installed_reason(spec, found)
     if not names:
         raise UsageError("none of the named frameworks is installed: " + ", ".join(name for name, _ in frameworks))
-    return names, reasons
+    return names, reasons, left_out
 
 
 def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
@@ -168,7 +175,7 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
         console.print(
             f"[yellow]--skip-bad-images: {len(base.skipped_images)} images that cannot be decoded left out[/]"
         )
-    names, reasons = installation_reasons(expanded, console)
+    names, reasons, left_out = installation_reasons(expanded, console)
     runs = plan_runs(base, names, strategies, counts, args.scaling, data_format_given(args), reasons)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{base.model}", new=True)
@@ -181,6 +188,8 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
         "command": shlex.join(["mgbench", *sys.argv[1:]]),
         "options": options,
         "configs": [run.config.to_dict() for run in runs],
+        "left_out": left_out,
+        "job_shrink": shrunk or None,
     }
     write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
     return folder, runs, options
@@ -246,31 +255,21 @@ def handle(args: argparse.Namespace) -> int:
     interrupted = False
     try:
         bandwidth = bandwidth_report(folder, runs, bool(options.get("bandwidth")), console)
-        with console.status(f"running 1/{len(runs)}...") as status:
-
-            def on_result(result: RunResult) -> None:
-                done = f"{result.config.framework} {result.config.strategy} x{result.config.devices}"
-                if result.status == "ok":
-                    console.print(f"  [green]ok[/] {done}: {result.images_per_sec:.1f} img/s")
-                else:
-                    first = (result.error or "").splitlines()[0] if result.error else ""
-                    console.print(f"  [red]{result.status}[/] {done}: {first}")
-                finished = [run.config.run_id for run in runs].index(result.run_id) + 1
-                status.update(f"running {min(finished + 1, len(runs))}/{len(runs)}...")
-
-            run_compare(runs, folder, timeout, on_result, hosts=hosts, bandwidth=bandwidth)
+        with live_compare(console, len(runs)) as live:
+            run_compare(runs, folder, timeout, live.on_result, hosts=hosts, bandwidth=bandwidth, on_event=live.on_event)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         signal.signal(signal.SIGTERM, previous)
 
+    add_scaling_figures(folder.results)
     results = read_results(folder.results)
     interrupted = interrupted or any(r.status == "interrupted" for r in results)
     if results:
         frame = write_summary(folder.root, results)
         first = results[0].config
         title = f"{first.model} {first.precision} {first.data_format}, {options.get('scaling', 'weak')} scaling, {first.device_kind}"
-        print_summary(frame, title)
+        print_summary(frame, title, args.format)
         console.print(f"report: {write_report(folder.root)}")
     console.print(f"results: {folder.results}\nsummary: {folder.root / 'summary.md'}")
     if interrupted:

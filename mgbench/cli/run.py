@@ -19,7 +19,8 @@ from mgbench.common.results import append_result
 from mgbench.common.runfolder import RunFolder
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import framework_spec
-from mgbench.reports.summary import print_summary, results_frame
+from mgbench.reports.compact import print_summary
+from mgbench.reports.summary import results_frame
 from mgbench.runner.launch import launched_by_launcher
 from mgbench.runner.orchestrator import execute_run
 from mgbench.runner.plan import replan

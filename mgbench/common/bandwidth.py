@@ -111,4 +111,4 @@ def annotate_allreduce(result: RunResult, report: BandwidthReport) -> None:
         return
     seconds = expected_allreduce_seconds(result.parameters, GRADIENT_BYTES_PER_PARAM, bus, config.devices)
     result.expected_allreduce_seconds = seconds
-    result.allreduce_step_share = seconds / result.median_step_seconds
+    result.allreduce_step_fraction = seconds / result.median_step_seconds

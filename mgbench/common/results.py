@@ -21,6 +21,8 @@ from mgbench.common.errors import UsageError
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
+RENAMED = {"allreduce_step_share": "allreduce_step_fraction"}
+"""Fields rows written by earlier versions named otherwise: read under their current name."""
 
 
 @dataclass
@@ -73,7 +75,7 @@ class RunResult:
     """How many times the run was restarted with a halved batch per device after running out of memory."""
     expected_allreduce_seconds: float | None = None
     """Gradient all-reduce time per step predicted from the measured bus bandwidth (bandwidth.json)."""
-    allreduce_step_share: float | None = None
+    allreduce_step_fraction: float | None = None
     """`expected_allreduce_seconds` over the measured median step time."""
     profile: dict[str, Any] | None = None
     """Summary of the `--profile` window (see `mgbench.common.profiling`)."""
@@ -103,6 +105,7 @@ class RunResult:
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RunResult:
         names = {f.name for f in dataclasses.fields(cls)} - {"config"}
+        record = {RENAMED.get(key, key): value for key, value in record.items()}
         return cls(config=RunConfig.from_dict(record), **{k: v for k, v in record.items() if k in names})
 
     def to_json(self) -> str:

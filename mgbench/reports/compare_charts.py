@@ -72,7 +72,9 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
     for key, group in ok.groupby(GROUP, sort=True):
         group = group.sort_values("devices")
         speedup_axes.plot(group["devices"], group["speedup"], marker="o", label=_group_label(key))
-        efficiency_axes.plot(group["devices"], group["efficiency"] * 100, marker="o", label=_group_label(key))
+        efficiency_axes.plot(
+            group["devices"], group["scaling_efficiency_fraction"] * 100, marker="o", label=_group_label(key)
+        )
     for axes in (speedup_axes, efficiency_axes):
         axes.set_xlabel("devices")
         axes.set_xticks(counts)
@@ -80,7 +82,7 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
         axes.legend(fontsize="small")
     speedup_axes.set_ylabel(f"speed-up over {int(base)} device{'s' if base > 1 else ''}")
     efficiency_axes.set_ylabel("scaling efficiency %")
-    efficiency_axes.set_ylim(0, max(110, float(np.nanmax(ok["efficiency"])) * 105))
+    efficiency_axes.set_ylim(0, max(110, float(np.nanmax(ok["scaling_efficiency_fraction"])) * 105))
     figure.suptitle(f"Scaling: {job_title(ok)}, {_devices_text(list(counts))}")
     return save(figure, path)
 

@@ -18,10 +18,12 @@ import pandas as pd
 
 from mgbench.common.config import RunConfig
 from mgbench.reports.charts import CHARTS_DIR, Chart, ChartSet, write_charts
+from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
 from mgbench.reports.readings import breakdown_text, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.summary import display_table
+from mgbench.reports.verdict import verdict
 
 REPORT_FILE = "report.html"
 HOST_FIELDS = ("hostname", "platform", "python", "mgbench", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
@@ -38,7 +40,7 @@ RUN_FIELDS = ("command", "interpreter", "started_at", "wall_seconds", "device_na
 CONFIG_FIELDS = tuple(RunConfig.__dataclass_fields__)
 
 STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto;
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1.2rem auto;
        max-width: 1200px; padding: 0 1rem; color: #1d2430; line-height: 1.45; }
 h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
 h2 { border-bottom: 2px solid #d6dbe3; padding-bottom: 0.2rem; margin-top: 2.2rem; }
@@ -62,6 +64,12 @@ figure { margin: 1rem 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #e3e7ee; }
 figcaption { color: #5a6472; font-size: 0.85rem; }
 section.run { border-top: 1px solid #e3e7ee; }
+p.verdict { font-size: 1.15rem; margin: 0.6rem 0; }
+table.compact th { text-align: right; }
+table.compact th:first-child, table.compact th:nth-child(2) { text-align: left; }
+table.compact td { white-space: nowrap; }
+ol.notes-list { font-size: 0.85rem; color: #3d4654; margin-top: 0.2rem; }
+.scroll { overflow-x: auto; max-width: 100%; }
 """
 NUMERIC_COLUMNS = {
     "devices",
@@ -125,13 +133,32 @@ def _image(chart: Chart) -> str:
     )
 
 
+def _answer_section(summary: CompactSummary) -> str:
+    """The first screen: the verdict, then one line per framework/strategy and the numbered notes."""
+    columns = shown_columns(summary)
+    head = "".join(f"<th>{'<br>'.join(_e(part) for part in c.header.splitlines())}</th>" for c in columns)
+    body = []
+    for _, cells in summary.cells.iterrows():
+        tds = "".join(f'<td class="{"num" if c.numeric else ""}">{_e(cells[c.key])}</td>' for c in columns)
+        body.append(f"<tr>{tds}</tr>")
+    table = f'<table class="compact" id="compact"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    notes = "".join(f"<li>{_e(note)}</li>" for note in summary.notes)
+    return (
+        f'<p class="verdict" id="verdict">{_e(verdict(summary))}</p>'
+        + table
+        + (f'<ol class="notes-list">{notes}</ol>' if notes else "")
+    )
+
+
 def _summary_section(frame: pd.DataFrame) -> str:
+    """Every run's figures, wider than the page: in a box of its own that scrolls sideways."""
     shown = display_table(frame)
     attrs = []
     for _, row in frame.iterrows():
         state = "ok" if row["status"] == "ok" else "problem"
         attrs.append(f' id="row-{_e(row["run_id"])}" class="{state}" data-run-id="{_e(row["run_id"])}"')
-    return "<h2>Summary</h2>" + _table(list(shown.columns), shown.itertuples(index=False), attrs, "summary")
+    rows = _table(list(shown.columns), shown.itertuples(index=False), attrs, "summary")
+    return f'<h2>Every run</h2><div class="scroll">{rows}</div>'
 
 
 def _environment_section(frame: pd.DataFrame) -> str:
@@ -196,6 +223,7 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>',
         f"<style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
+        _answer_section(compact_summary(data.frame)),
         f'<p class="meta">Run folder <code>{_e(data.root.name)}</code>, {len(data.frame)} runs, report generated {generated}.',
     ]
     if data.command:

@@ -19,10 +19,46 @@ def _device_label(kind: str, device: object) -> str:
     return "CPU (all cores)" if kind == "cpu" else f"GPU {device}"
 
 
+PHASE_COLORS = {
+    "start-up": "tab:gray",
+    "compile": "tab:red",
+    "warm-up": "tab:orange",
+    "timed steps": "tab:green",
+    "profile": "tab:purple",
+}
+
+
+def run_phases(row: pd.Series) -> list[tuple[str, float, float]]:
+    """(phase, start, end) in seconds since launch, from the row's own clocks: start-up, the compile
+    step, the warm-up steps, the timed steps after them, the profiled window. None for a row that
+    did not finish or trained in epochs (validation interleaves its steps)."""
+    if row["status"] != "ok" or row.get("epochs") or not isinstance(row.get("startup_seconds"), int | float):
+        return []
+    lengths = [
+        ("start-up", row["startup_seconds"]),
+        ("compile", row.get("compile_seconds")),
+        ("warm-up", row.get("warmup_seconds")),
+        ("timed steps", (row.get("train_seconds") or 0) - (row.get("warmup_seconds") or 0)),
+        ("profile", row.get("profile_seconds")),
+    ]
+    phases, start = [], 0.0
+    for name, length in lengths:
+        if isinstance(length, int | float) and not np.isnan(length) and length > 0:
+            phases.append((name, start, start + float(length)))
+            start += float(length)
+    return phases
+
+
 def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
-    """Top: utilisation % per device; bottom: memory used per device (dotted: its capacity)."""
+    """Top: utilisation % per device; bottom: memory the device holds (dotted: its capacity) beside
+    the framework's own peak (dashed), which can be far lower (JAX preallocates most of the device).
+    Both panels shade the run's phases, the timed steps strongest."""
     figure = new_figure()
     top, bottom = figure.subplots(2, 1, sharex=True)
+    for name, start, end in run_phases(row):
+        alpha = 0.18 if name == "timed steps" else 0.08
+        top.axvspan(start, end, color=PHASE_COLORS[name], alpha=alpha, label=name, linewidth=0)
+        bottom.axvspan(start, end, color=PHASE_COLORS[name], alpha=alpha, linewidth=0)
     for (kind, device), samples in trace.groupby(["kind", "device"], sort=True):
         label = _device_label(str(kind), device)
         line = top.plot(samples["seconds"], samples["utilization_pct"], label=label, linewidth=1.2)[0]
@@ -35,7 +71,17 @@ def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
     top.set_ylim(0, 105)
     top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     top.grid(alpha=0.3)
-    memory_what = "host memory" if kinds == {"cpu"} else "GPU memory"
+    peak = row.get("peak_memory_bytes")
+    if isinstance(peak, int | float) and peak > 0 and not np.isnan(peak):
+        bottom.axhline(
+            peak / 2**30,
+            color="black",
+            linestyle="--",
+            linewidth=1,
+            label=f"framework's own peak {peak / 2**30:.2f} GiB",
+        )
+        bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    memory_what = "host memory used" if kinds == {"cpu"} else "GPU memory held (NVML)"
     bottom.set_ylabel(f"{memory_what} GiB")
     bottom.set_xlabel("seconds since the run started (dotted: capacity)")
     bottom.set_ylim(bottom=0)

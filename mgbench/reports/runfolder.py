@@ -48,15 +48,18 @@ class RunFolderData:
         return trace
 
 
-def _planned(root: Path) -> tuple[str | None, list[RunConfig]]:
+def _planned(root: Path) -> tuple[str | None, list[RunConfig], list[str]]:
+    """The command, the planned configs and what planning noted: frameworks left out (not
+    installed) and the CPU job shrink, as `compare` recorded them in compare.json."""
     path = RunFolder(root).compare_file
     if not path.exists():
-        return None, []
+        return None, [], []
     try:
         recorded = json.loads(path.read_text())
-        return recorded.get("command"), [RunConfig.from_dict(c) for c in recorded.get("configs", [])]
+        notes = [*recorded.get("left_out", []), *filter(None, [recorded.get("job_shrink")])]
+        return recorded.get("command"), [RunConfig.from_dict(c) for c in recorded.get("configs", [])], notes
     except (json.JSONDecodeError, TypeError, UsageError):
-        return None, []
+        return None, [], []
 
 
 def load_run_folder(root: Path) -> RunFolderData:
@@ -75,13 +78,12 @@ def load_run_folder(root: Path) -> RunFolderData:
     records, results, unreadable = read_result_lines(results_path)
     if not results:
         raise UsageError(f"{results_path} holds no readable result rows")
-    command, planned = _planned(root)
+    command, planned, notes = _planned(root)
     finished = {r.run_id for r in results}
     missing = [RunResult(c, "interrupted", error=NOT_RUN_ERROR) for c in planned if c.run_id not in finished]
     frame = results_frame(results + missing)
     extra = pd.DataFrame(records).drop(columns=list(frame.columns), errors="ignore")
     frame = frame.join(extra)
-    notes = []
     if unreadable:
         notes.append(f"{unreadable} line(s) of {RESULTS_FILE} could not be read and are left out.")
     if missing:

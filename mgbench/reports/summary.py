@@ -2,21 +2,22 @@
 and what holds each run back (its breakdown's bottleneck, in one line).
 
 Speedup is throughput at N devices over throughput at the smallest device count of the same
-framework and strategy (normally 1); efficiency is speedup over the device ratio. Both are
-derived here from the results file, never stored, so a partial results file still tabulates.
+framework and strategy (normally 1); efficiency is speedup over the device ratio. Both come
+from the rows themselves (`mgbench.common.scaling`), so a partial results file still tabulates.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from rich.console import Console
-from rich.table import Table
 
 from mgbench.common.breakdown import CATEGORIES
 from mgbench.common.results import RunResult
+from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
 from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
 from mgbench.reports.readings import reading
 
@@ -41,6 +42,7 @@ TABLE_COLUMNS = {
     "reading": "what holds it back",
     "warning": "warning",
 }
+SCALING_COLUMNS = ("speedup", "efficiency")
 SUPERLINEAR_TOLERANCE = 1.05
 """A speed-up above the device ratio by more than this factor is not scaling: the runs were not
 measured under the same conditions (a busy machine during one of them)."""
@@ -50,23 +52,20 @@ LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "
 
 
 def results_frame(results: list[RunResult]) -> pd.DataFrame:
-    """One row per run with the scaling figures added."""
-    frame = pd.DataFrame([r.to_record() for r in results])
+    """One row per run with the scaling figures (`mgbench.common.scaling`) added, and the profile's
+    and breakdown's shares as columns of their own (`profile_communication_fraction`,
+    `breakdown_idle_fraction`, ...)."""
+    records = [r.to_record() for r in results]
+    frame = pd.DataFrame([{**record, **figures} for record, figures in zip(records, scaling_figures(records))])
     if frame.empty:
         return frame
-    frame["speedup"] = np.nan
-    frame["efficiency"] = np.nan
-    ok = frame[frame["status"] == "ok"]
-    for _, group in ok.groupby(GROUP):
-        base = group.loc[group["devices"].idxmin()]
-        speedup = group["images_per_sec"] / base["images_per_sec"]
-        frame.loc[group.index, "speedup"] = speedup
-        frame.loc[group.index, "efficiency"] = speedup / (group["devices"] / base["devices"])
+    frame[list(SCALING_FIELDS)] = frame[list(SCALING_FIELDS)].astype(float)
     frame["warning"] = [row_warning(row) for _, row in frame.iterrows()]
     for column, keys in (("profile", ("communication_share", "input_copy_share")), ("breakdown", CATEGORIES)):
         if column in frame:
             for key in keys:
-                frame[f"{column}_{key}"] = [v.get(key) if isinstance(v, dict) else None for v in frame[column]]
+                name = f"{column}_{key.removesuffix('_share')}_fraction"
+                frame[name] = [v.get(key) if isinstance(v, dict) else None for v in frame[column]]
     return frame
 
 
@@ -75,7 +74,7 @@ def row_warning(row: pd.Series) -> str:
     if row["status"] != "ok":
         return ""
     warnings = []
-    if row["efficiency"] > SUPERLINEAR_TOLERANCE:
+    if row["scaling_efficiency_fraction"] > SUPERLINEAR_TOLERANCE:
         warnings.append(
             f"speed-up {row['speedup']:.2f}x exceeds the device ratio: the runs were not measured alike (machine busy?)"
         )
@@ -100,7 +99,8 @@ def _percent(share: object) -> float | None:
 
 
 def display_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The human table: formatted strings, failures showing their status and first error line."""
+    """The human table: formatted strings, failures showing their status and first error line;
+    without speed-up and efficiency where every row ran on one device count (they would all read 1)."""
     rows = []
     for _, r in frame.iterrows():
         ok = r["status"] == "ok"
@@ -115,7 +115,7 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "images_per_sec": _fmt(r["images_per_sec"], "{:.1f}") if ok else "",
                 "spread": f"{r['images_per_sec_p10']:.0f}-{r['images_per_sec_p90']:.0f}" if ok else "",
                 "speedup": _fmt(r["speedup"], "{:.2f}x"),
-                "efficiency": _fmt(r["efficiency"], "{:.0%}"),
+                "efficiency": _fmt(r["scaling_efficiency_fraction"], "{:.0%}"),
                 "warmup": f"{int(r['warmup_steps'])} st / {r['warmup_seconds']:.1f} s" if ok else "",
                 "input_wait_pct": _fmt(r["input_wait_fraction"] * 100, "{:.1f}") if ok else "",
                 "startup_seconds": _fmt(r["startup_seconds"], "{:.1f}") if ok else "",
@@ -123,19 +123,36 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "peak_memory_gib": _fmt(r["peak_memory_bytes"] / 2**30, "{:.2f}")
                 if ok and r["peak_memory_bytes"]
                 else "",
-                "allreduce_pct": _fmt(_percent(r.get("allreduce_step_share")), "{:.1f}"),
+                "allreduce_pct": _fmt(_percent(r.get("allreduce_step_fraction")), "{:.1f}"),
                 "reading": reading(r),
                 "warning": r["warning"],
             }
         )
-    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS)).rename(columns=TABLE_COLUMNS)
+    columns = list(TABLE_COLUMNS)
+    if frame["devices"].nunique() == 1:
+        columns = [c for c in columns if c not in SCALING_COLUMNS]
+    return pd.DataFrame(rows, columns=columns).rename(columns=TABLE_COLUMNS)
+
+
+def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """What `summary.csv` holds: every column but the per-step series, nested values as JSON, and
+    no column that is empty in every row (`results.jsonl` keeps everything)."""
+    table = frame.drop(columns=[c for c in LIST_COLUMNS if c in frame])
+    table = table.drop(columns=[c for c in table.columns if table[c].map(_is_empty).all()])
+    for column in table.columns:
+        if table[column].map(lambda v: isinstance(v, dict | list)).any():
+            table[column] = table[column].map(lambda v: json.dumps(v) if isinstance(v, dict | list) else v)
+    return table
+
+
+def _is_empty(value: object) -> bool:
+    return value is None or value == "" or value == [] or value == {} or (isinstance(value, float) and np.isnan(value))
 
 
 def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
-    """`summary.csv` (numbers, one row per run) and `summary.md` (the human table)."""
+    """`summary.csv` (numbers, one row per run: `csv_frame`) and `summary.md` (the human table)."""
     frame = results_frame(results)
-    numeric = [c for c in frame.columns if c not in LIST_COLUMNS]
-    frame[numeric].to_csv(folder / "summary.csv", index=False)
+    csv_frame(frame).to_csv(folder / "summary.csv", index=False)
     (folder / "summary.md").write_text(display_table(frame).to_markdown(index=False) + "\n")
     return frame
 
@@ -145,13 +162,3 @@ def table_console() -> Console:
     (rich would otherwise fold every column of a logged table into an unreadable 80)."""
     console = Console()
     return console if console.is_terminal else Console(width=200)
-
-
-def print_summary(frame: pd.DataFrame, title: str) -> None:
-    table = Table(title=title)
-    shown = display_table(frame)
-    for column in shown.columns:
-        table.add_column(column, overflow="fold")
-    for row in shown.itertuples(index=False):
-        table.add_row(*row)
-    table_console().print(table)

@@ -20,8 +20,9 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
 from mgbench.common.breakdown_record import attach_breakdown
@@ -169,8 +170,22 @@ def execute_run(
     )
 
 
+@dataclass(frozen=True)
+class RunEvent:
+    """What happens to a run before its row exists: it `start`s (its log at `log`), or it ran out of
+    memory and is `retry`ing with the batch in `config`. A progress display listens to these."""
+
+    kind: Literal["start", "retry"]
+    config: RunConfig
+    log: Path
+
+
 def execute_with_oom_retry(
-    run: PlannedRun, folder: RunFolder, timeout: float, hosts: list[Host] | None = None
+    run: PlannedRun,
+    folder: RunFolder,
+    timeout: float,
+    hosts: list[Host] | None = None,
+    on_event: Callable[[RunEvent], None] = lambda event: None,
 ) -> RunResult:
     """`execute_run`, restarted with half the batch per device while it runs out of memory (down to 1).
 
@@ -178,10 +193,12 @@ def execute_with_oom_retry(
     `requested_batch_per_device` and the number of restarts in `oom_retries`.
     """
     requested, retries = run.config.batch_per_device, 0
+    on_event(RunEvent("start", run.config, folder.log(run.config.run_id)))
     result = execute_run(run, folder, timeout, hosts=hosts)
     while result.status == "oom" and run.config.batch_per_device > 1:
         run = replace(run, config=run.config.with_changes(batch_per_device=run.config.batch_per_device // 2))
         retries += 1
+        on_event(RunEvent("retry", run.config, folder.log(run.config.run_id)))
         result = execute_run(run, folder, timeout, hosts=hosts)
     result.requested_batch_per_device = requested
     result.oom_retries = retries
@@ -202,8 +219,10 @@ def run_compare(
     on_result: Callable[[RunResult], None] = lambda result: None,
     hosts: list[Host] | None = None,
     bandwidth: BandwidthReport | None = None,
+    on_event: Callable[[RunEvent], None] = lambda event: None,
 ) -> list[RunResult]:
-    """Execute every planned run in order, appending each row as soon as it ends.
+    """Execute every planned run in order, appending each row as soon as it ends (then `on_result`);
+    `on_event` hears each start and out-of-memory retry.
 
     Ctrl-C / SIGTERM (as KeyboardInterrupt) during a run stops it, appends an `interrupted`
     row for it and ends the compare early; the rows written so far stay.
@@ -211,7 +230,7 @@ def run_compare(
     results = []
     for run in runs:
         try:
-            result = execute_with_oom_retry(run, folder, timeout, hosts)
+            result = execute_with_oom_retry(run, folder, timeout, hosts, on_event)
         except KeyboardInterrupt:
             result = RunResult(run.config, "interrupted", error="interrupted (Ctrl-C or SIGTERM): the run was stopped")
             append_result(folder.results, result)

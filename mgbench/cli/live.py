@@ -1,0 +1,213 @@
+"""What a compare shows while it runs: bars on a terminal, plain lines in a pipe or a log.
+
+On a terminal: an overall bar (runs done of all, elapsed, time left) and the current run's step
+bar with its latest img/s. In a pipe or a log: one line when a run starts (its name and log
+file) and one when it ends (status, img/s, wall time), an out-of-memory retry when it happens,
+and a heartbeat line at least every `HEARTBEAT_ENV` seconds (default 60) while a run works.
+
+Both read the run's progress from its log (`logs/<run>.log`), where the worker prints a
+`step N/M: R img/s` line every tenth of its steps: no second channel between worker and CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from mgbench.common.config import RunConfig
+from mgbench.common.results import RunResult
+from mgbench.runner.orchestrator import RunEvent
+
+HEARTBEAT_ENV = "MGBENCH_HEARTBEAT_SECONDS"
+DEFAULT_HEARTBEAT_SECONDS = 60.0
+REFRESH_SECONDS = 0.5
+STEP_LINE = re.compile(r"step (\d+)/(\d+): ([\d.]+) img/s")
+TAIL_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    done: int
+    total: int
+    images_per_sec: float
+
+
+def latest_step(log: Path) -> StepProgress | None:
+    """The last `step N/M: R img/s` line in the end of `log` (None before the first one)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(0, log.stat().st_size - TAIL_BYTES))
+            tail = handle.read().decode(errors="replace")
+    except OSError:
+        return None
+    matches = STEP_LINE.findall(tail)
+    if not matches:
+        return None
+    done, total, rate = matches[-1]
+    return StepProgress(int(done), int(total), float(rate))
+
+
+def heartbeat_seconds() -> float:
+    return float(os.environ.get(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS))
+
+
+def run_name(config: RunConfig) -> str:
+    return f"{config.framework} {config.strategy} x{config.devices}"
+
+
+def ending(result: RunResult, seconds: float) -> str:
+    """`ok fake steady x2: 63.9 img/s, 3.2 s` or `oom ...: first line of the error, 3.2 s`."""
+    if result.status == "ok" and result.images_per_sec is not None:
+        what = f"{result.images_per_sec:.1f} img/s"
+    else:
+        what = (result.error or "").splitlines()[0] if result.error else ""
+    return f"{result.status} {run_name(result.config)}: {what}, {seconds:.1f} s"
+
+
+class LiveCompare(ABC):
+    """Listens to the orchestrator (`on_event`, `on_result`); a thread keeps the display moving."""
+
+    def __init__(self, console: Console, total: int):
+        self.console = console
+        self.total = total
+        self.done = 0
+        self.current: RunEvent | None = None
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="mgbench-progress", daemon=True)
+
+    def __enter__(self) -> LiveCompare:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def on_event(self, event: RunEvent) -> None:
+        with self._lock:
+            if event.kind == "start":
+                self.started = time.monotonic()
+            self.current = event
+        self.show_event(event)
+
+    def on_result(self, result: RunResult) -> None:
+        with self._lock:
+            self.done += 1
+            self.current = None
+        self.show_result(result, time.monotonic() - self.started)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval()):
+            with self._lock:
+                current = self.current
+            if current is not None:
+                self.tick(current, time.monotonic() - self.started)
+
+    def interval(self) -> float:
+        return REFRESH_SECONDS
+
+    @abstractmethod
+    def show_event(self, event: RunEvent) -> None:
+        """A run started or restarts."""
+
+    @abstractmethod
+    def show_result(self, result: RunResult, seconds: float) -> None:
+        """A run ended after `seconds` (its row is written)."""
+
+    @abstractmethod
+    def tick(self, event: RunEvent, seconds: float) -> None:
+        """Every `interval()` while the run of `event` works, `seconds` after it started."""
+
+
+class PlainLines(LiveCompare):
+    """For a pipe or a log: whole lines only, each saying which run and how far."""
+
+    def interval(self) -> float:
+        return heartbeat_seconds()
+
+    def position(self) -> str:
+        return f"[{min(self.done + 1, self.total)}/{self.total}]"
+
+    def show_event(self, event: RunEvent) -> None:
+        if event.kind == "start":
+            self.console.print(f"{self.position()} start {run_name(event.config)} (log: {event.log})", highlight=False)
+        else:
+            self.console.print(
+                f"{self.position()} out of memory: {run_name(event.config)} restarts with "
+                f"{event.config.batch_per_device} per device",
+                highlight=False,
+            )
+
+    def show_result(self, result: RunResult, seconds: float) -> None:
+        self.console.print(f"[{self.done}/{self.total}] {ending(result, seconds)}", highlight=False)
+
+    def tick(self, event: RunEvent, seconds: float) -> None:
+        step = latest_step(event.log)
+        where = f", step {step.done}/{step.total}, {step.images_per_sec:.1f} img/s" if step else ""
+        self.console.print(
+            f"{self.position()} running {run_name(event.config)}: {seconds:.0f} s{where}", highlight=False
+        )
+
+
+class Bars(LiveCompare):
+    """For a terminal: the overall bar and the current run's step bar, redrawn in place."""
+
+    def __init__(self, console: Console, total: int):
+        super().__init__(console, total)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[rate]}"),
+            console=console,
+        )
+        self.overall = self.progress.add_task("runs", total=total, rate="")
+        self.run = self.progress.add_task("steps", total=None, rate="", visible=False)
+
+    def __enter__(self) -> Bars:
+        self.progress.start()
+        return super().__enter__()  # type: ignore[return-value]
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        self.progress.stop()
+
+    def show_event(self, event: RunEvent) -> None:
+        self.progress.reset(self.run, total=None, description=run_name(event.config), rate="", visible=True)
+        if event.kind == "retry":
+            batch = event.config.batch_per_device
+            self.progress.console.print(f"out of memory: {run_name(event.config)} restarts with {batch} per device")
+
+    def show_result(self, result: RunResult, seconds: float) -> None:
+        self.progress.console.print(ending(result, seconds), highlight=False)
+        self.progress.update(self.overall, completed=self.done)
+        self.progress.update(self.run, visible=False)
+
+    def tick(self, event: RunEvent, seconds: float) -> None:
+        step = latest_step(event.log)
+        if step is not None:
+            self.progress.update(
+                self.run, completed=step.done, total=step.total, rate=f"{step.images_per_sec:.1f} img/s"
+            )
+
+
+@contextmanager
+def live_compare(console: Console, total: int) -> Iterator[LiveCompare]:
+    """Bars when `console` is a terminal, plain lines otherwise."""
+    display = Bars(console, total) if console.is_terminal else PlainLines(console, total)
+    with display:
+        yield display

@@ -1,0 +1,259 @@
+"""The compact summary: one line per framework/strategy, fastest first, that a reader takes in at a glance.
+
+Each device count gets a group of columns (images/sec, and scaling efficiency above the smallest
+count); "vs fastest" sets each line's throughput at the largest count against the best one there;
+"holds back" is the bottleneck label of that row's breakdown. Everything that needs a sentence
+(a failure's cause, a warning, what a bottleneck means) becomes a numbered note under the table, so
+no cell ever has to fold. The same summary prints as a rich table, Markdown, CSV or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from mgbench.reports.readings import CPU_READINGS, LABELS, READINGS, has_breakdown
+from mgbench.reports.summary import table_console
+
+FORMATS = ("table", "md", "csv", "json")
+GROUP = ["framework", "strategy"]
+TABLE_PADDING = 3
+"""Characters a rich table spends per column on borders and padding (plus one for the last border)."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the compact table: its header, how a line shows it, and how readily it is dropped
+    when the table does not fit (a higher `drop_order` goes first; 0 never goes)."""
+
+    header: str
+    key: str
+    numeric: bool
+    drop_order: int
+
+
+@dataclass
+class CompactSummary:
+    """The lines (one per framework/strategy, fastest first), their columns and the numbered notes."""
+
+    title: str
+    lines: pd.DataFrame
+    """Raw values: framework, strategy, images_per_sec_<n>dev, scaling_efficiency_pct_<n>dev,
+    vs_fastest_ratio, bottleneck, bottleneck_pct, notes (note numbers)."""
+    cells: pd.DataFrame
+    """The same lines as display strings, one column per `Column.key`."""
+    columns: list[Column]
+    notes: list[str] = field(default_factory=list)
+    on_gpus: bool = True
+    """False where CPU devices stood in for GPUs."""
+    cpu_trace: bool = False
+    """The fastest line's breakdown came from a CPU trace (its bottleneck reads differently)."""
+
+    def to_records(self) -> list[dict[str, object]]:
+        """The lines as JSON-ready dicts (NaN as null)."""
+        return [
+            {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in line.items()}
+            for line in self.lines.to_dict(orient="records")
+        ]
+
+
+def on_gpus(frame: pd.DataFrame) -> bool:
+    return set(frame["device_kind"]) == {"cuda"}
+
+
+def _bottleneck(row: pd.Series | None) -> tuple[str, float]:
+    """The row's bottleneck label and its share in % ("", NaN without a breakdown)."""
+    if row is None or row["status"] != "ok":
+        return "", math.nan
+    name, breakdown = row.get("bottleneck"), row.get("breakdown")
+    if isinstance(name, str) and has_breakdown(breakdown) and name in LABELS:
+        return name, 100 * breakdown[name]
+    return "", math.nan
+
+
+class NoteBook:
+    """Numbered notes, each sentence once: lines refer to them by number."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def number(self, text: str) -> int:
+        if text not in self.notes:
+            self.notes.append(text)
+        return self.notes.index(text) + 1
+
+
+def _notes_of(group: pd.DataFrame, label: str, cpu_trace: bool) -> list[str]:
+    """What a line's cells cannot say: each failure's cause, each warning and out-of-memory
+    restart, and what its bottleneck means."""
+    notes = []
+    for _, row in group.sort_values("devices").iterrows():
+        where = f"{row['framework']} {row['strategy']} x{row['devices']}"
+        if row["status"] != "ok":
+            cause = str(row.get("error") or "").splitlines()
+            notes.append(f"{where}: {row['status']}" + (f": {cause[0]}" if cause and cause[0] else ""))
+        elif row.get("warning"):
+            notes.append(f"{where}: {row['warning']}")
+        if row.get("oom_retries"):
+            notes.append(
+                f"{where}: out of memory at {int(row['requested_batch_per_device'])} per device; "
+                f"ran with {int(row['batch_per_device'])} after {int(row['oom_retries'])} restart(s)"
+            )
+    if label:
+        notes.append(f"{LABELS[label]}: {(CPU_READINGS if cpu_trace else READINGS)[label]}")
+    return notes
+
+
+def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
+    """The compact summary of a results frame (`mgbench.reports.summary.results_frame`)."""
+    counts = sorted(int(d) for d in frame["devices"].unique())
+    top, word = counts[-1], "GPU" if on_gpus(frame) else "dev"
+    lines = []
+    for (framework, strategy), group in frame.groupby(GROUP, sort=False):
+        by_count = {int(row["devices"]): row for _, row in group.iterrows()}
+        line: dict[str, object] = {"framework": framework, "strategy": strategy}
+        for count in counts:
+            row = by_count.get(count)
+            ok = row is not None and row["status"] == "ok"
+            line[f"images_per_sec_{count}dev"] = float(row["images_per_sec"]) if ok else math.nan
+            line[f"status_{count}dev"] = "" if row is None else str(row["status"])
+            if count != counts[0]:
+                efficiency = row["scaling_efficiency_fraction"] if ok else math.nan
+                line[f"scaling_efficiency_pct_{count}dev"] = 100 * float(efficiency) if ok else math.nan
+        shown = by_count.get(top) if top in by_count else by_count[max(by_count)]
+        label, share = _bottleneck(shown)
+        line["bottleneck"], line["bottleneck_pct"] = label, share
+        cpu_trace = shown is not None and shown.get("breakdown_clock") == "cpu"
+        line["notes"] = _notes_of(group, label, cpu_trace)
+        line["cpu_trace"] = cpu_trace
+        lines.append(line)
+    table = pd.DataFrame(lines)
+    rates = [f"images_per_sec_{count}dev" for count in reversed(counts)]
+    table = table.sort_values(rates, ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    book = NoteBook()
+    table["notes"] = [sorted({book.number(text) for text in texts}) for texts in table["notes"]]
+    best = table[f"images_per_sec_{top}dev"].max()
+    table["vs_fastest_ratio"] = table[f"images_per_sec_{top}dev"] / best if best and best > 0 else math.nan
+    columns = _columns(counts, word)
+    cells = pd.DataFrame([_cells(line, counts) for _, line in table.iterrows()], columns=[c.key for c in columns])
+    status_columns = [f"status_{count}dev" for count in counts]
+    lines = table.drop(columns=[*status_columns, "cpu_trace"])
+    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), bool(table["cpu_trace"].iloc[0]))
+
+
+def _columns(counts: list[int], word: str) -> list[Column]:
+    """The declared columns, left to right. Dropped first when space is short: the smaller counts'
+    efficiency and throughput, then the bottleneck, then "vs fastest"; never the names, the largest
+    count's throughput or the note numbers."""
+    columns = [Column("framework", "framework", False, 0), Column("strategy", "strategy", False, 0)]
+    for count in counts:
+        largest = count == counts[-1]
+        columns.append(Column(f"{count} {word}\nimg/s", f"rate_{count}", True, 0 if largest else 4))
+        if count != counts[0]:
+            columns.append(Column(f"{count} {word}\neff.", f"efficiency_{count}", True, 2 if largest else 5))
+    columns += [
+        Column("vs\nfastest", "vs_fastest", True, 1),
+        Column("holds\nback", "bottleneck", False, 3),
+        Column("notes", "notes", False, 0),
+    ]
+    return columns
+
+
+def _number(value: object, pattern: str) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else pattern.format(value)
+
+
+def _cells(line: pd.Series, counts: list[int]) -> dict[str, str]:
+    cells = {"framework": str(line["framework"]), "strategy": str(line["strategy"])}
+    for count in counts:
+        status = line[f"status_{count}dev"]
+        rate = _number(line[f"images_per_sec_{count}dev"], "{:,.1f}")
+        cells[f"rate_{count}"] = rate or (status if status not in ("", "ok") else "-")
+        if count != counts[0]:
+            cells[f"efficiency_{count}"] = _number(line[f"scaling_efficiency_pct_{count}dev"], "{:.0f}%")
+    cells["vs_fastest"] = _number(line["vs_fastest_ratio"], "{:.2f}x")
+    share = _number(line["bottleneck_pct"], " {:.0f}%")
+    cells["bottleneck"] = f"{LABELS[line['bottleneck']]}{share}" if line["bottleneck"] else ""
+    cells["notes"] = f"[{','.join(str(n) for n in line['notes'])}]" if line["notes"] else ""
+    return cells
+
+
+def shown_columns(summary: CompactSummary) -> list[Column]:
+    """The columns with something to show (a droppable column empty on every line is left out)."""
+    return [c for c in summary.columns if c.drop_order == 0 or any(summary.cells[c.key])]
+
+
+def fitting_columns(summary: CompactSummary, width: int) -> list[Column]:
+    """The columns that fit in `width` characters, each as wide as its widest cell: columns are dropped
+    by their declared order (emptied ones first), never narrowed, so no number is ever split."""
+    from rich.cells import cell_len
+
+    def needed(column: Column) -> int:
+        header = max(cell_len(part) for part in column.header.splitlines())
+        return max([header, *(cell_len(v) for v in summary.cells[column.key])])
+
+    kept = shown_columns(summary)
+    for order in sorted({c.drop_order for c in kept if c.drop_order}, reverse=True):
+        if sum(needed(c) + TABLE_PADDING for c in kept) + 1 <= width:
+            break
+        kept = [c for c in kept if c.drop_order != order]
+    return kept
+
+
+def rich_table(summary: CompactSummary, width: int) -> Table:
+    """The summary as a rich table that fits `width`: every cell on one line, no number folded."""
+    columns = fitting_columns(summary, width)
+    table = Table(title=summary.title or None, title_justify="left")
+    for column in columns:
+        justify = "right" if column.numeric else "left"
+        table.add_column(
+            column.header, justify=justify, no_wrap=True, overflow="crop" if column.numeric else "ellipsis"
+        )
+    for _, cells in summary.cells.iterrows():
+        table.add_row(*(Text(cells[c.key]) for c in columns))
+    return table
+
+
+def print_compact(summary: CompactSummary, console: Console) -> None:
+    """The table, then its numbered notes (prose, which may wrap)."""
+    console.print(rich_table(summary, console.width))
+    for number, note in enumerate(summary.notes, start=1):
+        console.print(Text(f"[{number}] {note}"))
+
+
+def markdown(summary: CompactSummary) -> str:
+    columns = shown_columns(summary)
+    header = [c.header.replace("\n", " ") for c in columns]
+    body = summary.cells[[c.key for c in columns]].set_axis(header, axis=1)
+    text = body.to_markdown(index=False, colalign=["right" if c.numeric else "left" for c in columns])
+    notes = "".join(f"\n{number}. {note}" for number, note in enumerate(summary.notes, start=1))
+    return (f"**{summary.title}**\n\n" if summary.title else "") + text + ("\n" + notes if notes else "") + "\n"
+
+
+def csv_text(summary: CompactSummary) -> str:
+    lines = summary.lines.assign(notes=[" ".join(f"[{n}]" for n in ns) for ns in summary.lines["notes"]])
+    return lines.to_csv(index=False)
+
+
+def json_text(summary: CompactSummary) -> str:
+    return json.dumps({"title": summary.title, "lines": summary.to_records(), "notes": summary.notes}, indent=2) + "\n"
+
+
+def print_summary(frame: pd.DataFrame, title: str, fmt: str = "table") -> None:
+    """The compact summary of `frame` on stdout in `fmt` (one of FORMATS): `table` sized to the
+    terminal (`table_console`), the others as plain text a script reads."""
+    summary = compact_summary(frame, title)
+    writers: dict[str, Callable[[CompactSummary], str]] = {"md": markdown, "csv": csv_text, "json": json_text}
+    if fmt == "table":
+        print_compact(summary, table_console())
+    else:
+        sys.stdout.write(writers[fmt](summary))
+        sys.stdout.flush()

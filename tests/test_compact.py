@@ -1,0 +1,104 @@
+"""The compact summary: one line per framework/strategy, fastest first, fitting the width without
+splitting a number, as a terminal table (at 80, 100 and 200 columns, terminal or pipe) and as md/csv/json."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from mgbench.common.breakdown import CATEGORIES, bottleneck
+from mgbench.common.config import RunConfig
+from mgbench.common.results import RunResult
+from mgbench.common.timing import summarise_steps
+from mgbench.reports.compact import compact_summary, csv_text, json_text, markdown, print_compact
+from mgbench.reports.summary import results_frame
+
+THROUGHPUT = {
+    ("pytorch", "ddp"): (1234.5, 2301.7),
+    ("keras-jax", "jax-shard-map"): (1100.2, 2075.9),
+    ("keras-torch", "ddp"): (612.3, 980.4),
+    ("keras-tf", "mirrored"): (845.6, 1490.0),
+}
+"""Images/sec on 1 and 2 GPUs per framework/strategy, in no order of speed."""
+SHARES = (0.02, 0.01, 0.40, 0.07, 0.50)
+
+
+def headline_rows() -> list[RunResult]:
+    """The headline compare's rows: 4 frameworks on 1 and 2 GPUs, each with a breakdown (idle leads)."""
+    rows = []
+    for (framework, strategy), rates in THROUGHPUT.items():
+        for devices, rate in zip((1, 2), rates, strict=True):
+            config = RunConfig(framework, strategy, "densenet121", devices, "cuda", 32, 20)
+            step = config.global_batch / rate
+            stats = summarise_steps([step] * 20, [0.0] * 20, config.global_batch)
+            breakdown = dict(zip(CATEGORIES, SHARES, strict=True))
+            rows.append(
+                RunResult(
+                    config,
+                    "ok",
+                    **{k: v for k, v in vars(stats).items()},
+                    breakdown=breakdown,
+                    bottleneck=bottleneck(breakdown),
+                    breakdown_clock="device",
+                    peak_memory_bytes=2**30,
+                )
+            )
+    return rows
+
+
+def rendered(width: int, terminal: bool) -> str:
+    summary = compact_summary(results_frame(headline_rows()), "densenet121 fp32, weak scaling, cuda")
+    buffer = io.StringIO()
+    print_compact(summary, Console(file=buffer, width=width, force_terminal=terminal, color_system=None))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_the_table_fits_the_width_without_splitting_a_number(width, terminal):
+    text = rendered(width, terminal)
+    table = [line for line in text.splitlines() if not line.startswith("[")]
+    assert max(len(line) for line in table) <= width
+    framework_lines = {name: [line for line in table if name + " " in line] for name, _ in THROUGHPUT}
+    for (framework, _), (one, two) in THROUGHPUT.items():
+        assert len(framework_lines[framework]) == 1, text
+        assert f"{two:,.1f}" in framework_lines[framework][0]
+        if width >= 100:
+            assert f"{one:,.1f}" in framework_lines[framework][0]
+    order = [min(i for i, line in enumerate(table) if name + " " in line) for name, _ in THROUGHPUT]
+    speeds = [two for _, two in THROUGHPUT.values()]
+    assert [name for _, name in sorted(zip(order, THROUGHPUT))] == [
+        name for _, name in sorted(zip(speeds, THROUGHPUT), reverse=True)
+    ]
+
+
+def test_at_100_columns_the_headline_keeps_efficiency_vs_fastest_and_the_bottleneck():
+    text = rendered(100, False)
+    line = next(line for line in text.splitlines() if "keras-torch" in line)
+    assert "1.00x" in next(line for line in text.splitlines() if "pytorch" in line)
+    assert f"{980.4 / 2301.7:.2f}x" in line
+    assert f"{100 * 980.4 / 612.3 / 2:.0f}%" in line
+    assert "idle 50%" in line and "[1]" in line
+    assert "[1] idle: nothing runs on the device" in text
+
+
+def test_failures_and_warnings_are_numbered_notes_and_formats_carry_the_same_lines():
+    rows = headline_rows()
+    rows[3] = RunResult(rows[3].config, "oom", error="CUDA out of memory. Tried to allocate 2 GiB\ntraceback")
+    rows[5].requested_batch_per_device, rows[5].oom_retries = 64, 1
+    summary = compact_summary(results_frame(rows))
+    assert summary.cells.loc[summary.lines["framework"] == "keras-jax", "rate_2"].item() == "oom"
+    restarted = "keras-torch ddp x2: out of memory at 64 per device; ran with 32 after 1 restart(s)"
+    assert restarted in summary.notes
+    assert summary.cells.loc[2, "notes"] == f"[1,{summary.notes.index(restarted) + 1}]"
+    assert "keras-jax jax-shard-map x2: oom: CUDA out of memory. Tried to allocate 2 GiB" in summary.notes
+    assert list(summary.lines["framework"]) == ["pytorch", "keras-tf", "keras-torch", "keras-jax"]
+    records = json.loads(json_text(summary))["lines"]
+    assert records[-1]["images_per_sec_2dev"] is None and records[0]["vs_fastest_ratio"] == 1.0
+    table = pd.read_csv(io.StringIO(csv_text(summary)))
+    assert table["images_per_sec_1dev"].tolist() == [1234.5, 845.6, 612.3, 1100.2]
+    assert "| pytorch" in markdown(summary) and "1. " in markdown(summary)

@@ -1,0 +1,108 @@
+"""The report's first screen: the verdict and the compact table within 1400x900, no sideways scroll;
+what planning noted (frameworks left out, the CPU job shrink) and 1-device folders shown as they are."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from test_reports import BASE, chromium, chromium_or_skip, fixture_folder, ok_result
+
+from mgbench.common.breakdown import CATEGORIES, bottleneck
+from mgbench.common.results import RunResult, append_result
+from mgbench.reports.html import write_report
+
+WINDOW = (1400, 900)
+MEASURE = """<script>
+const box = (id) => document.getElementById(id).getBoundingClientRect();
+document.body.setAttribute("data-layout", JSON.stringify({
+  scroll_width: document.documentElement.scrollWidth, window_width: window.innerWidth,
+  verdict_bottom: box("verdict").bottom, compact_bottom: box("compact").bottom}));
+</script>"""
+"""Added to a copy of the page (the report itself holds no script): writes its layout into the DOM."""
+LEFT_OUT = "keras: keras-tf left out: tensorflow not installed (make env-keras-tf)"
+SHRINK = "CPU devices and no job size given: the job is shrunk to --image-size 64 --batch-per-gpu 8 --steps 20"
+
+
+def cpu_folder(root: Path) -> Path:
+    """A CPU compare: two frameworks on 1 and 2 CPU devices, breakdowns from CPU traces, and the
+    compare.json of a `--frameworks keras,pytorch` that left keras-tf out and shrank the job."""
+    folder = root / "cpu"
+    configs = []
+    for framework, strategy, step in (("pytorch", "ddp", 0.5), ("keras-jax", "jax-shard-map", 0.8)):
+        for devices in (1, 2):
+            config = BASE.with_changes(framework=framework, strategy=strategy, devices=devices, device_kind="cpu")
+            result = ok_result(config, step * (1 + 0.3 * (devices - 1)))
+            result.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
+            result.bottleneck, result.breakdown_clock = bottleneck(result.breakdown), "cpu"
+            append_result(folder / "results.jsonl", result)
+            configs.append(config.to_dict())
+    record = {"command": "mgbench compare --frameworks keras,pytorch", "configs": configs}
+    (folder / "compare.json").write_text(json.dumps({**record, "left_out": [LEFT_OUT], "job_shrink": SHRINK}))
+    return folder
+
+
+def first_screen(binary: str, report: Path, tmp_path: Path) -> dict[str, float]:
+    """The page's layout in a 1400x900 window, and a screenshot of that first screen."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(report.read_text().replace("</body>", MEASURE + "</body>"))
+    dom = chromium(binary, "--dump-dom", f"--window-size={WINDOW[0]},{WINDOW[1]}", probe.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    layout = json.loads(re.search(r'data-layout="([^"]*)"', dom.stdout).group(1).replace("&quot;", '"'))
+    screenshot = tmp_path / "first-screen.png"
+    chromium(binary, f"--screenshot={screenshot}", f"--window-size={WINDOW[0]},{WINDOW[1]}", report.as_uri())
+    with Image.open(screenshot) as image:
+        assert image.size == WINDOW
+        assert np.unique(np.asarray(image.convert("L"))).size > 20
+    return layout
+
+
+def test_gpu_and_cpu_reports_open_on_the_verdict_and_the_compact_table_without_sideways_scroll(tmp_path):
+    binary = chromium_or_skip()
+    gpu, _ = fixture_folder(tmp_path)
+    for folder in (gpu, cpu_folder(tmp_path)):
+        report = write_report(folder)
+        layout = first_screen(binary, report, tmp_path)
+        assert layout["scroll_width"] <= layout["window_width"] == WINDOW[0], (folder, layout)
+        assert 0 < layout["verdict_bottom"] < layout["compact_bottom"] <= WINDOW[1], (folder, layout)
+
+
+def test_the_verdict_names_the_fastest_line_its_lead_scaling_and_bottleneck(tmp_path):
+    text = write_report(cpu_folder(tmp_path)).read_text()
+    verdict = re.search(r'<p class="verdict" id="verdict">([^<]*)</p>', text).group(1)
+    assert verdict.startswith("pytorch ddp is fastest on 2 CPU devices: ")
+    assert re.search(r"1\.60x keras-jax jax-shard-map; 1\.54x its 1-CPU device throughput \(77% ", verdict), verdict
+    assert "held back by idle (40% of the step): no operator runs" in verdict
+    assert LEFT_OUT in text and SHRINK in text
+
+
+def test_a_one_device_folder_shows_no_speed_up_or_efficiency(tmp_path):
+    folder = tmp_path / "one"
+    for strategy, step in (("ddp", 0.2), ("dp", 0.3)):
+        append_result(folder / "results.jsonl", ok_result(BASE.with_changes(strategy=strategy), step))
+    text = write_report(folder).read_text()
+    headers = re.findall(r"<th>([^<]*)</th>", text)
+    assert "images/sec" in headers and "speedup" not in headers and "efficiency" not in headers
+    assert "eff." not in text and "scaling efficiency" not in text
+    assert "1.50x pytorch dp" in text
+
+
+def test_utilisation_phases_follow_the_rows_own_clocks():
+    from mgbench.reports.run_charts import run_phases
+    from mgbench.reports.summary import results_frame
+
+    result = ok_result(BASE.with_changes(devices=2), 0.2)
+    result.compile_seconds, result.profile_seconds = 3.0, 1.5
+    row = results_frame([result]).iloc[0]
+    phases = run_phases(row)
+    assert [name for name, _, _ in phases] == ["start-up", "compile", "warm-up", "timed steps", "profile"]
+    assert all(end == pytest.approx(after) for (_, _, end), (_, after, _) in zip(phases, phases[1:]))
+    ends = dict((name, end - start) for name, start, end in phases)
+    assert ends["start-up"] == 9.5 and ends["compile"] == 3.0 and ends["profile"] == 1.5
+    assert ends["warm-up"] == pytest.approx(sum(result.step_seconds[: result.warmup_steps]))
+    assert ends["timed steps"] == pytest.approx(sum(result.step_seconds[result.warmup_steps :]))
+    assert run_phases(results_frame([RunResult(BASE, "failed", error="boom")]).iloc[0]) == []

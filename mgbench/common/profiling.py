@@ -104,13 +104,15 @@ def trace_path(profile_dir: Path, rank: int) -> Path:
 
 
 class ClockedSteps(Protocol):
-    """The driver's step clock (`driver.StepClock`): steps taken as the timed ones are, with
-    each step's seconds and input wait kept."""
+    """The driver's step clock (`driver.StepClock`): steps taken as the timed ones are, each
+    synchronised, with each step's seconds (once `finish` has read them) and input wait kept."""
 
     step_seconds: list[float]
     waits: list[float]
 
     def step(self, batches: Iterator[Any]) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 def profile_window(
@@ -140,6 +142,7 @@ def profile_window(
         for _ in range(steps):
             with mark():
                 clock.step(batches)
+        clock.finish()
         stepping.append(time.perf_counter() - started)
 
     profile_dir.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,7 @@ def rows(folder: Path) -> list[dict]:
                 "host takes": taken.get("host"),
                 "input takes": taken.get("input"),
                 "comm takes": taken.get("communication"),
+                "uneven takes": taken.get("uneven_steps"),
                 "bound": BOUND_LABELS.get(result.bottleneck or "", ""),
                 "note": result.bottleneck_note or "",
                 "compute %": None if not result.breakdown else 100 * result.breakdown["compute"],

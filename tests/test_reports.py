@@ -459,7 +459,7 @@ def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_betw
             "peak_share": 16.76e9 * 479 / 1e12 / 790.0,
             "peak_source": "measured dense matmul (bandwidth.json)",
             "device_ceiling_images_per_sec": 930.0,
-            "ceiling_taken": {"host": 441.0, "input": 10.0, "communication": 0.0},
+            "ceiling_taken": {"host": 441.0, "input": 10.0, "communication": 0.0, "uneven_steps": 0.0},
             "bottleneck": "idle",
             "timing_method": "cuda events",
             "host_breakdown": None,
@@ -471,7 +471,10 @@ def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_betw
     assert details["work"] == (
         "16.8 GFLOP per image, 8.0 TFLOP/s, 1% of 790 TFLOP/s (measured dense matmul (bandwidth.json))"
     )
-    assert details["device-busy ceiling"] == "930 img/s; taken from it (img/s): host 441, input 10, communication 0"
+    assert (
+        details["device-busy ceiling"]
+        == "930 img/s; taken from it (img/s): host 441, input 10, communication 0, uneven steps 0"
+    )
     assert details["bound"] == "host-bound" and details["timing"] == "cuda events"
     assert details["kernels per step"] == "8512" and "host timing" not in details
     assert details["activation memory (estimate)"] == "7.74 GiB per device"

@@ -243,9 +243,10 @@ class Ceiling:
 
     images_per_sec: float
     taken: dict[str, float]
-    """Images/sec each of `host` (idle), `input` (input wait, exposed copies) and
-    `communication` (exposed collectives) takes from the ceiling: they sum to the ceiling minus
-    the measured throughput, split as their shares of the step."""
+    """Images/sec taken from the ceiling by `host` (idle), `input` (input wait, exposed copies),
+    `communication` (exposed collectives), each at its share of the timed step, and
+    `uneven_steps`: the steady window's throughput below the median step's (slower steps in the
+    window). They sum to the ceiling minus the measured throughput."""
 
 
 CEILING_PARTS = {"host": (IDLE,), "input": (INPUT_WAIT, HOST_TO_DEVICE), "communication": (COMMUNICATION,)}
@@ -255,13 +256,12 @@ def device_ceiling(
     global_batch: int, step_seconds: float, images_per_sec: float, shares: dict[str, float]
 ) -> Ceiling | None:
     """`global_batch` over the device's compute per step (compute's share of the timed step of
-    `step_seconds`), and the gap to the measured `images_per_sec` split over what is not compute
-    (None where the step has no compute or nothing else)."""
+    `step_seconds`, the median), and what takes the measured `images_per_sec` under it (None
+    where the step has no compute)."""
     compute = shares[COMPUTE] * step_seconds
-    other = 1 - shares[COMPUTE]
-    if compute <= 0 or other <= 0:
+    if compute <= 0:
         return None
     ceiling = global_batch / compute
-    gap = ceiling - images_per_sec
-    taken = {part: gap * sum(shares[name] for name in names) / other for part, names in CEILING_PARTS.items()}
+    taken = {part: ceiling * sum(shares[name] for name in names) for part, names in CEILING_PARTS.items()}
+    taken["uneven_steps"] = global_batch / step_seconds - images_per_sec
     return Ceiling(ceiling, taken)

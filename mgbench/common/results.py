@@ -105,8 +105,8 @@ class RunResult:
     """The global batch over the device's compute per step: the throughput if nothing but the
     device's own work set the pace (`breakdown.device_ceiling`)."""
     ceiling_taken: dict[str, float] | None = None
-    """Images/sec that host, input and communication take from the ceiling (summing to the
-    ceiling minus `images_per_sec`)."""
+    """Images/sec that host, input, communication and uneven steps take from the ceiling
+    (summing to the ceiling minus `images_per_sec`; `breakdown.Ceiling`)."""
     breakdown_clock: str | None = None
     """`device`: from GPU kernels and copies; `cpu`: from operators on host threads (CPU runs)."""
     peak_memory_bytes: int | None = None

@@ -89,7 +89,7 @@ def limits_details(row: pd.Series) -> list[tuple[str, str]]:
         details.append(("work", f"{flops / 1e9:.1f} GFLOP per image, {tflops:.1f} TFLOP/s{against}"))
     ceiling, taken = _number(row.get("device_ceiling_images_per_sec")), row.get("ceiling_taken")
     if ceiling is not None and isinstance(taken, dict):
-        parts = ", ".join(f"{name} {value:.0f}" for name, value in taken.items())
+        parts = ", ".join(f"{name.replace('_', ' ')} {value:.0f}" for name, value in taken.items())
         details.append(("device-busy ceiling", f"{ceiling:.0f} img/s; taken from it (img/s): {parts}"))
     if isinstance(row.get("bottleneck"), str) and row["bottleneck"] in BOUND_LABELS:
         details.append(("bound", BOUND_LABELS[row["bottleneck"]]))

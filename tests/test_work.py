@@ -1,6 +1,8 @@
 """The work of a training image and the device's peak: FLOP counts against published figures,
 the peak a row's share is taken against, and the figures put into rows."""
 
+import json
+
 import pytest
 
 from mgbench.common.bandwidth import BandwidthReport
@@ -85,3 +87,19 @@ def test_a_row_gets_its_tflops_and_share_of_the_peak_of_all_its_devices():
     failed = RunResult(config, "failed")
     annotate_work(failed, work, None)
     assert failed.flops_per_image is None
+
+
+def test_counts_are_kept_in_the_cache_file_and_read_from_it(tmp_path, monkeypatch):
+    from mgbench.runner import counting
+
+    monkeypatch.setenv(counting.CACHE_ENV, str(tmp_path / "work.json"))
+    counting.model_work.cache_clear()
+    counted = counting.model_work("tiny", 32)
+    assert counted == count_work(model_spec("tiny"), 32)
+    (key,) = json.loads((tmp_path / "work.json").read_text())
+    assert key.startswith("tiny@32 torchvision ")
+    # A later compare reads the file instead of counting again.
+    (tmp_path / "work.json").write_text(json.dumps({key: {"flops_per_image": 1.0, "saved_elements_per_image": 2.0}}))
+    counting.model_work.cache_clear()
+    assert counting.model_work("tiny", 32) == ModelWork(1.0, 2.0)
+    counting.model_work.cache_clear()

@@ -1,8 +1,13 @@
 """Reference point for the PyTorch adapter: the plainest DDP loop on GPU-resident data.
 
 No mgbench code: torchvision model, bf16 autocast, channels_last, SGD, one fixed batch already
-on the GPU, 20 warm-up steps, then the median of timed steps. The adapter's `ddp` figure is
-compared against this.
+on the GPU, 20 warm-up steps, then the timed steps. The adapter's `ddp` figure is compared
+against this, timed the same way (`--timing`):
+- `window` (default, as mgbench times torch on GPU): a CUDA event after each step, no host
+  synchronisation until the last step; throughput is the timed steps' images over their length
+  on the device's clock, and the median step comes from the events;
+- `sync`: the host synchronises after every step and the median of those steps gives the
+  throughput (how this loop, and mgbench, timed steps before).
 
     torchrun --standalone --nproc-per-node N benchmarks/plain_ddp.py --model resnet50 --batch 128
 """
@@ -27,6 +32,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--timing", choices=("window", "sync"), default="window")
     args = parser.parse_args()
 
     dist.init_process_group("nccl")
@@ -47,23 +53,39 @@ def main() -> None:
         labels = torch.randint(0, classes, (args.batch,), device=device)
         criterion = torch.nn.CrossEntropyLoss()
 
-    times = []
-    for step in range(args.warmup + args.steps):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
+    def step() -> None:
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             out = model(images)
         loss = criterion(out.float(), labels)
         loss.backward()
         optimizer.step()
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    if args.timing == "window":
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(args.steps + 1)]
+        events[0].record()
+        for index in range(args.steps):
+            step()
+            events[index + 1].record()
         torch.cuda.synchronize()
-        if step >= args.warmup:
+        times = [start.elapsed_time(end) / 1000 for start, end in zip(events, events[1:])]
+        rate = world * args.batch * args.steps / sum(times)
+    else:
+        times = []
+        for _ in range(args.steps):
+            start = time.perf_counter()
+            step()
+            torch.cuda.synchronize()
             times.append(time.perf_counter() - start)
+        rate = world * args.batch / statistics.median(times)
     if rank == 0:
         median = statistics.median(times)
         print(
-            f"plain-ddp {args.model} gpus={world} batch/gpu={args.batch}: {world * args.batch / median:.0f} img/s (median step {median * 1000:.1f} ms)"
+            f"plain-ddp {args.model} gpus={world} batch/gpu={args.batch} timing={args.timing}: "
+            f"{rate:.0f} img/s (median step {median * 1000:.1f} ms)"
         )
     dist.destroy_process_group()
 

@@ -10,6 +10,7 @@ from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce, expect
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult
+from mgbench.common.work import MEASURED
 
 
 def test_ring_formula():
@@ -78,13 +79,20 @@ def test_cpu_gloo_measurement_gives_positive_figures_at_the_sizes_asked(tmp_path
         assert entry["algbw_gbps"] == pytest.approx(entry["bytes"] / entry["seconds"] / 1e9)
     assert report.host_memcpy_gbps > 0 and report.copy_bytes == 2**20
     assert report.host_to_device_gbps == {} and report.device_to_device_gbps == []
+    assert set(report.matmul_tflops) == {"bf16", "fp32"} and report.matmul_size == 1024
+    assert all(tflops > 0 for tflops in report.matmul_tflops.values())
 
 
 def test_compare_reuses_bandwidth_json_in_the_run_folder(tmp_path):
     out = tmp_path / "bw"
     out.mkdir()
     report = BandwidthReport(
-        "cpu", 2, "gloo", allreduce=[{"bytes": 1024, "seconds": 1e-3, "algbw_gbps": 1e-3, "busbw_gbps": 1e-3}]
+        "cpu",
+        2,
+        "gloo",
+        allreduce=[{"bytes": 1024, "seconds": 1e-3, "algbw_gbps": 1e-3, "busbw_gbps": 1e-3}],
+        matmul_tflops={"fp32": 0.05, "bf16": 0.2},
+        matmul_size=1024,
     )
     report.write(out / "bandwidth.json")
     done = mgbench(
@@ -107,3 +115,6 @@ def test_compare_reuses_bandwidth_json_in_the_run_folder(tmp_path):
     assert rows.loc[2, "allreduce_step_fraction"] == pytest.approx(4936 / 1e6 / rows.loc[2, "median_step_seconds"])
     assert pd.isna(rows.loc[1, "expected_allreduce_seconds"])
     assert json.loads((out / "bandwidth.json").read_text()) == report.to_dict()  # reused, not remeasured
+    # The fp32 rows' share of the peak is taken against the measured fp32 matmul of this kind of device.
+    assert (rows["peak_tflops"] == 0.05).all() and (rows["peak_source"] == MEASURED).all()
+    assert rows["peak_share"].to_numpy() == pytest.approx((rows["achieved_tflops"] / (0.05 * rows.index)).to_numpy())

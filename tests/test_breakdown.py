@@ -8,10 +8,13 @@ from itertools import pairwise
 import pytest
 
 from mgbench.common.breakdown import (
+    BOUND_LABELS,
     CATEGORIES,
     TimedStep,
     bottleneck,
+    bottleneck_note,
     clip,
+    device_ceiling,
     device_times,
     intersect,
     length,
@@ -131,11 +134,16 @@ def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
         write_rank_breakdown(tmp_path, 0, trace, torch_trace_window(gpu_trace()), "torch.profiler", 2, 0.5, 100 * US)
         is None
     )
-    result = RunResult(RunConfig("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok")
+    result = RunResult(RunConfig("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok", median_step_seconds=0.01)
+    result.images_per_sec = 750.0
     attach_breakdown(result, tmp_path)
     expected = {name: (shares_of(GPU0)[name] + shares_of(GPU1)[name]) / 2 for name in CATEGORIES}
     assert result.breakdown == pytest.approx(expected)
     assert result.bottleneck == "idle" and result.breakdown_clock == "device"
+    assert result.bottleneck_note == bottleneck_note(expected)
+    # The global batch of 8 over the compute share of the 10 ms timed step.
+    assert result.device_ceiling_images_per_sec == pytest.approx(8 / (expected["compute"] * 0.01))
+    assert sum(result.ceiling_taken.values()) == pytest.approx(result.device_ceiling_images_per_sec - 750.0)
     merged = json.loads((tmp_path / "breakdown.json").read_text())
     assert sorted(merged["devices"]) == ["rank0/cuda:0", "rank0/cuda:1"] and merged["ranks"] == ["rank0-breakdown.json"]
     # Every number can be recomputed from what the rank file keeps.
@@ -255,16 +263,50 @@ def test_event_names_classify_into_interval_kinds(name, kind):
 
 
 @pytest.mark.parametrize(
-    "shares, expected",
+    "shares, expected, note",
     [
-        ({"compute": 0.9, "idle": 0.06, "communication": 0.04}, "compute"),
-        ({"compute": 0.89, "idle": 0.06, "communication": 0.05}, "idle"),
-        ({"compute": 0.5, "input_wait": 0.2, "communication": 0.3}, "communication"),
-        ({"compute": 0.3, "input_wait": 0.4, "host_to_device": 0.3}, "input_wait"),
+        # pytorch ddp ResNet-50 on one H200: 88% compute, 6% idle: compute-bound, idle named.
+        ({"compute": 0.889, "idle": 0.063, "input_wait": 0.003, "host_to_device": 0.045}, "compute", "idle 6% next"),
+        ({"compute": 0.93, "idle": 0.01, "communication": 0.06}, "compute", "communication 6% next"),
+        ({"compute": 0.97, "idle": 0.01, "communication": 0.02}, "compute", "communication 2% next"),
+        ({"compute": 0.99, "idle": 0.01}, "compute", None),
+        # A material share outweighs a large compute share: DenseNet-121 ddp, 83% compute, 14% idle.
+        ({"compute": 0.831, "idle": 0.141, "host_to_device": 0.028}, "idle", "host_to_device 3% next"),
+        # Host-bound: eager Keras over PyTorch on DenseNet-121.
+        ({"compute": 0.515, "idle": 0.48, "input_wait": 0.005}, "idle", None),
+        # Input-bound: the host waits for batches most of the step.
+        ({"compute": 0.3, "input_wait": 0.55, "idle": 0.1, "host_to_device": 0.05}, "input_wait", "idle 10% next"),
+        ({"compute": 0.5, "input_wait": 0.2, "communication": 0.3}, "communication", "input_wait 20% next"),
     ],
 )
-def test_bottleneck_is_compute_from_90_percent_else_the_largest_other_share(shares, expected):
-    assert bottleneck({**dict.fromkeys(CATEGORIES, 0.0), **shares}) == expected
+def test_bottleneck_rule_labels_each_fixture_breakdown(shares, expected, note):
+    full = {**dict.fromkeys(CATEGORIES, 0.0), **shares}
+    assert sum(full.values()) == pytest.approx(1.0)
+    assert bottleneck(full) == expected
+    assert bottleneck_note(full) == note
+
+
+def test_the_bound_labels_name_every_category():
+    assert set(BOUND_LABELS) == set(CATEGORIES)
+    assert (BOUND_LABELS["compute"], BOUND_LABELS["idle"], BOUND_LABELS["input_wait"]) == (
+        "compute-bound",
+        "host-bound",
+        "input-bound",
+    )
+
+
+def test_device_ceiling_is_the_batch_over_compute_and_the_other_shares_take_their_part_of_it():
+    shares = {"input_wait": 0.05, "host_to_device": 0.05, "compute": 0.6, "communication": 0.1, "idle": 0.2}
+    # 512 images a median step of 0.5 s (1024 img/s), 0.3 s of it compute: the device alone
+    # would reach 512 / 0.3; the steady window ran at 1000 img/s, 24 under the median step's.
+    ceiling = device_ceiling(512, 0.5, 1000.0, shares)
+    assert ceiling.images_per_sec == pytest.approx(512 / 0.3)
+    expected = {"host": 0.2, "input": 0.1, "communication": 0.1}
+    assert ceiling.taken == pytest.approx(
+        {**{part: 512 / 0.3 * share for part, share in expected.items()}, "uneven_steps": 24.0}
+    )
+    assert sum(ceiling.taken.values()) == pytest.approx(ceiling.images_per_sec - 1000.0)
+    assert device_ceiling(512, 0.5, 1000.0, {**shares, "compute": 0.0}) is None
 
 
 def test_run_breakdown_is_the_mean_over_devices():

@@ -8,8 +8,9 @@ import pytest
 
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
-from mgbench.common.protocol import Adapter
-from mgbench.common.timing import detect_warmup
+from mgbench.common.protocol import Adapter, ModelInfo
+from mgbench.common.step_timer import FORCE_SYNC_ENV, StepTimer
+from mgbench.common.timing import HOST_PHASES, detect_warmup
 
 
 def fake_config(**changes):
@@ -40,7 +41,16 @@ def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path)
     assert result.warmup_steps == detect_warmup(result.step_seconds).steps
     expected_step = fakefw.STEP_SECONDS + fakefw.INPUT_SECONDS
     assert result.median_step_seconds == pytest.approx(expected_step, rel=0.3)
-    assert result.images_per_sec == pytest.approx(config.global_batch / result.median_step_seconds)
+    steady = result.step_seconds[result.warmup_steps :]
+    assert result.window_seconds == pytest.approx(sum(steady))
+    assert result.images_per_sec == pytest.approx(config.global_batch * len(steady) / sum(steady))
+    assert result.timing_method == "per-step sync"
+    # The fake's steps run synchronously on the host, as CPU steps do: the host timing says the
+    # step is its sleep and the input wait its batch's.
+    assert set(result.host_breakdown) == set(HOST_PHASES)
+    assert sum(result.host_breakdown.values()) == pytest.approx(1.0)
+    assert result.host_breakdown["input_wait"] == pytest.approx(fakefw.INPUT_SECONDS / expected_step, rel=0.4)
+    assert result.host_breakdown["step"] == pytest.approx(fakefw.STEP_SECONDS / expected_step, rel=0.4)
     assert result.input_wait_fraction == pytest.approx(fakefw.INPUT_SECONDS / expected_step, rel=0.4)
     assert all(w < s for w, s in zip(result.input_wait_seconds, result.step_seconds))
     assert result.startup_seconds > 0 and result.eval_metrics == {"loss": 0.5}
@@ -94,3 +104,130 @@ def test_epochs_validate_each_epoch_then_test_once_and_time_the_training(fake_pl
     spent = sum(row["train_seconds"] + row["val_seconds"] for row in result.epoch_metrics)
     # from the first step to the end of the last validation, not the test split's scoring after it
     assert spent <= result.time_to_train_seconds < spent + EpochTrainer.VALIDATION_SECONDS
+
+
+class ScriptedClock:
+    """A host clock that moves only when the scripted adapter says time passed."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class DeviceEvents(StepTimer):
+    """A stand-in for device-side events: each mark is stamped with the adapter's device time."""
+
+    method = "device events"
+
+    def __init__(self, adapter):
+        super().__init__(lambda: None, adapter.clock)
+        self.adapter = adapter
+
+    def start(self):
+        self.marks = [self.adapter.device_time]
+
+    def mark(self):
+        self.marks.append(self.adapter.device_time)
+
+
+class ScriptedAdapter(Adapter):
+    """Steps of known length on a scripted clock: 3 slow warm-up steps, then two steps of 0.1 s
+    and one of 0.4 s, repeated (so the window's throughput differs from the median step's), each
+    after 0.01 s of input wait. With `events`, the device's own time runs 0.05 s a step
+    longer than the host's and is read through DeviceEvents, as CUDA events are."""
+
+    STEPS = [1.0, 1.0, 1.0] + [0.1, 0.1, 0.4] * 8
+    WAIT = 0.01
+
+    def __init__(self, events: bool = False):
+        super().__init__("steady")
+        self.clock = ScriptedClock()
+        self.events = events
+        self.device_time = 0.0
+        self.done = 0
+        self.sync_calls_at = []
+        self.step_ends = []
+        self.losses_read = []
+        self.last_loss_calls = 0
+
+    def setup(self, config):
+        self.accept(config)
+        return ModelInfo(parameters=1)
+
+    def batches(self):
+        while True:
+            self.clock.now += self.WAIT
+            yield self.done
+
+    def train_step(self, batch):
+        self.clock.now += self.STEPS[self.done]
+        self.device_time += self.STEPS[self.done] + 0.05
+        self.done += 1
+        self.step_ends.append(self.clock.now)
+
+    def synchronize(self):
+        self.sync_calls_at.append(self.done)
+
+    def last_loss(self):
+        self.last_loss_calls += 1
+        return 1.0 / self.done
+
+    def pending_loss(self):
+        return 1.0 / self.done if self.events else super().pending_loss()
+
+    def read_losses(self, pending):
+        self.losses_read.append(len(pending))
+        return list(pending)
+
+    def step_timer(self, clock):
+        return DeviceEvents(self) if self.events else super().step_timer(clock)
+
+    def evaluate(self, split="val"):
+        return {"loss": 0.5}
+
+    def framework_versions(self):
+        return {}
+
+
+def scripted_run(adapter):
+    config = fake_config(devices=1, batch_per_device=16, steps=len(ScriptedAdapter.STEPS))
+    return config, run_training(adapter, config, step_clock=adapter.clock)
+
+
+def test_throughput_is_the_steady_windows_images_over_its_length_on_the_host_clock():
+    adapter = ScriptedAdapter()
+    config, result = scripted_run(adapter)
+    assert result.warmup_steps == 3 and result.timing_method == "per-step sync"
+    # The window: from the end of the last warm-up step to the end of the last step.
+    elapsed = adapter.step_ends[-1] - adapter.step_ends[2]
+    steady = len(ScriptedAdapter.STEPS) - 3
+    assert result.window_seconds == pytest.approx(elapsed)
+    assert result.images_per_sec == pytest.approx(config.global_batch * steady / elapsed)
+    assert result.images_per_sec != pytest.approx(config.global_batch / result.median_step_seconds, rel=0.05)
+    assert adapter.sync_calls_at.count(len(ScriptedAdapter.STEPS)) >= 1
+    assert sorted(set(adapter.sync_calls_at)) == list(range(len(ScriptedAdapter.STEPS) + 1))
+
+
+def test_with_device_events_no_step_waits_for_the_device_and_the_loss_is_read_once():
+    adapter = ScriptedAdapter(events=True)
+    config, result = scripted_run(adapter)
+    steps = len(ScriptedAdapter.STEPS)
+    # Synchronised before the window and once after it, never between its steps.
+    assert adapter.sync_calls_at[:2] == [0, steps]
+    assert adapter.last_loss_calls == 0 and adapter.losses_read == [steps]
+    assert result.timing_method == "device events"
+    assert result.step_seconds == pytest.approx([s + 0.05 for s in ScriptedAdapter.STEPS])
+    assert result.images_per_sec == pytest.approx(16 * (steps - 3) / sum(s + 0.05 for s in ScriptedAdapter.STEPS[3:]))
+    assert result.losses == pytest.approx([1.0 / n for n in range(1, steps + 1)])
+    assert result.host_breakdown["synchronize"] == 0.0 and result.host_breakdown["loss_read"] == 0.0
+
+
+def test_step_sync_forced_by_the_environment_synchronises_every_step(monkeypatch):
+    monkeypatch.setenv(FORCE_SYNC_ENV, "1")
+    adapter = ScriptedAdapter(events=True)
+    _, result = scripted_run(adapter)
+    assert result.timing_method == "per-step sync (forced)"
+    assert sorted(set(adapter.sync_calls_at)) == list(range(len(ScriptedAdapter.STEPS) + 1))
+    assert result.step_seconds == pytest.approx([s + ScriptedAdapter.WAIT for s in ScriptedAdapter.STEPS])

@@ -14,7 +14,9 @@ from mgbench.cli.options import AUTO_PROFILE_STEPS, profile_option, profile_step
 from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
+from mgbench.common.models import model_spec
 from mgbench.common.profiling import OpTime, self_time_ops, summarise_ops
+from mgbench.common.timing import HOST_PHASES
 from mgbench.common.trace_events import STEP_MARK, torch_trace_window, xla_device_events, xla_trace_window
 
 OPS = [
@@ -182,6 +184,7 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     assert result.profile["top_ops"] == [
         {"name": "step_kernel", "calls": 3, "self_seconds": pytest.approx(sum(kernels))}
     ]
+    assert result.profile["kernels_per_step"] == 1  # the fake's one kernel per step
     assert (tmp_path / "rank0-trace.json").exists() and result.profile["trace"] == str(tmp_path / "rank0-trace.json")
     kept = json.loads((tmp_path / "rank0-breakdown.json").read_text())
     assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 3
@@ -272,6 +275,8 @@ def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
 
 def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_the_step(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
+    from mgbench.frameworks.torch.flops import count_work
+
     out = tmp_path / "prof"
     rows = profiled_two_cpu_compare(out, "pytorch", "ddp", timeout=300)
     profile = rows.loc[2, "profile"]
@@ -303,6 +308,14 @@ def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_t
         assert times.compute > 0 and times.to_dict() == pytest.approx(kept["devices"]["cpu"]["seconds"])
     assert rows.loc[2, "breakdown"] == pytest.approx(mean_shares(d["shares"] for d in merged["devices"].values()))
     assert "(CPU trace)" in (out / "summary.md").read_text()
+    # Every CPU row also says where the host's time went, and how much work it did.
+    for devices in (1, 2):
+        row = rows.loc[devices]
+        assert row["timing_method"] == "per-step sync" and row["profile"]["kernels_per_step"] > 0
+        assert set(row["host_breakdown"]) == set(HOST_PHASES)
+        assert sum(row["host_breakdown"].values()) == pytest.approx(1) and row["host_breakdown"]["step"] > 0.5
+        assert row["flops_per_image"] == count_work(model_spec("tiny"), 32).flops_per_image
+        assert row["achieved_tflops"] == pytest.approx(row["flops_per_image"] * row["images_per_sec"] / 1e12)
 
 
 def test_torch_op_summary_from_the_exported_trace_agrees_with_torchs_own_self_times(tmp_path):

@@ -25,7 +25,7 @@ from mgbench.common.timing import summarise_steps
 from mgbench.reports.charts import write_charts
 from mgbench.reports.figures import PIXEL_SIZE
 from mgbench.reports.html import write_report
-from mgbench.reports.readings import COLORS, CPU_READINGS, LABELS, NOT_PROFILED, READINGS, reading
+from mgbench.reports.readings import COLORS, CPU_READINGS, LABELS, NOT_PROFILED, READINGS, limits_details, reading
 from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.scaling_loss import scaling_loss, scaling_losses
 from mgbench.reports.summary import display_table, write_summary
@@ -425,6 +425,10 @@ def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
     assert readings[gluon.run_id] == "no breakdown: gluon has no profiler here"
     cpu = pd.Series({"status": "ok", "device_kind": "cpu", "profile": None, "breakdown": None})
     assert reading(cpu) == "" and reading(cpu.replace({"cpu": "cuda"})) == NOT_PROFILED
+    timed = {"input_wait": 0.1, "step": 0.85, "synchronize": 0.0, "loss_read": 0.05}
+    assert reading(pd.Series({**cpu, "host_breakdown": timed})) == (
+        "host timing: input wait 10%, step 85%, synchronize 0%, loss read 5%"
+    )
     write_summary(folder, load_run_folder(folder).results)
     summary = pd.read_csv(folder / "summary.csv").set_index("run_id")
     assert (
@@ -445,3 +449,34 @@ def test_a_run_folder_written_before_the_layout_change_still_reports(tmp_path):
     data = load_run_folder(folder)
     assert list(data.frame.status) == ["ok", "ok", "failed", "failed"]
     assert data.frame.set_index("run_id").loc["fake-steady-2cpu", "speedup"] > 0
+
+
+def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_between():
+    """keras-torch DenseNet-121 on one H200 as issue 28 describes it: 479 img/s, host-bound."""
+    row = pd.Series(
+        {
+            "flops_per_image": 16.76e9,
+            "achieved_tflops": 16.76e9 * 479 / 1e12,
+            "peak_tflops": 790.0,
+            "peak_share": 16.76e9 * 479 / 1e12 / 790.0,
+            "peak_source": "measured dense matmul (bandwidth.json)",
+            "device_ceiling_images_per_sec": 930.0,
+            "ceiling_taken": {"host": 441.0, "input": 10.0, "communication": 0.0, "uneven_steps": 0.0},
+            "bottleneck": "idle",
+            "timing_method": "cuda events",
+            "host_breakdown": None,
+            "profile": {"kernels_per_step": 8512.4},
+            "activation_bytes_estimate": 32.48e6 * 128 * 2,
+        }
+    )
+    details = dict(limits_details(row))
+    assert details["work"] == (
+        "16.8 GFLOP per image, 8.0 TFLOP/s, 1% of 790 TFLOP/s (measured dense matmul (bandwidth.json))"
+    )
+    assert (
+        details["device-busy ceiling"]
+        == "930 img/s; taken from it (img/s): host 441, input 10, communication 0, uneven steps 0"
+    )
+    assert details["bound"] == "host-bound" and details["timing"] == "cuda events"
+    assert details["kernels per step"] == "8512" and "host timing" not in details
+    assert details["activation memory (estimate)"] == "7.74 GiB per device"

@@ -24,7 +24,9 @@ DEFAULT_TIMEOUT_SECONDS = 600.0
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
-    parser = verbs.add_parser("bandwidth", help="measure copy and all-reduce bandwidth (torch) into bandwidth.json")
+    parser = verbs.add_parser(
+        "bandwidth", help="measure copy and all-reduce bandwidth and the dense matmul peak (torch) into bandwidth.json"
+    )
     parser.add_argument(
         "--gpus", type=int, default=None, help="processes in the all-reduce (default: every GPU, or 2 on CPU)"
     )
@@ -45,6 +47,9 @@ def print_report(report: BandwidthReport, console: Console) -> None:
     for label, figures in (("host->device", report.host_to_device_gbps), ("device->host", report.device_to_host_gbps)):
         if figures:
             console.print(f"{label}: " + ", ".join(f"{k} {v:.2f} GB/s" for k, v in figures.items()))
+    if report.matmul_tflops:
+        figures = ", ".join(f"{k} {v:.2f}" for k, v in report.matmul_tflops.items())
+        console.print(f"dense matmul ({report.matmul_size}x{report.matmul_size}) TFLOP/s: {figures}")
     if report.device_to_device_gbps:
         matrix = Table(title="device->device GB/s (row: source)")
         matrix.add_column("")

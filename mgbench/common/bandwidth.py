@@ -2,7 +2,8 @@
 
 `mgbench bandwidth` measures (through torch, in `mgbench.frameworks.torch.bandwidth_worker`) copies
 between host and devices, between devices, and all-reduce over message sizes, into
-`bandwidth.json`. This module holds the framework-neutral part: the file's schema, the ring
+`bandwidth.json`, beside the device's dense matrix-product peak (`mgbench.common.work` takes
+rows' share of the peak against it). This module holds the framework-neutral part: the file's schema, the ring
 all-reduce model, and the figure put into result rows.
 
 Bus bandwidth follows nccl-tests: a ring all-reduce of B bytes over N devices moves
@@ -76,6 +77,10 @@ class BandwidthReport:
     host_memcpy_gbps: float | None = None
     allreduce: list[dict[str, float]] = field(default_factory=list)
     """Per message size: bytes, seconds (median), algbw_gbps, busbw_gbps."""
+    matmul_tflops: dict[str, float] = field(default_factory=dict)
+    """Dense matrix product on one device per precision (`bf16`, `fp32`): 2 n^3 FLOPs over the
+    median time of one product of two n x n matrices (`matmul_size`), in TFLOP/s."""
+    matmul_size: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

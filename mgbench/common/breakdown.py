@@ -35,8 +35,21 @@ INPUT_WAIT = "input_wait"
 IDLE = "idle"
 CATEGORIES = (INPUT_WAIT, HOST_TO_DEVICE, COMPUTE, COMMUNICATION, IDLE)
 """The step's shares, in the order charts stack them."""
-COMPUTE_BOUND = 0.9
-"""A step with at least this share in compute is held back by compute, whatever else it does."""
+COMPUTE_BOUND = 0.8
+"""A step with at least this share in compute is compute-bound unless another share is material."""
+MATERIAL = 0.1
+"""A share other than compute this large holds the step back, whatever compute's share."""
+NOTE_FROM = 0.02
+"""The next largest share from this size is named beside the label (`bottleneck_note`)."""
+BOUND_LABELS = {
+    COMPUTE: "compute-bound",
+    IDLE: "host-bound",
+    INPUT_WAIT: "input-bound",
+    HOST_TO_DEVICE: "copy-bound",
+    COMMUNICATION: "communication-bound",
+}
+"""What each bottleneck category means for the row: idle device time is the host's (Python,
+launches, synchronisation), input wait the pipeline's, exposed copies the host-to-device link's."""
 
 Span = tuple[float, float]
 Interval = tuple[float, float, str]
@@ -201,7 +214,54 @@ def mean_shares(per_device: Iterable[dict[str, float]]) -> dict[str, float]:
 
 
 def bottleneck(shares: dict[str, float]) -> str:
-    """`compute` when compute holds at least COMPUTE_BOUND of the step, else the largest other share."""
-    if shares[COMPUTE] >= COMPUTE_BOUND:
+    """The category holding the step back: `compute` when compute holds at least COMPUTE_BOUND
+    of the step and no other share is MATERIAL, else the largest share other than compute.
+
+    So a step of 88% compute and 6% idle is compute-bound (removing all the idle time would
+    gain 7%), one of 83% compute and 14% idle is host-bound, and wherever compute is under
+    COMPUTE_BOUND the largest of what is not compute is what stands between the row and its
+    device-busy ceiling (`device_ceiling`)."""
+    largest = max((name for name in CATEGORIES if name != COMPUTE), key=lambda name: shares[name])
+    if shares[COMPUTE] >= COMPUTE_BOUND and shares[largest] < MATERIAL:
         return COMPUTE
-    return max((name for name in CATEGORIES if name != COMPUTE), key=lambda name: shares[name])
+    return largest
+
+
+def bottleneck_note(shares: dict[str, float]) -> str | None:
+    """`idle 6% next`: the largest share besides compute and the bottleneck, where it is at
+    least NOTE_FROM (so a compute-bound row says what else it spends on); None otherwise."""
+    named = bottleneck(shares)
+    rest = [name for name in CATEGORIES if name not in (COMPUTE, named)]
+    largest = max(rest, key=lambda name: shares[name])
+    return f"{largest} {shares[largest]:.0%} next" if shares[largest] >= NOTE_FROM else None
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The throughput if nothing but the device's own work set the pace, and what holds the
+    measured throughput under it."""
+
+    images_per_sec: float
+    taken: dict[str, float]
+    """Images/sec taken from the ceiling by `host` (idle), `input` (input wait, exposed copies),
+    `communication` (exposed collectives), each at its share of the timed step, and
+    `uneven_steps`: the steady window's throughput below the median step's (slower steps in the
+    window). They sum to the ceiling minus the measured throughput."""
+
+
+CEILING_PARTS = {"host": (IDLE,), "input": (INPUT_WAIT, HOST_TO_DEVICE), "communication": (COMMUNICATION,)}
+
+
+def device_ceiling(
+    global_batch: int, step_seconds: float, images_per_sec: float, shares: dict[str, float]
+) -> Ceiling | None:
+    """`global_batch` over the device's compute per step (compute's share of the timed step of
+    `step_seconds`, the median), and what takes the measured `images_per_sec` under it (None
+    where the step has no compute)."""
+    compute = shares[COMPUTE] * step_seconds
+    if compute <= 0:
+        return None
+    ceiling = global_batch / compute
+    taken = {part: ceiling * sum(shares[name] for name in names) for part, names in CEILING_PARTS.items()}
+    taken["uneven_steps"] = global_batch / step_seconds - images_per_sec
+    return Ceiling(ceiling, taken)

@@ -20,7 +20,8 @@ the orchestrator merges the ranks into `profiles/<run_id>/breakdown.json`:
     {"clock", "aggregation", "breakdown", "bottleneck", "ranks": [file, ...],
      "devices": {"rank<R>/NAME": {"seconds", "shares"}}}
 
-and copies `breakdown`, `bottleneck` and `clock` into the row (`breakdown_clock`).
+and copies `breakdown`, `bottleneck` and `clock` into the row (`breakdown_clock`), with the
+bottleneck's note and the device-busy ceiling (`breakdown.device_ceiling`) beside them.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from mgbench.common.breakdown import (
     Span,
     TimedStep,
     bottleneck,
+    bottleneck_note,
     clip,
+    device_ceiling,
     device_times,
     length,
     mean_shares,
@@ -157,4 +160,11 @@ def attach_breakdown(result: RunResult, profile_dir: Path) -> None:
         return
     result.breakdown = merged["breakdown"]
     result.bottleneck = merged["bottleneck"]
+    result.bottleneck_note = bottleneck_note(merged["breakdown"])
     result.breakdown_clock = merged["clock"]
+    if result.median_step_seconds and result.images_per_sec:
+        ceiling = device_ceiling(
+            result.config.global_batch, result.median_step_seconds, result.images_per_sec, merged["breakdown"]
+        )
+        if ceiling is not None:
+            result.device_ceiling_images_per_sec, result.ceiling_taken = ceiling.images_per_sec, ceiling.taken

@@ -1,7 +1,10 @@
 """The training loop every framework runs through, so every number is taken the same way.
 
-Per step: the clock starts, the next batch is taken (time blocked here is input wait), the
-adapter steps, the driver synchronises the devices, the clock stops. Training in epochs
+Per step: the next batch is taken (time blocked here is input wait), the adapter steps, the
+step timer marks the step's end, and its loss is kept unread; the devices are synchronised and
+the losses read once, at the end of the timed window, where the framework allows it
+(`mgbench.common.step_timer`: CUDA events time each step on the device's clock; frameworks
+without device events synchronise after every step). Training in epochs
 (`--epochs`, real data) runs the same clocked steps epoch by epoch, sets each step's learning
 rate from the linear scaling rule with warm-up, and times validation apart from training. Start-up is measured
 from the launch (the orchestrator passes its clock in MGBENCH_LAUNCH_TIME) or, for a bare
@@ -35,7 +38,8 @@ from mgbench.common.profiling import profile_window
 from mgbench.common.protocol import Adapter
 from mgbench.common.results import RunResult
 from mgbench.common.schedule import learning_rate_at
-from mgbench.common.timing import summarise_steps
+from mgbench.common.step_timer import Clock, StepTimer, step_sync_forced
+from mgbench.common.timing import host_phase_shares, summarise_steps
 from mgbench.common.workers import loader_workers
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
@@ -49,46 +53,91 @@ def launch_time() -> float:
 
 
 class StepClock:
-    """Times steps the same way in every loop (both training loops and the profiled window):
-    wait for the batch, step, synchronise."""
+    """Times steps the same way in every loop (both training loops and the profiled window).
+
+    Per step: wait for the batch (input wait), hand it to the adapter, mark it with the step
+    timer, keep its loss unread. At the end of a window (`finish`) the devices are synchronised
+    once, and the timer's per-step times and the losses are read (`mgbench.common.step_timer`).
+    `synchronised` (the profiled window) or MGBENCH_STEP_SYNC=1 makes every step synchronise.
+    The host's own time per step is kept by phase (`HOST_PHASES`) for the host-timing breakdown.
+    """
 
     def __init__(
-        self, trainer: Adapter, config: RunConfig, total_steps: int, progress: bool = True, compiling: bool = False
+        self,
+        trainer: Adapter,
+        config: RunConfig,
+        total_steps: int,
+        progress: bool = True,
+        compiling: bool = False,
+        synchronised: bool = False,
+        clock: Clock = time.perf_counter,
     ):
         self.trainer = trainer
         self.config = config
         self.total_steps = total_steps
         self.progress = progress
         self.progress_every = max(1, int(total_steps * PROGRESS_EVERY_FRACTION))
+        self.clock = clock
         self.step_seconds: list[float] = []
         self.waits: list[float] = []
         self.losses: list[float] = []
+        self.host_phases: list[tuple[float, ...]] = []
         self.compile_seconds: float | None = None
         self.compile_pending = compiling
+        own = trainer.step_timer(clock)
+        forced = synchronised or step_sync_forced()
+        self.timer = StepTimer(trainer.synchronize, clock) if forced else own
+        self.timing_method = own.method if own.method == self.timer.method else f"{self.timer.method} (forced)"
+        self.pending: list[Any] = []
+        self.in_window = False
+        self.progress_mark = 0.0
+
+    @property
+    def steps_taken(self) -> int:
+        return len(self.waits)
 
     def step(self, batches: Iterator[Any]) -> None:
-        t0 = time.perf_counter()
-        batch = next(batches)
-        t1 = time.perf_counter()
-        self.trainer.train_step(batch)
-        self.trainer.synchronize()
-        t2 = time.perf_counter()
         if self.compile_pending:
-            self.compile_seconds, self.compile_pending = t2 - t0, False
-            if self.trainer.placement.is_primary:
-                print(f"compile step: {self.compile_seconds:.1f} s", file=sys.stderr, flush=True)
+            self._compile_step(batches)
             return
-        self.step_seconds.append(t2 - t0)
+        if not self.in_window:
+            self.trainer.synchronize()
+            self.timer.start()
+            self.in_window, self.progress_mark = True, self.clock()
+        t0 = self.clock()
+        batch = next(batches)
+        t1 = self.clock()
+        self.trainer.train_step(batch)
+        t2 = self.clock()
+        self.timer.mark()
+        t3 = self.clock()
+        self.pending.append(self.trainer.pending_loss())
+        t4 = self.clock()
         self.waits.append(t1 - t0)
-        self.losses.append(self.trainer.last_loss())
-        done = len(self.step_seconds)
+        self.host_phases.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3))
+        done = self.steps_taken
         if self.progress and self.trainer.placement.is_primary and done % self.progress_every == 0:
-            rate = self.config.global_batch / self.step_seconds[-1]
-            print(
-                f"step {done}/{self.total_steps}: {rate:.1f} img/s, loss {self.losses[-1]:.4f}",
-                file=sys.stderr,
-                flush=True,
-            )
+            rate = self.config.global_batch * self.progress_every / (t4 - self.progress_mark)
+            self.progress_mark = t4
+            print(f"step {done}/{self.total_steps}: {rate:.1f} img/s (host clock)", file=sys.stderr, flush=True)
+
+    def _compile_step(self, batches: Iterator[Any]) -> None:
+        """The first step of a compiled run, synchronised and clocked on its own."""
+        t0 = self.clock()
+        self.trainer.train_step(next(batches))
+        self.trainer.synchronize()
+        self.compile_seconds, self.compile_pending = self.clock() - t0, False
+        if self.trainer.placement.is_primary:
+            print(f"compile step: {self.compile_seconds:.1f} s", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        """End the window: synchronise once, then read the steps' times and losses."""
+        if not self.in_window:
+            return
+        self.trainer.synchronize()
+        self.step_seconds.extend(self.timer.step_seconds())
+        self.losses.extend(self.trainer.read_losses(self.pending))
+        self.pending, self.in_window = [], False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +170,7 @@ def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> Epochs
                 )
             )
             clock.step(batches)
+        clock.finish()
         val_start = time.perf_counter()
         metrics = trainer.evaluate("val")
         val_seconds = time.perf_counter() - val_start
@@ -154,6 +204,7 @@ def run_training(
     profiler: str | None = None,
     compiler: str | None = None,
     loader: str | None = None,
+    step_clock: Clock = time.perf_counter,
 ) -> RunResult | None:
     """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
 
@@ -164,6 +215,7 @@ def run_training(
     names what compiles the step (None: nothing), which puts the compile step before the timed ones.
     `loader` names the adapter's native loader, recorded on rows of real data. After the last of
     `config.epochs` epochs the test split is scored once (`test_metrics`), apart from the time to train.
+    `step_clock` is the host clock the timed steps are read on (tests hand in a scripted one).
     """
     launched = launch_time()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -179,10 +231,11 @@ def run_training(
         clock, epoch_metrics, time_to_train = trained.clock, trained.epoch_metrics, trained.time_to_train_seconds
         test_metrics = trainer.evaluate("test")
     else:
-        clock = StepClock(trainer, config, config.steps, compiling=compiler is not None)
+        clock = StepClock(trainer, config, config.steps, compiling=compiler is not None, clock=step_clock)
         batches = trainer.batches()
-        while len(clock.step_seconds) < config.steps:
+        while clock.steps_taken < config.steps:
             clock.step(batches)
+        clock.finish()
     stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
     if config.epochs:
         metrics = trained.last_validation
@@ -191,7 +244,7 @@ def run_training(
         if config.profile_steps and profile_dir is not None:
             timed = TimedStep(stats.median_step_seconds, stats.input_wait_fraction * stats.median_step_seconds)
             window_start = time.perf_counter()
-            window = StepClock(trainer, config, config.profile_steps, progress=False)
+            window = StepClock(trainer, config, config.profile_steps, progress=False, synchronised=True)
             profile = profile_window(
                 trainer, window, batches, config.profile_steps, profile_dir, placement.rank, profiler, timed
             )
@@ -221,6 +274,8 @@ def run_training(
         compile_seconds=clock.compile_seconds,
         **dataclasses.asdict(stats),
         loader=None if config.dataset == "synthetic" else loader,
+        timing_method=clock.timing_method,
+        host_breakdown=host_phase_shares(clock.host_phases[stats.warmup_steps :]),
         loader_workers=None if config.dataset == "synthetic" else loader_workers(config.workers, placement.world_size),
         eval_seconds=eval_seconds,
         eval_metrics=metrics,

@@ -9,9 +9,12 @@ row's `profile` field:
 
     {"steps", "trace", "clock" ("device" or "cpu" self time), "total_self_seconds",
      "communication_seconds", "communication_share", "input_copy_seconds", "input_copy_share",
-     "top_ops": [{"name", "self_seconds", "calls"}, ...], "window_slowdown", "cost_seconds"}
+     "top_ops": [{"name", "self_seconds", "calls"}, ...], "kernels_per_step", "window_slowdown",
+     "cost_seconds"}
 
-`window_slowdown` is the profiled steps' mean length over the timed steps' median: how much the
+`kernels_per_step` is what each device ran per profiled step: kernels, copies and memsets on a
+GPU (XLA's ops there), operators on a CPU; a step of thousands of small kernels, each launched
+from Python, is one the host sets the pace of. `window_slowdown` is the profiled steps' mean length over the timed steps' median: how much the
 profiler itself lengthened the step (the breakdown's shares are of the timed step, see
 `breakdown.timed_step_shares`). `cost_seconds` says where the window's wall time went: `steps`
 (the profiled steps), `profiler` (starting and stopping it, writing the trace), `read`
@@ -104,13 +107,15 @@ def trace_path(profile_dir: Path, rank: int) -> Path:
 
 
 class ClockedSteps(Protocol):
-    """The driver's step clock (`driver.StepClock`): steps taken as the timed ones are, with
-    each step's seconds and input wait kept."""
+    """The driver's step clock (`driver.StepClock`): steps taken as the timed ones are, each
+    synchronised, with each step's seconds (once `finish` has read them) and input wait kept."""
 
     step_seconds: list[float]
     waits: list[float]
 
     def step(self, batches: Iterator[Any]) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 def profile_window(
@@ -140,6 +145,7 @@ def profile_window(
         for _ in range(steps):
             with mark():
                 clock.step(batches)
+        clock.finish()
         stepping.append(time.perf_counter() - started)
 
     profile_dir.mkdir(parents=True, exist_ok=True)
@@ -156,6 +162,7 @@ def profile_window(
         return {"steps": steps, "trace": str(path), "error": f"trace unreadable: {type(error).__name__}: {error}"}
     read = time.perf_counter()
     summary = summarise_ops(self_time_ops(window.ops), steps, path, window.clock)
+    summary["kernels_per_step"] = len(window.ops) / steps / max(len(window.devices), 1)
     error = write_rank_breakdown(
         profile_dir, rank, path, window, profiler, steps, sum(clock.step_seconds), sum(clock.waits), timed
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.common.config import RunConfig
+from mgbench.common.step_timer import Clock, StepTimer
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,9 @@ class OpTime:
 class Adapter:
     """The one contract between the driver and a framework: what every adapter implements.
 
-    The driver calls `setup`, then `batches` / `train_step` / `synchronize` / `last_loss` per
-    step, `evaluate`, `save_state` where asked, and `close`. What an adapter may add is declared
+    The driver calls `setup`, then `batches` / `train_step` / `pending_loss` per step with the
+    `step_timer`'s marks, `synchronize` and `read_losses` at the end of the window, `evaluate`,
+    `save_state` where asked, and `close`. What an adapter may add is declared
     in the registry's capabilities, not probed here: a real-data loader (`steps_per_epoch`,
     `epoch_batches`, `set_learning_rate`) and a profiler (`profile`). The methods below that
     raise are those optional ones, or ones every adapter must override; the contract test
@@ -93,6 +95,21 @@ class Adapter:
     def last_loss(self) -> float:
         """The training loss of the last step (global mean where the strategy exchanges it)."""
         raise NotImplementedError
+
+    def pending_loss(self) -> Any:
+        """The last step's loss as the framework holds it, for `read_losses` after the window.
+        By default read at once (`last_loss`); adapters whose loss stays on the device return
+        it unread, so no step waits for the device to hand it back."""
+        return self.last_loss()
+
+    def read_losses(self, pending: list[Any]) -> list[float]:
+        """The window's `pending_loss` values as floats (global means), read once after it."""
+        return [float(value) for value in pending]
+
+    def step_timer(self, clock: Clock) -> StepTimer:
+        """How the driver times steps without synchronising where the framework can
+        (`step_timer` module); by default each step is synchronised and clocked by the host."""
+        return StepTimer(self.synchronize, clock)
 
     def evaluate(self, split: str = "val") -> dict[str, float]:
         """Metrics on held-out data, timed separately from training. On real data, over the whole

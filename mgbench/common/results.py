@@ -77,6 +77,30 @@ class RunResult:
     """Gradient all-reduce time per step predicted from the measured bus bandwidth (bandwidth.json)."""
     allreduce_step_fraction: float | None = None
     """`expected_allreduce_seconds` over the measured median step time."""
+    flops_per_image: float | None = None
+    """Training FLOPs of one image (forward + backward, a multiply-add = 2) on the reference
+    architecture at the row's input size, the same for every framework (`mgbench.common.work`)."""
+    achieved_tflops: float | None = None
+    """`flops_per_image` x `images_per_sec` / 1e12: all the row's devices together."""
+    peak_tflops: float | None = None
+    """One device's peak at the row's precision: the measured dense matmul where the run folder's
+    bandwidth.json has it, else the vendor's figure (`peak_source` says which)."""
+    peak_source: str | None = None
+    peak_share: float | None = None
+    """`achieved_tflops` over `peak_tflops` x devices."""
+    vendor_peak_tflops: float | None = None
+    """The datasheet's dense peak of one device at the row's precision (None: not in the table)."""
+    activation_bytes_estimate: int | None = None
+    """What the forward keeps for the backward per device: the reference architecture's saved
+    elements per image x batch per device x bytes per element at the row's precision."""
+    timing_method: str | None = None
+    """How the per-step times were taken: `cuda events` (no host synchronisation inside the timed
+    window) or `per-step sync` (the host waits for the devices after every step)."""
+    window_seconds: float | None = None
+    """The steady window: the steps after warm-up, end to end; `images_per_sec` is its images over it."""
+    host_breakdown: dict[str, float] | None = None
+    """Shares of the host's time over the steady window: input_wait, step (the adapter's step
+    call), synchronize, loss_read (`mgbench.common.timing.HOST_PHASES`)."""
     profile: dict[str, Any] | None = None
     """Summary of the `--profile` window (see `mgbench.common.profiling`)."""
     profile_seconds: float | None = None
@@ -85,7 +109,15 @@ class RunResult:
     """Shares of the profiled step summing to 1: input_wait, host_to_device, compute,
     communication, idle (mean over devices; see `mgbench.common.breakdown`)."""
     bottleneck: str | None = None
-    """The largest share of `breakdown` other than compute, or `compute` when compute holds >= 90%."""
+    """The category that holds the step back, from `breakdown` by `breakdown.bottleneck`."""
+    bottleneck_note: str | None = None
+    """The next largest share where it is worth a look (`breakdown.bottleneck_note`)."""
+    device_ceiling_images_per_sec: float | None = None
+    """The global batch over the device's compute per step: the throughput if nothing but the
+    device's own work set the pace (`breakdown.device_ceiling`)."""
+    ceiling_taken: dict[str, float] | None = None
+    """Images/sec that host, input, communication and uneven steps take from the ceiling
+    (summing to the ceiling minus `images_per_sec`; `breakdown.Ceiling`)."""
     breakdown_clock: str | None = None
     """`device`: from GPU kernels and copies; `cpu`: from operators on host threads (CPU runs)."""
     peak_memory_bytes: int | None = None

@@ -90,6 +90,7 @@ class StepStats:
     warmup_seconds: float
     steady_steps: int
     median_step_seconds: float
+    window_seconds: float
     images_per_sec: float
     images_per_sec_p10: float
     images_per_sec_p90: float
@@ -104,8 +105,12 @@ def summarise_steps(
     window: int = DEFAULT_WINDOW,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> StepStats:
-    """Median throughput with its p10/p90 spread, and the share of step time spent waiting for input.
+    """Throughput over the steady window with the p10/p90 spread of its steps, and the share of
+    the window spent waiting for input.
 
+    The steady window is the steps after warm-up, end to end: `images_per_sec` is its images
+    over its length (`window_seconds`, the sum of its steps), what a training loop that never
+    waits for a step gets; the spread is of single steps (`global_batch` over a step's time).
     `step_seconds[i]` must include `input_wait_seconds[i]` (the driver times both from the
     same start), so the wait fraction is a share of the whole step.
     """
@@ -125,9 +130,27 @@ def summarise_steps(
         warmup_seconds=float(times[: warmup.steps].sum()),
         steady_steps=len(steady),
         median_step_seconds=median_step,
-        images_per_sec=global_batch / median_step,
+        window_seconds=float(steady.sum()),
+        images_per_sec=global_batch * len(steady) / float(steady.sum()),
         images_per_sec_p10=global_batch / p90_step,
         images_per_sec_p90=global_batch / p10_step,
         input_wait_fraction=float(waits[warmup.steps :].sum() / steady.sum()),
         train_seconds=float(times.sum()),
     )
+
+
+HOST_PHASES = ("input_wait", "step", "synchronize", "loss_read")
+"""Where the host's time goes per step: waiting for the batch, the adapter's step call (the
+whole step where the framework runs synchronously, as on CPU; launching it on a GPU), waiting
+for the devices (per-step sync only), reading the loss (its collective where the strategy
+all-reduces it, unless read after the window). Gradient collectives run inside the step."""
+
+
+def host_phase_shares(phases: Sequence[Sequence[float]]) -> dict[str, float] | None:
+    """Each of HOST_PHASES' share of the host's time over `phases` (one tuple of seconds per
+    step, in HOST_PHASES' order); None without steps."""
+    totals = np.asarray(phases, dtype=float).reshape(-1, len(HOST_PHASES)).sum(axis=0)
+    whole = float(totals.sum())
+    if whole <= 0:
+        return None
+    return {name: float(total) / whole for name, total in zip(HOST_PHASES, totals)}

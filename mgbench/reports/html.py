@@ -20,7 +20,7 @@ from mgbench.common.config import RunConfig
 from mgbench.reports.charts import CHARTS_DIR, Chart, ChartSet, write_charts
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
-from mgbench.reports.readings import breakdown_text, reading
+from mgbench.reports.readings import breakdown_text, limits_details, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.summary import display_table
 from mgbench.reports.verdict import verdict
@@ -208,6 +208,7 @@ def _run_section(row: pd.Series, charts: ChartSet) -> str:
         ("breakdown_clock", row.get("breakdown_clock")),
         ("profile_seconds", row.get("profile_seconds")),
         ("profiler slowdown of the step", profiler_slowdown(row.get("profile"))),
+        *limits_details(row),
     ]
     parts.append(_key_values(config + [(name, row[name]) for name in RUN_FIELDS] + profiled))
     parts.extend(_image(chart) for chart in charts.runs.get(run_id, []))

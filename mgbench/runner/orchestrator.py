@@ -31,7 +31,9 @@ from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
 from mgbench.common.results import RunResult, Status, append_result
 from mgbench.common.runfolder import RunFolder
+from mgbench.common.work import annotate_work
 from mgbench.frameworks.registry import FrameworkSpec
+from mgbench.runner.counting import model_work
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
 from mgbench.runner.monitor import DeviceMonitor
@@ -224,6 +226,8 @@ def run_compare(
     """Execute every planned run in order, appending each row as soon as it ends (then `on_result`);
     `on_event` hears each start and out-of-memory retry.
 
+    Every ok row gets its model's work per image, achieved TFLOP/s and share of the device's
+    peak (`work.annotate_work`; the measured matmul peak of `bandwidth` where given).
     Ctrl-C / SIGTERM (as KeyboardInterrupt) during a run stops it, appends an `interrupted`
     row for it and ends the compare early; the rows written so far stay.
     """
@@ -239,6 +243,8 @@ def run_compare(
             break
         if bandwidth is not None:
             annotate_allreduce(result, bandwidth)
+        if result.status == "ok":
+            annotate_work(result, model_work(result.config.model, result.config.input_size), bandwidth)
         append_result(folder.results, result)
         results.append(result)
         on_result(result)

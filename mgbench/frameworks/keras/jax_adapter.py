@@ -267,6 +267,14 @@ class JaxDataParallelTrainer(Adapter):
     def last_loss(self) -> float:
         return float(self._loss)
 
+    def pending_loss(self) -> Any:
+        """The step's loss as the compiled step returned it, still on the devices."""
+        return self._loss
+
+    def read_losses(self, pending: list[Any]) -> list[float]:
+        """The window's losses in one transfer."""
+        return [float(value) for value in jax.device_get(pending)]
+
     def evaluate(self, split: str = "val") -> dict[str, float]:
         """On real data loss and AUC over every image of `split`; else the loss on the held-out batch."""
         trainable, non_trainable = self.held_state()[:2]

@@ -42,12 +42,14 @@ from mgbench.common.errors import UsageError
 from mgbench.common.metrics import gathered_metrics
 from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.common.step_timer import Clock, StepTimer
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.torch.compiling import begin_step, compiled
 from mgbench.frameworks.torch.data import DevicePrefetcher, build_loaders, placed_images
 from mgbench.frameworks.torch.profiler import profile_with_torch
 from mgbench.frameworks.torch.strategies import STRATEGIES, TorchStrategy
+from mgbench.frameworks.torch.timing import CudaEventTimer
 
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -121,6 +123,19 @@ class TorchProcess(Adapter):
 
     def last_loss(self) -> float:
         return self.parallel.global_mean(self._loss)
+
+    def pending_loss(self) -> torch.Tensor:
+        """The last step's loss, unread, in a tensor of its own (a CUDA graph's replay overwrites
+        its outputs: `reduce-overhead` would hand back the next step's loss)."""
+        return self._loss.clone()
+
+    def read_losses(self, pending: list[torch.Tensor]) -> list[float]:
+        """Every step's loss, averaged over the processes in one exchange and read in one copy."""
+        return self.parallel.average(torch.stack(pending).float()).tolist()
+
+    def step_timer(self, clock: Clock) -> StepTimer:
+        """CUDA events on GPU (no synchronisation inside the window), else per-step sync."""
+        return CudaEventTimer(self.device, clock) if self.use_cuda else super().step_timer(clock)
 
     def _start(self, config: RunConfig) -> None:
         """What `setup` starts with: the job kept, the process group joined, this rank's devices."""

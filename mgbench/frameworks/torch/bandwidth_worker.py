@@ -2,8 +2,14 @@
 
 Every process joins one group (NCCL on GPU, gloo on CPU) and all-reduces each message size;
 rank 0 alone first times the copies (host<->device pinned and pageable, device<->device over
-every GPU it can see, or a host memcpy on CPU) while the others wait at a barrier, then writes
-`bandwidth.json`. Timings are medians of repeated operations after warm-up.
+every GPU it can see, or a host memcpy on CPU) and a dense matrix product per precision on its
+device while the others wait at a barrier, then writes `bandwidth.json`. Timings are medians of
+repeated operations after warm-up.
+
+The matrix product is the device's arithmetic peak as a framework reaches it: `torch.matmul` of
+two square matrices, in bf16 and in fp32 (TF32 off, PyTorch's default, so fp32 is fp32), large
+enough on a GPU (8192) that launching costs nothing beside it, small on CPU (1024) so that it
+ends in seconds.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import torch.distributed as dist
 from mgbench.common.bandwidth import GB, BandwidthReport, ring_factor
 
 WARMUP = 3
+MATMUL_SIZE = {"cuda": 8192, "cpu": 1024}
+MATMUL_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
 def median_seconds(operation: Callable[[], None], synchronize: Callable[[], None], repeats: int) -> float:
@@ -65,6 +73,18 @@ def measure_copies(report: BandwidthReport, copy_bytes: int, repeats: int) -> No
     ]
 
 
+def measure_matmul(report: BandwidthReport, device: torch.device, repeats: int) -> None:
+    """TFLOP/s of one dense n x n product per precision (2 n^3 FLOPs) on `device`."""
+    size = MATMUL_SIZE[device.type]
+    sync = cuda_sync if device.type == "cuda" else (lambda: None)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    report.matmul_size = size
+    for precision, dtype in MATMUL_DTYPES.items():
+        a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
+        seconds = median_seconds(lambda: torch.matmul(a, b), sync, repeats)
+        report.matmul_tflops[precision] = 2 * size**3 / seconds / 1e12
+
+
 def measure_allreduce(report: BandwidthReport, sizes: list[int], repeats: int, device: torch.device) -> None:
     sync = cuda_sync if device.type == "cuda" else (lambda: None)
     world = dist.get_world_size()
@@ -102,6 +122,7 @@ def main() -> None:
     )
     if rank == 0:
         measure_copies(report, args.copy_bytes, args.repeats)
+        measure_matmul(report, device, args.repeats)
     dist.barrier()
     measure_allreduce(report, [int(s) for s in args.sizes.split(",")], args.repeats, device)
     if rank == 0:

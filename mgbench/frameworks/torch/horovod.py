@@ -84,8 +84,8 @@ class Horovod(TorchStrategy):
             scaler.step(optimizer)
         scaler.update()
 
-    def global_mean(self, value: torch.Tensor) -> float:
-        return float(hvd.allreduce(value.detach(), op=hvd.Average).item())
+    def average(self, value: torch.Tensor) -> torch.Tensor:
+        return hvd.allreduce(value.detach(), op=hvd.Average)
 
     def gather(self, local: Any) -> list[Any]:
         return hvd.allgather_object(local)

@@ -69,8 +69,12 @@ class TorchStrategy:
         scaler.step(optimizer)
         scaler.update()
 
+    def average(self, value: torch.Tensor) -> torch.Tensor:
+        """`value` averaged over the processes, on its device (one process: itself)."""
+        return value
+
     def global_mean(self, value: torch.Tensor) -> float:
-        return float(value.item())
+        return float(self.average(value).item())
 
     def gather(self, local: Any) -> list[Any]:
         """Every process's `local` (validation shards), in rank order."""
@@ -98,10 +102,10 @@ class DistributedDataParallel(TorchStrategy):
     def wrap(self, model: nn.Module, criterion: nn.Module, devices: list[torch.device]) -> nn.Module:
         return nn.parallel.DistributedDataParallel(model, device_ids=device_ids(devices), gradient_as_bucket_view=True)
 
-    def global_mean(self, value: torch.Tensor) -> float:
+    def average(self, value: torch.Tensor) -> torch.Tensor:
         value = value.clone()
         dist.all_reduce(value)
-        return float(value.item()) / dist.get_world_size()
+        return value / dist.get_world_size()
 
     def gather(self, local: Any) -> list[Any]:
         shards: list[Any] = [None] * dist.get_world_size()

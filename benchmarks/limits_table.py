@@ -1,0 +1,79 @@
+"""Issue 28's table for run folders: how close each row is to its device, and what holds it back.
+
+    python3 benchmarks/limits_table.py RUN_DIR... [--csv FILE]
+
+One line per ok row: images/sec, achieved TFLOP/s, its share of the measured matmul peak (and
+of the vendor's), the device-busy ceiling and what host, input and communication take from it,
+the bound with its note, how the steps were timed, kernels per step, peak and activation memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from mgbench.common.breakdown import BOUND_LABELS
+from mgbench.common.results import RESULTS_FILE, read_results
+
+
+def share(value: float | None, whole: float | None, devices: int) -> float | None:
+    return value / (whole * devices) if value is not None and whole else None
+
+
+def rows(folder: Path) -> list[dict]:
+    table = []
+    for result in read_results(folder / RESULTS_FILE):
+        if result.status != "ok":
+            table.append({"folder": folder.name, "row": result.run_id, "status": result.status})
+            continue
+        config = result.config
+        measured = result.peak_tflops if result.peak_source and "measured" in result.peak_source else None
+        taken = result.ceiling_taken or {}
+        kernels = (result.profile or {}).get("kernels_per_step")
+        table.append(
+            {
+                "folder": folder.name,
+                "row": result.run_id,
+                "compile": config.compile or "",
+                "img/s": round(result.images_per_sec, 1),
+                "TFLOP/s": None if result.achieved_tflops is None else round(result.achieved_tflops, 1),
+                "% matmul peak": share(result.achieved_tflops, measured, config.devices),
+                "% vendor peak": share(result.achieved_tflops, result.vendor_peak_tflops, config.devices),
+                "ceiling img/s": result.device_ceiling_images_per_sec,
+                "host takes": taken.get("host"),
+                "input takes": taken.get("input"),
+                "comm takes": taken.get("communication"),
+                "uneven takes": taken.get("uneven_steps"),
+                "bound": BOUND_LABELS.get(result.bottleneck or "", ""),
+                "note": result.bottleneck_note or "",
+                "compute %": None if not result.breakdown else 100 * result.breakdown["compute"],
+                "timing": result.timing_method,
+                "kernels/step": kernels,
+                "peak GiB": None if not result.peak_memory_bytes else result.peak_memory_bytes / 2**30,
+                "activations GiB (est.)": None
+                if not result.activation_bytes_estimate
+                else result.activation_bytes_estimate / 2**30,
+            }
+        )
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--csv", type=Path, default=None)
+    args = parser.parse_args()
+    frame = pd.DataFrame([row for folder in args.folders for row in rows(folder)])
+    for column in ("% matmul peak", "% vendor peak"):
+        if column in frame:
+            frame[column] = frame[column] * 100
+    with pd.option_context("display.width", 250, "display.max_columns", None, "display.float_format", "{:.1f}".format):
+        print(frame.to_string(index=False))
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+
+
+if __name__ == "__main__":
+    main()

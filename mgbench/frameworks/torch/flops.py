@@ -1,0 +1,44 @@
+"""The work of one training image, counted on the reference architecture (`mgbench.common.work`).
+
+torch.utils.flop_counter counts the forward and the backward of the torchvision model the
+PyTorch adapter trains, on the meta device: shapes only, no memory, no arithmetic, so counting
+ResNet-50 takes about a second, most of it building the model. Its counter takes a multiply-add
+as 2 FLOPs, and counts convolutions and matrix products (its registered formulas), not
+normalisation or element-wise operators. The tensors the forward saves for the backward (other
+than the parameters) are counted beside, for the activation-memory estimate.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.autograd.graph import saved_tensors_hooks
+from torch.utils.flop_counter import FlopCounterMode
+
+from mgbench.common.models import ModelSpec
+from mgbench.common.work import ModelWork
+from mgbench.frameworks.torch.adapter import build_model
+
+BATCH = 2
+"""Images per counted step (training-mode batch-norm wants more than one); counts are per image."""
+
+
+def count_work(spec: ModelSpec, image_size: int) -> ModelWork:
+    """Forward + backward FLOPs and saved activation elements of one image at `image_size` px."""
+    with torch.device("meta"):
+        model = build_model(spec).train()
+        images = torch.randn(BATCH, 3, image_size, image_size)
+    parameters = {id(parameter) for parameter in model.parameters()}
+    saved: dict[int, torch.Tensor] = {}
+
+    def keep(tensor: torch.Tensor) -> torch.Tensor:
+        base = tensor if tensor._base is None else tensor._base  # a linear layer saves its weight transposed
+        if id(base) not in parameters:
+            saved[id(tensor)] = tensor  # held, so an id is never reused for another tensor
+        return tensor
+
+    with FlopCounterMode(display=False) as counter:
+        with saved_tensors_hooks(keep, lambda tensor: tensor):
+            outputs = model(images)
+        outputs.float().sum().backward()
+    elements = sum(tensor.numel() for tensor in saved.values())
+    return ModelWork(flops_per_image=counter.get_total_flops() / BATCH, saved_elements_per_image=elements / BATCH)

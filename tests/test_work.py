@@ -1,0 +1,105 @@
+"""The work of a training image and the device's peak: FLOP counts against published figures,
+the peak a row's share is taken against, and the figures put into rows."""
+
+import json
+
+import pytest
+
+from mgbench.common.bandwidth import BandwidthReport
+from mgbench.common.config import RunConfig
+from mgbench.common.models import model_spec
+from mgbench.common.results import RunResult
+from mgbench.common.work import MEASURED, ModelWork, annotate_work, reference_peak, vendor_peak
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+from mgbench.frameworks.torch.flops import count_work  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "model, image_size, published_gmacs",
+    [("resnet50", 224, 4.09), ("densenet121", 224, 2.83), ("inception_v3", 299, 5.71)],
+)
+def test_training_flops_per_image_match_the_published_forward_counts(model, image_size, published_gmacs):
+    """Forward multiply-adds per image as torchvision's model documentation publishes them
+    (docs.pytorch.org/vision/stable/models.html, column GFLOPS, which counts multiply-adds):
+    ResNet-50 4.09 at 224 px, DenseNet-121 2.83 at 224 px, Inception-v3 5.71 at 299 px.
+
+    The count is of a training step, a multiply-add as 2 FLOPs: forward 2 x GMACs, backward about
+    twice the forward (gradients of inputs and weights), less the first convolution's input
+    gradient, which nothing needs; so within 5% of 6 x the published GMACs, and no more."""
+    work = count_work(model_spec(model), image_size)
+    assert work.flops_per_image == pytest.approx(6 * published_gmacs * 1e9, rel=0.05)
+    assert work.flops_per_image <= 6 * published_gmacs * 1e9 * 1.005
+
+
+def test_the_count_follows_the_input_size():
+    """Convolutions scale with the pixels: ResNet-50 at 448 px (every feature map twice as wide
+    and high as at 224) is 4 times 224 px's work, but for the classifier, 2 M multiply-adds of
+    4.1 G, which does not scale."""
+    full = count_work(model_spec("resnet50"), 224).flops_per_image
+    assert count_work(model_spec("resnet50"), 448).flops_per_image == pytest.approx(4 * full, rel=0.01)
+
+
+def test_saved_activations_are_counted_per_image_without_the_parameters():
+    """The tiny model at 32 px keeps for its backward: the input of the first convolution
+    (3x32x32), the first ReLU's output (16x32x32, also what max-pooling reads), the pooling's
+    indices and output (16x16x16 each), the second ReLU's output (32x16x16, also what average
+    pooling reads) and the features the linear layer reads (32); not the weights, nor the
+    linear layer's transposed view of its weight."""
+    work = count_work(model_spec("tiny"), 32)
+    expected = 3 * 32 * 32 + 16 * 32 * 32 + 2 * 16 * 16 * 16 + 32 * 16 * 16 + 32
+    assert work.saved_elements_per_image == expected
+
+
+@pytest.mark.parametrize(
+    "name, precision, expected",
+    [
+        ("NVIDIA H200", "bf16", (989.5, "vendor: NVIDIA H200 SXM")),
+        ("NVIDIA H100 80GB HBM3", "fp32", (67.0, "vendor: NVIDIA H100 SXM")),
+        ("NVIDIA H100 PCIe", "bf16", (756.5, "vendor: NVIDIA H100 PCIe")),
+        ("cpu (2 threads)", "fp32", None),
+    ],
+)
+def test_vendor_peaks_by_device_name(name, precision, expected):
+    assert vendor_peak(name, precision) == expected
+
+
+def test_the_measured_matmul_is_the_reference_where_it_is_of_this_kind_of_device_and_precision():
+    measured = BandwidthReport("cuda", 1, "nccl", matmul_tflops={"bf16": 790.0, "fp32": 52.0})
+    assert reference_peak("NVIDIA H200", "cuda", "bf16", measured) == (790.0, MEASURED)
+    assert reference_peak("NVIDIA H200", "cuda", "fp16", measured) == (989.5, "vendor: NVIDIA H200 SXM")
+    assert reference_peak("NVIDIA H200", "cuda", "bf16", None) == (989.5, "vendor: NVIDIA H200 SXM")
+    on_cpu = BandwidthReport("cpu", 2, "gloo", matmul_tflops={"fp32": 0.05})
+    assert reference_peak("NVIDIA H200", "cuda", "fp32", on_cpu) == (67.0, "vendor: NVIDIA H200 SXM")
+
+
+def test_a_row_gets_its_tflops_and_share_of_the_peak_of_all_its_devices():
+    """The issue's figure: a ResNet-50 step of about 25 GFLOP per image at 5481 img/s is about
+    135 TFLOP/s, 14% of one H200's bf16 peak, 17% of a measured 790."""
+    config = RunConfig("keras-jax", "jax-shard-map", "resnet50", 2, "cuda", 128, 50, precision="bf16")
+    row = RunResult(config, "ok", images_per_sec=2 * 5481.0, device_names=["NVIDIA H200", "NVIDIA H200"])
+    work = ModelWork(flops_per_image=24.6e9, saved_elements_per_image=22.4e6)
+    annotate_work(row, work, BandwidthReport("cuda", 2, "nccl", matmul_tflops={"bf16": 790.0}))
+    assert row.achieved_tflops == pytest.approx(2 * 134.8, rel=1e-3)
+    assert row.peak_tflops == 790.0 and row.peak_source == MEASURED and row.vendor_peak_tflops == 989.5
+    assert row.peak_share == pytest.approx(134.8 / 790.0, rel=1e-3)
+    assert row.activation_bytes_estimate == int(22.4e6 * 128 * 2)
+    failed = RunResult(config, "failed")
+    annotate_work(failed, work, None)
+    assert failed.flops_per_image is None
+
+
+def test_counts_are_kept_in_the_cache_file_and_read_from_it(tmp_path, monkeypatch):
+    from mgbench.runner import counting
+
+    monkeypatch.setenv(counting.CACHE_ENV, str(tmp_path / "work.json"))
+    counting.model_work.cache_clear()
+    counted = counting.model_work("tiny", 32)
+    assert counted == count_work(model_spec("tiny"), 32)
+    (key,) = json.loads((tmp_path / "work.json").read_text())
+    assert key.startswith("tiny@32 torchvision ")
+    # A later compare reads the file instead of counting again.
+    (tmp_path / "work.json").write_text(json.dumps({key: {"flops_per_image": 1.0, "saved_elements_per_image": 2.0}}))
+    counting.model_work.cache_clear()
+    assert counting.model_work("tiny", 32) == ModelWork(1.0, 2.0)
+    counting.model_work.cache_clear()

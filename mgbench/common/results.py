@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -101,9 +101,14 @@ class RunResult:
 
 
 def write_json_atomically(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, then rename over the target."""
+    """Write through a temporary file in the same folder, then rename over the target.
+
+    The temporary file is created as `open` creates files (mode 0666 less the umask), not as
+    `mkstemp` does (0600), so the file keeps the mode every other file of the folder has.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
@@ -111,7 +116,7 @@ def write_json_atomically(path: Path, text: str) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

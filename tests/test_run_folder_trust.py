@@ -1,16 +1,173 @@
-"""What a run folder holds can be trusted: its files follow the user's umask."""
+"""A run folder from elsewhere makes mgbench write only inside it: names read back are checked,
+every path is resolved inside the folder, and a `compare.json` that is not a plan is one line.
+Its files follow the umask."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import cli_env, tiny_job
+from conftest import cli_env, mgbench, one_line_error, tiny_job
+
+from mgbench.cli import main
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UnsafeNameError, UsageError
+from mgbench.common.results import RunResult
+from mgbench.common.runfolder import RunFolder
+from mgbench.runner.hosts import parse_hosts
 
 FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", *tiny_job(4)]
+HOSTILE = "/../../../x/victim"
+"""A device kind that, in a run id, leads three folders up from a file of the run folder: out of
+`shared/run/charts/<file>` (or `configs/`, `raw/`) into `shared/x/victim.*`."""
+CONFIG = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compare's folder: `steady` ok, `flaky` failed (a resume reruns it)."""
+    out = tmp_path_factory.mktemp("compared") / "run"
+    done = mgbench("compare", *FAKE_JOB, "--strategies", "steady,flaky", "--out", str(out), FAKE_FAIL="1")
+    assert done.returncode == 1, done.stderr
+    return out
+
+
+def shared_copy(compared: Path, tmp_path: Path) -> Path:
+    """The compare's folder copied to `shared/run`, beside an empty `shared/x` a planted name aims at."""
+    run = tmp_path / "shared" / "run"
+    shutil.copytree(compared, run)
+    (tmp_path / "shared" / "x").mkdir()
+    return run
+
+
+def assert_nothing_outside(run: Path) -> None:
+    shared = run.parent
+    assert sorted(path.name for path in shared.iterdir()) == ["run", "x"]
+    assert list((shared / "x").iterdir()) == []
+
+
+def plant(run: Path, where: str) -> None:
+    """The steady run's device kind replaced by `HOSTILE` in `results.jsonl` or `compare.json`."""
+    if where == "results.jsonl":
+        lines = (run / where).read_text().splitlines()
+        row = json.loads(lines[0])
+        row["device_kind"] = HOSTILE
+        row["run_id"] = f"fake-steady-1{HOSTILE}"
+        (run / where).write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n")
+    else:
+        plan = json.loads((run / where).read_text())
+        plan["configs"][0]["device_kind"] = HOSTILE
+        (run / where).write_text(json.dumps(plan))
+
+
+def run_main(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    """`mgbench ARGS` in this process (so a fault can be injected into it), as typed."""
+    monkeypatch.setattr(sys, "argv", ["mgbench", *args])
+    return main(list(args))
+
+
+@pytest.fixture
+def cli(fake_plugin, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+    """`cli(*ARGS)`: `mgbench ARGS` run in this process (no interpreter to start), its exit code
+    and output as a finished subprocess's."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        code = run_main(monkeypatch, *args)
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+    return run
+
+
+def report_or_resume(cli, verb: str, run: Path) -> subprocess.CompletedProcess:
+    return cli("report", str(run)) if verb == "report" else cli("compare", "--resume", str(run))
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("framework", "../x"),
+        ("strategy", "steady/../../x"),
+        ("strategy", ".hidden"),
+        ("device_kind", HOSTILE),
+        ("devices", "1/../x"),
+    ],
+)
+def test_a_config_read_back_refuses_a_name_that_is_no_plain_file_name(field, value):
+    with pytest.raises(UnsafeNameError, match=field):
+        RunConfig.from_dict({**CONFIG.to_dict(), field: value})
+    assert RunConfig.from_dict(CONFIG.to_dict()) == CONFIG
+
+
+def test_a_row_whose_run_id_is_not_its_configs_is_refused():
+    row = RunResult(CONFIG, "failed", error="x").to_record()
+    with pytest.raises(UnsafeNameError, match="run_id"):
+        RunResult.from_record({**row, "run_id": "../../elsewhere"})
+    with pytest.raises(UsageError, match="not a run config"):
+        RunConfig.from_dict(["fake"])
+
+
+def test_every_path_of_a_run_folder_resolves_inside_it(tmp_path):
+    folder = RunFolder(tmp_path / "run")
+    assert folder.trace("fake-steady-1cpu") == tmp_path / "run" / "traces" / "fake-steady-1cpu.csv"
+    with pytest.raises(UsageError, match="leads outside the run folder"):
+        folder.trace("../../x")
+    with pytest.raises(UsageError, match="leads outside the run folder"):
+        folder.config_file("/etc/x")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "charts").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UsageError, match="leads outside the run folder"):
+        folder.chart("throughput.png")
+
+
+@pytest.mark.parametrize("name", ["-oProxyCommand=touch /tmp/x", "a b", "a;b", "$(x)"])
+def test_a_host_name_that_ssh_or_a_shell_would_read_as_more_is_refused(name):
+    """`compare --resume` hands the hosts recorded in a folder to ssh, as its argument."""
+    with pytest.raises(UsageError, match="--hosts takes host:slots"):
+        parse_hosts(f"{name}:1,node2:1")
+    assert parse_hosts("node-1.example:1,[::1]:1,10.0.0.2:1")[1].name == "[::1]"
+
+
+@pytest.mark.parametrize("where", ["results.jsonl", "compare.json"])
+@pytest.mark.parametrize("verb", ["report", "resume"])
+def test_a_planted_name_makes_report_and_resume_refuse_the_folder_writing_nothing(compared, tmp_path, cli, verb, where):
+    run = shared_copy(compared, tmp_path)
+    plant(run, where)
+    before = {name: (run / name).read_bytes() for name in ("results.jsonl", "compare.json")}
+    line = one_line_error(report_or_resume(cli, verb, run))
+    assert where in line and "device_kind '/../../../x/victim'" in line
+    assert_nothing_outside(run)
+    assert {name: (run / name).read_bytes() for name in before} == before
+    assert not (run / "compare.lock").exists()
+
+
+@pytest.mark.parametrize("verb, link", [("report", "charts"), ("resume", "configs")])
+def test_a_symbolic_link_out_of_the_folder_is_not_written_through(compared, tmp_path, cli, verb, link):
+    run = shared_copy(compared, tmp_path)
+    shutil.rmtree(run / link)
+    (run / link).symlink_to(run.parent / "x")
+    done = report_or_resume(cli, verb, run)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("mgbench: error: ") and "Traceback" not in done.stderr
+    assert "leads outside the run folder" in done.stderr
+    assert_nothing_outside(run)
+
+
+@pytest.mark.parametrize("text", ["{}", "[]", '{"configs": [5]}', '{"configs": [], "options": {"timeout": "soon"}}'])
+def test_a_compare_json_that_is_not_a_plan_is_one_line_for_report_and_resume(compared, tmp_path, cli, text):
+    run = shared_copy(compared, tmp_path)
+    (run / "compare.json").write_text(text)
+    results = (run / "results.jsonl").read_text()
+    for verb in ("report", "resume"):
+        assert "compare.json is not a compare plan" in one_line_error(report_or_resume(cli, verb, run))
+    assert (run / "results.jsonl").read_text() == results and (run / "compare.json").read_text() == text
 
 
 @pytest.mark.parametrize("umask, file_mode, folder_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])

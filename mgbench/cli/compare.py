@@ -8,20 +8,19 @@ then runs only what is not done yet, from the configs recorded in `compare.json`
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 import signal
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
-from mgbench.common.config import DeviceKind, RunConfig
+from mgbench.common.compare_plan import ComparePlan
+from mgbench.common.config import DeviceKind
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult, read_results, write_json_atomically, write_results
@@ -147,7 +146,8 @@ def installation_reasons(
     return names, reasons
 
 
-def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
+def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, ComparePlan, list[PlannedRun]]:
+    """The run folder, its plan (written into `compare.json`) and the plan's runs."""
     expanded = expand_frameworks(_split(args.frameworks) or [])
     if not expanded:
         raise UsageError("--frameworks is required (or --resume RUN_DIR)")
@@ -172,40 +172,38 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
     if shrunk:
         console.print(f"[yellow]{shrunk}[/]")
     timeout = DEFAULT_TIMEOUT_SECONDS if args.timeout is None else args.timeout
-    options = {"timeout": timeout, "hosts": args.hosts, "bandwidth": args.bandwidth, "scaling": args.scaling}
-    record = {
-        "command": shlex.join(["mgbench", *sys.argv[1:]]),
-        "options": options,
-        "configs": [run.config.to_dict() for run in runs],
-    }
-    write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
-    return folder, runs, options
+    plan = ComparePlan(
+        shlex.join(["mgbench", *sys.argv[1:]]),
+        [run.config for run in runs],
+        timeout,
+        args.hosts,
+        args.bandwidth,
+        args.scaling,
+    )
+    write_json_atomically(folder.compare_file, plan.to_json())
+    return folder, plan, runs
 
 
-def plan_resume(run_dir: Path, timeout: float | None) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
-    """The recorded plan of RUN_DIR; its results file keeps only the rows of runs already done.
-    A `timeout` given now replaces the recorded one."""
+def plan_resume(run_dir: Path, timeout: float | None) -> tuple[RunFolder, ComparePlan, list[PlannedRun]]:
+    """The recorded plan of RUN_DIR and its runs not done yet; its results file keeps only the
+    rows of runs already done. A `timeout` given now replaces the recorded one."""
     folder = RunFolder(run_dir)
     if not folder.compare_file.exists():
         raise UsageError(f"--resume: {folder.compare_file} not found (not a compare run folder)")
     prepare_folder(run_dir, new=False)
-    try:
-        record = json.loads(folder.compare_file.read_text())
-    except json.JSONDecodeError:
-        raise UsageError(f"--resume: {folder.compare_file} cannot be read (cut short?); the plan is lost") from None
-    configs = [RunConfig.from_dict(config) for config in record["configs"]]
+    plan = ComparePlan.read(folder.compare_file)
     missing = {
         name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
-        for name in {config.framework for config in configs}
+        for name in {config.framework for config in plan.configs}
     }
-    runs = [replan(config, missing[config.framework]) for config in configs]
+    runs = [replan(config, missing[config.framework]) for config in plan.configs]
     kept, todo = pending_runs(runs, read_results(folder.results))
     write_results(folder.results, kept)
-    record.setdefault("resumed", []).append(shlex.join(["mgbench", *sys.argv[1:]]))
+    plan.resumed.append(shlex.join(["mgbench", *sys.argv[1:]]))
     if timeout is not None:
-        record.setdefault("options", {})["timeout"] = timeout
-    write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
-    return folder, todo, record.get("options", {})
+        plan.timeout = timeout
+    write_json_atomically(folder.compare_file, plan.to_json())
+    return folder, plan, todo
 
 
 def bandwidth_report(
@@ -228,11 +226,11 @@ def bandwidth_report(
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     if args.resume:
-        folder, runs, options = plan_resume(args.resume, args.timeout)
+        folder, plan, runs = plan_resume(args.resume, args.timeout)
     else:
-        folder, runs, options = plan_new(args, console)
-    hosts = resolve_hosts(options["hosts"]) if options.get("hosts") else None
-    timeout = float(options.get("timeout", DEFAULT_TIMEOUT_SECONDS))
+        folder, plan, runs = plan_new(args, console)
+    hosts = resolve_hosts(plan.hosts) if plan.hosts else None
+    timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
 
     kind = runs[0].config.device_kind if runs else "cpu"
     if kind == "cpu":
@@ -241,7 +239,7 @@ def handle(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
     try:
-        bandwidth = bandwidth_report(folder, runs, bool(options.get("bandwidth")), console)
+        bandwidth = bandwidth_report(folder, runs, plan.bandwidth, console)
         with console.status(f"running 1/{len(runs)}...") as status:
 
             def on_result(result: RunResult) -> None:
@@ -265,10 +263,10 @@ def handle(args: argparse.Namespace) -> int:
     if results:
         frame = write_summary(folder.root, results)
         first = results[0].config
-        title = f"{first.model} {first.precision} {first.data_format}, {options.get('scaling', 'weak')} scaling, {first.device_kind}"
+        title = f"{first.model} {first.precision} {first.data_format}, {plan.scaling} scaling, {first.device_kind}"
         print_summary(frame, title)
         console.print(f"report: {write_report(folder.root)}")
-    console.print(f"results: {folder.results}\nsummary: {folder.root / 'summary.md'}")
+    console.print(f"results: {folder.results}\nsummary: {folder.summary_md}")
     if interrupted:
         console.print(
             f"[yellow]interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}[/]"

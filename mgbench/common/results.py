@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
+from mgbench.common.errors import UnsafeNameError, UsageError
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
@@ -93,8 +93,12 @@ class RunResult:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RunResult:
+        """A row read back; its `run_id`, when it holds one, must be the one its config gives."""
         names = {f.name for f in dataclasses.fields(cls)} - {"config"}
-        return cls(config=RunConfig.from_dict(record), **{k: v for k, v in record.items() if k in names})
+        config = RunConfig.from_dict(record)
+        if record.get("run_id", config.run_id) != config.run_id:
+            raise UnsafeNameError(f"run_id {record['run_id']!r} is not its config's ({config.run_id})")
+        return cls(config=config, **{k: v for k, v in record.items() if k in names})
 
     def to_json(self) -> str:
         return json.dumps(self.to_record())
@@ -132,16 +136,20 @@ def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult]
     """The records and rows of a results file, and how many lines could not be read.
 
     A line cut short (a copy, a crash of another writer) or not a result is skipped and
-    counted rather than raised: reports and resumes keep every row that is whole.
+    counted rather than raised: reports and resumes keep every row that is whole. A row whose
+    names could not have been written by mgbench (`UnsafeNameError`) is raised, with its line.
     """
     records, results, unreadable = [], [], 0
-    for line in path.read_text().splitlines() if path.exists() else []:
+    lines = path.read_text().splitlines() if path.exists() else []
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
             results.append(RunResult.from_record(record))
-        except (json.JSONDecodeError, TypeError, AttributeError, UsageError):
+        except UnsafeNameError as error:
+            raise UnsafeNameError(f"{path} line {number}: {error}") from None
+        except (json.JSONDecodeError, UsageError):
             unreadable += 1
             continue
         records.append(record)

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from mgbench.common.breakdown import CATEGORIES
 from mgbench.common.results import RunResult
+from mgbench.common.runfolder import RunFolder
 from mgbench.reports.readings import reading
 
 GROUP = ["framework", "strategy"]
@@ -132,8 +133,9 @@ def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
     """`summary.csv` (numbers, one row per run) and `summary.md` (the human table)."""
     frame = results_frame(results)
     numeric = [c for c in frame.columns if c not in LIST_COLUMNS]
-    frame[numeric].to_csv(folder / "summary.csv", index=False)
-    (folder / "summary.md").write_text(display_table(frame).to_markdown(index=False) + "\n")
+    files = RunFolder(folder)
+    frame[numeric].to_csv(files.summary_csv, index=False)
+    files.summary_md.write_text(display_table(frame).to_markdown(index=False) + "\n")
     return frame
 
 

@@ -1,23 +1,30 @@
-"""A run folder from elsewhere makes mgbench write only inside it: names read back are checked,
-every path is resolved inside the folder, and a `compare.json` that is not a plan is one line.
-Its files follow the umask."""
+"""A run folder from elsewhere makes mgbench write only inside it, and one compare writes a folder
+at a time: names read back are checked, every path is resolved inside the folder, a
+`compare.json` that is not a plan is one line, the lock names its holder, and a resume runs the
+recorded plan only. Its files follow the umask."""
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import shutil
+import signal
+import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from conftest import cli_env, mgbench, one_line_error, tiny_job
+from conftest import cli_env, interruptible, mgbench, one_line_error, read_rows, tiny_job
 
 from mgbench.cli import main
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UnsafeNameError, UsageError
+from mgbench.common.folder_lock import FolderLock
 from mgbench.common.results import RunResult
 from mgbench.common.runfolder import RunFolder
 from mgbench.runner.hosts import parse_hosts
@@ -168,6 +175,84 @@ def test_a_compare_json_that_is_not_a_plan_is_one_line_for_report_and_resume(com
     for verb in ("report", "resume"):
         assert "compare.json is not a compare plan" in one_line_error(report_or_resume(cli, verb, run))
     assert (run / "results.jsonl").read_text() == results and (run / "compare.json").read_text() == text
+
+
+@pytest.mark.parametrize(
+    "option", [["--steps", "3"], ["--model", "tiny"], ["--frameworks", "fake"], ["--gpus", "2"], ["--bandwidth"]]
+)
+def test_resume_refuses_an_option_that_would_change_the_recorded_plan(compared, tmp_path, cli, option):
+    run = shared_copy(compared, tmp_path)
+    line = one_line_error(cli("compare", "--resume", str(run), *option))
+    assert f"--resume runs the plan recorded in {run}, so it takes no {option[0]} (only --timeout)" in line
+    assert (run / "results.jsonl").read_text() == (compared / "results.jsonl").read_text()
+
+
+@pytest.mark.slow
+def test_a_second_compare_or_a_resume_into_a_held_folder_is_refused_naming_the_holder(tmp_path):
+    out = tmp_path / "held"
+    command = [sys.executable, "-m", "mgbench", "compare", "--frameworks", "fake", "--strategies", "slow"]
+    first = subprocess.Popen(
+        [*command, "--gpus", "1", *tiny_job(60), "--out", str(out)],
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+    )
+    lock = out / "compare.lock"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ((out / "compare.json").exists() and lock.exists()):
+        time.sleep(0.1)
+    try:
+        assert json.loads(lock.read_text())["pid"] == first.pid
+        for args in (["compare", *FAKE_JOB, "--out", str(out)], ["compare", "--resume", str(out)]):
+            line = one_line_error(mgbench(*args))
+            assert f"is in use by another compare (pid {first.pid} on {socket.gethostname()}, since " in line
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGTERM)
+        _, stderr = first.communicate(timeout=60)
+    assert first.returncode == 130, stderr
+    assert list(read_rows(out).status) == ["interrupted"]
+    assert not lock.exists()
+
+
+def test_a_lock_left_by_a_compare_that_is_gone_is_taken_over_saying_so(compared, tmp_path):
+    run = shared_copy(compared, tmp_path)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    holder = {"pid": int(gone.stdout), "host": socket.gethostname(), "since": "2025-01-01T00:00:00"}
+    (run / "compare.lock").write_text(json.dumps(holder))
+    done = mgbench("compare", "--resume", str(run))
+    assert done.returncode == 0, done.stderr
+    expected = f"lock taken over from a compare that is gone (pid {holder['pid']} on {holder['host']}, since 2025"
+    assert expected in done.stderr
+    assert list(read_rows(run).status) == ["ok", "ok"] and not (run / "compare.lock").exists()
+
+
+def test_the_os_lock_decides_and_without_one_the_recorded_holder_does(tmp_path, monkeypatch):
+    path = tmp_path / "compare.lock"
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    recorded = json.dumps({"pid": alive.pid, "host": socket.gethostname(), "since": "then"})
+    try:
+        path.write_text(recorded)
+        with FolderLock(path) as lock:  # the live pid holds no OS lock: a reused pid, not a holder
+            assert lock.taken_over is not None and lock.taken_over.pid == alive.pid
+            with pytest.raises(UsageError, match=f"in use by another compare \\(pid {os.getpid()} "), FolderLock(path):
+                pass
+        assert not path.exists()
+
+        def no_locks(fd: int, operation: int) -> None:
+            raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+        monkeypatch.setattr(fcntl, "flock", no_locks)
+        path.write_text(recorded)
+        with pytest.raises(UsageError, match=f"pid {alive.pid} "), FolderLock(path):
+            pass
+    finally:
+        alive.kill()
+        alive.wait()
+    with FolderLock(path) as lock:
+        assert lock.taken_over is not None and lock.taken_over.pid == alive.pid
 
 
 @pytest.mark.parametrize("umask, file_mode, folder_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])

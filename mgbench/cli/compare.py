@@ -2,7 +2,9 @@
 
 Each row lands in `results.jsonl` as its run ends. Ctrl-C or SIGTERM stops the current run,
 keeps the finished rows, writes the summary of what exists and exits 130; `--resume RUN_DIR`
-then runs only what is not done yet, from the configs recorded in `compare.json`.
+then runs only what is not done yet, from the configs recorded in `compare.json`. A compare,
+new or resumed, holds its folder's lock (`RunFolder.lock`) from the first file it writes there
+to its end, so a second one into the same folder is refused instead of mixing its rows in.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mgbench.common.config import DeviceKind
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult, read_results, write_json_atomically, write_results
-from mgbench.common.runfolder import RunFolder
+from mgbench.common.runfolder import LOCK_FILE, RunFolder
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
 from mgbench.reports.html import write_report
@@ -38,10 +40,17 @@ from mgbench.runner.venvs import inspect_installation
 DEFAULT_TIMEOUT_SECONDS = 1200.0
 FAILED = ("failed", "timeout", "oom", "not-installed")
 INTERRUPTED_EXIT_CODE = 130
+RESUME_OPTIONS = {"resume", "timeout"}
+"""What `--resume` takes: the recorded plan is run as it was, only its timeout may change."""
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
     parser = verbs.add_parser("compare", help="run frameworks/strategies on 1 and N devices and compare them")
+    add_arguments(parser)
+    parser.set_defaults(handler=handle)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--frameworks",
         default=None,
@@ -75,7 +84,26 @@ def register(verbs: argparse._SubParsersAction) -> None:
         help="measure bandwidth.json first (reused if present) for all-reduce shares",
     )
     add_job_options(parser)
-    parser.set_defaults(handler=handle)
+
+
+def typed_options(argv: list[str]) -> set[str]:
+    """The options `argv` (compare's arguments) gives, whatever their values: parsed again with
+    every default None, so that `--gpus 2` counts although 2 is the default."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    parser.set_defaults(**dict.fromkeys(vars(parser.parse_args([])), None))
+    return {name for name, value in vars(parser.parse_known_args(argv)[0]).items() if value is not None}
+
+
+def refuse_job_options(run_dir: Path, typed: set[str]) -> None:
+    """`--resume` runs the recorded plan: an option that would change it is refused, not ignored."""
+    ignored = sorted(typed - RESUME_OPTIONS)
+    if ignored:
+        names = ", ".join("--" + name.replace("_", "-") for name in ignored)
+        raise UsageError(
+            f"--resume runs the plan recorded in {run_dir}, so it takes no {names} (only --timeout); "
+            "start a new compare for another job"
+        )
 
 
 def positive_seconds(text: str) -> float:
@@ -93,14 +121,23 @@ def _split(text: str | None) -> list[str] | None:
     return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
-def prepare_folder(path: Path, new: bool) -> RunFolder:
-    """The run folder, created and checked writable. A `new` compare refuses a folder that holds
-    anything but a measured `bandwidth.json` (which it reuses): its rows would mix with another
+def refuse_used_folder(path: Path) -> None:
+    """A new compare refuses a folder that holds anything but a measured `bandwidth.json` (which
+    it reuses) and a lock file left by a compare that is gone: its rows would mix with another
     compare's, and speed-ups be taken against them."""
-    held = {entry.name for entry in path.iterdir()} - {BANDWIDTH_FILE} if new and path.is_dir() else set()
+    held = {entry.name for entry in path.iterdir()} - {BANDWIDTH_FILE, LOCK_FILE} if path.is_dir() else set()
     if held:
         hint = f"continue it with --resume {path}" if RunFolder(path).compare_file.exists() else "it holds other files"
         raise UsageError(f"--out {path} is not empty ({hint}); choose a new --out")
+
+
+def prepare_folder(path: Path, new: bool) -> RunFolder:
+    """The run folder, checked (`refuse_used_folder` for a `new` compare), created and checked
+    writable. A folder another compare holds is refused first, naming the holder."""
+    if path.is_dir():
+        RunFolder(path).lock().refuse_if_held()
+    if new:
+        refuse_used_folder(path)
     if path.exists() and not path.is_dir():
         raise UsageError(f"--out {path} is a file, not a folder")
     try:
@@ -147,7 +184,7 @@ def installation_reasons(
 
 
 def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, ComparePlan, list[PlannedRun]]:
-    """The run folder, its plan (written into `compare.json`) and the plan's runs."""
+    """The run folder (created, nothing written in it yet), the plan and its runs."""
     expanded = expand_frameworks(_split(args.frameworks) or [])
     if not expanded:
         raise UsageError("--frameworks is required (or --resume RUN_DIR)")
@@ -180,17 +217,12 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
         args.bandwidth,
         args.scaling,
     )
-    write_json_atomically(folder.compare_file, plan.to_json())
     return folder, plan, runs
 
 
-def plan_resume(run_dir: Path, timeout: float | None) -> tuple[RunFolder, ComparePlan, list[PlannedRun]]:
-    """The recorded plan of RUN_DIR and its runs not done yet; its results file keeps only the
-    rows of runs already done. A `timeout` given now replaces the recorded one."""
-    folder = RunFolder(run_dir)
-    if not folder.compare_file.exists():
-        raise UsageError(f"--resume: {folder.compare_file} not found (not a compare run folder)")
-    prepare_folder(run_dir, new=False)
+def plan_resume(folder: RunFolder, timeout: float | None) -> tuple[ComparePlan, list[PlannedRun]]:
+    """The recorded plan of the folder and its runs not done yet; its results file keeps only
+    the rows of runs already done. A `timeout` given now replaces the recorded one."""
     plan = ComparePlan.read(folder.compare_file)
     missing = {
         name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
@@ -203,7 +235,7 @@ def plan_resume(run_dir: Path, timeout: float | None) -> tuple[RunFolder, Compar
     if timeout is not None:
         plan.timeout = timeout
     write_json_atomically(folder.compare_file, plan.to_json())
-    return folder, plan, todo
+    return plan, todo
 
 
 def bandwidth_report(
@@ -226,9 +258,26 @@ def bandwidth_report(
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     if args.resume:
-        folder, plan, runs = plan_resume(args.resume, args.timeout)
+        refuse_job_options(args.resume, typed_options(sys.argv[2:]))
+        recorded = RunFolder(args.resume).compare_file
+        if not recorded.exists():
+            raise UsageError(f"--resume: {recorded} not found (not a compare run folder)")
+        folder = prepare_folder(args.resume, new=False)
     else:
         folder, plan, runs = plan_new(args, console)
+    with folder.lock() as lock:
+        if lock.taken_over:
+            console.print(f"[yellow]{folder.root}: lock taken over from a compare that is gone ({lock.taken_over})[/]")
+        if args.resume:
+            plan, runs = plan_resume(folder, args.timeout)
+        else:
+            refuse_used_folder(folder.root)
+            write_json_atomically(folder.compare_file, plan.to_json())
+        return run_planned(folder, plan, runs, console)
+
+
+def run_planned(folder: RunFolder, plan: ComparePlan, runs: list[PlannedRun], console: Console) -> int:
+    """The runs, one row each as it ends, then the summary and the report; the exit code."""
     hosts = resolve_hosts(plan.hosts) if plan.hosts else None
     timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
 

@@ -3,7 +3,7 @@
 A compare's folder holds `results.jsonl` (one row per run, `mgbench.common.results`),
 `compare.json` (the command, options and every planned config), `configs/`, `raw/`, `logs/`,
 `traces/` (utilisation samples, columns `TRACE_COLUMNS`), `profiles/`, `bandwidth.json`, the
-summary, `charts/` and `report.html`.
+summary, `charts/` and `report.html`, and `compare.lock` while a compare writes it.
 
 Run folders are shared, so one may come from anywhere, and names read from it (a row's
 strategy, a config's device kind) become file names. Every path of the folder is built here,
@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mgbench.common.errors import UsageError
+from mgbench.common.folder_lock import FolderLock
 from mgbench.common.results import RESULTS_FILE
 
 COMPARE_FILE = "compare.json"
+LOCK_FILE = "compare.lock"
 CHARTS_DIR = "charts"
 REPORT_FILE = "report.html"
 TRACE_COLUMNS = (
@@ -95,3 +97,7 @@ class RunFolder:
     @property
     def report(self) -> Path:
         return self.inside(REPORT_FILE)
+
+    def lock(self) -> FolderLock:
+        """The folder's writer lock (`mgbench.common.folder_lock`), held while in its `with`."""
+        return FolderLock(self.inside(LOCK_FILE))

@@ -1,12 +1,13 @@
-"""A run folder from elsewhere makes mgbench write only inside it, and one compare writes a folder
-at a time: names read back are checked, every path is resolved inside the folder, a
-`compare.json` that is not a plan is one line, the lock names its holder, and a resume runs the
-recorded plan only. Its files follow the umask."""
+"""A run folder from elsewhere makes mgbench write only inside it, one compare writes a folder at
+a time, and a folder or a disk that fails is one line: names read back are checked, every path
+is resolved inside the folder, the lock names its holder, files follow the umask."""
 
 from __future__ import annotations
 
+import builtins
 import errno
 import fcntl
+import io
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ from mgbench.common.folder_lock import FolderLock
 from mgbench.common.results import RunResult
 from mgbench.common.runfolder import RunFolder
 from mgbench.runner.hosts import parse_hosts
+from mgbench.runner.monitor import DeviceMonitor
 
 FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", *tiny_job(4)]
 HOSTILE = "/../../../x/victim"
@@ -177,6 +179,16 @@ def test_a_compare_json_that_is_not_a_plan_is_one_line_for_report_and_resume(com
     assert (run / "results.jsonl").read_text() == results and (run / "compare.json").read_text() == text
 
 
+def test_a_bandwidth_json_that_mgbench_did_not_measure_is_refused_up_front(tmp_path, cli):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "bandwidth.json").write_text('{"link": "mine"}')
+    line = one_line_error(cli("compare", *FAKE_JOB, "--out", str(out)))
+    assert "bandwidth.json is not a bandwidth.json measured by mgbench" in line
+    assert [path.name for path in out.iterdir()] == ["bandwidth.json"]
+    assert (out / "bandwidth.json").read_text() == '{"link": "mine"}'
+
+
 @pytest.mark.parametrize(
     "option", [["--steps", "3"], ["--model", "tiny"], ["--frameworks", "fake"], ["--gpus", "2"], ["--bandwidth"]]
 )
@@ -271,3 +283,67 @@ def test_every_file_of_a_run_folder_follows_the_umask(tmp_path, umask, file_mode
     assert modes == {name: folder_mode if (out / name).is_dir() else file_mode for name in modes}
     written = {"results.jsonl", "compare.json", "raw/fake-steady-1cpu.json", "summary.csv", "report.html"}
     assert written | {"charts/throughput.png", "configs/fake-steady-1cpu.json"} <= set(modes)
+
+
+def test_a_full_disk_during_a_compare_is_one_line_and_the_compare_resumes(tmp_path, fake_plugin, monkeypatch, capsys):
+    monkeypatch.setenv("PYTHONPATH", cli_env()["PYTHONPATH"])  # the runs' workers load the fake adapter
+    fsync = os.fsync
+
+    def full_for_results(fd: int) -> None:
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).name.startswith(".results.jsonl."):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full_for_results)
+    out = tmp_path / "full"
+    assert run_main(monkeypatch, "compare", *FAKE_JOB, "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"mgbench: error: run folder {out}: No space left on device ({out / 'results.jsonl'}); "
+        f"the rows written are kept; continue with: mgbench compare --resume {out}"
+    )
+    assert sorted(path.name for path in out.iterdir() if path.is_file()) == ["compare.json"]
+    monkeypatch.undo()
+    resumed = mgbench("compare", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert list(read_rows(out).status) == ["ok"]
+
+
+def test_a_trace_the_monitor_cannot_write_is_raised_where_the_run_is_watched(tmp_path):
+    """Not printed as a traceback by the sampling thread: raised at the monitor's exit, in the
+    compare, which ends with one line (a disk too full for the trace is too full for the row)."""
+    unwritable = tmp_path / "trace.csv"
+    unwritable.mkdir()
+    with pytest.raises(IsADirectoryError), DeviceMonitor(unwritable, []):
+        time.sleep(0.05)
+
+
+def read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Every way this process writes a file or folder under `folder` fails as on a read-only
+    mount (EROFS), whoever runs the test (root writes into a folder whatever its mode)."""
+
+    def refuse(path: object) -> None:
+        if isinstance(path, str | os.PathLike) and Path(os.path.abspath(path)).is_relative_to(folder):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    def guarded(write, opens_files: bool = False):
+        def call(path, *args, **kwargs):
+            mode = args[0] if args else kwargs.get("mode", "r")
+            if not opens_files or set(str(mode)) & set("wax+"):
+                refuse(path)
+            return write(path, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(builtins, "open", guarded(builtins.open, opens_files=True))
+    monkeypatch.setattr(io, "open", guarded(io.open, opens_files=True))
+    for name in ("mkdir", "unlink", "replace", "rename"):
+        monkeypatch.setattr(os, name, guarded(getattr(os, name)))
+
+
+def test_report_on_a_read_only_folder_is_one_line(compared, tmp_path, monkeypatch, cli):
+    run = shared_copy(compared, tmp_path)
+    read_only(monkeypatch, run)
+    line = one_line_error(cli("report", str(run)))
+    assert line.startswith(f"mgbench: error: run folder {run}: Read-only file system ({run / 'charts'}")

@@ -132,14 +132,17 @@ def refuse_used_folder(path: Path) -> None:
 
 
 def prepare_folder(path: Path, new: bool) -> RunFolder:
-    """The run folder, checked (`refuse_used_folder` for a `new` compare), created and checked
-    writable. A folder another compare holds is refused first, naming the holder."""
+    """The run folder, checked (`refuse_used_folder` for a `new` compare, a `bandwidth.json` that
+    is not one mgbench measured refused up front), created and checked writable. A folder
+    another compare holds is refused first, naming the holder."""
     if path.is_dir():
         RunFolder(path).lock().refuse_if_held()
     if new:
         refuse_used_folder(path)
     if path.exists() and not path.is_dir():
         raise UsageError(f"--out {path} is a file, not a folder")
+    if (path / BANDWIDTH_FILE).is_file():
+        BandwidthReport.read(path / BANDWIDTH_FILE)
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".write-test"
@@ -265,7 +268,7 @@ def handle(args: argparse.Namespace) -> int:
         folder = prepare_folder(args.resume, new=False)
     else:
         folder, plan, runs = plan_new(args, console)
-    with folder.lock() as lock:
+    with folder.writing(), folder.lock() as lock:
         if lock.taken_over:
             console.print(f"[yellow]{folder.root}: lock taken over from a compare that is gone ({lock.taken_over})[/]")
         if args.resume:
@@ -273,7 +276,9 @@ def handle(args: argparse.Namespace) -> int:
         else:
             refuse_used_folder(folder.root)
             write_json_atomically(folder.compare_file, plan.to_json())
-        return run_planned(folder, plan, runs, console)
+        hint = f"the rows written are kept; continue with: mgbench compare --resume {folder.root}"
+        with folder.writing(hint):
+            return run_planned(folder, plan, runs, console)
 
 
 def run_planned(folder: RunFolder, plan: ComparePlan, runs: list[PlannedRun], console: Console) -> int:

@@ -1,7 +1,8 @@
 """`mgbench report RUN_DIR`: charts and a self-contained report.html for a run folder.
 
 `compare` writes the report itself; this verb rebuilds it, e.g. for a folder copied from a
-GPU machine or one whose compare was interrupted.
+GPU machine or one whose compare was interrupted. A folder it cannot write (read-only, disk
+full) is one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mgbench.common.runfolder import RunFolder
 from mgbench.reports.html import write_report
 
 
@@ -19,5 +21,6 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    print(write_report(args.run_dir))
+    with RunFolder(args.run_dir).writing():
+        print(write_report(args.run_dir))
     return 0

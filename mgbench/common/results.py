@@ -108,7 +108,8 @@ def write_json_atomically(path: Path, text: str) -> None:
     """Write through a temporary file in the same folder, then rename over the target.
 
     The temporary file is created as `open` creates files (mode 0666 less the umask), not as
-    `mkstemp` does (0600), so the file keeps the mode every other file of the folder has.
+    `mkstemp` does (0600), so the file keeps the mode every other file of the folder has. An
+    OSError (a full disk) names the file that was being written, not the temporary one.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
@@ -119,6 +120,9 @@ def write_json_atomically(path: Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(path)) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

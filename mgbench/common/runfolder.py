@@ -12,6 +12,8 @@ by `RunFolder.inside`, which refuses one that resolves outside the folder.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,3 +103,14 @@ class RunFolder:
     def lock(self) -> FolderLock:
         """The folder's writer lock (`mgbench.common.folder_lock`), held while in its `with`."""
         return FolderLock(self.inside(LOCK_FILE))
+
+    @contextmanager
+    def writing(self, hint: str = "") -> Iterator[None]:
+        """An OSError while the block writes the folder (disk full, a read-only folder) becomes
+        one UsageError line naming the folder, the reason and the file, then `hint`."""
+        try:
+            yield
+        except OSError as error:
+            where = f" ({error.filename})" if error.filename else ""
+            then = f"; {hint}" if hint else ""
+            raise UsageError(f"run folder {self.root}: {error.strerror or error}{where}{then}") from None

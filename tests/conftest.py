@@ -42,6 +42,14 @@ def mgbench(*args: str, timeout: float = 600, **extra_env: str) -> subprocess.Co
     )
 
 
+def one_line_error(done: subprocess.CompletedProcess) -> str:
+    """The one line `mgbench: error: ...` a refused command prints, having exited 2."""
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mgbench: error: "), done.stderr
+    return lines[0]
+
+
 def read_rows(folder: Path) -> pd.DataFrame:
     """A run folder's results file, as users read it."""
     return pd.read_json(folder / "results.jsonl", lines=True)

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import cli_env, mgbench, read_rows, tiny_job
+from conftest import cli_env, mgbench, one_line_error, read_rows, tiny_job
 
 from mgbench.common.config import RunConfig
 from mgbench.common.results import RunResult
@@ -18,13 +18,6 @@ from mgbench.reports.summary import results_frame
 from mgbench.runner.orchestrator import failure_cause
 
 FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", *tiny_job(4)]
-
-
-def one_line_error(done) -> str:
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("mgbench: error: "), done.stderr
-    return lines[0]
 
 
 def test_out_on_a_used_run_folder_is_refused_and_left_as_it_was(tmp_path):

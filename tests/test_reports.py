@@ -179,7 +179,7 @@ def scan(text: str) -> DocumentScan:
 
 def test_charts_are_pngs_of_the_expected_size(tmp_path):
     folder, run_ids = fixture_folder(tmp_path)
-    charts = write_charts(load_run_folder(folder), folder / "charts")
+    charts = write_charts(load_run_folder(folder))
     names = {chart.path.name for chart in charts.compare}
     assert names == {"throughput.png", "scaling.png", "scaling-loss.png", "breakdown.png", "epochs.png"}
     ok_ids = run_ids[:3]

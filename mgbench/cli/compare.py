@@ -2,20 +2,20 @@
 
 Each row lands in `results.jsonl` as its run ends. Ctrl-C or SIGTERM stops the current run,
 keeps the finished rows, writes the summary of what exists and exits 130; `--resume RUN_DIR`
-then runs only what is not done yet, from the configs recorded in `compare.json`.
+then runs only what is not done yet, from the configs recorded in `compare.json`. A compare,
+new or resumed, holds its folder's lock (`RunFolder.lock`) from the first file it writes there
+to its end, so a second one into the same folder is refused instead of mixing its rows in.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 import signal
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -23,11 +23,12 @@ from mgbench.cli.live import live_compare
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
 from mgbench.cli.report import add_format_option
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
-from mgbench.common.config import DeviceKind, RunConfig
+from mgbench.common.compare_plan import ComparePlan
+from mgbench.common.config import DeviceKind
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
 from mgbench.common.results import read_results, write_json_atomically, write_results
-from mgbench.common.runfolder import RunFolder
+from mgbench.common.runfolder import LOCK_FILE, RunFolder
 from mgbench.common.scaling import add_scaling_figures
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
@@ -43,10 +44,17 @@ from mgbench.runner.venvs import inspect_installation
 DEFAULT_TIMEOUT_SECONDS = 1200.0
 FAILED = ("failed", "timeout", "oom", "not-installed")
 INTERRUPTED_EXIT_CODE = 130
+RESUME_OPTIONS = {"resume", "timeout"}
+"""What `--resume` takes: the recorded plan is run as it was, only its timeout may change."""
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
     parser = verbs.add_parser("compare", help="run frameworks/strategies on 1 and N devices and compare them")
+    add_arguments(parser)
+    parser.set_defaults(handler=handle)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--frameworks",
         default=None,
@@ -81,7 +89,26 @@ def register(verbs: argparse._SubParsersAction) -> None:
     )
     add_format_option(parser)
     add_job_options(parser)
-    parser.set_defaults(handler=handle)
+
+
+def typed_options(argv: list[str]) -> set[str]:
+    """The options `argv` (compare's arguments) gives, whatever their values: parsed again with
+    every default None, so that `--gpus 2` counts although 2 is the default."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    parser.set_defaults(**dict.fromkeys(vars(parser.parse_args([])), None))
+    return {name for name, value in vars(parser.parse_known_args(argv)[0]).items() if value is not None}
+
+
+def refuse_job_options(run_dir: Path, typed: set[str]) -> None:
+    """`--resume` runs the recorded plan: an option that would change it is refused, not ignored."""
+    ignored = sorted(typed - RESUME_OPTIONS)
+    if ignored:
+        names = ", ".join("--" + name.replace("_", "-") for name in ignored)
+        raise UsageError(
+            f"--resume runs the plan recorded in {run_dir}, so it takes no {names} (only --timeout); "
+            "start a new compare for another job"
+        )
 
 
 def positive_seconds(text: str) -> float:
@@ -99,16 +126,28 @@ def _split(text: str | None) -> list[str] | None:
     return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
-def prepare_folder(path: Path, new: bool) -> RunFolder:
-    """The run folder, created and checked writable. A `new` compare refuses a folder that holds
-    anything but a measured `bandwidth.json` (which it reuses): its rows would mix with another
+def refuse_used_folder(path: Path) -> None:
+    """A new compare refuses a folder that holds anything but a measured `bandwidth.json` (which
+    it reuses) and a lock file left by a compare that is gone: its rows would mix with another
     compare's, and speed-ups be taken against them."""
-    held = {entry.name for entry in path.iterdir()} - {BANDWIDTH_FILE} if new and path.is_dir() else set()
+    held = {entry.name for entry in path.iterdir()} - {BANDWIDTH_FILE, LOCK_FILE} if path.is_dir() else set()
     if held:
         hint = f"continue it with --resume {path}" if RunFolder(path).compare_file.exists() else "it holds other files"
         raise UsageError(f"--out {path} is not empty ({hint}); choose a new --out")
+
+
+def prepare_folder(path: Path, new: bool) -> RunFolder:
+    """The run folder, checked (`refuse_used_folder` for a `new` compare, a `bandwidth.json` that
+    is not one mgbench measured refused up front), created and checked writable. A folder
+    another compare holds is refused first, naming the holder."""
+    if path.is_dir():
+        RunFolder(path).lock().refuse_if_held()
+    if new:
+        refuse_used_folder(path)
     if path.exists() and not path.is_dir():
         raise UsageError(f"--out {path} is a file, not a folder")
+    if (path / BANDWIDTH_FILE).is_file():
+        BandwidthReport.read(path / BANDWIDTH_FILE)
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".write-test"
@@ -154,7 +193,8 @@ def installation_reasons(
     return names, reasons, left_out
 
 
-def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
+def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, ComparePlan, list[PlannedRun]]:
+    """The run folder (created, nothing written in it yet), the plan and its runs."""
     expanded = expand_frameworks(_split(args.frameworks) or [])
     if not expanded:
         raise UsageError("--frameworks is required (or --resume RUN_DIR)")
@@ -183,42 +223,35 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, lis
     if shrunk:
         console.print(f"[yellow]{shrunk}[/]")
     timeout = DEFAULT_TIMEOUT_SECONDS if args.timeout is None else args.timeout
-    options = {"timeout": timeout, "hosts": args.hosts, "bandwidth": args.bandwidth, "scaling": args.scaling}
-    record = {
-        "command": shlex.join(["mgbench", *sys.argv[1:]]),
-        "options": options,
-        "configs": [run.config.to_dict() for run in runs],
-        "left_out": left_out,
-        "job_shrink": shrunk or None,
-    }
-    write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
-    return folder, runs, options
+    plan = ComparePlan(
+        shlex.join(["mgbench", *sys.argv[1:]]),
+        [run.config for run in runs],
+        timeout,
+        args.hosts,
+        args.bandwidth,
+        args.scaling,
+        left_out=left_out,
+        job_shrink=shrunk or None,
+    )
+    return folder, plan, runs
 
 
-def plan_resume(run_dir: Path, timeout: float | None) -> tuple[RunFolder, list[PlannedRun], dict[str, Any]]:
-    """The recorded plan of RUN_DIR; its results file keeps only the rows of runs already done.
-    A `timeout` given now replaces the recorded one."""
-    folder = RunFolder(run_dir)
-    if not folder.compare_file.exists():
-        raise UsageError(f"--resume: {folder.compare_file} not found (not a compare run folder)")
-    prepare_folder(run_dir, new=False)
-    try:
-        record = json.loads(folder.compare_file.read_text())
-    except json.JSONDecodeError:
-        raise UsageError(f"--resume: {folder.compare_file} cannot be read (cut short?); the plan is lost") from None
-    configs = [RunConfig.from_dict(config) for config in record["configs"]]
+def plan_resume(folder: RunFolder, timeout: float | None) -> tuple[ComparePlan, list[PlannedRun]]:
+    """The recorded plan of the folder and its runs not done yet; its results file keeps only
+    the rows of runs already done. A `timeout` given now replaces the recorded one."""
+    plan = ComparePlan.read(folder.compare_file)
     missing = {
         name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
-        for name in {config.framework for config in configs}
+        for name in {config.framework for config in plan.configs}
     }
-    runs = [replan(config, missing[config.framework]) for config in configs]
+    runs = [replan(config, missing[config.framework]) for config in plan.configs]
     kept, todo = pending_runs(runs, read_results(folder.results))
     write_results(folder.results, kept)
-    record.setdefault("resumed", []).append(shlex.join(["mgbench", *sys.argv[1:]]))
+    plan.resumed.append(shlex.join(["mgbench", *sys.argv[1:]]))
     if timeout is not None:
-        record.setdefault("options", {})["timeout"] = timeout
-    write_json_atomically(folder.compare_file, json.dumps(record, indent=2))
-    return folder, todo, record.get("options", {})
+        plan.timeout = timeout
+    write_json_atomically(folder.compare_file, plan.to_json())
+    return plan, todo
 
 
 def bandwidth_report(
@@ -241,11 +274,32 @@ def bandwidth_report(
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     if args.resume:
-        folder, runs, options = plan_resume(args.resume, args.timeout)
+        refuse_job_options(args.resume, typed_options(sys.argv[2:]))
+        recorded = RunFolder(args.resume).compare_file
+        if not recorded.exists():
+            raise UsageError(f"--resume: {recorded} not found (not a compare run folder)")
+        folder = prepare_folder(args.resume, new=False)
     else:
-        folder, runs, options = plan_new(args, console)
-    hosts = resolve_hosts(options["hosts"]) if options.get("hosts") else None
-    timeout = float(options.get("timeout", DEFAULT_TIMEOUT_SECONDS))
+        folder, plan, runs = plan_new(args, console)
+    with folder.writing(), folder.lock() as lock:
+        if lock.taken_over:
+            console.print(f"[yellow]{folder.root}: lock taken over from a compare that is gone ({lock.taken_over})[/]")
+        if args.resume:
+            plan, runs = plan_resume(folder, args.timeout)
+        else:
+            refuse_used_folder(folder.root)
+            write_json_atomically(folder.compare_file, plan.to_json())
+        hint = f"the rows written are kept; continue with: mgbench compare --resume {folder.root}"
+        with folder.writing(hint):
+            return run_planned(folder, plan, runs, console, args.format)
+
+
+def run_planned(
+    folder: RunFolder, plan: ComparePlan, runs: list[PlannedRun], console: Console, summary_format: str
+) -> int:
+    """The runs, one row each as it ends, then the summary and the report; the exit code."""
+    hosts = resolve_hosts(plan.hosts) if plan.hosts else None
+    timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
 
     kind = runs[0].config.device_kind if runs else "cpu"
     if kind == "cpu":
@@ -254,7 +308,7 @@ def handle(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
     try:
-        bandwidth = bandwidth_report(folder, runs, bool(options.get("bandwidth")), console)
+        bandwidth = bandwidth_report(folder, runs, plan.bandwidth, console)
         with live_compare(console, len(runs)) as live:
             run_compare(runs, folder, timeout, live.on_result, hosts=hosts, bandwidth=bandwidth, on_event=live.on_event)
     except KeyboardInterrupt:
@@ -268,10 +322,10 @@ def handle(args: argparse.Namespace) -> int:
     if results:
         frame = write_summary(folder.root, results)
         first = results[0].config
-        title = f"{first.model} {first.precision} {first.data_format}, {options.get('scaling', 'weak')} scaling, {first.device_kind}"
-        print_summary(frame, title, args.format)
+        title = f"{first.model} {first.precision} {first.data_format}, {plan.scaling} scaling, {first.device_kind}"
+        print_summary(frame, title, summary_format)
         console.print(f"report: {write_report(folder.root)}")
-    console.print(f"results: {folder.results}\nsummary: {folder.root / 'summary.md'}")
+    console.print(f"results: {folder.results}\nsummary: {folder.summary_md}")
     if interrupted:
         console.print(
             f"[yellow]interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}[/]"

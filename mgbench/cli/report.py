@@ -2,7 +2,8 @@
 
 `compare` writes the report itself; this verb rebuilds it, e.g. for a folder copied from a
 GPU machine or one whose compare was interrupted. With `--format` it also prints the folder's
-compact summary, for a reader (`table`, `md`) or a script (`csv`, `json`).
+compact summary, for a reader (`table`, `md`) or a script (`csv`, `json`). A folder it
+cannot write (read-only, disk full) is one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mgbench.common.runfolder import RunFolder
 from mgbench.reports.compact import FORMATS, print_summary
 from mgbench.reports.figures import job_title
 from mgbench.reports.html import write_report
@@ -36,7 +38,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    path = write_report(args.run_dir)
+    with RunFolder(args.run_dir).writing():
+        path = write_report(args.run_dir)
     if args.format is None:
         print(path)
         return 0

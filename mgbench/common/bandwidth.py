@@ -27,6 +27,7 @@ GRADIENT_BYTES_PER_PARAM = 4
 DEFAULT_SIZES = (2**10, 2**16, 2**20, 2**22, 2**24, 2**26)
 DEFAULT_COPY_BYTES = 2**26
 GB = 1e9
+ALLREDUCE_FIELDS = ("bytes", "seconds", "algbw_gbps", "busbw_gbps")
 
 
 def ring_factor(devices: int) -> float:
@@ -90,7 +91,18 @@ class BandwidthReport:
 
     @classmethod
     def read(cls, path: Path) -> BandwidthReport:
-        return cls(**json.loads(path.read_text()))
+        """The report in `path`; a file that is not one mgbench measured is a UsageError (a
+        run folder may hold someone else's `bandwidth.json`, and its rows would be misread)."""
+        foreign = UsageError(
+            f"{path} is not a bandwidth.json measured by mgbench; move it away or choose another folder"
+        )
+        try:
+            report = cls(**json.loads(path.read_text()))
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError):
+            raise foreign from None
+        if not isinstance(report.allreduce, list) or not all(map(_is_allreduce_entry, report.allreduce)):
+            raise foreign
+        return report
 
     def bus_bandwidth_for(self, message_bytes: int) -> float | None:
         """Bus bandwidth (bytes/s) at the largest measured size not above `message_bytes`.
@@ -103,6 +115,12 @@ class BandwidthReport:
             return None
         fitting = [entry for entry in measured if entry["bytes"] <= message_bytes] or measured[:1]
         return fitting[-1]["busbw_gbps"] * GB
+
+
+def _is_allreduce_entry(entry: object) -> bool:
+    return isinstance(entry, dict) and all(
+        isinstance(entry.get(name), int | float) and not isinstance(entry.get(name), bool) for name in ALLREDUCE_FIELDS
+    )
 
 
 def annotate_allreduce(result: RunResult, report: BandwidthReport) -> None:

@@ -9,15 +9,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mgbench.common.errors import UsageError
+from mgbench.common.errors import UnsafeNameError, UsageError
 from mgbench.common.models import ModelSpec, model_spec
 
 Precision = Literal["fp32", "bf16", "fp16"]
 DataFormat = Literal["channels_first", "channels_last"]
 DeviceKind = Literal["cuda", "cpu"]
+DEVICE_KINDS: tuple[str, ...] = ("cuda", "cpu")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+"""A framework or strategy name: one plain file-name part (no separator, no leading dot), since
+`run_id` names the run's files and a config read back from a run folder may come from anywhere."""
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
 DEFAULT_COMPILE_MODE = "default"
@@ -69,6 +74,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         # JSON gives lists back: one type, so configs compare equal however they travelled.
         object.__setattr__(self, "skipped_images", tuple(self.skipped_images))
+        self._check_names()
         model_spec(self.model)
         if self.devices < 1:
             raise UsageError(f"device count must be at least 1, got {self.devices}")
@@ -106,6 +112,17 @@ class RunConfig:
         if self.bit_depth is not None and not 1 <= self.bit_depth <= 32:
             raise UsageError(f"a bit depth is 1 to 32 bits, got {self.bit_depth}")
 
+    def _check_names(self) -> None:
+        """The fields `run_id` is built from, which become file names in the run folder."""
+        for name in ("framework", "strategy"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+                raise UnsafeNameError(f"{name} {value!r} is not a plain name (letters, digits, '.', '_', '+', '-')")
+        if self.device_kind not in DEVICE_KINDS:
+            raise UnsafeNameError(f"device_kind {self.device_kind!r} is not one of {', '.join(DEVICE_KINDS)}")
+        if not isinstance(self.devices, int) or isinstance(self.devices, bool):
+            raise UnsafeNameError(f"devices {self.devices!r} is not a whole number")
+
     @property
     def spec(self) -> ModelSpec:
         return model_spec(self.model)
@@ -132,8 +149,15 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        """A config read back (a run folder, a worker's `--config`): anything that is not one is a
+        UsageError, and a name that would become a file name elsewhere an `UnsafeNameError`."""
+        if not isinstance(data, dict):
+            raise UsageError(f"not a run config: {type(data).__name__} instead of an object")
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        try:
+            return cls(**{k: v for k, v in data.items() if k in names})
+        except TypeError as error:
+            raise UsageError(f"not a run config: {error}") from None
 
     @classmethod
     def from_json(cls, text: str) -> RunConfig:

@@ -7,3 +7,12 @@ class UsageError(Exception):
     Raised anywhere; `mgbench.cli.main` prints `mgbench: error: <message>` and exits 2,
     so every bad-input path behaves the same whatever module found it.
     """
+
+
+class UnsafeNameError(UsageError):
+    """A name bound for a file name (a config's framework, strategy or device kind, a row's
+    run id) that mgbench would never have written.
+
+    Readers that skip a damaged line (a torn row of `results.jsonl`) let this one through: a
+    run folder from elsewhere holding such a name is refused as a whole, never read in part.
+    """

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
+from mgbench.common.errors import UnsafeNameError, UsageError
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
@@ -136,26 +136,39 @@ class RunResult:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RunResult:
+        """A row read back; its `run_id`, when it holds one, must be the one its config gives."""
         names = {f.name for f in dataclasses.fields(cls)} - {"config"}
         record = {RENAMED.get(key, key): value for key, value in record.items()}
-        return cls(config=RunConfig.from_dict(record), **{k: v for k, v in record.items() if k in names})
+        config = RunConfig.from_dict(record)
+        if record.get("run_id", config.run_id) != config.run_id:
+            raise UnsafeNameError(f"run_id {record['run_id']!r} is not its config's ({config.run_id})")
+        return cls(config=config, **{k: v for k, v in record.items() if k in names})
 
     def to_json(self) -> str:
         return json.dumps(self.to_record())
 
 
 def write_json_atomically(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, then rename over the target."""
+    """Write through a temporary file in the same folder, then rename over the target.
+
+    The temporary file is created as `open` creates files (mode 0666 less the umask), not as
+    `mkstemp` does (0600), so the file keeps the mode every other file of the folder has. An
+    OSError (a full disk) names the file that was being written, not the temporary one.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise OSError(error.errno, error.strerror, str(path)) from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -171,16 +184,20 @@ def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult]
     """The records and rows of a results file, and how many lines could not be read.
 
     A line cut short (a copy, a crash of another writer) or not a result is skipped and
-    counted rather than raised: reports and resumes keep every row that is whole.
+    counted rather than raised: reports and resumes keep every row that is whole. A row whose
+    names could not have been written by mgbench (`UnsafeNameError`) is raised, with its line.
     """
     records, results, unreadable = [], [], 0
-    for line in path.read_text().splitlines() if path.exists() else []:
+    lines = path.read_text().splitlines() if path.exists() else []
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
             results.append(RunResult.from_record(record))
-        except (json.JSONDecodeError, TypeError, AttributeError, UsageError):
+        except UnsafeNameError as error:
+            raise UnsafeNameError(f"{path} line {number}: {error}") from None
+        except (json.JSONDecodeError, UsageError):
             unreadable += 1
             continue
         records.append(record)

@@ -2,17 +2,29 @@
 
 A compare's folder holds `results.jsonl` (one row per run, `mgbench.common.results`),
 `compare.json` (the command, options and every planned config), `configs/`, `raw/`, `logs/`,
-`traces/` (utilisation samples, columns `TRACE_COLUMNS`), `profiles/` and `bandwidth.json`.
+`traces/` (utilisation samples, columns `TRACE_COLUMNS`), `profiles/`, `bandwidth.json`, the
+summary, `charts/` and `report.html`, and `compare.lock` while a compare writes it.
+
+Run folders are shared, so one may come from anywhere, and names read from it (a row's
+strategy, a config's device kind) become file names. Every path of the folder is built here,
+by `RunFolder.inside`, which refuses one that resolves outside the folder.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from mgbench.common.errors import UsageError
+from mgbench.common.folder_lock import FolderLock
 from mgbench.common.results import RESULTS_FILE
 
 COMPARE_FILE = "compare.json"
+LOCK_FILE = "compare.lock"
+CHARTS_DIR = "charts"
+REPORT_FILE = "report.html"
 TRACE_COLUMNS = (
     "seconds",
     "kind",
@@ -32,29 +44,73 @@ class RunFolder:
 
     root: Path
 
+    def inside(self, *parts: str) -> Path:
+        """`root/parts`, refused (UsageError) unless it resolves inside the folder, symbolic
+        links followed: a name from a folder from elsewhere never leads a write outside it."""
+        path = self.root.joinpath(*parts)
+        root = self.root.resolve()
+        resolved = path.resolve()
+        if resolved == root or not resolved.is_relative_to(root):
+            raise UsageError(f"{path} leads outside the run folder {self.root}; nothing was written there")
+        return path
+
     @property
     def results(self) -> Path:
-        return self.root / RESULTS_FILE
+        return self.inside(RESULTS_FILE)
 
     def config_file(self, run_id: str) -> Path:
-        return self.root / "configs" / f"{run_id}.json"
+        return self.inside("configs", f"{run_id}.json")
 
     def raw_result(self, run_id: str) -> Path:
-        return self.root / "raw" / f"{run_id}.json"
+        return self.inside("raw", f"{run_id}.json")
 
     def log(self, run_id: str) -> Path:
-        return self.root / "logs" / f"{run_id}.log"
+        return self.inside("logs", f"{run_id}.log")
 
     def trace(self, run_id: str) -> Path:
-        return self.root / "traces" / f"{run_id}.csv"
+        return self.inside("traces", f"{run_id}.csv")
 
     def profile_dir(self, run_id: str) -> Path:
-        return self.root / "profiles" / run_id
+        return self.inside("profiles", run_id)
 
     @property
     def bandwidth(self) -> Path:
-        return self.root / "bandwidth.json"
+        return self.inside("bandwidth.json")
 
     @property
     def compare_file(self) -> Path:
-        return self.root / COMPARE_FILE
+        return self.inside(COMPARE_FILE)
+
+    @property
+    def summary_csv(self) -> Path:
+        return self.inside("summary.csv")
+
+    @property
+    def summary_md(self) -> Path:
+        return self.inside("summary.md")
+
+    def chart(self, name: str) -> Path:
+        return self.inside(CHARTS_DIR, name)
+
+    @property
+    def charts(self) -> Path:
+        return self.inside(CHARTS_DIR)
+
+    @property
+    def report(self) -> Path:
+        return self.inside(REPORT_FILE)
+
+    def lock(self) -> FolderLock:
+        """The folder's writer lock (`mgbench.common.folder_lock`), held while in its `with`."""
+        return FolderLock(self.inside(LOCK_FILE))
+
+    @contextmanager
+    def writing(self, hint: str = "") -> Iterator[None]:
+        """An OSError while the block writes the folder (disk full, a read-only folder) becomes
+        one UsageError line naming the folder, the reason and the file, then `hint`."""
+        try:
+            yield
+        except OSError as error:
+            where = f" ({error.filename})" if error.filename else ""
+            then = f"; {hint}" if hint else ""
+            raise UsageError(f"run folder {self.root}: {error.strerror or error}{where}{then}") from None

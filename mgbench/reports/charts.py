@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mgbench.common.runfolder import RunFolder
 from mgbench.reports.compare_charts import (
     breakdown_chart,
     epoch_chart,
@@ -21,8 +22,6 @@ from mgbench.reports.compare_charts import (
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
 from mgbench.reports.runfolder import RunFolderData
 from mgbench.reports.scaling_loss import scaling_losses
-
-CHARTS_DIR = "charts"
 
 
 @dataclass(frozen=True)
@@ -43,28 +42,30 @@ def _has_epochs(value: object) -> bool:
     return isinstance(value, list) and len(value) > 0
 
 
-def write_charts(data: RunFolderData, out_dir: Path) -> ChartSet:
-    """Draw what the folder supports; a folder with no successful run gets per-run notes only.
+def write_charts(data: RunFolderData) -> ChartSet:
+    """Draw what the folder supports into its `charts/`; a folder with no successful run gets
+    per-run notes only.
 
-    PNGs left in `out_dir` by an earlier report are removed first, so `charts/` always matches
+    PNGs left in `charts/` by an earlier report are removed first, so `charts/` always matches
     the report next to it.
     """
-    for stale in out_dir.glob("*.png"):
-        stale.unlink()
+    folder = RunFolder(data.root)
+    for stale in folder.charts.glob("*.png"):
+        folder.chart(stale.name).unlink()
     charts = ChartSet()
     ok = data.frame[data.frame["status"] == "ok"]
     if not ok.empty:
-        charts.compare.append(Chart("Throughput", throughput_chart(ok, out_dir / "throughput.png")))
+        charts.compare.append(Chart("Throughput", throughput_chart(ok, folder.chart("throughput.png"))))
         if ok["devices"].nunique() > 1:
-            charts.compare.append(Chart("Scaling", scaling_chart(ok, out_dir / "scaling.png")))
+            charts.compare.append(Chart("Scaling", scaling_chart(ok, folder.chart("scaling.png"))))
             losses = scaling_losses(ok)
             if losses:
-                path = scaling_loss_chart(ok, losses, out_dir / "scaling-loss.png")
+                path = scaling_loss_chart(ok, losses, folder.chart("scaling-loss.png"))
                 charts.compare.append(Chart("Scaling loss: what each category cost", path))
-        charts.compare.append(Chart("Time breakdown", breakdown_chart(ok, out_dir / "breakdown.png")))
+        charts.compare.append(Chart("Time breakdown", breakdown_chart(ok, folder.chart("breakdown.png"))))
         with_epochs = ok[ok["epoch_metrics"].map(_has_epochs)]
         if not with_epochs.empty:
-            charts.compare.append(Chart("Training curves", epoch_chart(with_epochs, out_dir / "epochs.png")))
+            charts.compare.append(Chart("Training curves", epoch_chart(with_epochs, folder.chart("epochs.png"))))
     for _, row in data.frame.iterrows():
         run_id = row["run_id"]
         drawn, notes = [], []
@@ -72,9 +73,11 @@ def write_charts(data: RunFolderData, out_dir: Path) -> ChartSet:
         if trace is None:
             notes.append("no utilisation trace in this folder")
         else:
-            drawn.append(Chart("Utilisation", utilisation_chart(row, trace, out_dir / f"utilisation-{run_id}.png")))
+            drawn.append(Chart("Utilisation", utilisation_chart(row, trace, folder.chart(f"utilisation-{run_id}.png"))))
         if row["status"] == "ok" and len(row["step_seconds"]) > 0:
-            drawn.append(Chart("Throughput over steps", step_throughput_chart(row, out_dir / f"steps-{run_id}.png")))
+            drawn.append(
+                Chart("Throughput over steps", step_throughput_chart(row, folder.chart(f"steps-{run_id}.png")))
+            )
         charts.runs[run_id] = drawn
         charts.notes[run_id] = notes
     return charts

@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from mgbench.common.config import RunConfig
-from mgbench.reports.charts import CHARTS_DIR, Chart, ChartSet, write_charts
+from mgbench.common.runfolder import CHARTS_DIR, RunFolder
+from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
 from mgbench.reports.readings import breakdown_text, limits_details, reading
@@ -25,7 +26,6 @@ from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.summary import display_table
 from mgbench.reports.verdict import verdict
 
-REPORT_FILE = "report.html"
 HOST_FIELDS = ("hostname", "platform", "python", "mgbench", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
 GPU_FIELDS = (
     "index",
@@ -246,7 +246,7 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
 def write_report(root: Path) -> Path:
     """Charts into `root/charts/`, then `root/report.html`; raises UsageError if `root` is no run folder."""
     data = load_run_folder(root)
-    charts = write_charts(data, root / CHARTS_DIR)
-    path = root / REPORT_FILE
+    charts = write_charts(data)
+    path = RunFolder(root).report
     path.write_text(render_report(data, charts))
     return path

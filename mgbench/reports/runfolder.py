@@ -4,17 +4,18 @@ A folder may come from another machine, from a compare that was interrupted, or 
 that failed before writing a trace. Reports must still be built from what is there, so this
 module turns every gap into data the report can show (a planned run with no row becomes an
 `interrupted` row, an unreadable line is counted, a missing trace is `None`) instead of raising.
+What is refused is a folder that is no run folder's: a `compare.json` that is not a plan, or a
+name that would lead a file outside the folder (one line, exit code 2).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from mgbench.common.config import RunConfig
+from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RESULTS_FILE, RunResult, read_result_lines
 from mgbench.common.runfolder import TRACE_COLUMNS, RunFolder
@@ -48,18 +49,10 @@ class RunFolderData:
         return trace
 
 
-def _planned(root: Path) -> tuple[str | None, list[RunConfig], list[str]]:
-    """The command, the planned configs and what planning noted: frameworks left out (not
-    installed) and the CPU job shrink, as `compare` recorded them in compare.json."""
-    path = RunFolder(root).compare_file
-    if not path.exists():
-        return None, [], []
-    try:
-        recorded = json.loads(path.read_text())
-        notes = [*recorded.get("left_out", []), *filter(None, [recorded.get("job_shrink")])]
-        return recorded.get("command"), [RunConfig.from_dict(c) for c in recorded.get("configs", [])], notes
-    except (json.JSONDecodeError, TypeError, UsageError):
-        return None, [], []
+def _planned(folder: RunFolder) -> ComparePlan:
+    """The folder's plan; an empty one for a folder without `compare.json` (`mgbench run`'s)."""
+    path = folder.compare_file
+    return ComparePlan.read(path) if path.exists() else ComparePlan(None, [])
 
 
 def load_run_folder(root: Path) -> RunFolderData:
@@ -72,15 +65,17 @@ def load_run_folder(root: Path) -> RunFolderData:
         raise UsageError(f"run folder {root} does not exist")
     if not root.is_dir():
         raise UsageError(f"{root} is not a folder; give the run folder that compare wrote")
-    results_path = RunFolder(root).results
+    folder = RunFolder(root)
+    results_path = folder.results
     if not results_path.is_file():
         raise UsageError(f"{root} has no {RESULTS_FILE}: not a run folder (or no run has finished yet)")
     records, results, unreadable = read_result_lines(results_path)
     if not results:
         raise UsageError(f"{results_path} holds no readable result rows")
-    command, planned, notes = _planned(root)
+    plan = _planned(folder)
+    notes = [*plan.left_out, *filter(None, [plan.job_shrink])]
     finished = {r.run_id for r in results}
-    missing = [RunResult(c, "interrupted", error=NOT_RUN_ERROR) for c in planned if c.run_id not in finished]
+    missing = [RunResult(c, "interrupted", error=NOT_RUN_ERROR) for c in plan.configs if c.run_id not in finished]
     frame = results_frame(results + missing)
     extra = pd.DataFrame(records).drop(columns=list(frame.columns), errors="ignore")
     frame = frame.join(extra)
@@ -88,4 +83,4 @@ def load_run_folder(root: Path) -> RunFolderData:
         notes.append(f"{unreadable} line(s) of {RESULTS_FILE} could not be read and are left out.")
     if missing:
         notes.append(f"{len(missing)} planned run(s) have no result: the compare was interrupted or is still running.")
-    return RunFolderData(root, results + missing, frame, command, unreadable, notes)
+    return RunFolderData(root, results + missing, frame, plan.command, unreadable, notes)

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from mgbench.common.breakdown import CATEGORIES
 from mgbench.common.results import RunResult
+from mgbench.common.runfolder import RunFolder
 from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
 from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
 from mgbench.reports.readings import reading
@@ -152,8 +153,9 @@ def _is_empty(value: object) -> bool:
 def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
     """`summary.csv` (numbers, one row per run: `csv_frame`) and `summary.md` (the human table)."""
     frame = results_frame(results)
-    csv_frame(frame).to_csv(folder / "summary.csv", index=False)
-    (folder / "summary.md").write_text(display_table(frame).to_markdown(index=False) + "\n")
+    files = RunFolder(folder)
+    csv_frame(frame).to_csv(files.summary_csv, index=False)
+    files.summary_md.write_text(display_table(frame).to_markdown(index=False) + "\n")
     return frame
 
 

@@ -17,6 +17,11 @@ from dataclasses import dataclass
 
 from mgbench.common.errors import UsageError
 
+HOST_NAME = re.compile(r"[\w.:%\[\]][\w.:%\[\]-]*", re.ASCII)
+"""A host name or address as `--hosts` takes it: no leading `-`, nothing a shell or ssh reads
+as more (`compare --resume` reads hosts from a run folder, which may come from anywhere, and
+hands them to ssh)."""
+
 
 @dataclass(frozen=True)
 class Host:
@@ -42,7 +47,7 @@ def parse_hosts(text: str) -> list[Host]:
     hosts = []
     for token in filter(None, (part.strip() for part in text.split(","))):
         name, _, slots = token.rpartition(":")
-        if not name or not slots.isdigit() or int(slots) < 1:
+        if not HOST_NAME.fullmatch(name) or not slots.isdigit() or int(slots) < 1:
             raise UsageError(f"--hosts takes host:slots[,host:slots...] with slots >= 1, got {token!r}")
         hosts.append(Host(name, int(slots)))
     if not hosts:

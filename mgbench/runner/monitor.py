@@ -23,7 +23,8 @@ SAMPLE_INTERVAL_SECONDS = 0.1
 
 
 class DeviceMonitor:
-    """Context manager: samples until exit, then the CSV at `path` holds the trace."""
+    """Context manager: samples until exit, then the CSV at `path` holds the trace. A trace it
+    could not write (disk full) is raised at exit, from the thread that runs the monitor."""
 
     def __init__(self, path: Path, gpu_indices: list[int], interval: float = SAMPLE_INTERVAL_SECONDS):
         self.path = path
@@ -33,6 +34,7 @@ class DeviceMonitor:
             [(i, self.nvml.nvmlDeviceGetHandleByIndex(i)) for i in gpu_indices] if self.nvml is not None else []
         )
         self._stop = threading.Event()
+        self._error: OSError | None = None
         self._thread = threading.Thread(target=self._sample_loop, name="mgbench-monitor", daemon=True)
 
     @property
@@ -49,6 +51,8 @@ class DeviceMonitor:
     ) -> None:
         self._stop.set()
         self._thread.join()
+        if self._error is not None and exc is None:
+            raise self._error
 
     def _gpu_rows(self, elapsed: float) -> list[list[object]]:
         nvml = self.nvml
@@ -86,6 +90,12 @@ class DeviceMonitor:
         ]
 
     def _sample_loop(self) -> None:
+        try:
+            self._write_samples()
+        except OSError as error:
+            self._error = error
+
+    def _write_samples(self) -> None:
         start = time.perf_counter()
         psutil.cpu_percent(interval=None)
         with self.path.open("w", newline="") as handle:

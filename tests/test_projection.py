@@ -1,17 +1,29 @@
-"""The scaling projection: its formulas on hand-computed cases, and the measured scaling it must
-reproduce (this project's own rows in BENCHMARKS.md and published results), each from fixed
-inputs with its source."""
+"""The scaling projection: its formulas on hand-computed cases, a run folder projected through the
+CLI with no GPU, and the measured scaling it must reproduce (this project's own rows in
+BENCHMARKS.md and published results), each from fixed inputs with its source."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import shutil
+from pathlib import Path
 
+import pandas as pd
+import pytest
+from conftest import mgbench
+from PIL import Image
+
+from mgbench.cli import main
 from mgbench.common.bandwidth import GB, BandwidthReport
 from mgbench.common.errors import UsageError
 from mgbench.common.interconnects import HOP_SECONDS, measured_link, preset_link
 from mgbench.common.models import MODELS
 from mgbench.common.projection import Interconnect, Link, StepModel, first_below_floor, fitted_overhead, scan_counts
+from mgbench.reports.figures import PIXEL_SIZE
+from mgbench.reports.projection import ASSUMED_OVERLAP, InputRate, input_rate, overlap_share, project_folder
+from mgbench.reports.runfolder import load_run_folder
 
+FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"
 LINK = Link("test", 100 * GB, {"ring": 2e-6, "tree": 10e-6}, "made up for the test")
 NETWORK = Link("net", 12.5 * GB, {"ring": 5e-6, "tree": 50e-6}, "made up for the test")
 
@@ -106,6 +118,53 @@ def test_scanned_counts_and_the_first_one_under_the_floor():
     assert first_below_floor(model, Interconnect(bare_link(100), None, 8), 8) is None
 
 
+def test_overlap_share_is_the_compute_between_the_first_and_the_last_collective():
+    record = {
+        "step_spans": [[0.0, 10.0]],
+        "devices": {
+            "cuda:0": {
+                "intervals": [
+                    [0.0, 6.0, "compute"],
+                    [6.5, 9.0, "compute"],
+                    [4.0, 5.0, "communication"],
+                    [8.0, 9.5, "communication"],
+                    [9.6, 9.7, "host_to_device"],
+                ]
+            }
+        },
+    }
+    # collectives start at 4 and 8; compute inside [4, 8]: 2 + 1.5 of 8.5
+    assert overlap_share(record) == pytest.approx(3.5 / 8.5)
+    record["devices"]["cuda:0"]["intervals"] = [[0.0, 6.0, "compute"]]
+    assert overlap_share(record) is None
+
+
+def test_a_profiled_multi_gpu_row_gives_the_series_its_measured_overlap(tmp_path):
+    folder = copy_fixture(tmp_path)
+    profile = folder / "profiles" / "pytorch-ddp-2cuda"
+    profile.mkdir(parents=True)
+    intervals = [[0.0, 6.0, "compute"], [6.5, 9.0, "compute"], [4.0, 5.0, "communication"], [8.0, 9.5, "communication"]]
+    record = {"rank": 0, "step_spans": [[0.0, 10.0]], "devices": {"cuda:0": {"intervals": intervals}}}
+    (profile / "rank0-breakdown.json").write_text(json.dumps(record))
+    target = Interconnect(preset_link("nvlink4"), None, gpus_per_node=8)
+    (series,) = project_folder(load_run_folder(folder), target, [8], 1000)["series"]
+    assert series["inputs"]["overlap_source"] == "measured on pytorch-ddp-2cuda"
+    assert series["inputs"]["overlap_share"] == pytest.approx(3.5 / 8.5)
+    (unprofiled,) = project_folder(load_run_folder(copy_fixture(tmp_path / "b")), target, [8], 1000)["series"]
+    assert unprofiled["inputs"]["overlap_source"] == "assumed"
+    assert unprofiled["inputs"]["overlap_share"] == pytest.approx(ASSUMED_OVERLAP)
+
+
+def test_real_data_rows_give_the_input_rate_per_node():
+    synthetic = pd.DataFrame({"dataset": ["synthetic"], "input_wait_fraction": [0.3], "images_per_sec": [100.0]})
+    assert input_rate(synthetic) == InputRate("not measured")
+    real = pd.DataFrame(
+        {"dataset": ["chestxray:/data"] * 2, "input_wait_fraction": [0.01, 0.2], "images_per_sec": [900.0, 1500.0]}
+    )
+    assert input_rate(real) == InputRate("limit", 1500.0)
+    assert input_rate(real.iloc[:1]) == InputRate("lower bound", 900.0)
+
+
 def test_a_measured_bandwidth_file_gives_bus_bandwidth_at_a_bucket_and_the_hop_latency(tmp_path):
     report = BandwidthReport(
         device_kind="cuda",
@@ -131,6 +190,70 @@ def test_presets_carry_their_rates_and_nccls_latencies():
     assert preset_link("25gbe").bus_bytes_per_second == 3.125 * GB
     with pytest.raises(UsageError, match="unknown interconnect 'nvlink9'"):
         preset_link("nvlink9")
+
+
+def copy_fixture(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    shutil.copytree(FIXTURE, folder)
+    return folder
+
+
+def test_a_run_folder_projects_through_the_cli_without_a_gpu(tmp_path):
+    """The fixture holds pytorch ddp ResNet-50 (bf16, 128 per GPU) at 1 and 2 H200s as BENCHMARKS.md's
+    fourth session measured them (call 2: 3980 and 7914 img/s, with their breakdowns) and the issue's
+    all-reduce bandwidth of 2x H200 NV18 (240 GB/s bus bandwidth at 64 MiB)."""
+    folder = copy_fixture(tmp_path)
+    done = mgbench(
+        "project", str(folder), "--gpus", "8,64,512", "--interconnect", "nvlink4+ib-ndr", "--nics-per-node", "8"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "assumptions: weak scaling" in done.stdout and "calibration: 2 GPUs measured 99.4%" in done.stdout
+    projection = json.loads((folder / "projection.json").read_text())
+    (series,) = projection["series"]
+    assert [point["devices"] for point in series["projection"]] == [8, 64, 512]
+    assert [point["nodes"] for point in series["projection"]] == [1, 8, 64]
+    assert series["inputs"]["gradient_bytes"] == 25_557_032 * 4
+    assert series["inputs"]["one_device_step_seconds"] == pytest.approx(128 / 3980)
+    assert series["inputs"]["compute_seconds"] == pytest.approx(0.79 * 128 / 3980)
+    (check,) = series["calibration"]
+    assert check["measured_efficiency"] == pytest.approx(7914 / 3980 / 2)
+    assert check["residual_points"] == pytest.approx((check["unfitted_efficiency"] - 7914 / 3980 / 2) * 100)
+    efficiencies = [point["efficiency"] for point in series["projection"]]
+    assert efficiencies == sorted(efficiencies, reverse=True) and all(0.9 < e < 1 for e in efficiencies)
+    html = (folder / "report.html").read_text()
+    assert "Scaling past this machine (projected)" in html and "A model, not a measurement" in html
+    with Image.open(folder / "charts" / "projection.png") as chart:
+        assert chart.size == PIXEL_SIZE
+    # run again over its own file: rewritten, not refused
+    assert mgbench("project", str(folder), "--gpus", "8", "--interconnect", "nvlink4").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--gpus", "12"], "12 GPUs do not fill nodes of 8"),
+        (["--gpus", "64"], "name the network too"),
+        (["--gpus", "eight"], "--gpus takes a comma-separated list"),
+        (["--gpus", "8", "--interconnect", "warp-drive"], "unknown interconnect 'warp-drive'"),
+    ],
+)
+def test_bad_projection_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    folder = copy_fixture(tmp_path)
+    assert main(["project", str(folder), *args]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("mgbench: error: ") and message in error, error
+    assert not (folder / "projection.json").exists()
+
+
+def test_a_folder_without_bandwidth_needs_an_interconnect_and_a_foreign_projection_json_stays(tmp_path, capsys):
+    folder = copy_fixture(tmp_path)
+    (folder / "bandwidth.json").unlink()
+    assert main(["project", str(folder), "--gpus", "8"]) == 2
+    assert "no bandwidth.json in the run folder" in capsys.readouterr().err
+    (folder / "projection.json").write_text('{"mine": true}')
+    assert main(["project", str(folder), "--gpus", "8", "--interconnect", "nvlink4"]) == 2
+    assert "was not written by mgbench project" in capsys.readouterr().err
+    assert (folder / "projection.json").read_text() == '{"mine": true}'
 
 
 def one_gpu_model(

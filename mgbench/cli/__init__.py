@@ -23,13 +23,24 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mgbench.cli import bandwidth, catalog, compare, envreport, make_sample, prepare, report, run, setup_env
+    from mgbench.cli import (
+        bandwidth,
+        catalog,
+        compare,
+        envreport,
+        make_sample,
+        prepare,
+        project,
+        report,
+        run,
+        setup_env,
+    )
 
     parser = OneLineParser(
         prog="mgbench", description="Which framework and data-parallel strategy trains fastest on your GPUs, and why."
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=OneLineParser)
-    for module in (compare, run, report, catalog, envreport, bandwidth, setup_env, prepare, make_sample):
+    for module in (compare, run, report, project, catalog, envreport, bandwidth, setup_env, prepare, make_sample):
         module.register(verbs)
     return parser
 

@@ -256,6 +256,24 @@ def test_a_folder_without_bandwidth_needs_an_interconnect_and_a_foreign_projecti
     assert (folder / "projection.json").read_text() == '{"mine": true}'
 
 
+def test_a_series_without_a_one_gpu_row_is_modelled_from_its_smallest_row(tmp_path, capsys):
+    folder = copy_fixture(tmp_path)
+    results = folder / "results.jsonl"
+    results.write_text(results.read_text().splitlines()[1] + "\n")
+    (series,) = project_folder(load_run_folder(folder), Interconnect(preset_link("nvlink4"), None, 8), [8], 1000)[
+        "series"
+    ]
+    # the 2-GPU row's step less the exchange the model puts in it (0.12 ms exposed over NV18)
+    two_gpu_step, one_device = 2 * 128 / 7914, series["inputs"]["one_device_step_seconds"]
+    assert two_gpu_step - 1e-3 < one_device < two_gpu_step
+    assert series["inputs"]["one_device_step_source"] == "modelled from pytorch-ddp-2cuda"
+    assert series["calibration"] == []
+    # links far too slow for the step the row measured on them are refused, not projected
+    (folder / "bandwidth.json").unlink()
+    assert main(["project", str(folder), "--gpus", "8", "--interconnect", "10gbe"]) == 2
+    assert "cannot carry its exchange within its measured step" in capsys.readouterr().err
+
+
 def one_gpu_model(
     images_per_sec: float, batch: int, parameters: int, compute_share: float = 1.0, overlap: float = 2 / 3, **options
 ) -> StepModel:

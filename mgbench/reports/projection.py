@@ -206,6 +206,11 @@ def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect) -> SeriesI
     exchange = StepModel(base_step, compute_share * base_step, overlap, gradient_bytes, batch).exposed_seconds(
         here, int(base["devices"])
     )
+    if exchange >= base_step:
+        raise UsageError(
+            f"{base['run_id']}: the in-node links given cannot carry its exchange within its measured step; "
+            "give the links it ran on (its run folder's bandwidth.json)"
+        )
     one_device = base_step - exchange
     model = StepModel(
         one_device,

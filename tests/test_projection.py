@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import mgbench
+from conftest import framework_python, mgbench, run_in
 from PIL import Image
 
 from mgbench.cli import main
@@ -18,7 +18,19 @@ from mgbench.common.bandwidth import GB, BandwidthReport
 from mgbench.common.errors import UsageError
 from mgbench.common.interconnects import HOP_SECONDS, measured_link, preset_link
 from mgbench.common.models import MODELS
-from mgbench.common.projection import Interconnect, Link, StepModel, first_below_floor, fitted_overhead, scan_counts
+from mgbench.common.projection import (
+    DDP_EXCHANGE,
+    HOROVOD_EXCHANGE,
+    XLA_EXCHANGE,
+    Exchange,
+    Interconnect,
+    Link,
+    StepModel,
+    first_below_floor,
+    fitted_overhead,
+    scan_counts,
+)
+from mgbench.frameworks.registry import framework_spec
 from mgbench.reports.figures import PIXEL_SIZE
 from mgbench.reports.projection import ASSUMED_OVERLAP, InputRate, input_rate, overlap_share, project_folder
 from mgbench.reports.runfolder import load_run_folder
@@ -64,10 +76,13 @@ def bare_link(gbps: float) -> Link:
     return Link("bare", gbps * GB, {"ring": 0.0, "tree": 0.0}, "no hop latency")
 
 
+BUCKETS_25MB = Exchange("25 MB buckets", 25e6, overlapped=True, source="made up for the test")
+
+
 def test_the_backward_hides_the_exchange_but_for_the_last_bucket():
     one_node = Interconnect(bare_link(100), None, gpus_per_node=8)
     # 100 MB in 25 MB buckets over 2 GPUs on a ring: 25e6 / 100e9 = 0.25 ms + 8.4 us each
-    model = StepModel(0.012, 0.010, 0.05, 100e6, 32, bucket_bytes=25e6, algorithms=("ring",))
+    model = StepModel(0.012, 0.010, 0.05, 100e6, 32, BUCKETS_25MB, algorithms=("ring",))
     total, last = model.allreduce_seconds(one_node, 2)
     assert total == pytest.approx(4 * (0.25e-3 + 8.4e-6))
     assert last == pytest.approx(0.25e-3 + 8.4e-6)
@@ -78,9 +93,66 @@ def test_the_backward_hides_the_exchange_but_for_the_last_bucket():
     assert projected.efficiency == pytest.approx(0.012 / (0.012 + total - 0.5e-3))
     assert projected.images_per_sec == pytest.approx(2 * 32 / (0.012 + total - 0.5e-3))
     # a wide window leaves only the last bucket, which exists only once the backward has ended
-    wide = StepModel(0.012, 0.010, 0.5, 100e6, 32, bucket_bytes=25e6, algorithms=("ring",))
+    wide = StepModel(0.012, 0.010, 0.5, 100e6, 32, BUCKETS_25MB, algorithms=("ring",))
     assert wide.at(one_node, 2).exposed_seconds == pytest.approx(last)
     assert wide.at(one_node, 1).step_seconds == 0.012
+
+
+def test_an_exchange_after_the_backward_is_exposed_whole_and_a_tensor_cap_adds_buckets():
+    one_node = Interconnect(bare_link(100), None, gpus_per_node=8)
+    after = Exchange("after", 25e6, overlapped=False, source="made up for the test", tensors_per_bucket=100)
+    # 100 MB in 4 buckets of 25 MB, none hidden, however wide the window
+    model = StepModel(0.012, 0.010, 0.9, 100e6, 32, after, tensors=300, algorithms=("ring",))
+    total, last = model.allreduce_seconds(one_node, 2)
+    assert total == pytest.approx(4 * (0.25e-3 + 8.4e-6)) and last == pytest.approx(0.25e-3 + 8.4e-6)
+    assert model.at(one_node, 2).exposed_seconds == pytest.approx(total)
+    # 700 tensors at 100 a bucket: 7 all-reduces of 100/7 MB, each paying the base latency
+    many = StepModel(0.012, 0.010, 0.9, 100e6, 32, after, tensors=700, algorithms=("ring",))
+    assert after.buckets(100e6, 700) == pytest.approx([100e6 / 7] * 7)
+    assert many.allreduce_seconds(one_node, 2)[0] == pytest.approx(7 * 8.4e-6 + 1e-3)
+    # tensors not known: the bytes alone decide; DDP's 25 MiB leave a remainder bucket
+    assert after.buckets(100e6, None) == [25e6] * 4
+    assert DDP_EXCHANGE.buckets(60 * 2**20, 10_000) == [25 * 2**20, 25 * 2**20, 10 * 2**20]
+
+
+def test_strategies_declare_their_exchange_and_keras_counts_its_own_tensors():
+    """XLA combines per-tensor all-reduces up to 30 MiB (its default threshold) and 256 tensors,
+    after the backward; DDP and Horovod bucket beside it."""
+    assert XLA_EXCHANGE.bucket_bytes == 30 * 2**20 + 7 and XLA_EXCHANGE.tensors_per_bucket == 256
+    assert not XLA_EXCHANGE.overlapped and DDP_EXCHANGE.overlapped and HOROVOD_EXCHANGE.overlapped
+    keras_jax = framework_spec("keras-jax")
+    assert {s.name: s.exchange for s in keras_jax.strategies} == dict.fromkeys(
+        ("jax-dp", "jax-dp-on-batch", "jax-shard-map"), XLA_EXCHANGE
+    )
+    assert framework_spec("pytorch").strategy("ddp").exchange == DDP_EXCHANGE
+    assert framework_spec("keras-torch").strategy("ddp").exchange == DDP_EXCHANGE
+    assert framework_spec("horovod").strategy("hvd").exchange == HOROVOD_EXCHANGE
+    assert keras_jax.capabilities.expected_tensors("resnet50") == 214
+    assert keras_jax.capabilities.expected_tensors("densenet121") == 364
+    assert framework_spec("pytorch").capabilities.expected_tensors("resnet50") == 161
+    # ResNet-50's 102 MB in 4 combined all-reduces; DenseNet-121's 28 MB fit one by bytes, its
+    # 364 tensors need two
+    assert len(XLA_EXCHANGE.buckets(25_583_592 * 4, 214)) == 4
+    assert len(XLA_EXCHANGE.buckets(6_968_206 * 4, 364)) == 2
+
+
+def test_a_keras_jax_series_is_projected_with_xlas_exchange(tmp_path):
+    folder = copy_fixture(tmp_path)
+    results = folder / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    results.write_text(
+        "".join(json.dumps({**row, "framework": "keras-jax", "strategy": "jax-shard-map"}) + "\n" for row in rows)
+    )
+    target = Interconnect(preset_link("nvlink4"), None, gpus_per_node=8)
+    (series,) = project_folder(load_run_folder(folder), target, [8], 1000)["series"]
+    assert series["inputs"]["exchange"]["name"] == XLA_EXCHANGE.name
+    assert series["inputs"]["exchange"]["source"].startswith("declared by the strategy")
+    assert series["inputs"]["tensors"] == 214
+    (point,) = series["projection"]
+    assert point["exposed_seconds"] == pytest.approx(point["allreduce_seconds"])
+    (ddp,) = project_folder(load_run_folder(copy_fixture(tmp_path / "b")), target, [8], 1000)["series"]
+    assert ddp["inputs"]["exchange"]["name"] == DDP_EXCHANGE.name
+    assert ddp["projection"][0]["exposed_seconds"] < ddp["projection"][0]["allreduce_seconds"]
 
 
 def test_a_node_whose_loaders_are_slower_than_its_gpus_is_capped_by_them():
@@ -322,7 +394,6 @@ def test_nvidia_deep_learning_examples_resnet50_one_to_eight_gpus(link, batch, o
 
 
 HOROVOD_CLUSTER = Interconnect(preset_link("pcie3"), preset_link("25gbe"), gpus_per_node=4)
-HOROVOD_FUSION = 64 * 2**20
 VGG16 = 138_357_544
 INCEPTION_V3 = MODELS["inception_v3"].reference_parameters
 RESNET152 = 60_192_808
@@ -338,14 +409,14 @@ def test_horovod_benchmark_on_pascal_gpus_over_25_gbit_ethernet(parameters, one_
     32 servers, 90% and 79% at 128 GPUs). tf_cnn_benchmarks, batch 64, fp32 gradients fused in
     64 MiB buffers, NCCL 2 of 2017-2018 (rings only). One-GPU rates: the TensorFlow benchmarks
     page's P100 (DGX-1, tf_cnn_benchmarks, batch 64): Inception V3 142, VGG16 154 img/s."""
-    model = one_gpu_model(one_gpu, 64, parameters, bucket_bytes=HOROVOD_FUSION, algorithms=("ring",))
+    model = one_gpu_model(one_gpu, 64, parameters, exchange=HOROVOD_EXCHANGE, algorithms=("ring",))
     assert abs(model.at(HOROVOD_CLUSTER, devices).efficiency - measured) <= 0.05
 
 
 def test_horovod_vgg16_at_512_gpus_once_calibrated_at_128():
     """As above: unfitted, the model gives VGG-16 75% at 512 GPUs against the measured 68%;
     fitted to the 128-GPU result (79%), 72%."""
-    model = one_gpu_model(154, 64, VGG16, bucket_bytes=HOROVOD_FUSION, algorithms=("ring",))
+    model = one_gpu_model(154, 64, VGG16, exchange=HOROVOD_EXCHANGE, algorithms=("ring",))
     fitted = model.with_overhead(fitted_overhead(model, HOROVOD_CLUSTER, {128: 0.79}))
     assert abs(fitted.at(HOROVOD_CLUSTER, 512).efficiency - 0.68) <= 0.05
 
@@ -381,3 +452,34 @@ def test_the_parameter_counts_used_above_are_torchvisions(name, parameters):
             weights=None, **({"num_classes": 14} if name == "densenet121" else {})
         )
     assert sum(p.numel() for p in model.parameters() if p.requires_grad) == parameters
+
+
+@pytest.mark.parametrize("name", ["resnet50", "densenet121", "inception_v3"])
+def test_the_catalogues_tensor_counts_are_torchvisions(name):
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    options = {"densenet121": {"num_classes": 14}, "inception_v3": {"aux_logits": False, "init_weights": False}}
+    with torch.device("meta"):
+        model = getattr(torchvision.models, name)(weights=None, **options.get(name, {}))
+    assert len([p for p in model.parameters() if p.requires_grad]) == MODELS[name].reference_tensors
+
+
+KERAS_TENSORS = """
+import os, sys
+os.environ["KERAS_BACKEND"] = "jax"
+from mgbench.common.models import MODELS
+from mgbench.frameworks.keras.models import build_model
+for name in sys.argv[1:]:
+    print(name, len(build_model(MODELS[name], MODELS[name].image_size, "channels_last").trainable_weights))
+"""
+
+
+@pytest.mark.slow
+def test_keras_builds_the_tensor_counts_the_registry_declares():
+    """keras.applications as keras-jax builds them (about a minute on 2 CPU cores)."""
+    capabilities = framework_spec("keras-jax").capabilities
+    names = ["resnet50", "densenet121", "inception_v3", "tiny"]
+    found = dict(line.split() for line in run_in(framework_python("keras-jax"), KERAS_TENSORS, *names).splitlines())
+    assert {name: int(count) for name, count in found.items()} == {
+        name: capabilities.expected_tensors(name) for name in names
+    }

@@ -14,11 +14,14 @@ The model, in the order a step meets it (weak scaling: the batch per device stay
   where one node holds every device, else the smaller of it and the node's network (rings
   stream through every node's NICs at once). Each message takes whichever algorithm is faster,
   as NCCL's tuner does.
-- **Buckets**: gradients travel in buckets (DDP's 25 MiB), one all-reduce each; each pays the
-  latency terms, all together pay the bandwidth term once.
-- **Overlap**: buckets are exchanged while the backward pass still computes; the all-reduce is
-  hidden up to a window of `overlap_share` x the step's compute, except the last bucket, which
-  only exists once the backward has ended: exposed = max(total - window, last bucket).
+- **Exchange**: how the strategy hands its gradients to the all-reduce (`Exchange`, declared per
+  strategy in the framework registry): in buckets of up to a size (DDP's 25 MiB, Horovod's 64 MiB
+  fusion buffer, XLA's 30 MiB all-reduce combiner, which also puts at most 256 tensors in one),
+  one all-reduce each; each pays the latency terms, all together pay the bandwidth term once.
+- **Overlap**: an overlapped exchange (DDP, Horovod) runs while the backward pass still computes;
+  it is hidden up to a window of `overlap_share` x the step's compute, except the last bucket,
+  which only exists once the backward has ended: exposed = max(total - window, last bucket).
+  An exchange after the backward (XLA's, as its default GPU schedule runs it) is exposed whole.
 - **Overhead**: seconds every multi-device step adds beyond the exchange (synchronisation, the
   framework's own work around collectives), zero unless fitted to a measured multi-device row.
 - **Input**: a node whose data loaders deliver at most R images/sec caps the node at R.
@@ -41,6 +44,9 @@ BASE_LATENCY_SECONDS = {"ring": 8.4e-6, "tree": 0.0}
 """NCCL's base latency per all-reduce for its Simple protocol (the one large buckets use)."""
 DDP_BUCKET_BYTES = 25 * 2**20
 """PyTorch DDP's default `bucket_cap_mb`."""
+XLA_COMBINE_THRESHOLD_BYTES = 30 * 2**20 + 7
+"""XLA's `kDefaultAllReduceCombineThreshold` (`xla/service/collective_utils.h`), the default of
+`--xla_gpu_all_reduce_combine_threshold_bytes`."""
 EFFICIENCY_FLOOR = 0.9
 """Where a row's scaling is said to stop: the first count whose efficiency is under this."""
 
@@ -127,6 +133,57 @@ class Interconnect:
 
 
 @dataclass(frozen=True)
+class Exchange:
+    """How a data-parallel strategy hands its gradients to the all-reduce: in buckets of up to
+    `bucket_bytes` (and at most `tensors_per_bucket` tensors where the framework caps that), one
+    all-reduce each, beside the backward pass (`overlapped`) or after it."""
+
+    name: str
+    bucket_bytes: float
+    overlapped: bool
+    source: str
+    """What the figures are: the framework's default and where it is set."""
+    tensors_per_bucket: int | None = None
+
+    def buckets(self, gradient_bytes: float, tensors: int | None) -> list[float]:
+        """Bytes of each all-reduce: full buckets and the remainder; where more tensors than
+        `tensors_per_bucket` allows would share them, as many buckets as the tensors need, of
+        equal bytes (tensors None: not known, the bytes alone decide)."""
+        full, rest = divmod(gradient_bytes, self.bucket_bytes)
+        by_bytes = [self.bucket_bytes] * int(full) + ([rest] if rest else [])
+        by_count = math.ceil(tensors / self.tensors_per_bucket) if tensors and self.tensors_per_bucket else 0
+        return [gradient_bytes / by_count] * by_count if by_count > len(by_bytes) else by_bytes
+
+    def describe(self) -> str:
+        limit = f", {self.tensors_per_bucket} tensors" if self.tensors_per_bucket else ""
+        timing = "beside the backward" if self.overlapped else "after the backward"
+        return f"{self.name} (up to {self.bucket_bytes / 2**20:.0f} MiB{limit}, {timing})"
+
+
+DDP_EXCHANGE = Exchange(
+    "DDP buckets",
+    DDP_BUCKET_BYTES,
+    overlapped=True,
+    source="PyTorch DistributedDataParallel: bucket_cap_mb 25, each bucket all-reduced as soon as the backward fills it",
+)
+HOROVOD_EXCHANGE = Exchange(
+    "Horovod fusion buffer",
+    64 * 2**20,
+    overlapped=True,
+    source="Horovod: HOROVOD_FUSION_THRESHOLD 64 MiB, gradients fused as the backward hands them over",
+)
+XLA_EXCHANGE = Exchange(
+    "XLA combined all-reduces",
+    XLA_COMBINE_THRESHOLD_BYTES,
+    overlapped=False,
+    source="XLA on GPU: one all-reduce per gradient tensor, combined by AllReduceCombiner up to "
+    "xla_gpu_all_reduce_combine_threshold_bytes (30 MiB) and 256 tensors; with the latency-hiding "
+    "scheduler off (xla_gpu_enable_latency_hiding_scheduler's default) nothing prices hiding them",
+    tensors_per_bucket=256,
+)
+
+
+@dataclass(frozen=True)
 class CountProjection:
     """The model's step at one device count."""
 
@@ -162,32 +219,36 @@ class StepModel:
     overlap_share: float
     gradient_bytes: float
     images_per_device: int
-    bucket_bytes: float = DDP_BUCKET_BYTES
+    exchange: Exchange = DDP_EXCHANGE
+    tensors: int | None = None
+    """Trainable tensors (weights, biases, batch-norm scales and shifts): what a per-tensor
+    exchange counts (None: not known)."""
     overhead_seconds: float = 0.0
     input_images_per_sec_per_node: float | None = None
     """The most images/sec one node's loaders deliver (None: not a limit, or not measured)."""
     algorithms: tuple[Algorithm, ...] = ALGORITHMS
 
     def __post_init__(self) -> None:
-        if self.one_device_step_seconds <= 0 or self.gradient_bytes <= 0 or self.bucket_bytes <= 0:
+        if self.one_device_step_seconds <= 0 or self.gradient_bytes <= 0 or self.exchange.bucket_bytes <= 0:
             raise ValueError("step time, gradient bytes and bucket size must be positive")
         if not 0 <= self.overlap_share <= 1:
             raise ValueError(f"overlap share must lie in [0, 1], got {self.overlap_share}")
 
     def allreduce_seconds(self, interconnect: Interconnect, devices: int) -> tuple[float, float]:
-        """The whole exchange of one step (every bucket) and its last bucket alone."""
-        full, rest = divmod(self.gradient_bytes, self.bucket_bytes)
-        sizes = [self.bucket_bytes] * int(full) + ([rest] if rest else [])
+        """The whole exchange of one step (every bucket) and its last bucket alone (the largest:
+        the backward may end on a full one)."""
+        sizes = self.exchange.buckets(self.gradient_bytes, self.tensors)
         times = [interconnect.fastest_allreduce_seconds(size, devices, self.algorithms) for size in sizes]
-        last = interconnect.fastest_allreduce_seconds(
-            min(self.bucket_bytes, self.gradient_bytes), devices, self.algorithms
-        )
-        return sum(times), last
+        return sum(times), max(times)
 
     def exposed_seconds(self, interconnect: Interconnect, devices: int) -> float:
+        """What of the exchange the step waits for: all of it after the backward, else what
+        the window leaves, never less than the last bucket."""
         if devices == 1:
             return 0.0
         total, last = self.allreduce_seconds(interconnect, devices)
+        if not self.exchange.overlapped:
+            return total
         return max(total - self.overlap_share * self.compute_seconds, last)
 
     def at(self, interconnect: Interconnect, devices: int) -> CountProjection:

@@ -13,6 +13,9 @@ device counts. A series' inputs:
   rank files), else `ASSUMED_OVERLAP`;
 - gradient bytes: the row's trainable parameters (counted by the framework in the run, or the
   registry's import-free count) x 4 bytes (fp32 gradients);
+- the exchange: how the row's strategy hands its gradients to the all-reduce, as the registry
+  declares it (DDP's buckets where it declares none), with the registry's count of the model's
+  trainable tensors;
 - the input per node: a real-data row's images/sec where its input wait shows the loaders were
   the limit, a lower bound where they kept up, not measured on synthetic data.
 
@@ -38,9 +41,10 @@ from mgbench.common.errors import UsageError
 from mgbench.common.interconnects import measured_link
 from mgbench.common.models import MODELS
 from mgbench.common.projection import (
-    DDP_BUCKET_BYTES,
+    DDP_EXCHANGE,
     EFFICIENCY_FLOOR,
     CountProjection,
+    Exchange,
     Interconnect,
     Link,
     StepModel,
@@ -118,6 +122,23 @@ def trainable_parameters(row: pd.Series) -> int:
         return MODELS[row["model"]].reference_parameters
 
 
+def trainable_tensors(row: pd.Series) -> int:
+    """The registry's count for that framework's build of the row's model."""
+    try:
+        return framework_spec(row["framework"]).capabilities.expected_tensors(row["model"])
+    except UsageError:
+        return MODELS[row["model"]].reference_tensors
+
+
+def strategy_exchange(row: pd.Series) -> tuple[Exchange, str]:
+    """The exchange the row's strategy declares, and whether it declared one."""
+    try:
+        declared = framework_spec(row["framework"]).strategy(row["strategy"]).exchange
+    except UsageError:
+        declared = None
+    return (declared, "declared by the strategy") if declared else (DDP_EXCHANGE, "not declared: DDP's assumed")
+
+
 def input_rate(rows: pd.DataFrame) -> InputRate:
     real = rows[rows["dataset"] != "synthetic"]
     if real.empty:
@@ -160,6 +181,7 @@ class SeriesInputs:
     parameters: int
     overlap_source: str
     compute_source: str
+    exchange_source: str
     input: InputRate
 
     def efficiency(self, row: pd.Series) -> float:
@@ -179,6 +201,15 @@ class SeriesInputs:
             "compute_source": self.compute_source,
             "overlap_share": model.overlap_share,
             "overlap_source": self.overlap_source,
+            "tensors": model.tensors,
+            "exchange": {
+                "name": model.exchange.name,
+                "bucket_bytes": model.exchange.bucket_bytes,
+                "tensors_per_bucket": model.exchange.tensors_per_bucket,
+                "overlapped": model.exchange.overlapped,
+                "text": model.exchange.describe(),
+                "source": f"{self.exchange_source}: {model.exchange.source}",
+            },
             "input": {"kind": self.input.kind, "images_per_sec_per_node": self.input.images_per_sec_per_node},
         }
 
@@ -201,26 +232,30 @@ def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect) -> SeriesI
         compute_share, compute_source = 1 - (base["input_wait_fraction"] or 0), "step less input wait"
     parameters = trainable_parameters(base)
     gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAM
+    exchange, exchange_source = strategy_exchange(base)
+    tensors = trainable_tensors(base)
     rate = input_rate(rows)
     base_step = int(base["devices"]) * batch / base["images_per_sec"]
-    exchange = StepModel(base_step, compute_share * base_step, overlap, gradient_bytes, batch).exposed_seconds(
-        here, int(base["devices"])
-    )
-    if exchange >= base_step:
+    exposed = StepModel(
+        base_step, compute_share * base_step, overlap, gradient_bytes, batch, exchange, tensors
+    ).exposed_seconds(here, int(base["devices"]))
+    if exposed >= base_step:
         raise UsageError(
             f"{base['run_id']}: the in-node links given cannot carry its exchange within its measured step; "
             "give the links it ran on (its run folder's bandwidth.json)"
         )
-    one_device = base_step - exchange
+    one_device = base_step - exposed
     model = StepModel(
         one_device,
         compute_share * one_device,
         overlap,
         gradient_bytes,
         batch,
+        exchange,
+        tensors,
         input_images_per_sec_per_node=rate.images_per_sec_per_node if rate.kind == "limit" else None,
     )
-    return SeriesInputs(model, base, parameters, overlap_source, compute_source, rate)
+    return SeriesInputs(model, base, parameters, overlap_source, compute_source, exchange_source, rate)
 
 
 def project_series(
@@ -306,11 +341,12 @@ def assumptions(target: Interconnect, epoch_images: int) -> str:
         else ""
     )
     return (
-        f"weak scaling (batch per GPU fixed); fp32 gradients (4 B a parameter) all-reduced in "
-        f"{DDP_BUCKET_BYTES // 2**20} MiB buckets, NCCL ring or tree (the faster per bucket), "
+        f"weak scaling (batch per GPU fixed); fp32 gradients (4 B a parameter) all-reduced in buckets as each "
+        f"strategy exchanges them (see each series), NCCL ring or tree (the faster per bucket), "
         f"within a node {target.within.name} ({target.within.bus_bytes_per_second / GB:g} GB/s){across}, "
-        f"{target.gpus_per_node} GPUs a node; the exchange hides behind the compute from the first bucket "
-        f"(measured where a multi-device row was profiled, else {ASSUMED_OVERLAP:.0%} of it), but for the last bucket; "
+        f"{target.gpus_per_node} GPUs a node; an exchange beside the backward hides behind the compute from the "
+        f"first bucket (measured where a multi-device row was profiled, else {ASSUMED_OVERLAP:.0%} of it), but for "
+        f"the last bucket, one after the backward not at all; "
         f"input per node as measured on real data, unlimited on synthetic; epoch of {epoch_images:,} images; "
         f"efficiency floor {EFFICIENCY_FLOOR:.0%}"
     )
@@ -402,7 +438,8 @@ def series_notes(series: dict[str, Any]) -> list[str]:
     rate = inputs["input"]
     notes = [
         f"one-GPU step {inputs['one_device_step_seconds'] * 1e3:.1f} ms ({inputs['one_device_step_source']}), "
-        f"gradients {inputs['gradient_bytes'] / 1e6:.3g} MB, the exchange can hide behind "
+        f"gradients {inputs['gradient_bytes'] / 1e6:.3g} MB in {inputs['tensors']} tensors, exchanged as "
+        f"{inputs['exchange']['text']}, which can hide behind "
         f"{inputs['overlap_share']:.0%} of the compute ({inputs['overlap_source']}), "
         + InputRate(rate["kind"], rate["images_per_sec_per_node"]).text()
     ]

@@ -32,7 +32,18 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mgbench.cli import bandwidth, catalog, compare, envreport, make_sample, prepare, report, run, setup_env
+    from mgbench.cli import (
+        bandwidth,
+        catalog,
+        compare,
+        envreport,
+        make_sample,
+        prepare,
+        project,
+        report,
+        run,
+        setup_env,
+    )
 
     parser = OneLineParser(
         prog="mgbench",
@@ -42,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mgbench {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
-    for module in (compare, run, report, catalog, envreport, bandwidth, setup_env, prepare, make_sample):
+    for module in (compare, run, report, project, catalog, envreport, bandwidth, setup_env, prepare, make_sample):
         module.register(verbs)
     return parser
 

@@ -24,6 +24,10 @@ class ModelSpec:
     reference_parameters: int
     """Trainable parameters of the torchvision architecture with this head: every framework's
     build must have exactly these, or declare its difference (`Capabilities.parameter_offsets`)."""
+    reference_tensors: int
+    """Trainable tensors (weights, biases, batch-norm scales and shifts) of that architecture: how
+    many gradients a framework that exchanges them one by one hands over (`Capabilities.tensor_offsets`
+    where its build differs)."""
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -36,8 +40,9 @@ MODELS: dict[str, ModelSpec] = {
             "sigmoid",
             "DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy",
             6_968_206,
+            364,
         ),
-        ModelSpec("resnet50", 224, 1000, "softmax", "ResNet-50, 1000-way softmax (ImageNet)", 25_557_032),
+        ModelSpec("resnet50", 224, 1000, "softmax", "ResNet-50, 1000-way softmax (ImageNet)", 25_557_032, 161),
         ModelSpec(
             "inception_v3",
             299,
@@ -45,6 +50,7 @@ MODELS: dict[str, ModelSpec] = {
             "softmax",
             "Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
             23_834_568,
+            284,
         ),
         ModelSpec(
             "tiny",
@@ -53,6 +59,7 @@ MODELS: dict[str, ModelSpec] = {
             "softmax",
             "two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks",
             5_418,
+            6,
         ),
     )
 }

@@ -21,6 +21,7 @@ from typing import Literal
 from mgbench.common.config import DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS
+from mgbench.common.projection import DDP_EXCHANGE, HOROVOD_EXCHANGE, XLA_EXCHANGE, Exchange
 from mgbench.common.protocol import Adapter
 from mgbench.frameworks.keras.environment import jax_variables, tensorflow_variables, torch_variables
 
@@ -93,6 +94,8 @@ class Capabilities:
     parameter_offsets: dict[str, int] = field(default_factory=dict)
     """Trainable parameters minus the model catalogue's reference count, where the framework's
     architecture differs (keras.applications' ResNet-50 gives convolutions a bias)."""
+    tensor_offsets: dict[str, int] = field(default_factory=dict)
+    """Trainable tensors minus the catalogue's reference count, for the same differences."""
     compiler: Compiler | None = None
     """What `--compile` does (None: the framework has no compiler here, `no_compiler` says why)."""
     no_compiler: str = "the framework has no compiler here"
@@ -123,6 +126,10 @@ class Capabilities:
         """The trainable parameter count this framework's build of `model` must have."""
         return MODELS[model].reference_parameters + self.parameter_offsets.get(model, 0)
 
+    def expected_tensors(self, model: str) -> int:
+        """The trainable tensors this framework's build of `model` has."""
+        return MODELS[model].reference_tensors + self.tensor_offsets.get(model, 0)
+
 
 @dataclass(frozen=True)
 class StrategySpec:
@@ -136,6 +143,9 @@ class StrategySpec:
     no_data_on_device_note: str | None = None
     """Why this strategy cannot keep the synthetic batches on the devices (`--data-on-device`);
     None: it does (it places the pool once and cycles it)."""
+    exchange: Exchange | None = None
+    """How its gradients reach the all-reduce, for `mgbench project` (None: not declared, projected
+    as DDP's buckets)."""
 
     def refusal(self, config: RunConfig) -> str | None:
         if config.device_kind == "cpu" and config.devices > 1 and self.cpu_multi_device_note:
@@ -205,12 +215,14 @@ PYTORCH = FrameworkSpec(
             "torchrun",
             "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU); staged input: "
             "on GPU the next batch is copied from pinned memory on a side stream during the step",
+            exchange=DDP_EXCHANGE,
         ),
         StrategySpec(
             "ddp-unstaged",
             "torchrun",
             "as ddp, with unstaged input: each batch copied to the device by a plain .to(device) when "
             "the step takes it, so the copy is waited for (input wait) instead of overlapped",
+            exchange=DDP_EXCHANGE,
         ),
         StrategySpec(
             "dp",
@@ -297,6 +309,7 @@ HOROVOD = FrameworkSpec(
             "horovodrun",
             "Horovod over PyTorch: DistributedOptimizer all-reduce, one process per device (NCCL on GPU, gloo "
             "on CPU); input staged as pytorch's ddp (torch's DataLoader, side-stream copy on GPU)",
+            exchange=HOROVOD_EXCHANGE,
         ),
     ),
     import_names=("horovod", "torch", "torchvision"),
@@ -310,9 +323,11 @@ HOROVOD = FrameworkSpec(
 KERAS_CATALOGUE = dict(
     model_data_formats={"densenet121": ("channels_last",)},
     parameter_offsets={"resnet50": 26_560, "inception_v3": -17_216},
+    tensor_offsets={"resnet50": 53, "inception_v3": -94},
 )
 """keras.applications' DenseNet121 refuses channels_first; its ResNet-50 gives every convolution
-a bias (+26,560) and its Inception-v3's batch-norms have no gamma (-17,216)."""
+a bias (+26,560 parameters, +53 tensors) and its Inception-v3's batch-norms have no gamma
+(-17,216 parameters, -94 tensors)."""
 
 KERAS_XLA = Compiler(
     "xla",
@@ -376,11 +391,13 @@ KERAS_JAX = FrameworkSpec(
             "inprocess",
             "Keras 3 over JAX, keras.distribution.DataParallel: Keras' jitted step on a held state, "
             "batches sharded onto the devices one step ahead",
+            exchange=XLA_EXCHANGE,
         ),
         StrategySpec(
             "jax-dp-on-batch",
             "inprocess",
             "as jax-dp, but model.train_on_batch on the pre-sharded batches (variables synced every step)",
+            exchange=XLA_EXCHANGE,
         ),
         StrategySpec(
             "jax-shard-map",
@@ -388,12 +405,14 @@ KERAS_JAX = FrameworkSpec(
             "Keras 3 over JAX, one device's step mapped over the devices with jax.shard_map: local "
             "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean; "
             "staged: each batch sharded onto the devices one step ahead, from page-locked host memory",
+            exchange=XLA_EXCHANGE,
         ),
         StrategySpec(
             "jax-shard-map-unstaged",
             "inprocess",
             "as jax-shard-map, each batch sharded onto the devices from host arrays when the step takes it",
             no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+            exchange=XLA_EXCHANGE,
         ),
     ),
     import_names=("keras", "jax"),
@@ -419,12 +438,14 @@ KERAS_TORCH = FrameworkSpec(
             "Keras 3 over PyTorch: the Keras model (a torch.nn.Module) in DistributedDataParallel, "
             "one process per device, custom loop (Keras' torch backend has no keras.distribution); "
             "staged: on GPUs each batch copied from pinned memory on a side stream one step ahead",
+            exchange=DDP_EXCHANGE,
         ),
         StrategySpec(
             "ddp-unstaged",
             "torchrun",
             "as ddp, each batch copied to the device with a plain .to(device) when the step takes it",
             no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+            exchange=DDP_EXCHANGE,
         ),
     ),
     import_names=("keras", "torch"),

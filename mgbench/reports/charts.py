@@ -19,6 +19,8 @@ from mgbench.reports.compare_charts import (
     scaling_loss_chart,
     throughput_chart,
 )
+from mgbench.reports.projection import read_projection
+from mgbench.reports.projection_chart import projection_chart
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
 from mgbench.reports.runfolder import RunFolderData
 from mgbench.reports.scaling_loss import scaling_losses
@@ -36,6 +38,8 @@ class ChartSet:
     runs: dict[str, list[Chart]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
     """Per run id: why a chart of that run is missing."""
+    projection: Chart | None = None
+    """The folder's projection past its machine (`mgbench project`), where it holds one."""
 
 
 def _has_epochs(value: object) -> bool:
@@ -66,6 +70,9 @@ def write_charts(data: RunFolderData) -> ChartSet:
         with_epochs = ok[ok["epoch_metrics"].map(_has_epochs)]
         if not with_epochs.empty:
             charts.compare.append(Chart("Training curves", epoch_chart(with_epochs, folder.chart("epochs.png"))))
+    projection = read_projection(data.root)
+    if projection is not None:
+        charts.projection = Chart("Projected scaling", projection_chart(projection, folder.chart("projection.png")))
     for _, row in data.frame.iterrows():
         run_id = row["run_id"]
         drawn, notes = [], []

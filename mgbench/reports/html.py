@@ -21,6 +21,7 @@ from mgbench.common.runfolder import CHARTS_DIR, RunFolder
 from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
+from mgbench.reports.projection import PROJECTION_COLUMNS, read_projection, series_notes, series_rows, series_title
 from mgbench.reports.readings import breakdown_text, limits_details, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.summary import display_table
@@ -217,6 +218,20 @@ def _run_section(row: pd.Series, charts: ChartSet) -> str:
     return "".join(parts)
 
 
+def _projection_section(projection: dict[str, Any], chart: Chart) -> str:
+    """What `mgbench project` modelled past this machine, said to be a model."""
+    parts = [
+        "<h2>Scaling past this machine (projected)</h2>",
+        f'<p class="meta">A model, not a measurement. Assumptions: {_e(projection["assumptions"])}</p>',
+    ]
+    for series in projection["series"]:
+        parts.append(f"<h3>{_e(series_title(series))}</h3>")
+        parts.append(_table(PROJECTION_COLUMNS, series_rows(series)))
+        parts.extend(f'<p class="meta">{_e(note)}</p>' for note in series_notes(series))
+    parts.append(_image(chart))
+    return "".join(parts)
+
+
 def render_report(data: RunFolderData, charts: ChartSet) -> str:
     title = f"mgbench report: {job_title(data.frame)}"
     generated = datetime.now().strftime("%Y-%m-%d %H:%M")
@@ -237,6 +252,9 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
         parts.append("<h2>Charts</h2>" + "".join(_image(chart) for chart in charts.compare))
     else:
         parts.append("<h2>Charts</h2><p>No run finished successfully: nothing to compare.</p>")
+    projection = read_projection(data.root)
+    if charts.projection is not None and projection is not None:
+        parts.append(_projection_section(projection, charts.projection))
     parts.append(_environment_section(data.frame))
     parts.append("<h2>Runs</h2>" + "".join(_run_section(row, charts) for _, row in data.frame.iterrows()))
     parts.append("</body></html>\n")

@@ -1,0 +1,89 @@
+"""`mgbench project RUN_DIR --gpus 8,64,512 --interconnect NAME|bandwidth.json[+NETWORK]`: the
+folder's rows projected to device counts this machine does not have, into projection.json and
+the report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from mgbench.common.errors import UsageError
+from mgbench.common.interconnects import PRESETS, parse_interconnect
+from mgbench.common.runfolder import RunFolder
+from mgbench.reports.html import write_report
+from mgbench.reports.projection import (
+    IMAGENET_TRAIN_IMAGES,
+    PROJECTION_COLUMNS,
+    project_folder,
+    series_notes,
+    series_rows,
+    series_title,
+    write_projection,
+)
+from mgbench.reports.runfolder import load_run_folder
+from mgbench.reports.summary import table_console
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser("project", help="project a run folder's scaling to more GPUs and nodes (a model)")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a folder written by `mgbench compare`")
+    parser.add_argument("--gpus", default="8,64,512", help="device counts to project to (default 8,64,512)")
+    parser.add_argument(
+        "--interconnect",
+        default=None,
+        metavar="WITHIN[+ACROSS]",
+        help=f"links within a node (a preset or a bandwidth.json) and between nodes (a preset); presets: "
+        f"{', '.join(PRESETS)}; default: the run folder's bandwidth.json",
+    )
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs a node holds (default 8)")
+    parser.add_argument("--nics-per-node", type=int, default=1, help="network ports a node has (default 1)")
+    parser.add_argument(
+        "--epoch-images",
+        type=int,
+        default=IMAGENET_TRAIN_IMAGES,
+        help=f"images per epoch for the time per epoch (default {IMAGENET_TRAIN_IMAGES:,}: ImageNet-1k's training set)",
+    )
+    parser.set_defaults(handler=handle)
+
+
+def parse_counts(text: str) -> list[int]:
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise UsageError(f"--gpus takes a comma-separated list of device counts, got {text!r}") from None
+    if not counts or counts[0] < 1:
+        raise UsageError(f"--gpus takes device counts of at least 1, got {text!r}")
+    return counts
+
+
+def print_series(series: dict[str, Any]) -> None:
+    table = Table(title=series_title(series))
+    for column in PROJECTION_COLUMNS:
+        table.add_column(column, justify="left" if column == "limited by" else "right")
+    for row in series_rows(series):
+        table.add_row(*row)
+    console = table_console()
+    console.print(table)
+    for note in series_notes(series):
+        console.print(f"  {note}")
+
+
+def handle(args: argparse.Namespace) -> int:
+    counts = parse_counts(args.gpus)
+    data = load_run_folder(args.run_dir)
+    target = parse_interconnect(
+        args.interconnect, RunFolder(args.run_dir).bandwidth, args.gpus_per_node, args.nics_per_node
+    )
+    if args.epoch_images < 1:
+        raise UsageError(f"--epoch-images must be at least 1, got {args.epoch_images}")
+    projection = project_folder(data, target, counts, args.epoch_images)
+    console = table_console()
+    console.print(f"assumptions: {projection['assumptions']}")
+    for series in projection["series"]:
+        print_series(series)
+    console.print(f"written: {write_projection(args.run_dir, projection)}")
+    console.print(f"report: {write_report(args.run_dir)}")
+    return 0

@@ -1,0 +1,66 @@
+"""The projection's chart: efficiency (left) and images/sec (right) against GPUs, log scales.
+
+Per series, one colour: the projected line solid, the model before calibration dashed where
+calibration moved it, the measured rows as large ringed points, so what was measured and what
+is modelled are never confused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mgbench.common.projection import EFFICIENCY_FLOOR
+from mgbench.reports.figures import new_figure, save
+
+
+def projection_chart(projection: dict[str, Any], path: Path) -> Path:
+    figure = new_figure()
+    efficiency_axes, throughput_axes = figure.subplots(1, 2)
+    efficiency_axes.axhline(EFFICIENCY_FLOOR * 100, color="grey", linestyle=":", label=f"{EFFICIENCY_FLOOR:.0%}")
+    for series in projection["series"]:
+        label = f"{series['framework']} {series['strategy']}"
+        devices = [point["devices"] for point in series["curve"]]
+        line = efficiency_axes.plot(
+            devices, [p["efficiency"] * 100 for p in series["curve"]], label=f"{label} projected"
+        )
+        color = line[0].get_color()
+        throughput_axes.plot(devices, [p["images_per_sec"] for p in series["curve"]], color=color)
+        if series["overhead_seconds"] > 0:
+            efficiency_axes.plot(
+                devices,
+                [p["unfitted_efficiency"] * 100 for p in series["curve"]],
+                color=color,
+                linestyle="--",
+                label=f"{label} before calibration",
+            )
+        measured = series["measured"]
+        for axes, values in (
+            (efficiency_axes, [m["efficiency"] * 100 for m in measured]),
+            (throughput_axes, [m["images_per_sec"] for m in measured]),
+        ):
+            axes.scatter(
+                [m["devices"] for m in measured],
+                values,
+                s=70,
+                color=color,
+                edgecolors="black",
+                zorder=3,
+                label=f"{label} measured" if axes is efficiency_axes else None,
+            )
+    counts = sorted({point["devices"] for series in projection["series"] for point in series["curve"]})
+    for axes in (efficiency_axes, throughput_axes):
+        axes.set_xscale("log", base=2)
+        axes.set_xticks(counts, [str(count) for count in counts], fontsize="small")
+        axes.set_xlabel("GPUs")
+        axes.grid(alpha=0.3, which="both")
+    throughput_axes.set_yscale("log")
+    efficiency_axes.set_ylabel("efficiency % (against one GPU)")
+    efficiency_axes.set_ylim(0, 110)
+    throughput_axes.set_ylabel("images/sec")
+    efficiency_axes.legend(fontsize="small")
+    within, across = projection["interconnect"]["within"], projection["interconnect"]["across"]
+    links = within["name"] + (f" + {projection['interconnect']['nics_per_node']} x {across['name']}" if across else "")
+    jobs = "/".join(dict.fromkeys(f"{series['model']} {series['precision']}" for series in projection["series"]))
+    figure.suptitle(f"Projected scaling of {jobs}: lines modelled on {links}, points measured on this machine")
+    return save(figure, path)

@@ -503,3 +503,38 @@ def test_a_window_rate_outside_its_steps_p10_p90_still_charts(tmp_path):
     path = throughput_chart(ok, tmp_path / "throughput.png")
     with Image.open(path) as image:
         assert image.format == "PNG"
+
+
+def test_time_to_train_and_test_auc_are_tabled_and_charted_for_rows_trained_in_epochs(tmp_path):
+    """The seeds' comparison: time to train N epochs with validation, and the test split's AUC."""
+    from mgbench.reports.training import time_to_train_chart, training_table
+
+    epochs = [
+        {"epoch": 1, "images_per_sec": 100.0, "val_auc": 0.6},
+        {"epoch": 2, "images_per_sec": 300.0, "val_auc": 0.7},
+    ]
+    frame = pd.DataFrame(
+        {
+            "framework": ["pytorch", "keras-jax", "gluon"],
+            "strategy": ["ddp", "jax-shard-map", "device"],
+            "model": ["densenet121"] * 3,
+            "precision": ["bf16"] * 3,
+            "data_format": ["channels_last"] * 3,
+            "device_kind": ["cpu"] * 3,
+            "devices": [2, 2, 2],
+            "status": ["ok", "ok", "failed"],
+            "loader": ["torch.utils.data.DataLoader", "keras.utils.PyDataset", None],
+            "loader_workers": [2, 2, None],
+            "time_to_train_seconds": [30.0, 12.5, None],
+            "epoch_metrics": [epochs, epochs[:1], []],
+            "test_metrics": [{"loss": 0.5, "auc": 0.71}, {"loss": 0.6, "auc": 0.64}, {}],
+        }
+    )
+    table = training_table(frame)
+    assert list(table["framework"]) == ["keras-jax", "pytorch"]
+    assert list(table["epochs"]) == [1, 2] and list(table["epoch_images_per_sec"]) == [100.0, 200.0]
+    assert list(table["test_auc"]) == [0.64, 0.71] and list(table["val_auc"]) == [0.6, 0.7]
+    path = time_to_train_chart(table, tmp_path / "time-to-train.png", frame)
+    with Image.open(path) as image:
+        assert image.format == "PNG" and np.unique(np.asarray(image.convert("L"))).size > 20
+    assert training_table(frame.drop(columns=["time_to_train_seconds"])).empty

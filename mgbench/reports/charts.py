@@ -24,6 +24,7 @@ from mgbench.reports.projection_chart import projection_chart
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
 from mgbench.reports.runfolder import RunFolderData
 from mgbench.reports.scaling_loss import scaling_losses
+from mgbench.reports.training import time_to_train_chart, training_table
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ def write_charts(data: RunFolderData) -> ChartSet:
         with_epochs = ok[ok["epoch_metrics"].map(_has_epochs)]
         if not with_epochs.empty:
             charts.compare.append(Chart("Training curves", epoch_chart(with_epochs, folder.chart("epochs.png"))))
+        trained = training_table(ok)
+        if not trained.empty:
+            path = time_to_train_chart(trained, folder.chart("time-to-train.png"), ok)
+            charts.compare.append(Chart("Time to train N epochs and test AUC", path))
     projection = read_projection(data.root)
     if projection is not None:
         charts.projection = Chart("Projected scaling", projection_chart(projection, folder.chart("projection.png")))

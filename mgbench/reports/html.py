@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mgbench.common.config import RunConfig
@@ -25,6 +26,7 @@ from mgbench.reports.projection import PROJECTION_COLUMNS, read_projection, seri
 from mgbench.reports.readings import breakdown_text, limits_details, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.summary import display_table
+from mgbench.reports.training import training_table
 from mgbench.reports.verdict import verdict
 
 HOST_FIELDS = ("hostname", "platform", "python", "mgbench", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
@@ -162,6 +164,39 @@ def _summary_section(frame: pd.DataFrame) -> str:
     return f'<h2>Every run</h2><div class="scroll">{rows}</div>'
 
 
+def _training_section(frame: pd.DataFrame) -> str:
+    """Time to train N epochs and the test split's metrics, when rows trained in epochs."""
+    table = training_table(frame)
+    if table.empty:
+        return ""
+    header = [
+        "framework",
+        "strategy",
+        "devices",
+        "loader",
+        "workers",
+        "epochs",
+        "time to train (s)",
+        "img/s per epoch",
+        "val AUC",
+        "test AUC",
+        "test top-1",
+    ]
+    rows = [[_fixed(value) for value in line] for line in table.itertuples(index=False)]
+    return f'<h2>Time to train</h2><div class="scroll">{_table(header, rows)}</div>'
+
+
+def _fixed(value: object) -> object:
+    """Whole numbers as such, metrics (at most 1) to three decimals, times and rates to one; NaN blank."""
+    if isinstance(value, float):
+        if np.isnan(value):
+            return ""
+        if value.is_integer():
+            return int(value)
+        return f"{value:.3f}" if value <= 1 else f"{value:.1f}"
+    return value
+
+
 def _environment_section(frame: pd.DataFrame) -> str:
     """Each distinct host once (rows measured on the same machine share it), then framework versions."""
     parts = ["<h2>Environment</h2>"]
@@ -248,6 +283,7 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
     if data.notes:
         parts.append('<div class="notes">' + "".join(f"<p>{_e(n)}</p>" for n in data.notes) + "</div>")
     parts.append(_summary_section(data.frame))
+    parts.append(_training_section(data.frame))
     if charts.compare:
         parts.append("<h2>Charts</h2>" + "".join(_image(chart) for chart in charts.compare))
     else:

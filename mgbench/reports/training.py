@@ -1,0 +1,80 @@
+"""The comparison the seeds make with `--epochs`: time to train N epochs (validation included)
+and the test split's AUC (top-1 too for class folders), per framework, strategy and device count.
+
+A table (`training_table`) and a chart (`time_to_train_chart`) from the rows that trained in
+epochs; rows timed by `--steps` have no time to train and are left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mgbench.reports.figures import job_title, new_figure, run_label, save
+
+COLUMNS = (
+    "framework",
+    "strategy",
+    "devices",
+    "loader",
+    "loader_workers",
+    "epochs",
+    "time_to_train_seconds",
+    "epoch_images_per_sec",
+    "val_auc",
+    "test_auc",
+    "test_top1",
+)
+
+
+def _metric(value: object, name: str) -> float:
+    return float(value.get(name, np.nan)) if isinstance(value, dict) else np.nan
+
+
+def training_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """One line per ok row that trained in epochs, fastest to train first (empty when none did)."""
+    if "time_to_train_seconds" not in frame:
+        return pd.DataFrame(columns=list(COLUMNS))
+    rows = frame[(frame["status"] == "ok") & frame["time_to_train_seconds"].notna()]
+    lines = []
+    for _, row in rows.iterrows():
+        epochs = row["epoch_metrics"] if isinstance(row["epoch_metrics"], list) else []
+        rates = [epoch["images_per_sec"] for epoch in epochs if "images_per_sec" in epoch]
+        lines.append(
+            {
+                "framework": row["framework"],
+                "strategy": row["strategy"],
+                "devices": int(row["devices"]),
+                "loader": row.get("loader"),
+                "loader_workers": row.get("loader_workers"),
+                "epochs": len(epochs),
+                "time_to_train_seconds": float(row["time_to_train_seconds"]),
+                "epoch_images_per_sec": float(np.mean(rates)) if rates else np.nan,
+                "val_auc": epochs[-1].get("val_auc", np.nan) if epochs else np.nan,
+                "test_auc": _metric(row.get("test_metrics"), "auc"),
+                "test_top1": _metric(row.get("test_metrics"), "top1"),
+            }
+        )
+    table = pd.DataFrame(lines, columns=list(COLUMNS))
+    return table.sort_values("time_to_train_seconds", kind="stable").reset_index(drop=True)
+
+
+def time_to_train_chart(table: pd.DataFrame, path: Path, title_rows: pd.DataFrame) -> Path:
+    """Horizontal bars of time to train N epochs per run, each labelled with its test AUC."""
+    figure = new_figure()
+    axes = figure.subplots()
+    labels = [run_label(row) for _, row in table.iterrows()]
+    bars = axes.barh(labels, table["time_to_train_seconds"])
+    notes = [
+        f"{seconds:.1f} s, test AUC {auc:.3f}"
+        for seconds, auc in zip(table["time_to_train_seconds"], table["test_auc"])
+    ]
+    axes.bar_label(bars, notes, padding=3, fontsize="small")
+    axes.invert_yaxis()
+    axes.set_xlabel(f"seconds to train {int(table['epochs'].max())} epoch(s), validation included")
+    axes.set_xlim(0, table["time_to_train_seconds"].max() * 1.45)
+    axes.grid(axis="x", alpha=0.3)
+    axes.set_title(f"Time to train and test AUC: {job_title(title_rows)}")
+    return save(figure, path)

@@ -7,11 +7,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 
 TESTS = Path(__file__).resolve().parent
@@ -68,6 +70,32 @@ def tiny_job(
         "--steps": steps,
     }
     return [item for option, value in options.items() if value is not None for item in (option, str(value))]
+
+
+def processes_naming(path: Path) -> list[psutil.Process]:
+    """Processes alive (zombies aside) whose command line names `path`."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        if process.info["status"] != psutil.STATUS_ZOMBIE and str(path) in " ".join(process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+def wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+def endless_ddp_compare(out: Path, env: dict[str, str], **popen: Any) -> subprocess.Popen:
+    """A compare of pytorch DDP on 1 and 2 CPU devices (tiny model) with far more steps than any
+    test waits for, started in the background: for tests that stop or kill it mid-run."""
+    command = [sys.executable, "-m", "mgbench", "compare", "--frameworks", "pytorch", "--gpus", "2"]
+    command += [*tiny_job(100000, batch=4, image_size=32, device="cpu"), "--out", str(out)]
+    return subprocess.Popen(command, env=env, **popen)
 
 
 def profiled_two_cpu_compare(out: Path, framework: str, strategy: str, timeout: float = 600) -> pd.DataFrame:

@@ -6,11 +6,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from conftest import cli_env, mgbench, one_line_error, read_rows, tiny_job
+from conftest import (
+    cli_env,
+    endless_ddp_compare,
+    mgbench,
+    one_line_error,
+    processes_naming,
+    read_rows,
+    tiny_job,
+    wait_for,
+)
 
 from mgbench.common.config import RunConfig
 from mgbench.common.results import RunResult
@@ -110,29 +118,10 @@ def test_sigterm_leaves_no_launcher_and_no_launcher_files(tmp_path):
     out, scratch = tmp_path / "ddp", tmp_path / "tmp"
     scratch.mkdir()
     env = cli_env(TMPDIR=str(scratch))
-    compare = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mgbench",
-            "compare",
-            "--frameworks",
-            "pytorch",
-            "--gpus",
-            "2",
-            *tiny_job(100000, batch=4, image_size=32, device="cpu"),
-            "--out",
-            str(out),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    log = out / "logs" / "pytorch-ddp-1cpu.log"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (log.exists() and "step " in log.read_text()):
-        time.sleep(0.2)
+    compare = endless_ddp_compare(out, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # compare, torchrun and its worker, then a moment for the worker to be inside its steps
+    assert wait_for(lambda: len(processes_naming(out)) == 3, 120), "the run never started"
+    time.sleep(3)
     compare.send_signal(signal.SIGTERM)
     compare.communicate(timeout=60)
     assert compare.returncode == 130

@@ -5,12 +5,11 @@ import contextlib
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import cli_env, read_rows, tiny_job
+from conftest import cli_env, endless_ddp_compare, processes_naming, read_rows, tiny_job, wait_for
 
 from mgbench.runner.orchestrator import failure_cause
 
@@ -39,24 +38,6 @@ def mgbench_in(folder: Path, *args: str, timeout: float = 600, **extra_env: str)
         timeout=timeout,
         env=cli_env(**extra_env),
     )
-
-
-def processes_naming(path: Path) -> list[psutil.Process]:
-    """Processes alive (zombies aside) whose command line names `path`."""
-    found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
-        if process.info["status"] != psutil.STATUS_ZOMBIE and str(path) in " ".join(process.info["cmdline"] or ()):
-            found.append(process)
-    return found
-
-
-def wait_for(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
 
 
 def kill_all(processes: list[psutil.Process]) -> None:
@@ -204,24 +185,7 @@ def test_a_sigkilled_compare_leaves_no_process_of_its_run(tmp_path):
     worker it started in a session of its own die with the compare."""
     pytest.importorskip("torch", reason="PyTorch is not installed")
     out = tmp_path / "ddp"
-    compare = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mgbench",
-            "compare",
-            "--frameworks",
-            "pytorch",
-            "--gpus",
-            "2",
-            *tiny_job(100000, batch=4, image_size=32, device="cpu"),
-            "--out",
-            str(out),
-        ],
-        env=cli_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    compare = endless_ddp_compare(out, cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # compare, torchrun, the worker torchrun started
         assert wait_for(lambda: len(processes_naming(out)) == 3, 120), "the run never started"

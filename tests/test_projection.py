@@ -283,8 +283,8 @@ def copy_fixture(tmp_path: Path) -> Path:
 
 def test_a_run_folder_projects_through_the_cli_without_a_gpu(tmp_path):
     """The fixture holds pytorch ddp ResNet-50 (bf16, 128 per GPU) at 1 and 2 H200s as BENCHMARKS.md's
-    fourth session measured them (call 2: 3980 and 7914 img/s, with their breakdowns) and the issue's
-    all-reduce bandwidth of 2x H200 NV18 (240 GB/s bus bandwidth at 64 MiB)."""
+    2026-11-23 2x H200 breakdown run measured them (3980 and 7914 img/s, with their breakdowns) and
+    the all-reduce bandwidth of 2x H200 NV18 (240 GB/s bus bandwidth at 64 MiB)."""
     folder = copy_fixture(tmp_path)
     done = mgbench(
         "project", str(folder), "--gpus", "8,64,512", "--interconnect", "nvlink4+ib-ndr", "--nics-per-node", "8"
@@ -372,11 +372,11 @@ NV18_MEASURED = Link("2x H200 NV18", 240 * GB, HOP_SECONDS["nvlink"], "issue 30:
 @pytest.mark.parametrize(
     "one_gpu, devices, n_gpu, parameters, compute_share",
     [
-        (3982, 2, 7786, RESNET50, 0.79),  # first session, final call
-        (3980, 2, 7914, RESNET50, 0.79),  # fourth session, call 2
-        (3980, 2, 7674, RESNET50, 0.79),  # fourth session, call 1
-        (2283, 2, 4481, DENSENET121, 0.83),  # fourth session, call 2
-        (2333, 4, 9139, DENSENET121, 0.83),  # second session, call 1 (4x H200)
+        (3982, 2, 7786, RESNET50, 0.79),  # 2026-11-22, 2x H200, plain-loop run
+        (3980, 2, 7914, RESNET50, 0.79),  # 2026-11-23, 2x H200, breakdown
+        (3980, 2, 7674, RESNET50, 0.79),  # 2026-11-23, 2x H200, mission's command
+        (2283, 2, 4481, DENSENET121, 0.83),  # 2026-11-23, 2x H200, breakdown
+        (2333, 4, 9139, DENSENET121, 0.83),  # 2026-11-22, 4x H200
     ],
 )
 def test_pytorch_ddp_rows_on_h200_are_reproduced_from_their_one_gpu_rows(
@@ -384,9 +384,9 @@ def test_pytorch_ddp_rows_on_h200_are_reproduced_from_their_one_gpu_rows(
 ):
     """BENCHMARKS.md, pytorch `ddp`, bf16, channels_last, 128 per GPU: the 1-GPU row and the
     measured NV18 all-reduce bandwidth (240 GB/s) predict the N-GPU row within 5 points.
-    Compute shares: the fourth session's 1-GPU breakdowns (ResNet-50 79%; DenseNet-121's the
-    seventh session's 83%). Not reproduced and not tested here (BENCHMARKS.md says why): the
-    first session's DenseNet-121 pair (83%, no steady state) and keras-jax's rows."""
+    Compute shares: the 1-GPU breakdowns of 2026-11-23 (ResNet-50 79% on the 2x H200; DenseNet-121
+    83% on the 1x H200). Not reproduced and not tested here (BENCHMARKS.md says why): the
+    DenseNet-121 pair of 2026-11-22's plain-loop run (83%, no steady state) and keras-jax's rows."""
     model = one_gpu_model(one_gpu, 128, parameters, compute_share)
     projected = model.at(Interconnect(NV18_MEASURED, None, gpus_per_node=8), devices).efficiency
     assert abs(projected - n_gpu / one_gpu / devices) <= 0.05

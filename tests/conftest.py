@@ -98,10 +98,13 @@ def endless_ddp_compare(out: Path, env: dict[str, str], **popen: Any) -> subproc
     return subprocess.Popen(command, env=env, **popen)
 
 
-def profiled_two_cpu_compare(out: Path, framework: str, strategy: str, timeout: float = 600) -> pd.DataFrame:
-    """`compare` on 1 and 2 CPU devices (tiny model, 32 px, 4 timed steps) with `--profile 2`
-    into `out`; its rows, indexed by device count."""
-    done = mgbench(
+def two_cpu_compare(
+    framework: str, strategy: str, out: Path, steps: int, *options: str, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """`compare` of one framework and strategy on 1 and 2 CPU devices (tiny model, 32 px, 4 per
+    device, `steps` steps) into `out`, with `options` added."""
+    job = tiny_job(steps, batch=4, image_size=32, device="cpu")
+    return mgbench(
         "compare",
         "--frameworks",
         framework,
@@ -109,13 +112,18 @@ def profiled_two_cpu_compare(out: Path, framework: str, strategy: str, timeout: 
         strategy,
         "--gpus",
         "2",
-        *tiny_job(4, batch=4, image_size=32, device="cpu"),
-        "--profile",
-        "2",
+        *job,
+        *options,
         "--out",
         str(out),
         timeout=timeout,
     )
+
+
+def profiled_two_cpu_compare(out: Path, framework: str, strategy: str, timeout: float = 600) -> pd.DataFrame:
+    """`compare` on 1 and 2 CPU devices (tiny model, 32 px, 4 timed steps) with `--profile 2`
+    into `out`; its rows, indexed by device count."""
+    done = two_cpu_compare(framework, strategy, out, 4, "--profile", "2", timeout=timeout)
     assert done.returncode == 0, done.stderr
     return read_rows(out).set_index("devices")
 
@@ -264,23 +272,8 @@ def one_epoch_rows(framework: str, strategy: str, sample: Path, out: Path, worke
     """`compare` training one epoch of a sample ChestX-ray14 folder through the framework's own
     loader on 1 and 2 CPU devices, with validation and the test split: the rows, checked ok and
     carrying what every real-data row must (loader, workers, time to train, AUCs)."""
-    done = mgbench(
-        "compare",
-        "--frameworks",
-        framework,
-        "--strategies",
-        strategy,
-        "--gpus",
-        "2",
-        *tiny_job(1, batch=4, image_size=32, device="cpu"),
-        "--dataset",
-        f"chestxray:{sample}",
-        "--epochs",
-        "1",
-        "--workers",
-        str(workers),
-        "--out",
-        str(out),
+    done = two_cpu_compare(
+        framework, strategy, out, 1, "--dataset", f"chestxray:{sample}", "--epochs", "1", "--workers", str(workers)
     )
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

@@ -19,6 +19,7 @@ devices in line with the step instead of ahead of it.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterable, Iterator
 
 import keras
@@ -110,9 +111,25 @@ class EvalBatches(keras.utils.PyDataset):
         return np.stack(pixels), self.split.targets[indices]
 
 
+def clean_worker_start() -> None:
+    """Worker processes started from a forkserver that imported only this module, not forked
+    from the training process.
+
+    Keras' enqueuer starts its pool with multiprocessing's default method, fork on Linux. The
+    training process runs threads (JAX's runtime, torch's and gloo's pools, the enqueuer's own
+    thread): a fork can copy a lock another thread holds, the worker waits on it forever and so
+    does the enqueuer (JAX warns of exactly this deadlock). A forkserver's children start from a
+    process with one thread."""
+    if multiprocessing.get_start_method(allow_none=True) != "forkserver":
+        multiprocessing.set_forkserver_preload([__name__])
+        multiprocessing.set_start_method("forkserver", force=True)
+
+
 def enqueued(dataset: keras.utils.PyDataset) -> Iterator[HostBatch]:
     """The dataset's batches in order through Keras' own data adapter (the ordered enqueuer with
     its worker pool that `fit` runs a PyDataset through), stopped when the iterator is."""
+    if dataset.use_multiprocessing:
+        clean_worker_start()
     adapter = PyDatasetAdapter(dataset, shuffle=False)
     adapter.on_epoch_begin()
     try:

@@ -88,6 +88,42 @@ def test_the_cause_under_torchrun_is_the_worker_s_exception_without_its_rank_pre
     )
 
 
+GLOO_FOLLOW_ON = (
+    "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:29135"
+)
+NCCL_FOLLOW_ON = "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."
+LABELS_ERROR = "ValueError: labels.csv lacks the column 'Finding Labels'"
+CHAIN = "\nDuring handling of the above exception, another exception occurred:\n\n"
+FRAMES = 'Traceback (most recent call last):\n  File "/work/mgbench/common/driver.py", line 73, in step\n'
+
+
+def rank_traceback(rank: int, *exceptions: str) -> str:
+    """What torch.distributed prints for a rank that raised `exceptions`, each raised while
+    handling the one before (a chain): every line prefixed `[rankN]: `."""
+    text = CHAIN.join(f"{FRAMES}{exception}\n" for exception in exceptions)
+    return "".join(f"[rank{rank}]: {line}\n" for line in text.splitlines())
+
+
+CHILD_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nRoot Cause:\n[1]:\n  rank: 1\n"
+
+
+@pytest.mark.parametrize("follow_on", [GLOO_FOLLOW_ON, NCCL_FOLLOW_ON], ids=["gloo", "nccl"])
+def test_the_cause_is_the_failed_rank_s_error_not_a_peer_s_follow_on_printed_before_or_after(follow_on):
+    failed = rank_traceback(1, LABELS_ERROR)
+    peer = rank_traceback(0, follow_on)
+    assert failure_cause(failed + peer + CHILD_FAILED, 1) == LABELS_ERROR
+    assert failure_cause(peer + failed + CHILD_FAILED, 1) == LABELS_ERROR
+    assert failure_cause(peer + CHILD_FAILED, 1) == follow_on  # no other error: the follow-on is all there is
+
+
+def test_of_a_rank_s_chained_exceptions_the_last_one_raised_is_the_cause():
+    chained = rank_traceback(0, "KeyError: 'Finding Labels'", LABELS_ERROR)
+    assert failure_cause(chained + rank_traceback(1, GLOO_FOLLOW_ON), 1) == LABELS_ERROR
+    # A chain ending in a follow-on (the rank's collective failed while it handled its own
+    # error) names the error it was handling.
+    assert failure_cause(rank_traceback(0, LABELS_ERROR, GLOO_FOLLOW_ON), 1) == LABELS_ERROR
+
+
 @pytest.mark.slow
 def test_a_torchrun_worker_s_exception_is_the_first_line_of_its_row(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")

@@ -59,12 +59,14 @@ def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
 
 
 CAUSE_PATTERN = re.compile(
-    r"^(?:\[[^\]]*\]:?\s*(?:<std\w+>:)?\s*)*(mgbench: error: .+|[\w.]*(?:Error|Exception|Interrupt)\b: .+)$"
+    r"^(?P<prefix>(?:\[[^\]]*\]:?\s*(?:<std\w+>:)?\s*)*)"
+    r"(?P<cause>mgbench: error: .+|[\w.]*(?:Error|Exception|Interrupt)\b: .+)$"
 )
 """A line that names why a run failed: mgbench's own one-line error, or an exception's last line,
-with the launchers' prefixes stripped: mpiexec's `[0]<stderr>:`, torch.distributed's `[rank0]: `
-on a worker's traceback, torchrun's `[default0]:` on a worker's output."""
+after the launchers' prefixes, which name the rank: mpiexec's `[0]<stderr>:`, torch.distributed's
+`[rank0]: ` on a worker's traceback, torchrun's `[default0]:` on a worker's output."""
 
+OWN_ERROR = "mgbench: error: "
 
 WRAPPERS = (
     "ChildFailedError",
@@ -75,19 +77,65 @@ WRAPPERS = (
 """Errors that only relay another (a launcher about its worker, a DataLoader about its worker
 process): they name no cause of their own, which appears further down the log."""
 
+FOLLOW_ONS = (
+    "connection closed by peer",
+    "connection reset by peer",
+    "remote peer closed the connection",
+    "broken pipe",
+    "communicator was aborted",
+    "ncclremoteerror",
+    "remote process exit",
+    "watchdog caught collective operation timeout",
+    "distbackenderror",
+    "distnetworkerror",
+    "horovodinternalerror",
+)
+"""What a rank's collective raises when another rank died (gloo's closed connection, NCCL's
+aborted communicator, Horovod's shut-down): real errors, but consequences of the cause, which
+the rank that died first printed."""
+
+
+@dataclass(frozen=True)
+class CauseLine:
+    """A log line naming an error: whose it is (`rank`: the last number of its launcher prefix,
+    '' without one), its text without prefixes, where it is in the log, and its `weight`:
+    0 for mgbench's own error, 1 for an exception, 2 for a collective's follow-on (`FOLLOW_ONS`)."""
+
+    rank: str
+    text: str
+    position: int
+    weight: int
+
+    @classmethod
+    def parse(cls, line: str, position: int) -> CauseLine | None:
+        """The cause a line names; None for any other line and for a wrapper (`WRAPPERS`)."""
+        match = CAUSE_PATTERN.match(line.strip())
+        if not match or any(wrapper in line for wrapper in WRAPPERS):
+            return None
+        rank = (re.findall(r"\d+", match["prefix"]) or [""])[-1]
+        text = match["cause"]
+        if text.startswith(OWN_ERROR):
+            return cls(rank, text.removeprefix(OWN_ERROR), position, 0)
+        return cls(rank, text, position, 2 if any(f in text.lower() for f in FOLLOW_ONS) else 1)
+
 
 def failure_cause(log: str, returncode: int | None) -> str:
-    """The first line of a failed row: mgbench's own error if the run printed one, else the first
-    exception the workers raised (the root of a chain), else the exit code."""
-    causes = [
-        match.group(1)
-        for line in log.splitlines()
-        if (match := CAUSE_PATTERN.match(line.strip())) and not any(w in line for w in WRAPPERS)
-    ]
-    own = [cause for cause in causes if cause.startswith("mgbench: error: ")]
-    if own:
-        return own[0].removeprefix("mgbench: error: ")
-    return causes[0] if causes else f"exit code {returncode}"
+    """The first line of a failed row: the error of the rank that failed first, else the exit code.
+
+    Each rank's error is its own mgbench error if it printed one, else the last exception line of
+    its output: a traceback ends with the exception that ended the rank, after any it was raised
+    while handling. Of the ranks' errors, mgbench's own come first, then exceptions, then the
+    follow-ons of collectives (`FOLLOW_ONS`: a rank whose peer died prints one, often after the
+    peer's traceback and with no word of its cause); among equals, the one printed first.
+    """
+    per_rank: dict[str, CauseLine] = {}
+    for position, line in enumerate(log.splitlines()):
+        cause = CauseLine.parse(line, position)
+        if cause and (cause.rank not in per_rank or cause.weight <= per_rank[cause.rank].weight):
+            per_rank[cause.rank] = cause
+    if not per_rank:
+        return f"exit code {returncode}"
+    return min(per_rank.values(), key=lambda cause: (cause.weight, cause.position)).text
 
 
 def classify_failure(timed_out: bool, log_tail: str) -> Status:

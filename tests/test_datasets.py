@@ -264,6 +264,37 @@ def test_augmentation_shapes_ranges_and_determinism(tmp_path):
     assert np.array_equal(centre, augmentation.eval(str(path)))
 
 
+@pytest.mark.parametrize(
+    "size, mode, suffix", [((400, 350), "RGB", ".jpg"), ((300, 420), "L", ".png"), ((75, 90), "L", ".png")]
+)
+def test_a_crop_is_the_window_of_the_resized_image(tmp_path, size, mode, suffix):
+    """Resizing only the crop's window gives the pixels of resizing the whole image and cropping
+    it (within one gray level of rounding), every draw and the centre; an image already at the
+    resize size is cropped exactly."""
+    path = tmp_path / f"image{suffix}"
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, size=(size[1], size[0], 3 if mode == "RGB" else 1), dtype=np.uint8)
+    Image.fromarray(pixels.squeeze()).convert(mode).save(path)
+    augmentation = Augmentation.for_input(64)
+    with Image.open(path) as image:
+        whole = image.convert(mode).resize(augmentation.resized_size(*image.size), Image.Resampling.BILINEAR)
+    for index in range(6):
+        draw = np.random.default_rng([0, 0, index])
+        left = int(draw.integers(0, whole.size[0] - 64 + 1))
+        top = int(draw.integers(0, whole.size[1] - 64 + 1))
+        expected = np.asarray(whole.crop((left, top, left + 64, top + 64)), dtype=int)
+        if draw.random() < 0.5:
+            expected = expected[:, ::-1]
+        got = augmentation.train_pixels(str(path), seed=0, epoch=0, index=index)[
+            :, :, 0 if mode == "L" else slice(None)
+        ]
+        exact = whole.size == size
+        assert np.abs(got.astype(int) - expected).max() <= (0 if exact else 1)
+    left, top = (whole.size[0] - 64) // 2, (whole.size[1] - 64) // 2
+    centre = np.asarray(whole.crop((left, top, left + 64, top + 64)), dtype=int)
+    assert np.abs(augmentation.eval_pixels(str(path))[:, :, 0 if mode == "L" else slice(None)] - centre).max() <= 1
+
+
 def test_shards_of_an_epoch_are_the_single_process_batches():
     whole = epoch_batches(50, 8, Shard(0, 8), epoch=2, seed=1)
     halves = [epoch_batches(50, 8, Shard.of_rank(r, 2, 8), epoch=2, seed=1) for r in range(2)]

@@ -64,7 +64,7 @@ def decode(path: str | Path, grayscale: bool = False, bit_depth: int | None = No
             mode = "L" if grayscale or image.mode in GRAYSCALE_MODES else "RGB"
             if "A" in image.getbands() or "transparency" in image.info:
                 return flattened(image).convert(mode), FLATTENED
-            return image.convert(mode), None
+            return (image if image.mode == mode else image.convert(mode)), None
     except (OSError, UnidentifiedImageError, ValueError) as error:
         raise UsageError(f"cannot decode image {path}: {error}") from None
 

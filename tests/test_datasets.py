@@ -344,3 +344,13 @@ def test_rank_major_keys_cut_as_chainermn_scatters_are_each_ranks_shared_shard()
     assert sorted(index for _, index in keys) == sorted(
         index for batch in epoch_batches(size, global_batch, Shard(0, global_batch), 3, seed=1) for index in batch
     )
+
+
+def test_loader_workers_share_the_cores_and_leave_each_training_process_one(monkeypatch):
+    from mgbench.common.workers import loader_workers
+
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)))
+    assert loader_workers(None, 1) == 15
+    assert loader_workers(None, 2) == 7
+    assert loader_workers(None, 32) == 1
+    assert loader_workers(3, 1) == 3

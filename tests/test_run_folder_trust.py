@@ -75,19 +75,13 @@ def plant(run: Path, where: str) -> None:
         (run / where).write_text(json.dumps(plan))
 
 
-def run_main(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
-    """`mgbench ARGS` in this process (so a fault can be injected into it), as typed."""
-    monkeypatch.setattr(sys, "argv", ["mgbench", *args])
-    return main(list(args))
-
-
 @pytest.fixture
-def cli(fake_plugin, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
-    """`cli(*ARGS)`: `mgbench ARGS` run in this process (no interpreter to start), its exit code
-    and output as a finished subprocess's."""
+def cli(fake_plugin, capsys: pytest.CaptureFixture):
+    """`cli(*ARGS)`: `mgbench ARGS` run in this process (no interpreter to start, a fault can be
+    injected), its exit code and output as a finished subprocess's."""
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        code = run_main(monkeypatch, *args)
+        code = main(list(args))
         captured = capsys.readouterr()
         return subprocess.CompletedProcess(args, code, captured.out, captured.err)
 
@@ -199,6 +193,19 @@ def test_resume_refuses_an_option_that_would_change_the_recorded_plan(compared, 
     assert (run / "results.jsonl").read_text() == (compared / "results.jsonl").read_text()
 
 
+def test_main_checks_and_records_the_arguments_it_is_given_not_sys_argv(compared, tmp_path, cli, monkeypatch):
+    run = shared_copy(compared, tmp_path)
+    monkeypatch.setattr(sys, "argv", ["mgbench", "compare", "--resume", str(run)])
+    line = one_line_error(cli("compare", "--resume", str(run), "--steps", "5"))
+    assert f"--resume runs the plan recorded in {run}, so it takes no --steps (only --timeout)" in line
+    assert (run / "results.jsonl").read_text() == (compared / "results.jsonl").read_text()
+    monkeypatch.setattr(sys, "argv", ["mgbench", "compare", "--resume", str(run), "--steps", "5"])
+    monkeypatch.setenv("PYTHONPATH", cli_env()["PYTHONPATH"])  # the runs' workers load the fake adapter
+    assert cli("compare", "--resume", str(run), "--timeout", "60").returncode == 0
+    resumed = json.loads((run / "compare.json").read_text())["resumed"]
+    assert resumed == [f"mgbench compare --resume {run} --timeout 60"]
+
+
 @pytest.mark.slow
 def test_a_second_compare_or_a_resume_into_a_held_folder_is_refused_naming_the_holder(tmp_path):
     out = tmp_path / "held"
@@ -296,7 +303,7 @@ def test_a_full_disk_during_a_compare_is_one_line_and_the_compare_resumes(tmp_pa
 
     monkeypatch.setattr(os, "fsync", full_for_results)
     out = tmp_path / "full"
-    assert run_main(monkeypatch, "compare", *FAKE_JOB, "--out", str(out)) == 2
+    assert main(["compare", *FAKE_JOB, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == (

@@ -59,8 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`mgbench ARGV` (`sys.argv`'s when None); the exit code. The verb's handler finds the
+    arguments in `args.argv`, not in `sys.argv`, which a caller in the same process did not set:
+    compare records them as its command and checks what `--resume` is given against them."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv
     if args.verb is None:
         # A bare `mgbench`: the usage and the verbs, not one line naming a missing argument.
         parser.print_help(sys.stderr)

@@ -13,7 +13,6 @@ import argparse
 import math
 import shlex
 import signal
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -109,6 +108,11 @@ def refuse_job_options(run_dir: Path, typed: set[str]) -> None:
             f"--resume runs the plan recorded in {run_dir}, so it takes no {names} (only --timeout); "
             "start a new compare for another job"
         )
+
+
+def typed_command(args: argparse.Namespace) -> str:
+    """The command as typed (`args.argv`, from `mgbench.cli.main`), recorded in compare.json."""
+    return shlex.join(["mgbench", *args.argv])
 
 
 def positive_seconds(text: str) -> float:
@@ -224,7 +228,7 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
         console.print(f"[yellow]{shrunk}[/]")
     timeout = DEFAULT_TIMEOUT_SECONDS if args.timeout is None else args.timeout
     plan = ComparePlan(
-        shlex.join(["mgbench", *sys.argv[1:]]),
+        typed_command(args),
         [run.config for run in runs],
         timeout,
         args.hosts,
@@ -236,9 +240,10 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
     return folder, plan, runs
 
 
-def plan_resume(folder: RunFolder, timeout: float | None) -> tuple[ComparePlan, list[PlannedRun]]:
+def plan_resume(folder: RunFolder, command: str, timeout: float | None) -> tuple[ComparePlan, list[PlannedRun]]:
     """The recorded plan of the folder and its runs not done yet; its results file keeps only
-    the rows of runs already done. A `timeout` given now replaces the recorded one."""
+    the rows of runs already done. `command` joins the plan's `resumed` list; a `timeout` given
+    now replaces the recorded one."""
     plan = ComparePlan.read(folder.compare_file)
     missing = {
         name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
@@ -247,7 +252,7 @@ def plan_resume(folder: RunFolder, timeout: float | None) -> tuple[ComparePlan, 
     runs = [replan(config, missing[config.framework]) for config in plan.configs]
     kept, todo = pending_runs(runs, read_results(folder.results))
     write_results(folder.results, kept)
-    plan.resumed.append(shlex.join(["mgbench", *sys.argv[1:]]))
+    plan.resumed.append(command)
     if timeout is not None:
         plan.timeout = timeout
     write_json_atomically(folder.compare_file, plan.to_json())
@@ -274,7 +279,7 @@ def bandwidth_report(
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     if args.resume:
-        refuse_job_options(args.resume, typed_options(sys.argv[2:]))
+        refuse_job_options(args.resume, typed_options(args.argv[1:]))
         recorded = RunFolder(args.resume).compare_file
         if not recorded.exists():
             raise UsageError(f"--resume: {recorded} not found (not a compare run folder)")
@@ -285,7 +290,7 @@ def handle(args: argparse.Namespace) -> int:
         if lock.taken_over:
             console.print(f"[yellow]{folder.root}: lock taken over from a compare that is gone ({lock.taken_over})[/]")
         if args.resume:
-            plan, runs = plan_resume(folder, args.timeout)
+            plan, runs = plan_resume(folder, typed_command(args), args.timeout)
         else:
             refuse_used_folder(folder.root)
             write_json_atomically(folder.compare_file, plan.to_json())

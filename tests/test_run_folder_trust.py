@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -226,7 +227,7 @@ def test_a_second_compare_or_a_resume_into_a_held_folder_is_refused_naming_the_h
         assert json.loads(lock.read_text())["pid"] == first.pid
         for args in (["compare", *FAKE_JOB, "--out", str(out)], ["compare", "--resume", str(out)]):
             line = one_line_error(mgbench(*args))
-            assert f"is in use by another compare (pid {first.pid} on {socket.gethostname()}, since " in line
+            assert f"is in use by another mgbench (pid {first.pid} on {socket.gethostname()}, since " in line
         assert first.poll() is None
     finally:
         first.send_signal(signal.SIGTERM)
@@ -236,6 +237,55 @@ def test_a_second_compare_or_a_resume_into_a_held_folder_is_refused_naming_the_h
     assert not lock.exists()
 
 
+HOLD = """import sys, time
+from pathlib import Path
+from mgbench.common.folder_lock import FolderLock
+with FolderLock(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+"""A process that holds the lock file it is given until it is killed."""
+
+
+@pytest.fixture
+def held(compared: Path, tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen]]:
+    """A copy of the compare's folder whose lock another live process holds, and that process."""
+    run = shared_copy(compared, tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run / "compare.lock")], env=cli_env(), stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield run, holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def folder_state(run: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file of the folder: its bytes and when it was last written."""
+    return {str(p.relative_to(run)): (p.read_bytes(), p.stat().st_mtime_ns) for p in run.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "{run}"],
+        ["report", "{run}", "--format", "csv"],
+        ["project", "{run}", "--gpus", "8", "--interconnect", "nvlink4"],
+        ["run", "--framework", "fake", "--strategy", "steady", "--gpus", "1", *tiny_job(4), "--out", "{run}"],
+    ],
+    ids=["report", "report-format", "project", "run-out"],
+)
+def test_every_verb_that_writes_a_folder_another_holds_is_refused_naming_the_holder(held, cli, monkeypatch, args):
+    run, holder = held
+    monkeypatch.setenv("PYTHONPATH", cli_env()["PYTHONPATH"])  # were a run started, its workers would find fakefw
+    before = folder_state(run)
+    line = one_line_error(cli(*[arg.format(run=run) for arg in args]))
+    assert f"run folder {run} is in use by another mgbench (pid {holder.pid} on {socket.gethostname()}, since " in line
+    assert folder_state(run) == before
+
+
 def test_a_lock_left_by_a_compare_that_is_gone_is_taken_over_saying_so(compared, tmp_path):
     run = shared_copy(compared, tmp_path)
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -243,7 +293,7 @@ def test_a_lock_left_by_a_compare_that_is_gone_is_taken_over_saying_so(compared,
     (run / "compare.lock").write_text(json.dumps(holder))
     done = mgbench("compare", "--resume", str(run))
     assert done.returncode == 0, done.stderr
-    expected = f"lock taken over from a compare that is gone (pid {holder['pid']} on {holder['host']}, since 2025"
+    expected = f"lock taken over from an mgbench that is gone (pid {holder['pid']} on {holder['host']}, since 2025"
     assert expected in done.stderr
     assert list(read_rows(run).status) == ["ok", "ok"] and not (run / "compare.lock").exists()
 
@@ -256,7 +306,7 @@ def test_the_os_lock_decides_and_without_one_the_recorded_holder_does(tmp_path, 
         path.write_text(recorded)
         with FolderLock(path) as lock:  # the live pid holds no OS lock: a reused pid, not a holder
             assert lock.taken_over is not None and lock.taken_over.pid == alive.pid
-            with pytest.raises(UsageError, match=f"in use by another compare \\(pid {os.getpid()} "), FolderLock(path):
+            with pytest.raises(UsageError, match=f"in use by another mgbench \\(pid {os.getpid()} "), FolderLock(path):
                 pass
         assert not path.exists()
 
@@ -343,6 +393,14 @@ def read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
 
         return call
 
+    os_open = os.open
+
+    def guarded_os_open(path, flags, *args, **kwargs):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            refuse(path)
+        return os_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", guarded_os_open)
     monkeypatch.setattr(builtins, "open", guarded(builtins.open, opens_files=True))
     monkeypatch.setattr(io, "open", guarded(io.open, opens_files=True))
     for name in ("mkdir", "unlink", "replace", "rename"):
@@ -353,4 +411,5 @@ def test_report_on_a_read_only_folder_is_one_line(compared, tmp_path, monkeypatc
     run = shared_copy(compared, tmp_path)
     read_only(monkeypatch, run)
     line = one_line_error(cli("report", str(run)))
-    assert line.startswith(f"mgbench: error: run folder {run}: Read-only file system ({run / 'charts'}")
+    # The lock is the first file report writes.
+    assert line.startswith(f"mgbench: error: run folder {run}: Read-only file system ({run / 'compare.lock'}")

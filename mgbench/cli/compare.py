@@ -3,8 +3,9 @@
 Each row lands in `results.jsonl` as its run ends. Ctrl-C or SIGTERM stops the current run,
 keeps the finished rows, writes the summary of what exists and exits 130; `--resume RUN_DIR`
 then runs only what is not done yet, from the configs recorded in `compare.json`. A compare,
-new or resumed, holds its folder's lock (`RunFolder.lock`) from the first file it writes there
-to its end, so a second one into the same folder is refused instead of mixing its rows in.
+new or resumed, holds its folder's lock (`RunFolder.claimed`) from the first file it writes there
+to its end, so a second one into the same folder (or a report of it) is refused instead of
+mixing its rows in.
 """
 
 from __future__ import annotations
@@ -286,9 +287,9 @@ def handle(args: argparse.Namespace) -> int:
         folder = prepare_folder(args.resume, new=False)
     else:
         folder, plan, runs = plan_new(args, console)
-    with folder.writing(), folder.lock() as lock:
-        if lock.taken_over:
-            console.print(f"[yellow]{folder.root}: lock taken over from a compare that is gone ({lock.taken_over})[/]")
+    with folder.claimed() as lock:
+        if lock and lock.taken_over:
+            console.print(f"[yellow]{folder.root}: lock taken over from an mgbench that is gone ({lock.taken_over})[/]")
         if args.resume:
             plan, runs = plan_resume(folder, typed_command(args), args.timeout)
         else:

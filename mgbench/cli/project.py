@@ -1,6 +1,6 @@
 """`mgbench project RUN_DIR --gpus 8,64,512 --interconnect NAME|bandwidth.json[+NETWORK]`: the
 folder's rows projected to device counts this machine does not have, into projection.json and
-the report."""
+the report, holding the folder's lock (`RunFolder.claimed`) while it reads and writes it."""
 
 from __future__ import annotations
 
@@ -73,6 +73,12 @@ def print_series(series: dict[str, Any]) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     counts = parse_counts(args.gpus)
+    with RunFolder(args.run_dir).claimed():
+        return project(args, counts)
+
+
+def project(args: argparse.Namespace, counts: list[int]) -> int:
+    """The projection of the folder's rows to `counts`, printed and written with the report."""
     data = load_run_folder(args.run_dir)
     target = parse_interconnect(
         args.interconnect, RunFolder(args.run_dir).bandwidth, args.gpus_per_node, args.nics_per_node

@@ -3,7 +3,8 @@
 `compare` writes the report itself; this verb rebuilds it, e.g. for a folder copied from a
 GPU machine or one whose compare was interrupted. With `--format` it also prints the folder's
 compact summary, for a reader (`table`, `md`) or a script (`csv`, `json`). A folder it
-cannot write (read-only, disk full) is one line and exit code 2.
+cannot write (read-only, disk full) or another mgbench writes (a compare still running) is
+one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    with RunFolder(args.run_dir).writing():
+    with RunFolder(args.run_dir).claimed():
         path = write_report(args.run_dir)
     if args.format is None:
         print(path)

@@ -1,9 +1,10 @@
 """`mgbench run`: one framework, one strategy, one device count: a compare of one config.
 
 The run goes through the runner as a compare's run does (its launcher, its framework's
-environment, timeout, monitor, one row in a run folder). Started by hand under a launcher
-that spans machines (`horovodrun -np 8 -H ...`, one `torchrun` per node), it trains in place
-instead, as `python -m mgbench.worker` does; the primary rank prints the row.
+environment, timeout, monitor, one row in a run folder whose lock it holds meanwhile). Started
+by hand under a launcher that spans machines (`horovodrun -np 8 -H ...`, one `torchrun` per
+node), it trains in place instead, as `python -m mgbench.worker` does; the primary rank prints
+the row.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     folder = RunFolder(args.out or Path("runs") / f"{stamp}-{config.run_id}")
-    result = execute_run(replan(config), folder, args.timeout, args.save_state)
-    append_result(folder.results, result)
+    with folder.claimed(create=True):
+        result = execute_run(replan(config), folder, args.timeout, args.save_state)
+        append_result(folder.results, result)
     print_summary(results_frame([result]), title)
     return 0 if result.status == "ok" else 1

@@ -1,9 +1,10 @@
-"""One writer per run folder: a compare holds a lock file in its folder for its whole life.
+"""One writer per run folder: a verb that writes one (compare, run, report, project) holds a lock
+file in it for as long as it writes.
 
 The lock is the OS's (`fcntl.flock` on the file), so it ends with its holder however the holder
 ends, SIGKILL included: a crashed compare never leaves a false lock. The file names its holder
-(pid, host, start) for the line a second compare or a resume is refused with; a file whose
-holder is gone is taken over, and the taker says whose it was. Where the file system keeps no
+(pid, host, start) for the line a second writer is refused with; a file whose holder is gone
+is taken over (`FolderLock.taken_over` says whose it was). Where the file system keeps no
 locks (Lustre mounted without `flock`: ENOSYS), the recorded holder decides: one alive on this
 host, or one on another host, holds the folder.
 """
@@ -85,10 +86,12 @@ class FolderLock:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         assert self.fd is not None
-        if self._names(self.fd):
-            self.path.unlink()
-        os.close(self.fd)
-        self.fd = None
+        try:
+            if self._names(self.fd):
+                self.path.unlink()
+        finally:
+            os.close(self.fd)
+            self.fd = None
 
     def refuse_if_held(self) -> None:
         """UsageError naming the holder when another process holds the lock; takes nothing (a
@@ -122,7 +125,7 @@ class FolderLock:
             if holder is None or not holder.alive:
                 return
         held_by = holder or "holder unknown"
-        raise UsageError(f"run folder {self.path.parent} is in use by another compare ({held_by}); wait for it to end")
+        raise UsageError(f"run folder {self.path.parent} is in use by another mgbench ({held_by}); wait for it to end")
 
 
 def _read(fd: int) -> str:

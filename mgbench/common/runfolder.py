@@ -3,7 +3,7 @@
 A compare's folder holds `results.jsonl` (one row per run, `mgbench.common.results`),
 `compare.json` (the command, options and every planned config), `configs/`, `raw/`, `logs/`,
 `traces/` (utilisation samples, columns `TRACE_COLUMNS`), `profiles/`, `bandwidth.json`, the
-summary, `charts/` and `report.html`, and `compare.lock` while a compare writes it.
+summary, `charts/` and `report.html`, and `compare.lock` while a verb writes it (`RunFolder.claimed`).
 
 Run folders are shared, so one may come from anywhere, and names read from it (a row's
 strategy, a config's device kind) become file names. Every path of the folder is built here,
@@ -13,7 +13,7 @@ by `RunFolder.inside`, which refuses one that resolves outside the folder.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +103,19 @@ class RunFolder:
     def lock(self) -> FolderLock:
         """The folder's writer lock (`mgbench.common.folder_lock`), held while in its `with`."""
         return FolderLock(self.inside(LOCK_FILE))
+
+    @contextmanager
+    def claimed(self, create: bool = False) -> Iterator[FolderLock | None]:
+        """The block as the folder's one writer, for every verb that writes it (compare, run,
+        report, project): its lock held, so that another one writing it at the same time is
+        refused with one line naming it instead of rewriting files beside it; an OSError is one
+        line (`writing`). `create` makes the folder first. A path that is no folder is not
+        claimed (None): there is nothing in it to write, and the block's own checks say so."""
+        with self.writing():
+            if create:
+                self.root.mkdir(parents=True, exist_ok=True)
+            with self.lock() if self.root.is_dir() else nullcontext() as lock:
+                yield lock
 
     @contextmanager
     def writing(self, hint: str = "") -> Iterator[None]:

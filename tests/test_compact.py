@@ -14,8 +14,10 @@ from mgbench.common.breakdown import CATEGORIES, bottleneck
 from mgbench.common.config import RunConfig
 from mgbench.common.results import RunResult
 from mgbench.common.timing import summarise_steps
-from mgbench.reports.compact import compact_summary, csv_text, json_text, markdown, print_compact
+from mgbench.reports.compact import compact_summary, csv_text, json_text, markdown, print_compact, shown_columns
+from mgbench.reports.readings import host_bottleneck
 from mgbench.reports.summary import results_frame
+from mgbench.reports.verdict import verdict
 
 THROUGHPUT = {
     ("pytorch", "ddp"): (1234.5, 2301.7),
@@ -102,3 +104,70 @@ def test_failures_and_warnings_are_numbered_notes_and_formats_carry_the_same_lin
     table = pd.read_csv(io.StringIO(csv_text(summary)))
     assert table["images_per_sec_1dev"].tolist() == pytest.approx([1234.5, 845.6, 612.3, 1100.2])
     assert "| pytorch" in markdown(summary) and "1. " in markdown(summary)
+
+
+def cpu_rows(host_breakdowns: dict[str, dict[str, float]]) -> list[RunResult]:
+    """A CPU compare as `make demo` leaves it: no profile (none by default on CPU devices), each row
+    with the host's own timing of its steps (input wait, step call, synchronisation, loss read)."""
+    rows = []
+    for (framework, strategy), rates in THROUGHPUT.items():
+        for devices, rate in zip((1, 2), rates, strict=True):
+            config = RunConfig(framework, strategy, "densenet121", devices, "cpu", 8, 20)
+            stats = summarise_steps([config.global_batch / rate] * 20, [0.0] * 20, config.global_batch)
+            rows.append(
+                RunResult(config, "ok", **vars(stats), host_breakdown=host_breakdowns.get(framework, STEP_BOUND))
+            )
+    return rows
+
+
+STEP_BOUND = {"input_wait": 0.03, "step": 0.93, "synchronize": 0.0, "loss_read": 0.04}
+INPUT_BOUND = {"input_wait": 0.31, "step": 0.66, "synchronize": 0.0, "loss_read": 0.03}
+"""Host timings: one whose step call takes nearly all the step, one that waits 31% for its input."""
+
+
+def test_unprofiled_cpu_rows_say_what_holds_them_back_from_host_timing():
+    summary = compact_summary(results_frame(cpu_rows({"pytorch": INPUT_BOUND})))
+    fastest, step_bound = summary.cells.iloc[0], summary.cells.iloc[1]
+    assert fastest["framework"] == "pytorch" and fastest["bottleneck"] == "input wait 31% (host)"
+    assert step_bound["bottleneck"] == "step call 93% (host)"
+    assert "input wait (host timing, not profiled): the host waits for the next batch" in " ".join(summary.notes)
+    assert summary.lines["bottleneck_source"].tolist() == ["host timing"] * 4
+    assert "holds\nback" in [column.header for column in shown_columns(summary)]
+    sentence = verdict(summary)
+    assert sentence.startswith("pytorch ddp is fastest on 2 CPU devices: ")
+    assert sentence.endswith(
+        "held back by input wait (31% of the step, host timing): "
+        "the host waits for the next batch: the input pipeline cannot keep up."
+    )
+
+
+@pytest.mark.parametrize(
+    ("shares", "expected"),
+    [
+        (STEP_BOUND, "step"),
+        ({"input_wait": 0.12, "step": 0.85, "synchronize": 0.0, "loss_read": 0.03}, "input_wait"),
+        ({"input_wait": 0.02, "step": 0.70, "synchronize": 0.0, "loss_read": 0.08}, "loss_read"),
+    ],
+    ids=["step-bound", "material-input-wait", "step-under-80pct"],
+)
+def test_host_timing_names_its_bottleneck_by_the_breakdown_rule(shares, expected):
+    """The step call stands in for compute: it holds the step back only at 80% with nothing else at 10%."""
+    assert host_bottleneck(shares) == expected
+
+
+def test_host_timing_does_not_stand_in_for_a_gpu_profile_nor_over_a_cpu_trace():
+    """A GPU step's host timing is of launches, so an unprofiled GPU row says it was not profiled;
+    a CPU row that was profiled reads its trace, not its host timing."""
+    gpu = headline_rows()
+    for row in gpu:
+        row.breakdown, row.bottleneck, row.host_breakdown = None, None, INPUT_BOUND
+    summary = compact_summary(results_frame(gpu))
+    assert set(summary.cells["bottleneck"]) == {""}
+    assert "holds\nback" not in [column.header for column in shown_columns(summary)]
+    assert verdict(summary).endswith("no breakdown says what holds it back (not profiled).")
+    traced = cpu_rows({})
+    for row in traced:
+        row.breakdown, row.breakdown_clock = dict(zip(CATEGORIES, SHARES, strict=True)), "cpu"
+        row.bottleneck = bottleneck(row.breakdown)
+    summary = compact_summary(results_frame(traced))
+    assert summary.cells.iloc[0]["bottleneck"] == "idle 50%" and "(host timing" not in verdict(summary)

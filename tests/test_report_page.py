@@ -28,17 +28,24 @@ LEFT_OUT = "keras: keras-tf left out: tensorflow not installed (make env-keras-t
 SHRINK = "CPU devices and no job size given: the job is shrunk to --image-size 64 --batch-per-gpu 8 --steps 20"
 
 
-def cpu_folder(root: Path) -> Path:
-    """A CPU compare: two frameworks on 1 and 2 CPU devices, breakdowns from CPU traces, and the
-    compare.json of a `--frameworks keras,pytorch` that left keras-tf out and shrank the job."""
+HOST_TIMING = {"input_wait": 0.31, "step": 0.66, "synchronize": 0.0, "loss_read": 0.03}
+"""An unprofiled CPU row's host timing: a third of the step waiting for input."""
+
+
+def cpu_folder(root: Path, profiled: bool = True) -> Path:
+    """A CPU compare: two frameworks on 1 and 2 CPU devices, breakdowns from CPU traces (or, not
+    profiled, as by default on CPU devices, only host timing), and the compare.json of a
+    `--frameworks keras,pytorch` that left keras-tf out and shrank the job."""
     folder = root / "cpu"
     configs = []
     for framework, strategy, step in (("pytorch", "ddp", 0.5), ("keras-jax", "jax-shard-map", 0.8)):
         for devices in (1, 2):
             config = BASE.with_changes(framework=framework, strategy=strategy, devices=devices, device_kind="cpu")
             result = ok_result(config, step * (1 + 0.3 * (devices - 1)))
-            result.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
-            result.bottleneck, result.breakdown_clock = bottleneck(result.breakdown), "cpu"
+            result.host_breakdown = HOST_TIMING
+            if profiled:
+                result.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
+                result.bottleneck, result.breakdown_clock = bottleneck(result.breakdown), "cpu"
             append_result(folder / "results.jsonl", result)
             configs.append(config.to_dict())
     record = {"command": "mgbench compare --frameworks keras,pytorch", "configs": configs}
@@ -78,6 +85,19 @@ def test_the_verdict_names_the_fastest_line_its_lead_scaling_and_bottleneck(tmp_
     assert re.search(r"1\.60x keras-jax jax-shard-map; 1\.54x its 1-CPU device throughput \(77% ", verdict), verdict
     assert "held back by idle (40% of the step): no operator runs" in verdict
     assert LEFT_OUT in text and SHRINK in text
+
+
+def test_an_unprofiled_cpu_report_says_what_holds_the_fastest_line_back_from_host_timing(tmp_path):
+    """`--profile auto` takes no profile on CPU devices: the verdict and the compact table's
+    "holds back" column read the rows' host timing instead, and say so."""
+    text = write_report(cpu_folder(tmp_path, profiled=False)).read_text()
+    verdict = re.search(r'<p class="verdict" id="verdict">([^<]*)</p>', text).group(1)
+    assert verdict.startswith("pytorch ddp is fastest on 2 CPU devices: ")
+    assert verdict.endswith(
+        "held back by input wait (31% of the step, host timing): the host waits for the next batch: the input pipeline cannot keep up."
+    )
+    compact = re.search(r'<table class="compact" id="compact">(.*?)</table>', text).group(1)
+    assert "<th>holds<br>back</th>" in compact and compact.count("input wait 31% (host)") == 2
 
 
 def test_a_one_device_folder_shows_no_speed_up_or_efficiency(tmp_path):

@@ -427,8 +427,12 @@ def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
     assert reading(cpu) == "" and reading(cpu.replace({"cpu": "cuda"})) == NOT_PROFILED
     timed = {"input_wait": 0.1, "step": 0.85, "synchronize": 0.0, "loss_read": 0.05}
     assert reading(pd.Series({**cpu, "host_breakdown": timed})) == (
-        "host timing: input wait 10%, step 85%, synchronize 0%, loss read 5%"
+        "input wait 10% (host timing): the host waits for the next batch: the input pipeline cannot keep up"
     )
+    assert dict(limits_details(pd.Series({**cpu, "host_breakdown": timed})))["host timing"] == (
+        "input wait 10%, step call 85%, synchronisation 0%, loss read 5%"
+    )
+    assert reading(pd.Series({**cpu, "device_kind": "cuda", "host_breakdown": timed})) == NOT_PROFILED
     write_summary(folder, load_run_folder(folder).results)
     summary = pd.read_csv(folder / "summary.csv").set_index("run_id")
     assert (

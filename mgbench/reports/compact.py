@@ -2,7 +2,8 @@
 
 Each device count gets a group of columns (images/sec, and scaling efficiency above the smallest
 count); "vs fastest" sets each line's throughput at the largest count against the best one there;
-"holds back" is the bottleneck label of that row's breakdown. Everything that needs a sentence
+"holds back" is the bottleneck label of that row's breakdown, or of its host timing on CPU devices
+that were not profiled (marked "(host)"). Everything that needs a sentence
 (a failure's cause, a warning, what a bottleneck means) becomes a numbered note under the table, so
 no cell ever has to fold. The same summary prints as a rich table, Markdown, CSV or JSON.
 """
@@ -20,8 +21,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mgbench.reports.readings import CPU_READINGS, LABELS, READINGS, has_breakdown
+from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
 from mgbench.reports.summary import table_console
+from mgbench.reports.verdict import verdict
 
 FORMATS = ("table", "md", "csv", "json")
 GROUP = ["framework", "strategy"]
@@ -47,15 +49,14 @@ class CompactSummary:
     title: str
     lines: pd.DataFrame
     """Raw values: framework, strategy, images_per_sec_<n>dev, scaling_efficiency_pct_<n>dev,
-    vs_fastest_ratio, bottleneck, bottleneck_pct, notes (note numbers)."""
+    vs_fastest_ratio, bottleneck, bottleneck_pct, bottleneck_source (`readings.DEVICE`, `CPU_TRACE`,
+    `HOST_TIMING`; "" without one), notes (note numbers)."""
     cells: pd.DataFrame
     """The same lines as display strings, one column per `Column.key`."""
     columns: list[Column]
     notes: list[str] = field(default_factory=list)
     on_gpus: bool = True
     """False where CPU devices stood in for GPUs."""
-    cpu_trace: bool = False
-    """The fastest line's breakdown came from a CPU trace (its bottleneck reads differently)."""
 
     def to_records(self) -> list[dict[str, object]]:
         """The lines as JSON-ready dicts (NaN as null)."""
@@ -67,16 +68,6 @@ class CompactSummary:
 
 def on_gpus(frame: pd.DataFrame) -> bool:
     return set(frame["device_kind"]) == {"cuda"}
-
-
-def _bottleneck(row: pd.Series | None) -> tuple[str, float]:
-    """The row's bottleneck label and its share in % ("", NaN without a breakdown)."""
-    if row is None or row["status"] != "ok":
-        return "", math.nan
-    name, breakdown = row.get("bottleneck"), row.get("breakdown")
-    if isinstance(name, str) and has_breakdown(breakdown) and name in LABELS:
-        return name, 100 * breakdown[name]
-    return "", math.nan
 
 
 class NoteBook:
@@ -91,7 +82,7 @@ class NoteBook:
         return self.notes.index(text) + 1
 
 
-def _notes_of(group: pd.DataFrame, label: str, cpu_trace: bool) -> list[str]:
+def _notes_of(group: pd.DataFrame, held: HeldBack | None) -> list[str]:
     """What a line's cells cannot say: each failure's cause, each warning and out-of-memory
     restart, and what its bottleneck means."""
     notes = []
@@ -107,8 +98,9 @@ def _notes_of(group: pd.DataFrame, label: str, cpu_trace: bool) -> list[str]:
                 f"{where}: out of memory at {int(row['requested_batch_per_device'])} per device; "
                 f"ran with {int(row['batch_per_device'])} after {int(row['oom_retries'])} restart(s)"
             )
-    if label:
-        notes.append(f"{LABELS[label]}: {(CPU_READINGS if cpu_trace else READINGS)[label]}")
+    if held is not None:
+        source = " (host timing, not profiled)" if held.source == HOST_TIMING else ""
+        notes.append(f"{held.label}{source}: {held.meaning}")
     return notes
 
 
@@ -129,11 +121,11 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
                 efficiency = row["scaling_efficiency_fraction"] if ok else math.nan
                 line[f"scaling_efficiency_pct_{count}dev"] = 100 * float(efficiency) if ok else math.nan
         shown = by_count.get(top) if top in by_count else by_count[max(by_count)]
-        label, share = _bottleneck(shown)
-        line["bottleneck"], line["bottleneck_pct"] = label, share
-        cpu_trace = shown is not None and shown.get("breakdown_clock") == "cpu"
-        line["notes"] = _notes_of(group, label, cpu_trace)
-        line["cpu_trace"] = cpu_trace
+        held = None if shown is None else held_back(shown)
+        line["bottleneck"] = held.name if held else ""
+        line["bottleneck_pct"] = 100 * held.fraction if held else math.nan
+        line["bottleneck_source"] = held.source if held else ""
+        line["notes"] = _notes_of(group, held)
         lines.append(line)
     table = pd.DataFrame(lines)
     rates = [f"images_per_sec_{count}dev" for count in reversed(counts)]
@@ -145,8 +137,8 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     columns = _columns(counts, word)
     cells = pd.DataFrame([_cells(line, counts) for _, line in table.iterrows()], columns=[c.key for c in columns])
     status_columns = [f"status_{count}dev" for count in counts]
-    lines = table.drop(columns=[*status_columns, "cpu_trace"])
-    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), bool(table["cpu_trace"].iloc[0]))
+    lines = table.drop(columns=status_columns)
+    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame))
 
 
 def _columns(counts: list[int], word: str) -> list[Column]:
@@ -180,8 +172,9 @@ def _cells(line: pd.Series, counts: list[int]) -> dict[str, str]:
         if count != counts[0]:
             cells[f"efficiency_{count}"] = _number(line[f"scaling_efficiency_pct_{count}dev"], "{:.0f}%")
     cells["vs_fastest"] = _number(line["vs_fastest_ratio"], "{:.2f}x")
-    share = _number(line["bottleneck_pct"], " {:.0f}%")
-    cells["bottleneck"] = f"{LABELS[line['bottleneck']]}{share}" if line["bottleneck"] else ""
+    held = line_held_back(line)
+    source = " (host)" if held and held.source == HOST_TIMING else ""
+    cells["bottleneck"] = f"{held.label} {held.fraction:.0%}{source}" if held else ""
     cells["notes"] = f"[{','.join(str(n) for n in line['notes'])}]" if line["notes"] else ""
     return cells
 
@@ -249,11 +242,14 @@ def json_text(summary: CompactSummary) -> str:
 
 def print_summary(frame: pd.DataFrame, title: str, fmt: str = "table") -> None:
     """The compact summary of `frame` on stdout in `fmt` (one of FORMATS): `table` sized to the
-    terminal (`table_console`), the others as plain text a script reads."""
+    terminal (`table_console`) and ending on the report's verdict, the others as plain text a
+    script reads."""
     summary = compact_summary(frame, title)
     writers: dict[str, Callable[[CompactSummary], str]] = {"md": markdown, "csv": csv_text, "json": json_text}
     if fmt == "table":
-        print_compact(summary, table_console())
+        console = table_console()
+        print_compact(summary, console)
+        console.print(Text(verdict(summary)))
     else:
         sys.stdout.write(writers[fmt](summary))
         sys.stdout.flush()

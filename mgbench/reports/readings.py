@@ -2,14 +2,18 @@
 
 The categories are `mgbench.common.breakdown.CATEGORIES`; their labels and colours here are
 shared by the summary table and every chart that shows them. A CPU row without a breakdown
-reads its host timing instead; `limits_details` words how close a row is to its device.
+reads its host timing instead (`mgbench.common.timing.HOST_PHASES`), by the same rule;
+`limits_details` words how close a row is to its device.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
-from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES
+from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, COMPUTE_BOUND, MATERIAL
+from mgbench.common.timing import HOST_PHASES
 
 LABELS = {
     "input_wait": "input wait",
@@ -38,39 +42,109 @@ CPU_READINGS = {
     "idle": "no operator runs: Python, the framework's own overhead, or waiting for the other processes",
 }
 """Rows split from a CPU trace (operators on host threads, no device timeline)."""
+HOST_LABELS = {
+    "input_wait": "input wait",
+    "step": "step call",
+    "synchronize": "synchronisation",
+    "loss_read": "loss read",
+}
+HOST_READINGS = {
+    "input_wait": READINGS["input_wait"],
+    "step": "the framework's own step (its operators and gradient exchange, run on the host) takes nearly all of it: "
+    "compute-bound",
+    "synchronize": "the host waits for the devices after every step",
+    "loss_read": "reading the loss after every step (and its all-reduce where the strategy averages it)",
+}
+"""Rows read from host timing: where the host's time went per step, no profile taken."""
 NOT_PROFILED = "no breakdown: not profiled (--profile 0, or an --epochs run)"
+DEVICE, CPU_TRACE, HOST_TIMING = "device", "CPU trace", "host timing"
+"""What a row's bottleneck was read from: a device profile, a CPU profile, or the host's own clock."""
+_VOCABULARY = {DEVICE: (LABELS, READINGS), CPU_TRACE: (LABELS, CPU_READINGS), HOST_TIMING: (HOST_LABELS, HOST_READINGS)}
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """What holds a row back: the share's name, its fraction of the step, and what it was read
+    from (`DEVICE`, `CPU_TRACE`, `HOST_TIMING`), which decides how the name is worded and read."""
+
+    name: str
+    fraction: float
+    source: str
+
+    @property
+    def label(self) -> str:
+        return _VOCABULARY[self.source][0][self.name]
+
+    @property
+    def meaning(self) -> str:
+        return _VOCABULARY[self.source][1][self.name]
 
 
 def has_breakdown(value: object) -> bool:
     return isinstance(value, dict) and set(CATEGORIES) <= set(value)
 
 
+def has_host_timing(value: object) -> bool:
+    return isinstance(value, dict) and set(HOST_PHASES) <= set(value)
+
+
+def host_bottleneck(shares: dict[str, float]) -> str:
+    """`breakdown.bottleneck`'s rule on host timing, the step call in compute's place: `step` when
+    it holds at least COMPUTE_BOUND of the host's time and no other phase is MATERIAL, else the
+    largest other phase. So both readings of a row name its bottleneck alike."""
+    largest = max((name for name in HOST_PHASES if name != "step"), key=lambda name: shares[name])
+    if shares["step"] >= COMPUTE_BOUND and shares[largest] < MATERIAL:
+        return "step"
+    return largest
+
+
+def held_back(row: pd.Series) -> HeldBack | None:
+    """The ok row's bottleneck from its breakdown, else, on CPU devices (no profile by default),
+    from its host timing; None where neither says (failed rows, unprofiled GPU rows: a GPU step's
+    host timing is of launches, not of the device's work)."""
+    if row["status"] != "ok":
+        return None
+    name, breakdown = row.get("bottleneck"), row.get("breakdown")
+    if isinstance(name, str) and name in LABELS and has_breakdown(breakdown):
+        return HeldBack(name, breakdown[name], CPU_TRACE if row.get("breakdown_clock") == "cpu" else DEVICE)
+    shares = row.get("host_breakdown")
+    if row.get("device_kind") != "cuda" and has_host_timing(shares):
+        name = host_bottleneck(shares)
+        return HeldBack(name, shares[name], HOST_TIMING)
+    return None
+
+
+def line_held_back(line: dict[str, object] | pd.Series) -> HeldBack | None:
+    """What holds a compact summary's line back, from its bottleneck columns (None without one)."""
+    name, pct, source = line["bottleneck"], line["bottleneck_pct"], line["bottleneck_source"]
+    if not name or not isinstance(pct, float) or not isinstance(source, str):
+        return None
+    return HeldBack(str(name), pct / 100, source)
+
+
 def reading(row: pd.Series) -> str:
-    """`idle 58%: nothing runs on the device: ...` for a row with a breakdown; why there is none
-    for an ok row that has none; nothing for failed rows or CPU rows that were not profiled."""
+    """`idle 58%: nothing runs on the device: ...` for a row with a breakdown, `input wait 31%
+    (host timing): ...` for a CPU row read from host timing; why there is none for an ok row
+    that has none; nothing for failed rows."""
+    held = held_back(row)
+    if held is not None:
+        note = row.get("bottleneck_note") if held.source != HOST_TIMING else None
+        also = f" ({note})" if isinstance(note, str) and note else ""
+        source = "" if held.source == DEVICE else f" ({held.source})"
+        return f"{held.label} {held.fraction:.0%}{source}: {held.meaning}{also}"
     if row["status"] != "ok":
         return ""
-    breakdown, name = row.get("breakdown"), row.get("bottleneck")
-    if has_breakdown(breakdown) and name in READINGS:
-        note = row.get("bottleneck_note")
-        also = f" ({note})" if isinstance(note, str) and note else ""
-        if row.get("breakdown_clock") == "cpu":
-            return f"{LABELS[name]} {breakdown[name]:.0%} (CPU trace): {CPU_READINGS[name]}{also}"
-        return f"{LABELS[name]} {breakdown[name]:.0%}: {READINGS[name]}{also}"
     profile = row.get("profile")
     if isinstance(profile, dict) and (profile.get("error") or profile.get("breakdown_error")):
         return f"no breakdown: {profile.get('error') or profile.get('breakdown_error')}"
-    if row["device_kind"] == "cuda":
-        return NOT_PROFILED
-    host = host_timing_text(row.get("host_breakdown"))
-    return f"host timing: {host}" if host else ""
+    return NOT_PROFILED if row["device_kind"] == "cuda" else ""
 
 
 def host_timing_text(shares: object) -> str:
-    """`input wait 3%, step 95%, synchronize 1%, loss read 1%` ("" without host timing)."""
-    if not isinstance(shares, dict) or not shares:
+    """`input wait 3%, step call 95%, synchronisation 1%, loss read 1%` ("" without host timing)."""
+    if not has_host_timing(shares):
         return ""
-    return ", ".join(f"{name.replace('_', ' ')} {share:.0%}" for name, share in shares.items())
+    return ", ".join(f"{HOST_LABELS[name]} {shares[name]:.0%}" for name in HOST_PHASES)
 
 
 def _number(value: object) -> float | None:

@@ -2,15 +2,18 @@
 
 It is read off the compact summary (`mgbench.reports.compact`), so the sentence and the table
 under it can never disagree: the fastest line is the table's first, its lead is over the second,
-and what holds it back is the bottleneck label of its row at the largest device count.
+and what holds it back is the bottleneck label of its row at the largest device count (from its
+host timing, and said so, where a CPU row was not profiled).
 """
 
 from __future__ import annotations
 
-import math
+from typing import TYPE_CHECKING
 
-from mgbench.reports.compact import CompactSummary
-from mgbench.reports.readings import CPU_READINGS, LABELS, READINGS
+from mgbench.reports.readings import HOST_TIMING, line_held_back
+
+if TYPE_CHECKING:
+    from mgbench.reports.compact import CompactSummary
 
 
 def _name(line: dict[str, object]) -> str:
@@ -41,12 +44,10 @@ def verdict(summary: CompactSummary) -> str:
     if len(counts) > 1 and base:
         efficiency = fastest[f"scaling_efficiency_pct_{top}dev"]
         parts.append(f"{rate / base:.2f}x its {counts[0]}-{word} throughput ({efficiency:.0f}% scaling efficiency)")
-    label, share = fastest["bottleneck"], fastest["bottleneck_pct"]
-    if label:
-        meaning = (CPU_READINGS if summary.cpu_trace else READINGS)[label]
-        held = f"held back by {LABELS[label]}"
-        held += "" if share is None or math.isnan(share) else f" ({share:.0f}% of the step)"
-        parts.append(f"{held}: {meaning}")
+    held = line_held_back(fastest)
+    if held is not None:
+        source = f", {HOST_TIMING}" if held.source == HOST_TIMING else ""
+        parts.append(f"held back by {held.label} ({held.fraction:.0%} of the step{source}): {held.meaning}")
     else:
         parts.append("no breakdown says what holds it back (not profiled)")
     return "; ".join(parts) + "."

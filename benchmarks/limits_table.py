@@ -18,8 +18,10 @@ from mgbench.common.breakdown import BOUND_LABELS
 from mgbench.common.results import RESULTS_FILE, read_results
 
 
-def share(value: float | None, whole: float | None, devices: int) -> float | None:
-    return value / (whole * devices) if value is not None and whole else None
+def peak_fraction(tflops: float | None, peak: float | None, devices: int) -> float | None:
+    """The row's TFLOP/s over one device's `peak` x devices (a row's `peak_fraction` is against one
+    peak only, the measured or else the vendor's: this table shows both)."""
+    return tflops / (peak * devices) if tflops is not None and peak else None
 
 
 def rows(folder: Path) -> list[dict]:
@@ -39,8 +41,8 @@ def rows(folder: Path) -> list[dict]:
                 "compile": config.compile or "",
                 "img/s": round(result.images_per_sec, 1),
                 "TFLOP/s": None if result.achieved_tflops is None else round(result.achieved_tflops, 1),
-                "% matmul peak": share(result.achieved_tflops, measured, config.devices),
-                "% vendor peak": share(result.achieved_tflops, result.vendor_peak_tflops, config.devices),
+                "% matmul peak": peak_fraction(result.achieved_tflops, measured, config.devices),
+                "% vendor peak": peak_fraction(result.achieved_tflops, result.vendor_peak_tflops, config.devices),
                 "ceiling img/s": result.device_ceiling_images_per_sec,
                 "host takes": taken.get("host"),
                 "input takes": taken.get("input"),

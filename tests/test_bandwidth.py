@@ -117,4 +117,4 @@ def test_compare_reuses_bandwidth_json_in_the_run_folder(tmp_path):
     assert json.loads((out / "bandwidth.json").read_text()) == report.to_dict()  # reused, not remeasured
     # The fp32 rows' share of the peak is taken against the measured fp32 matmul of this kind of device.
     assert (rows["peak_tflops"] == 0.05).all() and (rows["peak_source"] == MEASURED).all()
-    assert rows["peak_share"].to_numpy() == pytest.approx((rows["achieved_tflops"] / (0.05 * rows.index)).to_numpy())
+    assert rows["peak_fraction"].to_numpy() == pytest.approx((rows["achieved_tflops"] / (0.05 * rows.index)).to_numpy())

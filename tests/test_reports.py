@@ -462,7 +462,7 @@ def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_betw
             "flops_per_image": 16.76e9,
             "achieved_tflops": 16.76e9 * 479 / 1e12,
             "peak_tflops": 790.0,
-            "peak_share": 16.76e9 * 479 / 1e12 / 790.0,
+            "peak_fraction": 16.76e9 * 479 / 1e12 / 790.0,
             "peak_source": "measured dense matmul (bandwidth.json)",
             "device_ceiling_images_per_sec": 930.0,
             "ceiling_taken": {"host": 441.0, "input": 10.0, "communication": 0.0, "uneven_steps": 0.0},

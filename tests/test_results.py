@@ -84,3 +84,19 @@ def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_
     assert four["speedup"] == pytest.approx(3.0) and four["scaling_efficiency_fraction"] == pytest.approx(0.75)
     assert four["images_per_sec_per_device"] == pytest.approx(75.0)
     assert failed["speedup"] is None and failed["error"] == "boom"
+
+
+def test_a_row_written_before_a_field_was_renamed_reads_under_the_new_name(tmp_path):
+    """Fractions are named `*_fraction` (issue 29): old folders' `peak_share` and
+    `allreduce_step_share` read as `peak_fraction` and `allreduce_step_fraction`, with no stale column."""
+    from mgbench.reports.runfolder import load_run_folder
+
+    record = {**row("ddp", 1, 100.0).to_record(), "peak_share": 0.17, "allreduce_step_share": 0.05}
+    del record["peak_fraction"], record["allreduce_step_fraction"]
+    (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
+    result = read_results(tmp_path / "results.jsonl")[0]
+    assert result.peak_fraction == 0.17 and result.allreduce_step_fraction == 0.05
+    frame = load_run_folder(tmp_path).frame
+    assert frame.loc[0, "peak_fraction"] == 0.17 and "peak_share" not in frame and "allreduce_step_share" not in frame
+    write_summary(tmp_path, [result])
+    assert pd.read_csv(tmp_path / "summary.csv").loc[0, "peak_fraction"] == 0.17

@@ -82,7 +82,7 @@ def test_a_row_gets_its_tflops_and_share_of_the_peak_of_all_its_devices():
     annotate_work(row, work, BandwidthReport("cuda", 2, "nccl", matmul_tflops={"bf16": 790.0}))
     assert row.achieved_tflops == pytest.approx(2 * 134.8, rel=1e-3)
     assert row.peak_tflops == 790.0 and row.peak_source == MEASURED and row.vendor_peak_tflops == 989.5
-    assert row.peak_share == pytest.approx(134.8 / 790.0, rel=1e-3)
+    assert row.peak_fraction == pytest.approx(134.8 / 790.0, rel=1e-3)
     assert row.activation_bytes_estimate == int(22.4e6 * 128 * 2)
     failed = RunResult(config, "failed")
     annotate_work(failed, work, None)

@@ -21,7 +21,7 @@ from mgbench.common.errors import UnsafeNameError, UsageError
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
-RENAMED = {"allreduce_step_share": "allreduce_step_fraction"}
+RENAMED = {"allreduce_step_share": "allreduce_step_fraction", "peak_share": "peak_fraction"}
 """Fields rows written by earlier versions named otherwise: read under their current name."""
 
 
@@ -86,8 +86,8 @@ class RunResult:
     """One device's peak at the row's precision: the measured dense matmul where the run folder's
     bandwidth.json has it, else the vendor's figure (`peak_source` says which)."""
     peak_source: str | None = None
-    peak_share: float | None = None
-    """`achieved_tflops` over `peak_tflops` x devices."""
+    peak_fraction: float | None = None
+    """`achieved_tflops` over `peak_tflops` x devices (0-1; `peak_share` before it was renamed)."""
     vendor_peak_tflops: float | None = None
     """The datasheet's dense peak of one device at the row's precision (None: not in the table)."""
     activation_bytes_estimate: int | None = None

@@ -12,7 +12,7 @@ the elements that forward saves for the backward per image, whence an activation
 The peak is per device and per precision: the dense matrix product `mgbench bandwidth`
 measures on this device (`BandwidthReport.matmul_tflops`) where the run folder has it, and the
 vendor's figure beside it (`VENDOR_PEAKS`, dense: the datasheets' sparse tensor-core figures
-halved). A row's `peak_share` is its achieved TFLOP/s over the peak of all its devices.
+halved). A row's `peak_fraction` is its achieved TFLOP/s over the peak of all its devices.
 """
 
 from __future__ import annotations
@@ -100,4 +100,4 @@ def annotate_work(result: RunResult, work: ModelWork | None, bandwidth: Bandwidt
     if peak is None:
         return
     result.peak_tflops, result.peak_source = peak
-    result.peak_share = result.achieved_tflops / (result.peak_tflops * config.devices)
+    result.peak_fraction = result.achieved_tflops / (result.peak_tflops * config.devices)

@@ -156,7 +156,7 @@ def limits_details(row: pd.Series) -> list[tuple[str, str]]:
     work and its share of the peak, the device-busy ceiling and what takes from it, the bound,
     how the steps were timed, and the kernel and memory facts of a host-bound step."""
     details = []
-    flops, tflops, share = (_number(row.get(name)) for name in ("flops_per_image", "achieved_tflops", "peak_share"))
+    flops, tflops, share = (_number(row.get(name)) for name in ("flops_per_image", "achieved_tflops", "peak_fraction"))
     if flops is not None and tflops is not None:
         peak = _number(row.get("peak_tflops"))
         against = f", {share:.0%} of {peak:.0f} TFLOP/s ({row.get('peak_source')})" if share and peak else ""

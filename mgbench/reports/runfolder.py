@@ -17,7 +17,7 @@ import pandas as pd
 
 from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.errors import UsageError
-from mgbench.common.results import RESULTS_FILE, RunResult, read_result_lines
+from mgbench.common.results import RENAMED, RESULTS_FILE, RunResult, read_result_lines
 from mgbench.common.runfolder import TRACE_COLUMNS, RunFolder
 from mgbench.reports.summary import results_frame
 
@@ -59,7 +59,8 @@ def load_run_folder(root: Path) -> RunFolderData:
     """The folder's results as a frame (speed-up and efficiency added) plus what the report notes.
 
     Fields a row carries beyond `RunResult` (e.g. `communication_fraction` from an adapter that
-    measures it) are kept as extra columns, so charts can use them where they exist.
+    measures it) are kept as extra columns, so charts can use them where they exist; fields an
+    earlier version named otherwise (`results.RENAMED`) are read under their current name only.
     """
     if not root.exists():
         raise UsageError(f"run folder {root} does not exist")
@@ -77,7 +78,7 @@ def load_run_folder(root: Path) -> RunFolderData:
     finished = {r.run_id for r in results}
     missing = [RunResult(c, "interrupted", error=NOT_RUN_ERROR) for c in plan.configs if c.run_id not in finished]
     frame = results_frame(results + missing)
-    extra = pd.DataFrame(records).drop(columns=list(frame.columns), errors="ignore")
+    extra = pd.DataFrame(records).rename(columns=RENAMED).drop(columns=list(frame.columns), errors="ignore")
     frame = frame.join(extra)
     if unreadable:
         notes.append(f"{unreadable} line(s) of {RESULTS_FILE} could not be read and are left out.")

@@ -1,10 +1,12 @@
 """Bandwidth: the ring all-reduce model, its figure in result rows, and a real gloo measurement on CPU."""
 
+import io
 import json
 
 import pandas as pd
 import pytest
 from conftest import mgbench, tiny_job
+from rich.console import Console
 
 from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
 from mgbench.common.config import RunConfig
@@ -51,6 +53,25 @@ def test_rows_get_the_expected_allreduce_share():
     single = RunResult(config.with_changes(devices=1), "ok", parameters=5_418, median_step_seconds=0.01)
     annotate_allreduce(single, report)
     assert single.expected_allreduce_seconds is None
+
+
+def test_the_printed_matmul_peak_has_the_vendors_beside_it():
+    """`mgbench bandwidth` prints each measured peak with the datasheet's figure where the device has one."""
+    from mgbench.cli.bandwidth import print_report
+
+    def printed(names: list[str]) -> str:
+        report = BandwidthReport(
+            "cuda", 1, "nccl", device_names=names, matmul_tflops={"bf16": 790.0, "fp32": 50.25}, matmul_size=8192
+        )
+        buffer = io.StringIO()
+        print_report(report, Console(file=buffer, width=300, color_system=None))
+        return next(line for line in buffer.getvalue().splitlines() if line.startswith("dense matmul"))
+
+    assert printed(["NVIDIA H200"]) == (
+        "dense matmul (8192x8192) TFLOP/s per device: bf16 790.00 (vendor: NVIDIA H200 SXM 989.5, 80% of it), "
+        "fp32 50.25 (vendor: NVIDIA H200 SXM 67, 75% of it)"
+    )
+    assert printed(["Some Future GPU"]).endswith("TFLOP/s per device: bf16 790.00, fp32 50.25")
 
 
 def test_cpu_gloo_measurement_gives_positive_figures_at_the_sizes_asked(tmp_path):

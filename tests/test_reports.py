@@ -464,6 +464,8 @@ def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_betw
             "peak_tflops": 790.0,
             "peak_fraction": 16.76e9 * 479 / 1e12 / 790.0,
             "peak_source": "measured dense matmul (bandwidth.json)",
+            "vendor_peak_tflops": 989.5,
+            "devices": 1,
             "device_ceiling_images_per_sec": 930.0,
             "ceiling_taken": {"host": 441.0, "input": 10.0, "communication": 0.0, "uneven_steps": 0.0},
             "bottleneck": "idle",
@@ -475,8 +477,16 @@ def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_betw
     )
     details = dict(limits_details(row))
     assert details["work"] == (
-        "16.8 GFLOP per image, 8.0 TFLOP/s, 1% of 790 TFLOP/s (measured dense matmul (bandwidth.json))"
+        "16.8 GFLOP per image, 8.0 TFLOP/s, 1% of 790 TFLOP/s (measured dense matmul (bandwidth.json)), "
+        "1% of the vendor's 989.5 TFLOP/s"
     )
+    two = row.copy()
+    two["devices"], two["achieved_tflops"], two["peak_fraction"] = 2, 270.0, 270.0 / (2 * 790.0)
+    assert dict(limits_details(two))["work"].endswith(
+        "17% of 790 TFLOP/s (measured dense matmul (bandwidth.json)), 14% of the vendor's 989.5 TFLOP/s"
+    )
+    two["peak_tflops"], two["peak_source"], two["peak_fraction"] = 989.5, "vendor: NVIDIA H200 SXM", 270.0 / 1979.0
+    assert dict(limits_details(two))["work"].endswith(", 14% of 990 TFLOP/s (vendor: NVIDIA H200 SXM)")
     assert (
         details["device-busy ceiling"]
         == "930 img/s; taken from it (img/s): host 441, input 10, communication 0, uneven steps 0"

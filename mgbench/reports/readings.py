@@ -14,6 +14,7 @@ import pandas as pd
 
 from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, COMPUTE_BOUND, MATERIAL
 from mgbench.common.timing import HOST_PHASES
+from mgbench.common.work import MEASURED
 
 LABELS = {
     "input_wait": "input wait",
@@ -151,16 +152,31 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not pd.isna(value) else None
 
 
+def _work_text(row: pd.Series) -> str:
+    """`24.3 GFLOP per image, 135.0 TFLOP/s, 17% of 790 TFLOP/s (measured ...), 14% of the vendor's
+    989.5 TFLOP/s`: the share of what this device reaches and, where that was measured, of its
+    datasheet's figure too, which a plain matmul never reaches ("" without a FLOP count)."""
+    flops, tflops = _number(row.get("flops_per_image")), _number(row.get("achieved_tflops"))
+    if flops is None or tflops is None:
+        return ""
+    text = f"{flops / 1e9:.1f} GFLOP per image, {tflops:.1f} TFLOP/s"
+    peak, fraction = _number(row.get("peak_tflops")), _number(row.get("peak_fraction"))
+    if peak and fraction:
+        text += f", {fraction:.0%} of {peak:.0f} TFLOP/s ({row.get('peak_source')})"
+    vendor = _number(row.get("vendor_peak_tflops"))
+    if vendor and row.get("peak_source") == MEASURED:
+        text += f", {tflops / (vendor * row['devices']):.0%} of the vendor's {vendor:g} TFLOP/s"
+    return text
+
+
 def limits_details(row: pd.Series) -> list[tuple[str, str]]:
     """How close the row is to its device and what stands between, for the run's details: the
     work and its share of the peak, the device-busy ceiling and what takes from it, the bound,
     how the steps were timed, and the kernel and memory facts of a host-bound step."""
     details = []
-    flops, tflops, share = (_number(row.get(name)) for name in ("flops_per_image", "achieved_tflops", "peak_fraction"))
-    if flops is not None and tflops is not None:
-        peak = _number(row.get("peak_tflops"))
-        against = f", {share:.0%} of {peak:.0f} TFLOP/s ({row.get('peak_source')})" if share and peak else ""
-        details.append(("work", f"{flops / 1e9:.1f} GFLOP per image, {tflops:.1f} TFLOP/s{against}"))
+    work = _work_text(row)
+    if work:
+        details.append(("work", work))
     ceiling, taken = _number(row.get("device_ceiling_images_per_sec")), row.get("ceiling_taken")
     if ceiling is not None and isinstance(taken, dict):
         parts = ", ".join(f"{name.replace('_', ' ')} {value:.0f}" for name, value in taken.items())

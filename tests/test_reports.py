@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import shutil
 import subprocess
@@ -453,6 +454,37 @@ def test_a_run_folder_written_before_the_layout_change_still_reports(tmp_path):
     data = load_run_folder(folder)
     assert list(data.frame.status) == ["ok", "ok", "failed", "failed"]
     assert data.frame.set_index("run_id").loc["fake-steady-2cpu", "speedup"] > 0
+
+
+@pytest.mark.parametrize("fmt", ["table", "md", "csv", "json"])
+def test_report_prints_the_compact_summary_in_each_format_from_the_command_line(tmp_path, fmt):
+    """`mgbench report RUN_DIR --format F` on a copied fixture folder: stdout is the summary in F,
+    a script parses csv and json, md has a header row, the table ends on the verdict."""
+    folder = tmp_path / "ddp"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu", folder)
+    done = mgbench("report", str(folder), "--format", fmt)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == f"report: {folder / 'report.html'}"
+    if fmt == "csv":
+        table = pd.read_csv(io.StringIO(done.stdout))
+        assert table.loc[0, ["framework", "strategy", "images_per_sec_2dev"]].tolist() == ["pytorch", "ddp", 7914.0]
+    elif fmt == "json":
+        lines = json.loads(done.stdout)["lines"]
+        assert [(line["framework"], line["images_per_sec_1dev"]) for line in lines] == [("pytorch", 3980.0)]
+    elif fmt == "md":
+        title, blank, header, rule, row = done.stdout.splitlines()[:5]
+        assert title == "**resnet50 bf16 channels_last**" and blank == "" and row.startswith("| pytorch")
+        assert [cell.strip() for cell in header.strip("|").split("|")][:3] == ["framework", "strategy", "1 GPU img/s"]
+        assert set(rule) <= set("|-: ")
+    else:
+        words = " ".join(done.stdout.split())
+        assert (
+            "│ pytorch │ ddp │ 3,980.0 │ 7,914.0 │" in words
+            and "pytorch ddp is fastest on 2 GPUs: 7,914.0 img/s" in words
+        )
+        assert words.endswith(
+            "held back by idle (13% of the step): nothing runs on the device: the host cannot launch kernels fast enough (Python, launches, synchronisation)."
+        )
 
 
 def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_between():

@@ -126,3 +126,47 @@ def test_utilisation_phases_follow_the_rows_own_clocks():
     assert ends["warm-up"] == pytest.approx(sum(result.step_seconds[: result.warmup_steps]))
     assert ends["timed steps"] == pytest.approx(sum(result.step_seconds[result.warmup_steps :]))
     assert run_phases(results_frame([RunResult(BASE, "failed", error="boom")]).iloc[0]) == []
+
+
+def test_the_utilisation_chart_shades_the_timed_steps_marks_each_phase_and_parts_the_two_memories(
+    tmp_path, monkeypatch
+):
+    """Drawn, not only computed: both panels shade every phase where the row's clocks put it, the
+    timed steps strongest; the memory panel draws the framework's own peak (dashed) apart from
+    what NVML says the device holds, under its capacity (dotted)."""
+    import pandas as pd
+
+    from mgbench.reports import run_charts
+    from mgbench.reports.summary import results_frame
+
+    result = ok_result(BASE.with_changes(devices=2), 0.2)
+    result.compile_seconds, result.profile_seconds, result.peak_memory_bytes = 3.0, 1.5, 3 * 2**30
+    row = results_frame([result]).iloc[0]
+    trace = pd.DataFrame(
+        [
+            {"seconds": t, "kind": "gpu", "device": gpu, "utilization_pct": 90, "memory_used_mib": 100 * 1024}
+            | {"memory_total_mib": 140 * 1024, "sm_clock_mhz": 1980, "mem_clock_mhz": 2619}
+            for t in range(25)
+            for gpu in (0, 1)
+        ]
+    )
+    drawn = []
+    monkeypatch.setattr(run_charts, "save", lambda figure, path: drawn.append(figure) or path)
+    run_charts.utilisation_chart(row, trace, tmp_path / "utilisation.png")
+    top, bottom = drawn[0].axes[:2]
+    phases = {name: (start, end) for name, start, end in run_charts.run_phases(row)}
+    for axes in (top, bottom):
+        spans = [patch for patch in axes.patches if patch.get_width() > 0]
+        edges = [edge for patch in spans for edge in (patch.get_bbox().x0, patch.get_bbox().x1)]
+        assert edges == pytest.approx([edge for span in phases.values() for edge in span])
+        alphas = dict(zip(phases, (p.get_alpha() for p in spans), strict=True))
+        assert alphas["timed steps"] > max(alpha for name, alpha in alphas.items() if name != "timed steps")
+    legend = [text.get_text() for text in top.get_legend().get_texts()]
+    assert set(phases) <= set(legend) and {"GPU 0", "GPU 1"} <= set(legend)
+    lines = {line.get_label(): line for line in bottom.lines}
+    own = lines["framework's own peak 3.00 GiB"]
+    assert own.get_linestyle() == "--" and set(own.get_ydata()) == {3.0}
+    assert set(lines["GPU 0"].get_ydata()) == {100.0} and "NVML" in bottom.get_ylabel()
+    capacities = [line for line in bottom.lines if line.get_linestyle() == ":"]
+    assert [set(line.get_ydata()) for line in capacities] == [{140.0}, {140.0}]
+    assert "framework's own peak 3.00 GiB" in [text.get_text() for text in bottom.get_legend().get_texts()]

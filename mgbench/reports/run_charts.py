@@ -6,6 +6,7 @@ others wait, memory growth) and "when did it reach steady state" (the detected w
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,8 @@ def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
     top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     top.grid(alpha=0.3)
     peak = row.get("peak_memory_bytes")
-    if isinstance(peak, int | float) and peak > 0 and not np.isnan(peak):
+    # numbers.Real, not int | float: a column with no gap holds numpy integers.
+    if isinstance(peak, numbers.Real) and peak > 0 and not np.isnan(peak):
         bottom.axhline(
             peak / 2**30,
             color="black",

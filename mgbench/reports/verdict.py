@@ -8,12 +8,18 @@ host timing, and said so, where a CPU row was not profiled).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from mgbench.reports.readings import HOST_TIMING, line_held_back
 
-if TYPE_CHECKING:
-    from mgbench.reports.compact import CompactSummary
+
+class CompactSummary(Protocol):
+    """What the verdict reads of a `compact.CompactSummary`, named by its shape: compact prints
+    the verdict under its table, so importing it here would be a cycle."""
+
+    on_gpus: bool
+
+    def to_records(self) -> list[dict[str, object]]: ...
 
 
 def _name(line: dict[str, object]) -> str:

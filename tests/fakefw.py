@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mgbench.common.config import RunConfig
+from mgbench.common.models import MODELS
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.frameworks.registry import Capabilities, Compiler, FrameworkSpec, StrategySpec
 
@@ -43,9 +44,15 @@ FRAMEWORK = FrameworkSpec(
     environment="fake",
     install_hint="nothing to install",
     capabilities=Capabilities(
-        precisions=("fp32",), data_formats=("channels_first", "channels_last"), compiler=Compiler("fake-jit")
+        models=tuple(MODELS),
+        builders="fakefw",
+        precisions=("fp32",),
+        data_formats=("channels_first", "channels_last"),
+        compiler=Compiler("fake-jit"),
     ),
 )
+BUILDERS = {name: (lambda: 1234) for name in MODELS}
+"""The fake's models: each one a parameter count, whatever the catalogue entry."""
 
 
 class FakeTrainer(Adapter):
@@ -59,7 +66,7 @@ class FakeTrainer(Adapter):
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.config = config
-        return ModelInfo(parameters=1234)
+        return ModelInfo(parameters=BUILDERS[config.model]())
 
     def batches(self) -> Iterator[int]:
         while True:

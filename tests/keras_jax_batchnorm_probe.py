@@ -19,7 +19,7 @@ import numpy as np
 
 from mgbench.common.config import RunConfig
 from mgbench.datasets.synthetic import Shard, synthetic_batch
-from mgbench.frameworks.keras.jax_adapter import JaxDataParallelTrainer
+from mgbench.frameworks.keras_jax.adapter import JaxDataParallelTrainer
 
 PER_DEVICE = 4
 IMAGE_SIZE = 64

@@ -49,7 +49,7 @@ import chainer.functions as F
 import numpy as np
 from mgbench.common.models import MODELS
 from mgbench.frameworks.chainer.models import build_model
-model = build_model(MODELS["tiny"])
+model = build_model(MODELS["tiny"], 32, "channels_first")
 loss = F.softmax_cross_entropy(model(np.ones((2, 3, 32, 32), np.float32)), np.array([1, 2], np.int32))
 loss.backward()
 resized = F.resize_images(np.ones((1, 3, 4, 4), np.float32), (8, 8))

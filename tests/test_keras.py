@@ -216,7 +216,7 @@ def test_packed_state_holds_one_array_per_dtype_and_unpacks_exactly():
 import json, os
 os.environ["JAX_PLATFORMS"] = "cpu"
 import jax, jax.numpy as jnp, numpy as np
-from mgbench.frameworks.keras.packed_state import PackedTree
+from mgbench.frameworks.keras_jax.packed_state import PackedTree
 rng = np.random.default_rng(0)
 tree = ([rng.normal(size=(3, 2, 4)).astype(np.float32), np.float32(2.5)],
         {"count": np.int32(7), "bn": [rng.normal(size=5).astype(np.float32)]},

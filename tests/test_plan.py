@@ -102,14 +102,17 @@ def test_each_run_refused_for_what_it_cannot_do_and_nothing_else(fake_plugin):
 
 
 def test_capabilities_name_the_reason():
-    keras_like = Capabilities(model_data_formats={"densenet121": ("channels_last",)})
+    catalogue = dict(models=("densenet121", "resnet50", "tiny"), builders="fake.models")
+    keras_like = Capabilities(**catalogue, model_data_formats={"densenet121": ("channels_last",)})
     assert keras_like.refusal(base(model="densenet121", data_format="channels_first")) == (
         "trains densenet121 in channels_last only, not channels_first"
     )
     assert keras_like.refusal(base(model="resnet50", data_format="channels_first")) is None
-    assert Capabilities().refusal(base(dataset="chestxray:/data")).startswith("has no loader for real data")
-    assert Capabilities(loader="fake.Loader").refusal(base(dataset="chestxray:/data")) is None
-    assert Capabilities(models=("tiny",)).refusal(base(model="resnet50")) == "has no resnet50 (models: tiny)"
+    assert Capabilities(**catalogue).refusal(base(dataset="chestxray:/data")).startswith("has no loader for real data")
+    assert Capabilities(**catalogue, loader="fake.Loader").refusal(base(dataset="chestxray:/data")) is None
+    assert Capabilities(models=("tiny",), builders="fake.models").refusal(base(model="resnet50")) == (
+        "has no resnet50 (models: tiny)"
+    )
 
 
 def test_each_framework_gets_its_default_data_format_unless_one_is_given():

@@ -275,7 +275,7 @@ def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
 
 def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_the_step(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
-    from mgbench.frameworks.torch.flops import count_work
+    from mgbench.frameworks.pytorch.flops import count_work
 
     out = tmp_path / "prof"
     rows = profiled_two_cpu_compare(out, "pytorch", "ddp", timeout=300)

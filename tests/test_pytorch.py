@@ -14,8 +14,9 @@ from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one,
 
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
-from mgbench.frameworks.torch.adapter import Autocasting, TorchTrainer, build_criterion, create_trainer
-from mgbench.frameworks.torch.strategies import LossComputingModule, TorchStrategy
+from mgbench.frameworks.pytorch.adapter import Autocasting, TorchTrainer, create_trainer
+from mgbench.frameworks.pytorch.models import build_loss
+from mgbench.frameworks.pytorch.strategies import LossComputingModule, TorchStrategy
 
 
 def test_autocast_covers_a_forward_in_another_thread():
@@ -31,7 +32,7 @@ def test_loss_inside_the_module_equals_loss_outside():
     spec = MODELS["densenet121"]
     model = torch.nn.Linear(6, spec.num_classes)
     images, targets = torch.randn(4, 6), (torch.rand(4, spec.num_classes) < 0.2).float()
-    criterion = build_criterion(spec)
+    criterion = build_loss(spec)
     inside = LossComputingModule(model, criterion)(images, targets)
     assert inside.shape == (1,)
     assert inside.item() == pytest.approx(criterion(model(images), targets).item())

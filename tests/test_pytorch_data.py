@@ -16,7 +16,7 @@ from conftest import mgbench, one_epoch_rows  # noqa: E402
 
 from mgbench.common.config import RunConfig  # noqa: E402
 from mgbench.datasets.sample import make_sample  # noqa: E402
-from mgbench.frameworks.torch.adapter import create_trainer  # noqa: E402
+from mgbench.frameworks.pytorch.adapter import create_trainer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from mgbench.common.results import RunResult
 from mgbench.common.work import MEASURED, ModelWork, annotate_work, reference_peak, vendor_peak
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-from mgbench.frameworks.torch.flops import count_work  # noqa: E402
+from mgbench.frameworks.pytorch.flops import count_work  # noqa: E402
 
 
 @pytest.mark.parametrize(

@@ -13,23 +13,23 @@ import sys
 import numpy as np
 
 from mgbench.common.config import RunConfig
-from mgbench.frameworks.keras import tf_distribute
+from mgbench.frameworks.keras_tf import strategies
 
 DRAWS = 3
 
 
 def main(out: str, config_json: str) -> None:
     config = RunConfig.from_json(config_json)
-    strategy = tf_distribute.strategy_for("mirrored", tf_distribute.device_names(config))
-    pool = tf_distribute.global_pool(config)
-    staged = tf_distribute.staged_batches(strategy, pool)
-    unstaged = tf_distribute.unstaged_batches(pool)
-    resident = tf_distribute.resident_batches(strategy, pool)
+    strategy = strategies.strategy_for("mirrored", strategies.device_names(config))
+    pool = strategies.global_pool(config)
+    staged = strategies.staged_batches(strategy, pool)
+    unstaged = strategies.unstaged_batches(pool)
+    resident = strategies.resident_batches(strategy, pool)
     arrays = {}
     for draw in range(DRAWS):
         for name, value in (
             ("staged", next(staged)),
-            ("unstaged", tf_distribute.split_host_batch(strategy, next(unstaged))),
+            ("unstaged", strategies.split_host_batch(strategy, next(unstaged))),
             ("resident", next(resident)),
         ):
             for part, tensors in zip(("images", "labels"), value):

@@ -1,6 +1,6 @@
 """Link bandwidths and what they predict: the gradient all-reduce's share of a training step.
 
-`mgbench bandwidth` measures (through torch, in `mgbench.frameworks.torch.bandwidth_worker`) copies
+`mgbench bandwidth` measures (through torch, in `mgbench.frameworks.pytorch.bandwidth_worker`) copies
 between host and devices, between devices, and all-reduce over message sizes, into
 `bandwidth.json`, beside the device's dense matrix-product peak (`mgbench.common.work` takes
 rows' share of the peak against it). This module holds the framework-neutral part: the file's schema, the ring

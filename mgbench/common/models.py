@@ -6,12 +6,14 @@ Every adapter builds these same architectures; this table fixes what "the same" 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from mgbench.common.errors import UsageError
 
 LossKind = Literal["softmax", "sigmoid"]
+Builder = TypeVar("Builder")
 
 
 @dataclass(frozen=True)
@@ -71,3 +73,13 @@ def model_spec(name: str) -> ModelSpec:
         return MODELS[name]
     except KeyError:
         raise UsageError(f"unknown model {name!r}; known models: {', '.join(MODELS)}") from None
+
+
+def model_builder(builders: Mapping[str, Builder], spec: ModelSpec, framework: str) -> Builder:
+    """`spec`'s entry in a framework's builder table (`frameworks/<name>/models.py`), or one
+    UsageError naming what the table has: the registry refuses an undeclared model before
+    launching, so this is reached only by a declaration the table does not keep."""
+    try:
+        return builders[spec.name]
+    except KeyError:
+        raise UsageError(f"{framework} has no model {spec.name!r}; it builds {', '.join(builders)}") from None

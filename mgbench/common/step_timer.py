@@ -6,7 +6,7 @@ overlap. Synchronising after every step (and reading the loss, a device-to-host 
 DDP, an all-reduce) takes it away. So the driver synchronises once, at the end of the window,
 and takes each step's time from what the adapter's `StepTimer` can tell without waiting:
 
-- `cuda events` (`frameworks.torch.timing.CudaEventTimer`): an event recorded on the device's
+- `cuda events` (`frameworks.pytorch.timing.CudaEventTimer`): an event recorded on the device's
   stream after each step; the device stamps it when it gets there, so the difference of two
   events is a step's length on the device's clock, idle gaps included, read after the window.
 - `per-step sync` (this module's `StepTimer`, every framework without device events): the host

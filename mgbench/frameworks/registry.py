@@ -68,6 +68,10 @@ TORCH_COMPILE = Compiler(
 XLA_JIT = Compiler("xla")
 """TensorFlow's `jit_compile=True`: the step compiled by XLA instead of run as a TF graph."""
 TORCH_LOADER = "torch.utils.data.DataLoader"
+TORCHVISION = dict(
+    models=("densenet121", "resnet50", "inception_v3", "tiny"), builders="mgbench.frameworks.pytorch.models"
+)
+"""torchvision's architectures, which PyTorch, Horovod over it and the FLOP count build."""
 DATA_PARALLEL_NO_COMPILE = (
     "torch.compile composes with DistributedDataParallel, not with nn.DataParallel, which copies "
     "the module into new replica threads every step"
@@ -78,11 +82,16 @@ DATA_PARALLEL_NO_COMPILE = (
 class Capabilities:
     """What an adapter can train, declared without importing its framework."""
 
+    models: tuple[str, ...]
+    """The catalogue models the framework builds, declared here so that planning never imports it."""
+    builders: str
+    """The module whose `BUILDERS` table builds them: the framework's `models.py`, or the one of
+    the framework it trains through (Horovod: PyTorch's). The contract test holds the table's
+    keys to `models`."""
     precisions: tuple[str, ...] = PRECISIONS
     data_formats: tuple[str, ...] = ("channels_last", "channels_first")
     """The first is the framework's default: one it trains for every model it has (channels_last
     where the framework can: Keras' applications need it, and tensor cores prefer it)."""
-    models: tuple[str, ...] = tuple(MODELS)
     model_data_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Models that accept fewer data formats than the framework (Keras' DenseNet: channels_last)."""
     loader: str | None = None
@@ -166,10 +175,10 @@ class FrameworkSpec:
     environment: str
     """Name of the virtual environment under `.venvs/` and of `requirements/<environment>.txt`."""
     install_hint: str
+    capabilities: Capabilities
     default_strategies: tuple[str, ...] = ()
     """What `compare` runs without `--strategies`: the strategy that answers "how fast is this
     framework" (empty: the first strategy)."""
-    capabilities: Capabilities = Capabilities()
     required_commands: tuple[str, ...] = ()
     """Programs the strategies need on PATH besides the Python packages (e.g. `mpiexec`)."""
     packages_from: str | None = None
@@ -208,7 +217,7 @@ class FrameworkSpec:
 
 PYTORCH = FrameworkSpec(
     name="pytorch",
-    module="mgbench.frameworks.torch.adapter",
+    module="mgbench.frameworks.pytorch.adapter",
     strategies=(
         StrategySpec(
             "ddp",
@@ -243,7 +252,7 @@ PYTORCH = FrameworkSpec(
     environment="pytorch",
     install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
     default_strategies=("ddp",),
-    capabilities=Capabilities(loader=TORCH_LOADER, profiler="torch.profiler", compiler=TORCH_COMPILE),
+    capabilities=Capabilities(**TORCHVISION, loader=TORCH_LOADER, profiler="torch.profiler", compiler=TORCH_COMPILE),
 )
 
 GLUON = FrameworkSpec(
@@ -267,6 +276,8 @@ GLUON = FrameworkSpec(
     environment="gluon",
     install_hint="make env-gluon (Python <= 3.11; MXNet 1.9.1 is CPU-only from PyPI)",
     capabilities=Capabilities(
+        models=("densenet121", "resnet50", "inception_v3", "tiny"),
+        builders="mgbench.frameworks.gluon.models",
         precisions=("fp32",),
         data_formats=("channels_first",),
         loader="mxnet.gluon.data.DataLoader",
@@ -292,9 +303,10 @@ CHAINER = FrameworkSpec(
     install_hint="make env-chainer (needs mpiexec: apt-get install openmpi-bin libopenmpi-dev)",
     required_commands=("mpiexec",),
     capabilities=Capabilities(
+        models=("densenet121", "resnet50", "tiny"),
+        builders="mgbench.frameworks.chainer.models",
         precisions=("fp32",),
         data_formats=("channels_first",),
-        models=("densenet121", "resnet50", "tiny"),
         loader="chainer.iterators.MultiprocessIterator",
         no_compiler="Chainer runs define-by-run only and has no graph compiler",
     ),
@@ -302,7 +314,7 @@ CHAINER = FrameworkSpec(
 
 HOROVOD = FrameworkSpec(
     name="horovod",
-    module="mgbench.frameworks.torch.horovod",
+    module="mgbench.frameworks.horovod.adapter",
     strategies=(
         StrategySpec(
             "hvd",
@@ -317,15 +329,17 @@ HOROVOD = FrameworkSpec(
     packages_from="pytorch",
     install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
     post_install="scripts/build_horovod.sh",
-    capabilities=Capabilities(loader=TORCH_LOADER, profiler="torch.profiler", compiler=TORCH_COMPILE),
+    capabilities=Capabilities(**TORCHVISION, loader=TORCH_LOADER, profiler="torch.profiler", compiler=TORCH_COMPILE),
 )
 
 KERAS_CATALOGUE = dict(
+    models=("densenet121", "resnet50", "inception_v3", "tiny"),
+    builders="mgbench.frameworks.keras.models",
     model_data_formats={"densenet121": ("channels_last",)},
     parameter_offsets={"resnet50": 26_560, "inception_v3": -17_216},
     tensor_offsets={"resnet50": 53, "inception_v3": -94},
 )
-"""keras.applications' DenseNet121 refuses channels_first; its ResNet-50 gives every convolution
+"""The Keras family's builder table, which its four frameworks share. keras.applications' DenseNet121 refuses channels_first; its ResNet-50 gives every convolution
 a bias (+26,560 parameters, +53 tensors) and its Inception-v3's batch-norms have no gamma
 (-17,216 parameters, -94 tensors)."""
 
@@ -351,7 +365,7 @@ KERAS_TF_STAGING = (
 
 KERAS_TF = FrameworkSpec(
     name="keras-tf",
-    module="mgbench.frameworks.keras.tf_adapter",
+    module="mgbench.frameworks.keras_tf.adapter",
     strategies=(
         StrategySpec("mirrored", "inprocess", f"Keras 3 over TF, tf.distribute.MirroredStrategy; {KERAS_TF_STAGING}"),
         StrategySpec(
@@ -384,7 +398,7 @@ KERAS_TF = FrameworkSpec(
 
 KERAS_JAX = FrameworkSpec(
     name="keras-jax",
-    module="mgbench.frameworks.keras.jax_adapter",
+    module="mgbench.frameworks.keras_jax.adapter",
     strategies=(
         StrategySpec(
             "jax-dp",
@@ -430,7 +444,7 @@ KERAS_JAX = FrameworkSpec(
 
 KERAS_TORCH = FrameworkSpec(
     name="keras-torch",
-    module="mgbench.frameworks.keras.torch_adapter",
+    module="mgbench.frameworks.keras_torch.adapter",
     strategies=(
         StrategySpec(
             "ddp",
@@ -461,7 +475,7 @@ KERAS_TORCH = FrameworkSpec(
 
 TENSORFLOW = FrameworkSpec(
     name="tensorflow",
-    module="mgbench.frameworks.keras.tf_custom_loop",
+    module="mgbench.frameworks.tensorflow.adapter",
     strategies=(
         StrategySpec(
             "mirrored",

@@ -9,7 +9,7 @@ from pathlib import Path
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.launch import Outcome, execute, interpreter_for, launch_command
 
-WORKER = ("-m", "mgbench.frameworks.torch.bandwidth_worker")
+WORKER = ("-m", "mgbench.frameworks.pytorch.bandwidth_worker")
 
 
 def measure_bandwidth(

@@ -1,7 +1,7 @@
 """The work per training image of each (model, input size) in a compare, counted once.
 
 The count runs in this process (the orchestrator's interpreter) through the PyTorch family's
-counter on the reference architecture (`mgbench.frameworks.torch.flops`), so every framework's
+counter on the reference architecture (`mgbench.frameworks.pytorch.flops`), so every framework's
 row of a model carries the same figure, whatever framework trained it. Where this interpreter
 has no torch the rows carry no work figures.
 
@@ -49,7 +49,7 @@ def model_work(model: str, image_size: int) -> ModelWork | None:
     if key in cached:
         return ModelWork(**cached[key])
     try:
-        from mgbench.frameworks.torch.flops import count_work
+        from mgbench.frameworks.pytorch.flops import count_work
     except ImportError:
         return None
     work = count_work(model_spec(model), image_size)

@@ -44,23 +44,14 @@ from mpi4py import MPI  # noqa: E402
 from mgbench.common.config import MOMENTUM, RunConfig  # noqa: E402
 from mgbench.common.errors import UsageError  # noqa: E402
 from mgbench.common.metrics import gathered_metrics  # noqa: E402
-from mgbench.common.models import ModelSpec  # noqa: E402
 from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
 from mgbench.datasets.resolve import dataset_for  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
-from mgbench.frameworks.chainer import cupy_compat  # noqa: E402
+from mgbench.frameworks.chainer import cupy_compat, models  # noqa: E402
 from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
-from mgbench.frameworks.chainer.models import build_model, parameter_count  # noqa: E402
 
 KERNEL_PATCHES = cupy_compat.apply()
 COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}
-
-
-def loss_function(spec: ModelSpec):
-    """Mean softmax cross-entropy, or (CheXNet) sigmoid cross-entropy averaged over every output."""
-    if spec.loss == "sigmoid":
-        return lambda logits, targets: F.sigmoid_cross_entropy(logits, targets, normalize=True)
-    return F.softmax_cross_entropy
 
 
 def cudnn_state() -> str:
@@ -81,9 +72,9 @@ class ChainerTrainer(Adapter):
         np.random.seed(config.seed)
         self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        self.model = build_model(spec)
+        self.model = models.build_model(spec, config.input_size, config.data_format)
         self.model.to_device(self.device)
-        self.lossfun = loss_function(spec)
+        self.lossfun = models.build_loss(spec)
         optimizer = chainer.optimizers.MomentumSGD(lr=config.learning_rate, momentum=MOMENTUM)
         self.optimizer = chainermn.create_multi_node_optimizer(optimizer, self.comm)
         self.optimizer.setup(self.model)
@@ -92,7 +83,7 @@ class ChainerTrainer(Adapter):
         self._loss = 0.0
         if self.dataset is not None:
             self.loader = ChainerLoader(self.dataset, config, self.comm)
-        return ModelInfo(parameters=parameter_count(self.model))
+        return ModelInfo(parameters=models.parameter_count(self.model))
 
     def _join_device(self) -> chainer.backend.Device:
         if self.use_cuda:

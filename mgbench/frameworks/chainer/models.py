@@ -11,6 +11,8 @@ Inception-v3 is not built for Chainer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mgbench.frameworks.chainer import compat as chainer_compat
 
 chainer_compat.apply()
@@ -19,8 +21,7 @@ import chainer  # noqa: E402
 import chainer.functions as F  # noqa: E402
 import chainer.links as L  # noqa: E402
 
-from mgbench.common.errors import UsageError  # noqa: E402
-from mgbench.common.models import ModelSpec  # noqa: E402
+from mgbench.common.models import ModelSpec, model_builder  # noqa: E402
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
 DENSENET121_BLOCKS = (6, 12, 24, 16)
@@ -152,16 +153,22 @@ class Tiny(chainer.Chain):
         return self.fc(global_average(F.relu(self.conv2(h))))
 
 
-ARCHITECTURES = {"densenet121": DenseNet121, "resnet50": ResNet50, "tiny": Tiny}
+BUILDERS: dict[str, Callable[[int], chainer.Chain]] = {"densenet121": DenseNet121, "resnet50": ResNet50, "tiny": Tiny}
+"""Each catalogue model Chainer builds, from its number of outputs (initialisers draw from
+numpy's global RNG)."""
 
 
-def build_model(spec: ModelSpec) -> chainer.Chain:
-    """A randomly initialised network for a catalogue entry (initialisers draw from numpy's global RNG)."""
-    try:
-        architecture = ARCHITECTURES[spec.name]
-    except KeyError:
-        raise UsageError(f"the chainer adapter has no model {spec.name!r}; it has {', '.join(ARCHITECTURES)}") from None
-    return architecture(spec.num_classes)
+def build_model(spec: ModelSpec, image_size: int, data_format: str) -> chainer.Chain:
+    """The architecture for `spec` (Chainer's nets take any image size, in channels_first only,
+    which the registry holds them to)."""
+    return model_builder(BUILDERS, spec, "chainer")(spec.num_classes)
+
+
+def build_loss(spec: ModelSpec) -> Callable[[chainer.Variable, chainer.Variable], chainer.Variable]:
+    """Mean softmax cross-entropy, or (CheXNet) sigmoid cross-entropy averaged over every output."""
+    if spec.loss == "sigmoid":
+        return lambda logits, targets: F.sigmoid_cross_entropy(logits, targets, normalize=True)
+    return F.softmax_cross_entropy
 
 
 def parameter_count(model: chainer.Link) -> int:

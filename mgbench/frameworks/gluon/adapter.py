@@ -18,12 +18,7 @@ when the step takes the batch.
 Without GPUs, N `mx.cpu(i)` contexts stand in for N devices in one process (they share the
 host's cores). MXNet 1.9.1 from PyPI is a CPU build; GPU runs need a CUDA build of MXNet.
 
-Models come from the Gluon model zoo, with two changes that do not alter them at their native
-input size: the fixed-size final average pooling (7x7 in DenseNet, 8x8 in Inception-v3) becomes
-a global average pooling, so `--image-size` works; and ResNet-50 v1's 1x1 convolutions carry
-biases right before batch-norm, which cancels them, so those 18,880 biases stay at zero and are
-not trained (the trainable count is then torchvision's 25,557,032). Gluon's ResNet-50 v1 strides
-in the first 1x1 convolution of a down-sampling block; torchvision's (v1.5) in the 3x3.
+The models (`models.py`) are the Gluon model zoo's, adapted to the catalogue.
 """
 
 from __future__ import annotations
@@ -35,76 +30,17 @@ from typing import Any
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
-from mxnet.gluon import nn
-from mxnet.gluon.model_zoo import vision
 
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.metrics import gathered_metrics
-from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
+from mgbench.frameworks.gluon import models
 from mgbench.frameworks.gluon.data import build_loaders
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
-RESNET_BIAS_BEFORE_BATCHNORM = "resnet50"
-
-
-def _tiny(num_classes: int) -> nn.HybridSequential:
-    net = nn.HybridSequential()
-    net.add(
-        nn.Conv2D(16, 3, padding=1, in_channels=3, activation="relu"),
-        nn.MaxPool2D(2),
-        nn.Conv2D(32, 3, padding=1, in_channels=16, activation="relu"),
-        nn.GlobalAvgPool2D(),
-        nn.Flatten(),
-        nn.Dense(num_classes, in_units=32),
-    )
-    return net
-
-
-def _with_global_pooling(net: gluon.HybridBlock) -> gluon.HybridBlock:
-    """Replace the model zoo's fixed-size final average pooling by a global one (same at native size)."""
-    blocks = [nn.GlobalAvgPool2D() if isinstance(block, nn.AvgPool2D) else block for block in net.features]
-    features = nn.HybridSequential(prefix=net.features.prefix)
-    features.add(*blocks)
-    net.features = features
-    return net
-
-
-def build_model(spec: ModelSpec) -> gluon.HybridBlock:
-    """The model zoo architecture for a catalogue entry (random weights: nothing is downloaded)."""
-    if spec.name == "densenet121":
-        return _with_global_pooling(vision.densenet121(classes=spec.num_classes))
-    if spec.name == "resnet50":
-        return vision.resnet50_v1(classes=spec.num_classes)
-    if spec.name == "inception_v3":
-        return _with_global_pooling(vision.inception_v3(classes=spec.num_classes))
-    if spec.name == "tiny":
-        return _tiny(spec.num_classes)
-    raise UsageError(f"the gluon adapter has no model {spec.name!r}")
-
-
-def freeze_biases_before_batchnorm(net: gluon.Block) -> None:
-    """Keep convolution biases at their zero initialisation (batch-norm right after cancels them)."""
-
-    def freeze(block: gluon.Block) -> None:
-        if isinstance(block, nn.Conv2D) and block.bias is not None:
-            block.bias.grad_req = "null"
-
-    net.apply(freeze)
-
-
-def build_loss(spec: ModelSpec) -> gluon.loss.Loss:
-    """Per-sample losses; the sigmoid loss averages each sample's 14 outputs, like BCEWithLogits."""
-    if spec.loss == "sigmoid":
-        return gluon.loss.SigmoidBinaryCrossEntropyLoss()
-    return gluon.loss.SoftmaxCrossEntropyLoss()
-
-
-def trainable(net: gluon.Block) -> dict[str, gluon.Parameter]:
-    return {name: p for name, p in net.collect_params().items() if p.grad_req != "null"}
 
 
 class GluonTrainer(Adapter):
@@ -114,17 +50,15 @@ class GluonTrainer(Adapter):
         mx.random.seed(config.seed)
         self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        net = build_model(spec)
-        if config.spec.name == RESNET_BIAS_BEFORE_BATCHNORM:
-            freeze_biases_before_batchnorm(net)
+        net = models.build_model(spec, config.input_size, config.data_format)
         net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=self.contexts)
         size = config.input_size
         net(mx.nd.zeros((1, 3, size, size), ctx=self.contexts[0]))
         net.hybridize(static_alloc=True, static_shape=True)
         self.net = net
-        self.loss_fn = build_loss(spec)
+        self.loss_fn = models.build_loss(spec)
         self.trainer = gluon.Trainer(
-            trainable(net),
+            models.trainable(net),
             "sgd",
             {"learning_rate": config.learning_rate, "momentum": MOMENTUM, "wd": 0.0},
             kvstore=KVSTORES[self.strategy],
@@ -132,7 +66,7 @@ class GluonTrainer(Adapter):
         self._losses: list[mx.nd.NDArray] = []
         if self.dataset is not None:
             self.loaders = build_loaders(self.dataset, config)
-        return ModelInfo(parameters=sum(p.data(self.contexts[0]).size for p in trainable(net).values()))
+        return ModelInfo(parameters=sum(p.data(self.contexts[0]).size for p in models.trainable(net).values()))
 
     def _contexts(self, config: RunConfig) -> list[mx.Context]:
         if self.use_cuda:
@@ -219,7 +153,7 @@ class GluonTrainer(Adapter):
         """Largest difference between any device's copy of a trainable weight and device 0's."""
         differences = [
             float(mx.nd.abs(copy.as_in_context(self.contexts[0]) - p.data(self.contexts[0])).max().asscalar())
-            for p in trainable(self.net).values()
+            for p in models.trainable(self.net).values()
             for copy in p.list_data()
         ]
         return max(differences)
@@ -233,7 +167,7 @@ class GluonTrainer(Adapter):
         return versions
 
     def save_state(self, path: Path) -> None:
-        arrays = {name: p.data(self.contexts[0]).asnumpy() for name, p in trainable(self.net).items()}
+        arrays = {name: p.data(self.contexts[0]).asnumpy() for name, p in models.trainable(self.net).items()}
         np.savez(path, **arrays)
 
     def close(self) -> None:

@@ -1,2 +1,3 @@
-"""Keras 3 family: one model catalogue, one adapter per backend (TensorFlow, JAX, PyTorch) and
-TensorFlow's own custom loop. Importing this package imports no framework."""
+"""What the Keras family (keras-tf, keras-jax, keras-torch, and the tensorflow loop over Keras
+models) shares: the builder table, Keras' own loader and the variables each backend reads at
+import. Importing this package imports no framework."""

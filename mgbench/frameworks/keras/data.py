@@ -6,7 +6,7 @@ Which samples a process reads (the epoch's permutation and its shard of each glo
 every framework does identical work on identical samples. What is Keras' here is the loading
 mechanics: `keras.utils.PyDataset` with `workers` and `use_multiprocessing`, run by the ordered
 enqueuer that `fit` runs it through (keras-jax, keras-torch). keras-tf and tensorflow build a
-tf.data pipeline over the same sample keys instead (`tf_data.py`).
+tf.data pipeline over the same sample keys instead (`keras_tf/data.py`).
 
 Loaders hand out uint8 NHWC pixels (a quarter of float32's bytes through the worker queues and
 the bus); `normalised` turns them into the model's float input where they land, computing what

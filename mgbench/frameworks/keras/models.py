@@ -1,7 +1,7 @@
 """The catalogue models, loss, optimizer and precision in Keras 3, for every Keras backend.
 
-Shared by the `keras`, `keras-jax` and `tensorflow` adapters, so all three train exactly the
-same job. This module imports Keras only (never TensorFlow or JAX directly): the backend was
+Shared by keras-tf, keras-jax, keras-torch and tensorflow, so all four train exactly the same
+job. This module imports Keras only (never TensorFlow or JAX directly): the backend was
 chosen by KERAS_BACKEND before import (`mgbench.frameworks.keras.environment`).
 
 Parameter counts against the torchvision architectures (trainable parameters):
@@ -15,14 +15,14 @@ Parameter counts against the torchvision architectures (trainable parameters):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import keras
 import numpy as np
 
 from mgbench.common.config import MOMENTUM, RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.models import ModelSpec
+from mgbench.common.models import ModelSpec, model_builder
 
 PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -32,7 +32,7 @@ def set_precision(precision: str) -> None:
     keras.mixed_precision.set_global_policy(PRECISION_POLICIES[precision])
 
 
-def _tiny(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
+def tiny(input_shape: tuple[int, int, int], classes: int) -> keras.Model:
     return keras.Sequential(
         [
             keras.Input(input_shape),
@@ -40,14 +40,30 @@ def _tiny(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
             keras.layers.MaxPooling2D(2),
             keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
             keras.layers.GlobalAveragePooling2D(),
-            keras.layers.Dense(spec.num_classes),
+            keras.layers.Dense(classes),
         ],
         name="tiny",
     )
 
 
+def application(architecture: Callable[..., keras.Model]) -> Callable[[tuple[int, int, int], int], keras.Model]:
+    """A keras.applications architecture with random weights, emitting logits."""
+    return lambda input_shape, classes: architecture(
+        weights=None, input_shape=input_shape, classes=classes, classifier_activation=None
+    )
+
+
+BUILDERS: dict[str, Callable[[tuple[int, int, int], int], keras.Model]] = {
+    "densenet121": application(keras.applications.DenseNet121),
+    "resnet50": application(keras.applications.ResNet50),
+    "inception_v3": application(keras.applications.InceptionV3),
+    "tiny": tiny,
+}
+"""Each catalogue model the Keras family builds, from its input shape and number of outputs."""
+
+
 def build_model(spec: ModelSpec, image_size: int, data_format: str) -> keras.Model:
-    """The keras.applications architecture (random weights), emitting logits.
+    """The architecture for `spec`, built for its input shape in `data_format`, emitting logits.
 
     Logits rather than probabilities because both losses take `from_logits=True` (as the
     torch adapter's BCEWithLogits/CrossEntropy do): numerically safer under mixed precision.
@@ -56,16 +72,7 @@ def build_model(spec: ModelSpec, image_size: int, data_format: str) -> keras.Mod
     """
     keras.config.set_image_data_format(data_format)
     input_shape = (3, image_size, image_size) if data_format == "channels_first" else (image_size, image_size, 3)
-    common = dict(weights=None, input_shape=input_shape, classes=spec.num_classes, classifier_activation=None)
-    if spec.name == "densenet121":
-        return keras.applications.DenseNet121(**common)
-    if spec.name == "resnet50":
-        return keras.applications.ResNet50(**common)
-    if spec.name == "inception_v3":
-        return keras.applications.InceptionV3(**common)
-    if spec.name == "tiny":
-        return _tiny(spec, input_shape)
-    raise UsageError(f"the keras adapters have no model {spec.name!r}")
+    return model_builder(BUILDERS, spec, "the Keras family")(input_shape, spec.num_classes)
 
 
 def build_loss(spec: ModelSpec, reduction: str = "sum_over_batch_size") -> keras.losses.Loss:

@@ -16,11 +16,11 @@ PyTorch caches the tuned convolution plans per thread, and DataParallel starts n
 threads every step, so with autotuning every step re-tunes every convolution (BENCHMARKS.md
 has the measurement).
 
-`--compile` compiles the module the strategy wrapped (`mgbench.frameworks.torch.compiling`);
+`--compile` compiles the module the strategy wrapped (`mgbench.frameworks.pytorch.compiling`);
 nn.DataParallel's strategies are refused it by the registry.
 
 Real datasets (`mgbench.datasets`) are read by torch's DataLoader over the shared description,
-augmentation and epoch sharding (`mgbench.frameworks.torch.data`); the model's head follows
+augmentation and epoch sharding (`mgbench.frameworks.pytorch.data`); the model's head follows
 the dataset's labels. Input is staged (copied on a side stream one step ahead) by every
 strategy but `ddp-unstaged`, which copies in line: the staged vs unstaged experiment.
 """
@@ -40,46 +40,18 @@ from torch import nn
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.metrics import gathered_metrics
-from mgbench.common.models import ModelSpec
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.step_timer import Clock, StepTimer
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
-from mgbench.frameworks.torch.compiling import begin_step, compiled
-from mgbench.frameworks.torch.data import DevicePrefetcher, build_loaders, placed_images
-from mgbench.frameworks.torch.profiler import profile_with_torch
-from mgbench.frameworks.torch.strategies import STRATEGIES, TorchStrategy
-from mgbench.frameworks.torch.timing import CudaEventTimer
+from mgbench.frameworks.pytorch import models
+from mgbench.frameworks.pytorch.compiling import begin_step, compiled
+from mgbench.frameworks.pytorch.data import DevicePrefetcher, build_loaders, placed_images
+from mgbench.frameworks.pytorch.profiler import profile_with_torch
+from mgbench.frameworks.pytorch.strategies import STRATEGIES, TorchStrategy
+from mgbench.frameworks.pytorch.timing import CudaEventTimer
 
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def build_model(spec: ModelSpec) -> nn.Module:
-    """The torchvision architecture for a catalogue entry (random weights: nothing is downloaded)."""
-    if spec.name == "densenet121":
-        return torchvision.models.densenet121(weights=None, num_classes=spec.num_classes)
-    if spec.name == "resnet50":
-        return torchvision.models.resnet50(weights=None, num_classes=spec.num_classes)
-    if spec.name == "inception_v3":
-        return torchvision.models.inception_v3(
-            weights=None, aux_logits=False, init_weights=True, num_classes=spec.num_classes
-        )
-    if spec.name == "tiny":
-        return nn.Sequential(
-            nn.Conv2d(3, 16, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(16, 32, 3, padding=1),
-            nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1),
-            nn.Flatten(),
-            nn.Linear(32, spec.num_classes),
-        )
-    raise UsageError(f"the pytorch adapter has no model {spec.name!r}")
-
-
-def build_criterion(spec: ModelSpec) -> nn.Module:
-    return nn.BCEWithLogitsLoss() if spec.loss == "sigmoid" else nn.CrossEntropyLoss()
 
 
 class Autocasting(nn.Module):
@@ -207,12 +179,10 @@ class TorchTrainer(TorchProcess):
 
         self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        core = build_model(spec)
+        core = models.build_model(spec, config.input_size, config.data_format).to(self.device)
         self.channels_last = config.data_format == "channels_last"
-        memory_format = torch.channels_last if self.channels_last else torch.contiguous_format
-        core = core.to(self.device, memory_format=memory_format)
         self.core = core
-        self.criterion = build_criterion(spec).to(self.device)
+        self.criterion = models.build_loss(spec).to(self.device)
         autocast_dtype = AUTOCAST_DTYPES[config.precision]
         casting = Autocasting(core, self.device.type, autocast_dtype)
         self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.compile)

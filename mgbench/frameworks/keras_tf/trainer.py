@@ -3,7 +3,7 @@ input staging, real data, evaluation, memory and weights. Subclasses supply only
 step (and name its optimizer), so the two columns of a compare differ in exactly one thing:
 Keras' own step versus a hand-written loop.
 
-Real data (`--dataset`) is read by tf.data (`tf_data.py`) over the shared sample keys; staged
+Real data (`--dataset`) is read by tf.data (`keras_tf/data.py`) over the shared sample keys; staged
 strategies distribute it to the devices, `-unstaged` ones slice its host batches in the step.
 Evaluation scores every image of the split in one compiled forward per global batch.
 """
@@ -23,8 +23,10 @@ from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.workers import loader_workers
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch
-from mgbench.frameworks.keras import data, tf_data, tf_distribute
+from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras_tf import data as tf_data
+from mgbench.frameworks.keras_tf import strategies
 
 
 class StrategyTrainer(Adapter):
@@ -37,8 +39,8 @@ class StrategyTrainer(Adapter):
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
-        devices = tf_distribute.device_names(config)
-        self.distribution = tf_distribute.strategy_for(self.strategy_kind, devices)
+        devices = strategies.device_names(config)
+        self.distribution = strategies.strategy_for(self.strategy_kind, devices)
         self._placement = Placement(rank=0, world_size=1, device_names=devices)
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
@@ -58,16 +60,16 @@ class StrategyTrainer(Adapter):
     def batches(self) -> Iterator[Any]:
         if self.real is not None:
             return self._fed(tf_data.train_dataset(self.real, None))
-        pool = tf_distribute.global_pool(self.config)
+        pool = strategies.global_pool(self.config)
         if self.config.data_on_device:
-            return tf_distribute.resident_batches(self.distribution, pool)
+            return strategies.resident_batches(self.distribution, pool)
         if self.staged:
-            return tf_distribute.staged_batches(self.distribution, pool)
-        return tf_distribute.unstaged_batches(pool)
+            return strategies.staged_batches(self.distribution, pool)
+        return strategies.unstaged_batches(pool)
 
     def _fed(self, dataset: tf.data.Dataset) -> Iterator[Any]:
         """Real-data batches: distributed to the devices (staged) or as host arrays (unstaged)."""
-        return tf_distribute.distributed(self.distribution, dataset) if self.staged else dataset.as_numpy_iterator()
+        return strategies.distributed(self.distribution, dataset) if self.staged else dataset.as_numpy_iterator()
 
     def steps_per_epoch(self) -> int:
         return self.real.steps_per_epoch()
@@ -80,7 +82,7 @@ class StrategyTrainer(Adapter):
 
     def replica_inputs(self, batch: Any) -> Any:
         """Staged batches are already distributed; host batches are split for the replicas now."""
-        return batch if self.staged else tf_distribute.split_host_batch(self.distribution, batch)
+        return batch if self.staged else strategies.split_host_batch(self.distribution, batch)
 
     def synchronize(self) -> None:
         tf.test.experimental.sync_devices()
@@ -110,7 +112,7 @@ class StrategyTrainer(Adapter):
         return max(tf.config.experimental.get_memory_info(name)["peak"] for name in self._placement.device_names)
 
     def framework_versions(self) -> dict[str, str]:
-        return {"keras": keras.__version__, **tf_distribute.versions(self.config.device_kind == "cuda")}
+        return {"keras": keras.__version__, **strategies.versions(self.config.device_kind == "cuda")}
 
     def save_state(self, path: Path) -> None:
         keras_models.save_trainable_weights(self.model, path)

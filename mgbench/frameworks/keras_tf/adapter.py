@@ -5,8 +5,8 @@
 - `central-storage`: tf.distribute.experimental.CentralStorageStrategy, variables on the CPU
   (the seeds' "parameter server on CPU"), computation mirrored on the devices.
 - `*-unstaged`: the same strategy fed synchronously from host arrays instead of a tf.data
-  pipeline prefetched to the devices (`mgbench.frameworks.keras.tf_distribute`); on real data
-  the same tf.data pipeline (`tf_data.py`) either way.
+  pipeline prefetched to the devices (`mgbench.frameworks.keras_tf.strategies`); on real data
+  the same tf.data pipeline (`keras_tf/data.py`) either way.
 
 The driver owns the loop, so instead of `fit` each step calls the model's `train_function`
 (what `fit` and `train_on_batch` call) on one batch; metrics are reset before each step so the
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from mgbench.frameworks.keras import models as keras_models
-from mgbench.frameworks.keras.tf_trainer import StrategyTrainer
+from mgbench.frameworks.keras_tf.trainer import StrategyTrainer
 
 
 class KerasTrainer(StrategyTrainer):

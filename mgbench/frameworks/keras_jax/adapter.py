@@ -55,7 +55,7 @@ from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
-from mgbench.frameworks.keras.packed_state import Packed, PackedTree
+from mgbench.frameworks.keras_jax.packed_state import Packed, PackedTree
 
 DeviceBatch = tuple[jax.Array, jax.Array]
 Batch = TypeVar("Batch")

@@ -1,7 +1,7 @@
 """TensorFlow adapter: a custom training loop, tf.function around strategy.run, MirroredStrategy.
 
 The raw-TF column of a compare: the same keras.applications models, tf.data pipeline and
-optimizer as the `keras` adapter (`mgbench.frameworks.keras.tf_trainer`), but the step is written out:
+optimizer as the `keras` adapter (`mgbench.frameworks.keras_tf.trainer`), but the step is written out:
 each replica takes its loss over its shard divided by the global batch, tape gradients, and the
 optimizer all-reduces (sums) them across replicas before the update.
 
@@ -18,7 +18,7 @@ from typing import Any
 import tensorflow as tf
 
 from mgbench.frameworks.keras import models as keras_models
-from mgbench.frameworks.keras.tf_trainer import StrategyTrainer
+from mgbench.frameworks.keras_tf.trainer import StrategyTrainer
 
 
 class CustomLoopTrainer(StrategyTrainer):

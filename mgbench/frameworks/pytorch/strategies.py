@@ -1,7 +1,7 @@
 """One small object per PyTorch data-parallel strategy: how it places processes on devices,
 wraps the model, computes the loss, exchanges gradients and metrics, and closes.
 
-The adapter (`mgbench.frameworks.torch.adapter`) holds everything strategies share (model,
+The adapter (`mgbench.frameworks.pytorch.adapter`) holds everything strategies share (model,
 data, autocast, prefetching, evaluation) and asks its strategy object wherever they differ,
 instead of comparing strategy names. Horovod's strategy lives beside its adapter.
 """

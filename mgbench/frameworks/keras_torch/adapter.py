@@ -44,9 +44,9 @@ from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
-from mgbench.frameworks.torch.adapter import DevicePrefetcher, TorchProcess
-from mgbench.frameworks.torch.compiling import compiled
-from mgbench.frameworks.torch.strategies import DistributedDataParallel
+from mgbench.frameworks.pytorch.adapter import DevicePrefetcher, TorchProcess
+from mgbench.frameworks.pytorch.compiling import compiled
+from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 

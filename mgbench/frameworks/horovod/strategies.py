@@ -1,9 +1,5 @@
-"""Horovod adapter over PyTorch: one process per device under `horovodrun` (NCCL on GPU, gloo on CPU).
-
-Everything but the gradient exchange is the PyTorch adapter's (same models, data, autocast and
-prefetching), so a difference between `pytorch/ddp` and `horovod/hvd` is Horovod's: its
-background thread negotiating which tensors are ready, fusing them into a buffer and
-all-reducing them, against DDP's buckets.
+"""Horovod's strategy over PyTorch: `hvd`, the process placement and gradient exchange the
+Horovod adapter asks its strategy object for (as the PyTorch adapter asks `pytorch.strategies`).
 
 - Process placement comes from `hvd.rank()`/`hvd.size()`; each process drives the GPU of its
   `hvd.local_rank()` (the CPU where there is none).
@@ -21,15 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import horovod
 import horovod.torch as hvd
 import torch
 from torch import nn
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.frameworks.torch.adapter import TorchTrainer
-from mgbench.frameworks.torch.strategies import Joined, TorchStrategy
+from mgbench.frameworks.pytorch.strategies import Joined, TorchStrategy
 
 
 class ContiguousGradients(hvd.Compression.none):
@@ -92,14 +86,3 @@ class Horovod(TorchStrategy):
 
     def close(self) -> None:
         hvd.shutdown()
-
-
-class HorovodTrainer(TorchTrainer):
-    def framework_versions(self) -> dict[str, str]:
-        controller = "gloo" if hvd.gloo_enabled() else "mpi"
-        allreduce = "nccl" if self.use_cuda and hvd.nccl_built() else controller
-        return {**super().framework_versions(), "horovod": horovod.__version__, "horovod_allreduce": allreduce}
-
-
-def create_trainer(strategy: str) -> HorovodTrainer:
-    return HorovodTrainer(strategy, Horovod())

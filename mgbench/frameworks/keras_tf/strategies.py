@@ -11,7 +11,7 @@ Input, the seeds' question of staging:
 - unstaged: host numpy arrays; each step slices them per replica and the step's own inputs
   are copied to the devices synchronously, inside the step (the seeds' slow baseline).
 Both cycle the same synthetic global batches in the same order, so they train identically.
-On real data both read the same tf.data pipeline (`tf_data.py`): staged distributes it,
+On real data both read the same tf.data pipeline (`keras_tf/data.py`): staged distributes it,
 unstaged iterates it on the host. `--data-on-device` (synthetic data) distributes the pool's
 batches once and cycles them where they landed (`resident_batches`): no copy at all.
 """

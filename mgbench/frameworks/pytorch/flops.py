@@ -16,7 +16,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from mgbench.common.models import ModelSpec
 from mgbench.common.work import ModelWork
-from mgbench.frameworks.torch.adapter import build_model
+from mgbench.frameworks.pytorch.models import build_model
 
 BATCH = 2
 """Images per counted step (training-mode batch-norm wants more than one); counts are per image."""
@@ -25,7 +25,7 @@ BATCH = 2
 def count_work(spec: ModelSpec, image_size: int) -> ModelWork:
     """Forward + backward FLOPs and saved activation elements of one image at `image_size` px."""
     with torch.device("meta"):
-        model = build_model(spec).train()
+        model = build_model(spec, image_size, "channels_first").train()
         images = torch.randn(BATCH, 3, image_size, image_size)
     parameters = {id(parameter) for parameter in model.parameters()}
     saved: dict[int, torch.Tensor] = {}

@@ -1,0 +1,1 @@
+"""Horovod over PyTorch: its strategy (DistributedOptimizer) around the PyTorch adapter."""

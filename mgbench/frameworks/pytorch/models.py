@@ -1,0 +1,48 @@
+"""The catalogue models in PyTorch: torchvision's architectures (random weights: nothing is
+downloaded) and their losses. Horovod trains these same modules, and `flops.py` counts their
+work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torchvision
+from torch import nn
+
+from mgbench.common.models import ModelSpec, model_builder
+
+
+def tiny(num_classes: int) -> nn.Module:
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, num_classes),
+    )
+
+
+BUILDERS: dict[str, Callable[[int], nn.Module]] = {
+    "densenet121": lambda classes: torchvision.models.densenet121(weights=None, num_classes=classes),
+    "resnet50": lambda classes: torchvision.models.resnet50(weights=None, num_classes=classes),
+    "inception_v3": lambda classes: torchvision.models.inception_v3(
+        weights=None, aux_logits=False, init_weights=True, num_classes=classes
+    ),
+    "tiny": tiny,
+}
+"""Each catalogue model PyTorch builds, from its number of outputs."""
+
+
+def build_model(spec: ModelSpec, image_size: int, data_format: str) -> nn.Module:
+    """The architecture for `spec`, in the memory format of `data_format` (torch's modules take
+    any image size)."""
+    model = model_builder(BUILDERS, spec, "pytorch")(spec.num_classes)
+    return model.to(memory_format=torch.channels_last if data_format == "channels_last" else torch.contiguous_format)
+
+
+def build_loss(spec: ModelSpec) -> nn.Module:
+    return nn.BCEWithLogitsLoss() if spec.loss == "sigmoid" else nn.CrossEntropyLoss()

@@ -1,0 +1,1 @@
+"""TensorFlow: a custom tf.distribute loop around the Keras family's models."""

@@ -1,1 +1,0 @@
-"""PyTorch family: the PyTorch adapter (DDP, DataParallel), Horovod over it, and the bandwidth worker."""

@@ -14,6 +14,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.metrics import gathered_metrics, mean_auc, split_metrics
 from mgbench.common.models import MODELS
 from mgbench.common.schedule import learning_rate_at
+from mgbench.common.workers import loader_workers
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import NIH_LABELS, multi_hot
 from mgbench.datasets.description import SPLITS
@@ -347,8 +348,6 @@ def test_rank_major_keys_cut_as_chainermn_scatters_are_each_ranks_shared_shard()
 
 
 def test_loader_workers_share_the_cores_and_leave_each_training_process_one(monkeypatch):
-    from mgbench.common.workers import loader_workers
-
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)))
     assert loader_workers(None, 1) == 15
     assert loader_workers(None, 2) == 7

@@ -22,12 +22,21 @@ The model, in the order a step meets it (weak scaling: the batch per device stay
   it is hidden up to a window of `overlap_share` x the step's compute, except the last bucket,
   which only exists once the backward has ended: exposed = max(total - window, last bucket).
   An exchange after the backward (XLA's, as its default GPU schedule runs it) is exposed whole.
-- **Overhead**: seconds every multi-device step adds beyond the exchange (synchronisation, the
-  framework's own work around collectives), zero unless fitted to a measured multi-device row.
+- **Host**: what one device's step spends waiting for its host (the one-device step less its
+  compute: the host launching the step, copying the batch, synchronising). With a process per
+  device (DDP, Horovod) every process does this for its own device beside the others, already
+  inside the one-device step. With one process for every device of a node (`Dispatch`, declared
+  per strategy in the framework registry: Keras over JAX's `jax.shard_map` over the local
+  devices) that process does it for each device in turn, so a node of G devices pays it G
+  times: (G - 1) x host more than one device does.
+- **Overhead**: seconds every multi-device step adds beyond the exchange and the host
+  (synchronisation, the framework's own work around collectives), zero unless fitted to a
+  measured multi-device row.
 - **Input**: a node whose data loaders deliver at most R images/sec caps the node at R.
 
-Step at N = one-device step + exposed all-reduce + overhead (N > 1); images/sec = N x batch /
-step, capped by the input; efficiency = images/sec over N x the one-device rate.
+Step at N = one-device step + exposed all-reduce + host of the further devices one process
+drives + overhead (N > 1); images/sec = N x batch / step, capped by the input; efficiency =
+images/sec over N x the one-device rate.
 """
 
 from __future__ import annotations
@@ -184,6 +193,39 @@ XLA_EXCHANGE = Exchange(
 
 
 @dataclass(frozen=True)
+class Dispatch:
+    """Which process does a device's host work each step (launching its step, copying its batch,
+    handling its buffers): a process of its own, beside the other devices' (`one_per_node`
+    False), or one process for every device of its node, in turn."""
+
+    name: str
+    one_per_node: bool
+    source: str
+    """How the strategy starts its processes, and where that is set."""
+
+    def devices_in_turn(self, devices: int, nodes: int) -> int:
+        """How many devices' host work one process does each step."""
+        return devices // nodes if self.one_per_node else 1
+
+    def describe(self) -> str:
+        return f"{self.name} ({'each device in turn' if self.one_per_node else 'each beside the others'})"
+
+
+PROCESS_PER_DEVICE = Dispatch(
+    "a process per device",
+    one_per_node=False,
+    source="torchrun, horovodrun and mpirun start one process per device (the default where a strategy declares none)",
+)
+ONE_PROCESS_PER_NODE = Dispatch(
+    "one process for a node's devices",
+    one_per_node=True,
+    source="JAX: one Python process drives every local device (jax.shard_map or keras.distribution over "
+    "jax.local_devices()); it shards every device's batch, launches every device's executable and handles "
+    "every device's buffers; across nodes, one process per node (jax.distributed)",
+)
+
+
+@dataclass(frozen=True)
 class CountProjection:
     """The model's step at one device count."""
 
@@ -196,18 +238,22 @@ class CountProjection:
     """The whole exchange of one step, hidden or not."""
     exposed_seconds: float
     """What of it the backward pass does not hide."""
+    host_seconds: float
+    """The host work of the further devices one process drives (zero with a process per device)."""
     overhead_seconds: float
     input_limited: bool
 
     @property
     def limiter(self) -> str:
         """What holds this count back: `input` when the loaders cap it; under the efficiency floor,
-        the larger of the exposed exchange (`communication`) and the fitted `overhead`; else `nothing`."""
+        the largest of the exposed exchange (`communication`), the one process's `host` work and the
+        fitted `overhead`; else `nothing`."""
         if self.input_limited:
             return "input"
         if self.efficiency >= EFFICIENCY_FLOOR:
             return "nothing"
-        return "communication" if self.exposed_seconds >= self.overhead_seconds else "overhead"
+        losses = {"communication": self.exposed_seconds, "host": self.host_seconds, "overhead": self.overhead_seconds}
+        return max(losses, key=losses.__getitem__)
 
 
 @dataclass(frozen=True)
@@ -227,12 +273,22 @@ class StepModel:
     input_images_per_sec_per_node: float | None = None
     """The most images/sec one node's loaders deliver (None: not a limit, or not measured)."""
     algorithms: tuple[Algorithm, ...] = ALGORITHMS
+    host_seconds: float = 0.0
+    """What the one-device step waits for its host (module doc): paid once more for each further
+    device one process drives (`dispatch`)."""
+    dispatch: Dispatch = PROCESS_PER_DEVICE
 
     def __post_init__(self) -> None:
         if self.one_device_step_seconds <= 0 or self.gradient_bytes <= 0 or self.exchange.bucket_bytes <= 0:
             raise ValueError("step time, gradient bytes and bucket size must be positive")
         if not 0 <= self.overlap_share <= 1:
             raise ValueError(f"overlap share must lie in [0, 1], got {self.overlap_share}")
+        if not 0 <= self.host_seconds <= self.one_device_step_seconds:
+            raise ValueError(f"host seconds must lie between zero and the step, got {self.host_seconds}")
+
+    def further_host_seconds(self, devices: int, nodes: int) -> float:
+        """The host work one process adds for the devices it drives beyond the first."""
+        return (self.dispatch.devices_in_turn(devices, nodes) - 1) * self.host_seconds
 
     def allreduce_seconds(self, interconnect: Interconnect, devices: int) -> tuple[float, float]:
         """The whole exchange of one step (every bucket) and its last bucket alone (the largest:
@@ -255,8 +311,9 @@ class StepModel:
         nodes = interconnect.nodes(devices)
         total, _ = self.allreduce_seconds(interconnect, devices)
         exposed = self.exposed_seconds(interconnect, devices)
+        host = self.further_host_seconds(devices, nodes)
         overhead = self.overhead_seconds if devices > 1 else 0.0
-        step = self.one_device_step_seconds + exposed + overhead
+        step = self.one_device_step_seconds + exposed + host + overhead
         images = devices * self.images_per_device / step
         cap = self.input_images_per_sec_per_node
         limited = cap is not None and images > nodes * cap
@@ -264,7 +321,7 @@ class StepModel:
             images = nodes * cap
             step = devices * self.images_per_device / images
         ideal = devices * self.images_per_device / self.one_device_step_seconds
-        return CountProjection(devices, nodes, step, images, images / ideal, total, exposed, overhead, limited)
+        return CountProjection(devices, nodes, step, images, images / ideal, total, exposed, host, overhead, limited)
 
     def with_overhead(self, seconds: float) -> StepModel:
         return replace(self, overhead_seconds=seconds)

@@ -21,7 +21,14 @@ from typing import Literal
 from mgbench.common.config import DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS
-from mgbench.common.projection import DDP_EXCHANGE, HOROVOD_EXCHANGE, XLA_EXCHANGE, Exchange
+from mgbench.common.projection import (
+    DDP_EXCHANGE,
+    HOROVOD_EXCHANGE,
+    ONE_PROCESS_PER_NODE,
+    XLA_EXCHANGE,
+    Dispatch,
+    Exchange,
+)
 from mgbench.common.protocol import Adapter
 from mgbench.frameworks.keras.environment import jax_variables, tensorflow_variables, torch_variables
 
@@ -155,6 +162,9 @@ class StrategySpec:
     exchange: Exchange | None = None
     """How its gradients reach the all-reduce, for `mgbench project` (None: not declared, projected
     as DDP's buckets)."""
+    dispatch: Dispatch | None = None
+    """Which process does each device's host work, for `mgbench project` (None: not declared,
+    projected as a process per device)."""
 
     def refusal(self, config: RunConfig) -> str | None:
         if config.device_kind == "cpu" and config.devices > 1 and self.cpu_multi_device_note:
@@ -406,12 +416,14 @@ KERAS_JAX = FrameworkSpec(
             "Keras 3 over JAX, keras.distribution.DataParallel: Keras' jitted step on a held state, "
             "batches sharded onto the devices one step ahead",
             exchange=XLA_EXCHANGE,
+            dispatch=ONE_PROCESS_PER_NODE,
         ),
         StrategySpec(
             "jax-dp-on-batch",
             "inprocess",
             "as jax-dp, but model.train_on_batch on the pre-sharded batches (variables synced every step)",
             exchange=XLA_EXCHANGE,
+            dispatch=ONE_PROCESS_PER_NODE,
         ),
         StrategySpec(
             "jax-shard-map",
@@ -420,6 +432,7 @@ KERAS_JAX = FrameworkSpec(
             "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean; "
             "staged: each batch sharded onto the devices one step ahead, from page-locked host memory",
             exchange=XLA_EXCHANGE,
+            dispatch=ONE_PROCESS_PER_NODE,
         ),
         StrategySpec(
             "jax-shard-map-unstaged",
@@ -427,6 +440,7 @@ KERAS_JAX = FrameworkSpec(
             "as jax-shard-map, each batch sharded onto the devices from host arrays when the step takes it",
             no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
             exchange=XLA_EXCHANGE,
+            dispatch=ONE_PROCESS_PER_NODE,
         ),
     ),
     import_names=("keras", "jax"),

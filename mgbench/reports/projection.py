@@ -16,6 +16,10 @@ device counts. A series' inputs:
 - the exchange: how the row's strategy hands its gradients to the all-reduce, as the registry
   declares it (DDP's buckets where it declares none), with the registry's count of the model's
   trainable tensors;
+- the host: the smallest row's step less its exposed exchange, its compute and, where the
+  loaders were the limit, its input wait (which the input cap carries): what its device waited
+  for its host; split over its devices where one process drove several; and which process does
+  it, as the registry declares it (a process per device where it declares none);
 - the input per node: a real-data row's images/sec where its input wait shows the loaders were
   the limit, a lower bound where they kept up, not measured on synthetic data.
 
@@ -43,7 +47,9 @@ from mgbench.common.models import MODELS
 from mgbench.common.projection import (
     DDP_EXCHANGE,
     EFFICIENCY_FLOOR,
+    PROCESS_PER_DEVICE,
     CountProjection,
+    Dispatch,
     Exchange,
     Interconnect,
     Link,
@@ -139,6 +145,26 @@ def strategy_exchange(row: pd.Series) -> tuple[Exchange, str]:
     return (declared, "declared by the strategy") if declared else (DDP_EXCHANGE, "not declared: DDP's assumed")
 
 
+def step_shares(row: pd.Series) -> tuple[float, float, str]:
+    """The row's compute and input-wait shares of its step, and where they come from: its
+    breakdown, else its input wait with the rest of the step taken as compute."""
+    if has_breakdown(row["breakdown"]):
+        return row["breakdown"]["compute"], row["breakdown"]["input_wait"], "breakdown"
+    wait = row["input_wait_fraction"] or 0.0
+    return 1 - wait, wait, "step less input wait"
+
+
+def strategy_dispatch(row: pd.Series) -> tuple[Dispatch, str]:
+    """Which process the row's strategy declares does each device's host work, and whether it declared it."""
+    try:
+        declared = framework_spec(row["framework"]).strategy(row["strategy"]).dispatch
+    except UsageError:
+        declared = None
+    if declared:
+        return declared, "declared by the strategy"
+    return PROCESS_PER_DEVICE, "not declared: a process per device assumed"
+
+
 def input_rate(rows: pd.DataFrame) -> InputRate:
     real = rows[rows["dataset"] != "synthetic"]
     if real.empty:
@@ -166,6 +192,7 @@ def _count_record(point: CountProjection, epoch_images: int, unfitted: CountProj
         "epoch_seconds": epoch_images / point.images_per_sec,
         "allreduce_seconds": point.allreduce_seconds,
         "exposed_seconds": point.exposed_seconds,
+        "host_seconds": point.host_seconds,
         "overhead_seconds": point.overhead_seconds,
         "limiter": point.limiter,
         "unfitted_efficiency": unfitted.efficiency,
@@ -182,6 +209,7 @@ class SeriesInputs:
     overlap_source: str
     compute_source: str
     exchange_source: str
+    dispatch_source: str
     input: InputRate
 
     def efficiency(self, row: pd.Series) -> float:
@@ -199,6 +227,13 @@ class SeriesInputs:
             "one_device_step_source": "measured" if base["devices"] == 1 else f"modelled from {base['run_id']}",
             "compute_seconds": model.compute_seconds,
             "compute_source": self.compute_source,
+            "host_seconds": model.host_seconds,
+            "dispatch": {
+                "name": model.dispatch.name,
+                "one_per_node": model.dispatch.one_per_node,
+                "text": model.dispatch.describe(),
+                "source": f"{self.dispatch_source}: {model.dispatch.source}",
+            },
             "overlap_share": model.overlap_share,
             "overlap_source": self.overlap_source,
             "tensors": model.tensors,
@@ -226,36 +261,40 @@ def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect) -> SeriesI
     overlap, overlap_source = (
         (profiled[0][0], f"measured on {profiled[0][1]}") if profiled else (ASSUMED_OVERLAP, "assumed")
     )
-    if has_breakdown(base["breakdown"]):
-        compute_share, compute_source = base["breakdown"]["compute"], "breakdown"
-    else:
-        compute_share, compute_source = 1 - (base["input_wait_fraction"] or 0), "step less input wait"
+    compute_share, wait_share, compute_source = step_shares(base)
     parameters = trainable_parameters(base)
     gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAM
     exchange, exchange_source = strategy_exchange(base)
+    dispatch, dispatch_source = strategy_dispatch(base)
     tensors = trainable_tensors(base)
     rate = input_rate(rows)
-    base_step = int(base["devices"]) * batch / base["images_per_sec"]
+    devices = int(base["devices"])
+    base_step = devices * batch / base["images_per_sec"]
     exposed = StepModel(
         base_step, compute_share * base_step, overlap, gradient_bytes, batch, exchange, tensors
-    ).exposed_seconds(here, int(base["devices"]))
+    ).exposed_seconds(here, devices)
     if exposed >= base_step:
         raise UsageError(
             f"{base['run_id']}: the in-node links given cannot carry its exchange within its measured step; "
             "give the links it ran on (its run folder's bandwidth.json)"
         )
-    one_device = base_step - exposed
+    step = base_step - exposed
+    loaders = wait_share if rate.kind == "limit" else 0.0
+    in_turn = dispatch.devices_in_turn(devices, 1)
+    host = (1 - compute_share - loaders) * step / in_turn
     model = StepModel(
-        one_device,
-        compute_share * one_device,
+        step - (in_turn - 1) * host,
+        compute_share * step,
         overlap,
         gradient_bytes,
         batch,
         exchange,
         tensors,
         input_images_per_sec_per_node=rate.images_per_sec_per_node if rate.kind == "limit" else None,
+        host_seconds=host,
+        dispatch=dispatch,
     )
-    return SeriesInputs(model, base, parameters, overlap_source, compute_source, exchange_source, rate)
+    return SeriesInputs(model, base, parameters, overlap_source, compute_source, exchange_source, dispatch_source, rate)
 
 
 def project_series(
@@ -346,7 +385,8 @@ def assumptions(target: Interconnect, epoch_images: int) -> str:
         f"within a node {target.within.name} ({target.within.bus_bytes_per_second / GB:g} GB/s){across}, "
         f"{target.gpus_per_node} GPUs a node; an exchange beside the backward hides behind the compute from the "
         f"first bucket (measured where a multi-device row was profiled, else {ASSUMED_OVERLAP:.0%} of it), but for "
-        f"the last bucket, one after the backward not at all; "
+        f"the last bucket, one after the backward not at all; a process driving several devices pays the "
+        f"one-device step's host time (the step less its compute) once for each; "
         f"input per node as measured on real data, unlimited on synthetic; epoch of {epoch_images:,} images; "
         f"efficiency floor {EFFICIENCY_FLOOR:.0%}"
     )
@@ -441,7 +481,9 @@ def series_notes(series: dict[str, Any]) -> list[str]:
         f"gradients {inputs['gradient_bytes'] / 1e6:.3g} MB in {inputs['tensors']} tensors, exchanged as "
         f"{inputs['exchange']['text']}, which can hide behind "
         f"{inputs['overlap_share']:.0%} of the compute ({inputs['overlap_source']}), "
-        + InputRate(rate["kind"], rate["images_per_sec_per_node"]).text()
+        + InputRate(rate["kind"], rate["images_per_sec_per_node"]).text(),
+        f"host: the one-GPU step less its compute ({inputs['compute_source']}) and the loaders' wait where they "
+        f"limit, {inputs['host_seconds'] * 1e3:.2f} ms, done by {inputs['dispatch']['text']}",
     ]
     notes += [
         f"calibration: {check['devices']} GPUs measured {check['measured_efficiency']:.1%}, the model before "

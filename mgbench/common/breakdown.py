@@ -22,7 +22,7 @@ rather than of the profiled one, which the profiler itself may have lengthened.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 COMPUTE = "compute"
@@ -213,17 +213,18 @@ def mean_shares(per_device: Iterable[dict[str, float]]) -> dict[str, float]:
     return {name: sum(device[name] for device in devices) / len(devices) for name in CATEGORIES}
 
 
-def bottleneck(shares: dict[str, float]) -> str:
-    """The category holding the step back: `compute` when compute holds at least COMPUTE_BOUND
-    of the step and no other share is MATERIAL, else the largest share other than compute.
+def bottleneck(shares: dict[str, float], categories: Sequence[str] = CATEGORIES, work: str = COMPUTE) -> str:
+    """The category holding the step back: `work` (compute) when it holds at least COMPUTE_BOUND
+    of the step and no other share is MATERIAL, else the largest share other than it.
 
     So a step of 88% compute and 6% idle is compute-bound (removing all the idle time would
     gain 7%), one of 83% compute and 14% idle is host-bound, and wherever compute is under
     COMPUTE_BOUND the largest of what is not compute is what stands between the row and its
-    device-busy ceiling (`device_ceiling`)."""
-    largest = max((name for name in CATEGORIES if name != COMPUTE), key=lambda name: shares[name])
-    if shares[COMPUTE] >= COMPUTE_BOUND and shares[largest] < MATERIAL:
-        return COMPUTE
+    device-busy ceiling (`device_ceiling`). Host timing's phases take the same rule with the
+    step call as the work (`reports.readings.held_back`)."""
+    largest = max((name for name in categories if name != work), key=lambda name: shares[name])
+    if shares[work] >= COMPUTE_BOUND and shares[largest] < MATERIAL:
+        return work
     return largest
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, COMPUTE_BOUND, MATERIAL
+from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, bottleneck
 from mgbench.common.timing import HOST_PHASES
 from mgbench.common.work import MEASURED
 
@@ -90,13 +90,9 @@ def has_host_timing(value: object) -> bool:
 
 
 def host_bottleneck(shares: dict[str, float]) -> str:
-    """`breakdown.bottleneck`'s rule on host timing, the step call in compute's place: `step` when
-    it holds at least COMPUTE_BOUND of the host's time and no other phase is MATERIAL, else the
-    largest other phase. So both readings of a row name its bottleneck alike."""
-    largest = max((name for name in HOST_PHASES if name != "step"), key=lambda name: shares[name])
-    if shares["step"] >= COMPUTE_BOUND and shares[largest] < MATERIAL:
-        return "step"
-    return largest
+    """`breakdown.bottleneck`'s rule on host timing, the step call in compute's place, so both
+    readings of a row name its bottleneck alike."""
+    return bottleneck(shares, HOST_PHASES, "step")
 
 
 def held_back(row: pd.Series) -> HeldBack | None:

@@ -34,15 +34,15 @@ class Augmentation:
     def for_input(cls, input_size: int, bit_depth: int | None = None) -> Augmentation:
         return cls(crop=input_size, resize=round(input_size * RESIZE_PER_CROP), bit_depth=bit_depth)
 
-    def _window(self, image: Image.Image, left: int, top: int) -> Image.Image:
+    def _window(self, image: Image.Image, resized: tuple[int, int], left: int, top: int) -> Image.Image:
         """The crop x crop window at (left, top) of `image` resized to `resize` on its shorter side.
 
         Only the window is resized (Pillow's `box`): the same source coordinates and filter as
         resizing the whole image and cropping it, pixel values within rounding, at a fraction of
         the work; decoding and resizing are what the host spends per image, and a fast step on a
-        class folder of JPEGs waits for them. An image already at `resize` is cropped as it is."""
+        class folder of JPEGs waits for them. `resized` is the image's `resized_size`; an image
+        already at it is cropped as it is."""
         width, height = image.size
-        resized = self.resized_size(width, height)
         if resized == image.size:
             return image.crop((left, top, left + self.crop, top + self.crop))
         x_scale, y_scale = width / resized[0], height / resized[1]
@@ -57,11 +57,11 @@ class Augmentation:
     def train_pixels(self, path: str, seed: int, epoch: int, index: int) -> np.ndarray:
         """(crop, crop, 3) uint8: random crop and flip drawn from (seed, epoch, index)."""
         image = open_image(path, self.bit_depth)
-        width, height = self.resized_size(*image.size)
+        resized = self.resized_size(*image.size)
         rng = np.random.default_rng([seed, epoch, index])
-        left = int(rng.integers(0, width - self.crop + 1))
-        top = int(rng.integers(0, height - self.crop + 1))
-        image = self._window(image, left, top)
+        left = int(rng.integers(0, resized[0] - self.crop + 1))
+        top = int(rng.integers(0, resized[1] - self.crop + 1))
+        image = self._window(image, resized, left, top)
         if rng.random() < 0.5:
             image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
         return rgb_pixels(image)
@@ -69,8 +69,8 @@ class Augmentation:
     def eval_pixels(self, path: str) -> np.ndarray:
         """(crop, crop, 3) uint8: the centre crop."""
         image = open_image(path, self.bit_depth)
-        width, height = self.resized_size(*image.size)
-        return rgb_pixels(self._window(image, (width - self.crop) // 2, (height - self.crop) // 2))
+        resized = self.resized_size(*image.size)
+        return rgb_pixels(self._window(image, resized, (resized[0] - self.crop) // 2, (resized[1] - self.crop) // 2))
 
     def train(self, path: str, seed: int, epoch: int, index: int) -> np.ndarray:
         """(3, crop, crop) float32: `train_pixels`, normalised."""

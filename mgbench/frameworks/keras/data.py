@@ -5,7 +5,9 @@ Which samples a process reads (the epoch's permutation and its shard of each glo
 `Augmentation.train_pixels`; centre crop for evaluation) are the shared `datasets/` layer's, so
 every framework does identical work on identical samples. What is Keras' here is the loading
 mechanics: `keras.utils.PyDataset` with `workers` and `use_multiprocessing`, run by the ordered
-enqueuer that `fit` runs it through (keras-jax, keras-torch). keras-tf and tensorflow build a
+enqueuer that `fit` runs it through (keras-jax, keras-torch). Its worker processes hand each
+batch's pixels over through a file in shared memory rather than pickled through the enqueuer's
+pipe (`handoff.py`). keras-tf and tensorflow build a
 tf.data pipeline over the same sample keys instead (`keras_tf/data.py`).
 
 Loaders hand out uint8 NHWC pixels (a quarter of float32's bytes through the worker queues and
@@ -34,6 +36,7 @@ from mgbench.datasets.description import DatasetDescription, Split
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras.handoff import HandOff
 
 HostBatch = tuple[np.ndarray, np.ndarray]
 UNSTAGED_SUFFIX = "-unstaged"
@@ -62,7 +65,20 @@ def sample_keys(
             yield from ((epoch, index) for index in batch)
 
 
-class TrainBatches(keras.utils.PyDataset):
+class Batches(keras.utils.PyDataset):
+    """A PyDataset of uint8 pixel batches, run by `workers` processes (a thread without them),
+    whose pixels reach the training process through shared memory when `handoff` is set."""
+
+    def __init__(self, workers: int):
+        super().__init__(workers=max(1, workers), use_multiprocessing=workers > 0, max_queue_size=2 * max(1, workers))
+        self.handoff: HandOff | None = None
+
+    def batch(self, pixels: list[np.ndarray], targets: np.ndarray) -> HostBatch:
+        images = np.stack(pixels)
+        return (self.handoff.shared(images) if self.handoff else images), targets
+
+
+class TrainBatches(Batches):
     """Item b: this shard of global batch b of the epoch as uint8 pixels and targets.
 
     With `epoch` set, the items are that epoch's batches; with `epoch=None` the dataset is
@@ -70,7 +86,7 @@ class TrainBatches(keras.utils.PyDataset):
     stream through the epochs and its workers never restart."""
 
     def __init__(self, split: Split, augmentation: Augmentation, config: RunConfig, shard: Shard, workers: int):
-        super().__init__(workers=max(1, workers), use_multiprocessing=workers > 0, max_queue_size=2 * max(1, workers))
+        super().__init__(workers)
         self.split, self.augmentation, self.shard = split, augmentation, shard
         self.global_batch, self.seed = config.global_batch, config.seed
         self.steps = len(split) // config.global_batch
@@ -91,24 +107,24 @@ class TrainBatches(keras.utils.PyDataset):
         epoch, batch = (self.epoch, item) if self.epoch is not None else divmod(item, self.steps)
         indices = self.indices(epoch, batch)
         pixels = [self.augmentation.train_pixels(self.split.files[i], self.seed, epoch, i) for i in indices]
-        return np.stack(pixels), self.split.targets[indices]
+        return self.batch(pixels, self.split.targets[indices])
 
 
-class EvalBatches(keras.utils.PyDataset):
+class EvalBatches(Batches):
     """Item b: batch b of the given images of a split, centre-cropped, as uint8 pixels and targets."""
 
-    def __init__(self, split: Split, augmentation: Augmentation, indices: list[int], batch: int, workers: int):
-        super().__init__(workers=max(1, workers), use_multiprocessing=workers > 0, max_queue_size=2 * max(1, workers))
-        self.split, self.augmentation, self.indices, self.batch = split, augmentation, indices, batch
+    def __init__(self, split: Split, augmentation: Augmentation, indices: list[int], size: int, workers: int):
+        super().__init__(workers)
+        self.split, self.augmentation, self.indices, self.size = split, augmentation, indices, size
 
     @property
     def num_batches(self) -> int:
-        return -(-len(self.indices) // self.batch)
+        return -(-len(self.indices) // self.size)
 
     def __getitem__(self, item: int) -> HostBatch:
-        indices = self.indices[item * self.batch : (item + 1) * self.batch]
+        indices = self.indices[item * self.size : (item + 1) * self.size]
         pixels = [self.augmentation.eval_pixels(self.split.files[i]) for i in indices]
-        return np.stack(pixels), self.split.targets[indices]
+        return self.batch(pixels, self.split.targets[indices])
 
 
 def clean_worker_start() -> None:
@@ -125,17 +141,22 @@ def clean_worker_start() -> None:
         multiprocessing.set_start_method("forkserver", force=True)
 
 
-def enqueued(dataset: keras.utils.PyDataset) -> Iterator[HostBatch]:
+def enqueued(dataset: Batches) -> Iterator[HostBatch]:
     """The dataset's batches in order through Keras' own data adapter (the ordered enqueuer with
-    its worker pool that `fit` runs a PyDataset through), stopped when the iterator is."""
+    its worker pool that `fit` runs a PyDataset through), stopped when the iterator is; worker
+    processes hand their pixels over through shared memory (`handoff`)."""
     if dataset.use_multiprocessing:
         clean_worker_start()
+        dataset.handoff = HandOff()
     adapter = PyDatasetAdapter(dataset, shuffle=False)
     adapter.on_epoch_begin()
     try:
-        yield from adapter.get_numpy_iterator()
+        for images, targets in adapter.get_numpy_iterator():
+            yield np.asarray(images), targets
     finally:
         adapter.on_epoch_end()
+        if dataset.handoff:
+            dataset.handoff.close()
 
 
 class RealData:

@@ -28,7 +28,8 @@ Input staging: the strategies above are staged (batch k+1 sharded onto the devic
 runs); `jax-shard-map-unstaged` shards each batch from host arrays when the step takes it.
 Real data (`--dataset`) is read by `keras.utils.PyDataset` with worker processes (`data.py`):
 uint8 pixels of the global batch, sharded over the devices as the synthetic batches are (device
-d holds the shared shard of rank d) and normalised there by one compiled function.
+d holds the shared shard of rank d) and normalised there by one compiled function; staged, the
+batches are placed on a thread of their own (`common/ahead.py`), two ahead of the step.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import jaxlib
 import keras
 import numpy as np
 
+from mgbench.common.ahead import Ahead
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
@@ -63,6 +65,9 @@ Batch = TypeVar("Batch")
 
 DeviceState = tuple[list[jax.Array], ...]
 BATCH_AXIS = "batch"
+PLACED_AHEAD = 2
+"""Real-data batches placed on the devices ahead of the step when staged: one ready for the next
+step while the one after it is copied."""
 
 
 class JaxDataParallelTrainer(Adapter):
@@ -227,9 +232,11 @@ class JaxDataParallelTrainer(Adapter):
         return self.normalise(pixels), targets
 
     def _fed(self, host: Iterator[data.HostBatch]) -> Iterator[DeviceBatch]:
-        """Loader batches placed one step ahead (staged) or when the step takes them."""
+        """Loader batches placed ahead of the step on a thread of their own (staged: a numpy
+        batch's `device_put` copies it through a staging buffer, which would otherwise lengthen
+        every step), or on the training thread when the step takes them (unstaged)."""
         placed = (self._placed(batch) for batch in host)
-        return one_ahead(placed) if self.staged else placed
+        return Ahead(placed, depth=PLACED_AHEAD) if self.staged else placed
 
     def steps_per_epoch(self) -> int:
         return self.real.steps_per_epoch()

@@ -36,6 +36,7 @@ import keras
 import numpy as np
 import torch
 
+from mgbench.common.ahead import Ahead
 from mgbench.common.config import MOMENTUM, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import ModelInfo
@@ -114,11 +115,12 @@ class KerasTorchTrainer(TorchProcess):
         return DevicePrefetcher(itertools.cycle(pinned), self.device, self.channels_last)
 
     def _fed(self, host: Iterator[data.HostBatch]) -> Iterator[Batch]:
-        """Loader batches on the device in Keras' layout: pinned and copied one step ahead on a
-        side stream when staged on GPUs, else copied when the step takes them."""
+        """Loader batches on the device in Keras' layout: staged on GPUs, pinned on a thread of
+        their own (as torch's DataLoader pins) and copied one step ahead on a side stream; else
+        copied when the step takes them."""
         tensors = (self._to_tensors(batch) for batch in host)
         if self.use_cuda and self.staged:
-            pinned = ((images.pin_memory(), labels.pin_memory()) for images, labels in tensors)
+            pinned = Ahead((images.pin_memory(), labels.pin_memory()) for images, labels in tensors)
             placed = DevicePrefetcher(pinned, self.device, self.channels_last)
         else:
             placed = (self._to_device(batch) for batch in tensors)

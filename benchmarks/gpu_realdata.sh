@@ -14,6 +14,9 @@
 #   chainer         chainer ResNet-50 (fp32, channels_first, no cuDNN on CuPy 14) PNGs vs synthetic
 # bf16, channels_last, 128 per GPU, --gpus 1,N (N: the machine's GPUs). Scale with STEPS, BATCH,
 # IMAGES (PNGs, default 6000: runs by --steps read them epoch after epoch), JPEG_CLASSES.
+# ROUNDS=R (default 1) runs each part's synthetic and real compares R times, alternating, and
+# the table compares their medians: eager steps bound by the host wander by several percent
+# from one run to the next on these machines.
 set -uo pipefail
 source benchmarks/gpu_env.sh
 N=$(python3 -c 'import torch; print(torch.cuda.device_count())')
@@ -22,7 +25,7 @@ PNG=/tmp/chestxray-264 JPEG=/tmp/jpeg-folder
 JOB="--gpus $GPUS --precision bf16 --batch-per-gpu ${BATCH:-128} --steps ${STEPS:-50} --timeout 400 --profile 0"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
-nproc
+nproc; lscpu | grep -E "^Model name|^Thread|^Core|^Socket"; df -h /dev/shm | tail -1
 
 pngs() { [ -d $PNG ] || python3 -m mgbench make-sample-chestxray $PNG --n "${IMAGES:-6000}" --size 264 | tail -1; }
 jpegs() { [ -d $JPEG ] || python3 benchmarks/make_jpeg_folder.py $JPEG --classes "${JPEG_CLASSES:-100}" --per-class 60; }
@@ -32,6 +35,15 @@ compare() {
   rm -rf runs/rd-$name
   python3 -m mgbench compare $JOB --dataset "$dataset" --out runs/rd-$name "$@" >"$OUT/rd-$name.log" 2>&1 \
     || grep -h "rror" "$OUT/rd-$name.log" | tail -3
+}
+# rounds NAME DATASET... -- ARGS...: each dataset's compare as NAME-<dataset>-r<round>, the
+# datasets alternating within each of ROUNDS rounds
+rounds() {
+  local name=$1 datasets=(); shift
+  while [ "$1" != "--" ]; do datasets+=("$1"); shift; done; shift
+  for round in $(seq "${ROUNDS:-1}"); do
+    for data in "${datasets[@]}"; do compare "$name-${data%%:*}-r$round" "$data" "$@"; done
+  done
 }
 # table PART FOLDERS...: the part's rows side by side, and each real row's share of synthetic
 table() {
@@ -44,43 +56,31 @@ for part in ${PARTS:-densenet-torch horovod}; do
   case $part in
   densenet-torch)
     pngs
-    for data in "synthetic" "chestxray:$PNG"; do
-      compare "dt-${data%%:*}" "$data" --frameworks pytorch,keras-torch --strategies ddp,ddp-unstaged --model densenet121
-    done
+    rounds dt synthetic "chestxray:$PNG" -- --frameworks pytorch,keras-torch --strategies ddp,ddp-unstaged --model densenet121
     table $part runs/rd-dt-* ;;
   horovod)
     pngs
     MGBENCH_WHEELHOUSE=$PWD/.wheelhouse HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_BUILD_CUDA_CC_LIST=90 \
       bash scripts/build_horovod.sh python3 /tmp/site >"$OUT/horovod-build.log" 2>&1 || { tail -20 "$OUT/horovod-build.log"; continue; }
-    for data in "synthetic" "chestxray:$PNG"; do
-      compare "hv-${data%%:*}" "$data" --frameworks horovod --model densenet121
-    done
+    rounds hv synthetic "chestxray:$PNG" -- --frameworks horovod --model densenet121
     table $part runs/rd-hv-* ;;
   densenet-jax)
     pngs
-    for data in "synthetic" "chestxray:$PNG"; do
-      compare "dj-${data%%:*}" "$data" --frameworks keras-jax --strategies jax-shard-map,jax-shard-map-unstaged --model densenet121
-    done
+    rounds dj synthetic "chestxray:$PNG" -- --frameworks keras-jax --strategies jax-shard-map,jax-shard-map-unstaged --model densenet121
     table $part runs/rd-dj-* ;;
   resnet-jax)
     jpegs
-    for data in "synthetic" "imagefolder:$JPEG"; do
-      compare "rj-${data%%:*}" "$data" --frameworks keras-jax --model resnet50
-    done
+    rounds rj synthetic "imagefolder:$JPEG" -- --frameworks keras-jax --model resnet50
     table $part runs/rd-rj-* ;;
   resnet-torch)
     jpegs
-    for data in "synthetic" "imagefolder:$JPEG"; do
-      compare "rt-${data%%:*}" "$data" --frameworks pytorch --model resnet50
-      compare "rtc-${data%%:*}" "$data" --frameworks pytorch --model resnet50 --compile reduce-overhead
-    done
+    rounds rt synthetic "imagefolder:$JPEG" -- --frameworks pytorch --model resnet50
+    rounds rtc synthetic "imagefolder:$JPEG" -- --frameworks pytorch --model resnet50 --compile reduce-overhead
     table $part runs/rd-rt-* runs/rd-rtc-* ;;
   chainer)
     pngs
-    for data in "synthetic" "chestxray:$PNG"; do
-      compare "ch-${data%%:*}" "$data" --frameworks chainer --model resnet50 --precision fp32 \
-        --data-format channels_first --batch-per-gpu 64 --steps 20
-    done
+    rounds ch synthetic "chestxray:$PNG" -- --frameworks chainer --model resnet50 --precision fp32 \
+      --data-format channels_first --batch-per-gpu 64 --steps 20
     table $part runs/rd-ch-* ;;
   *) echo "unknown part $part" ;;
   esac

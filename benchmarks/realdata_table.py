@@ -1,8 +1,9 @@
 """The rows of run folders side by side, real data against synthetic: `python3
 benchmarks/realdata_table.py RUN_DIR...`. One line per row (framework, strategy, model,
-dataset, compile mode, img/s, input wait, loader and its workers), then for each real-data row
-its throughput as a share of the synthetic row of the same framework, strategy, model,
-compile mode and device count, when one of the folders holds it.
+dataset, compile mode, img/s, input wait, loader and its workers); then, per framework,
+strategy, model, compile mode, device count and dataset, the median img/s over the folders'
+runs (rounds of one call) with their lowest and highest; then each real dataset's median as a
+share of the synthetic median of the same key.
 """
 
 from __future__ import annotations
@@ -26,18 +27,33 @@ def rows(folders: list[str]) -> pd.DataFrame:
     return frame
 
 
+def medians(frame: pd.DataFrame) -> pd.DataFrame:
+    """Median, lowest and highest img/s and the median input wait of each key's ok runs per dataset."""
+    ok = frame[frame["status"] == "ok"]
+    grouped = ok.groupby([*KEY, "dataset"], dropna=False)
+    return grouped.agg(
+        runs=("images_per_sec", "size"),
+        median=("images_per_sec", "median"),
+        lowest=("images_per_sec", "min"),
+        highest=("images_per_sec", "max"),
+        input_wait=("input_wait_fraction", "median"),
+    ).reset_index()
+
+
 def main(folders: list[str]) -> None:
     frame = rows(folders)
     shown = frame[[*KEY, "dataset", "status", "images_per_sec", "input_wait_fraction", "loader", "loader_workers"]]
     print(shown.to_string(index=False, float_format=lambda value: f"{value:.3f}"))
-    ok = frame[frame["status"] == "ok"]
-    synthetic = ok[ok["dataset"] == "synthetic"].set_index(KEY)["images_per_sec"]
-    for _, row in ok[ok["dataset"] != "synthetic"].iterrows():
+    summary = medians(frame)
+    print(summary.to_string(index=False, float_format=lambda value: f"{value:.3f}"))
+    synthetic = summary[summary["dataset"] == "synthetic"].set_index(KEY)["median"]
+    for _, row in summary[summary["dataset"] != "synthetic"].iterrows():
         key = tuple(row[column] for column in KEY)
         if key in synthetic.index:
-            share = row["images_per_sec"] / synthetic.loc[key]
+            share = row["median"] / synthetic.loc[key]
             print(
-                f"{' '.join(map(str, key))} {row['dataset']}: {row['images_per_sec']:.0f} img/s = {share:.1%} of synthetic"
+                f"{' '.join(map(str, key))} {row['dataset']}: median {row['median']:.0f} img/s over {row['runs']} "
+                f"run(s) = {share:.1%} of synthetic's {synthetic.loc[key]:.0f}"
             )
 
 

@@ -6,7 +6,7 @@
 # PARTS picks what runs (each part's real and synthetic rows come from the same call; a part
 # fits one 10-minute call on its own, two or three together where noted):
 #   densenet-torch  DenseNet-121 on ChestX-ray14-layout PNGs (264 px) vs synthetic: pytorch and
-#                   keras-torch, staged `ddp` and `ddp-unstaged`
+#                   keras-torch, staged `ddp` and `ddp-unstaged` (TORCH_STRATEGIES=ddp: staged only)
 #   horovod         builds Horovod's NCCL flavour (~90 s), then DenseNet-121 PNGs vs synthetic
 #   densenet-jax    keras-jax DenseNet-121 PNGs vs synthetic, `jax-shard-map` and its -unstaged
 #   resnet-jax      keras-jax ResNet-50 on an ImageNet-style JPEG class folder vs synthetic
@@ -56,7 +56,8 @@ for part in ${PARTS:-densenet-torch horovod}; do
   case $part in
   densenet-torch)
     pngs
-    rounds dt synthetic "chestxray:$PNG" -- --frameworks pytorch,keras-torch --strategies ddp,ddp-unstaged --model densenet121
+    rounds dt synthetic "chestxray:$PNG" -- --frameworks pytorch,keras-torch --strategies "${TORCH_STRATEGIES:-ddp,ddp-unstaged}" \
+      --model densenet121
     table $part runs/rd-dt-* ;;
   horovod)
     pngs

@@ -8,6 +8,8 @@
 #   densenet-torch  DenseNet-121 on ChestX-ray14-layout PNGs (264 px) vs synthetic: pytorch and
 #                   keras-torch, staged `ddp` and `ddp-unstaged` (TORCH_STRATEGIES=ddp: staged only)
 #   horovod         builds Horovod's NCCL flavour (~90 s), then DenseNet-121 PNGs vs synthetic
+#   densenet-workers  builds Horovod, then pytorch and horovod DenseNet-121 PNGs vs synthetic with
+#                   the default loader workers and with each of WORKER_COUNTS (default 4)
 #   densenet-jax    keras-jax DenseNet-121 PNGs vs synthetic, `jax-shard-map` and its -unstaged
 #   resnet-jax      keras-jax ResNet-50 on an ImageNet-style JPEG class folder vs synthetic
 #   resnet-torch    pytorch ResNet-50 JPEG folder vs synthetic, eager and --compile reduce-overhead
@@ -29,6 +31,12 @@ nproc; lscpu | grep -E "^Model name|^Thread|^Core|^Socket"; df -h /dev/shm | tai
 
 pngs() { [ -d $PNG ] || python3 -m mgbench make-sample-chestxray $PNG --n "${IMAGES:-6000}" --size 264 | tail -1; }
 jpegs() { [ -d $JPEG ] || python3 benchmarks/make_jpeg_folder.py $JPEG --classes "${JPEG_CLASSES:-100}" --per-class 60; }
+# horovod: Horovod's NCCL flavour built into /tmp/site once, its log in $OUT
+horovod() {
+  python3 -c "import horovod.torch" 2>/dev/null && return
+  MGBENCH_WHEELHOUSE=$PWD/.wheelhouse HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_BUILD_CUDA_CC_LIST=90 \
+    bash scripts/build_horovod.sh python3 /tmp/site >"$OUT/horovod-build.log" 2>&1 || { tail -20 "$OUT/horovod-build.log"; return 1; }
+}
 # compare NAME DATASET ARGS...: one compare into runs/rd-NAME, its output in $OUT/NAME.log
 compare() {
   local name=$1 dataset=$2; shift 2
@@ -60,11 +68,16 @@ for part in ${PARTS:-densenet-torch horovod}; do
       --model densenet121
     table $part runs/rd-dt-* ;;
   horovod)
-    pngs
-    MGBENCH_WHEELHOUSE=$PWD/.wheelhouse HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_BUILD_CUDA_CC_LIST=90 \
-      bash scripts/build_horovod.sh python3 /tmp/site >"$OUT/horovod-build.log" 2>&1 || { tail -20 "$OUT/horovod-build.log"; continue; }
+    pngs; horovod || continue
     rounds hv synthetic "chestxray:$PNG" -- --frameworks horovod --model densenet121
     table $part runs/rd-hv-* ;;
+  densenet-workers)
+    pngs; horovod || continue
+    rounds dw synthetic "chestxray:$PNG" -- --frameworks pytorch,horovod --model densenet121
+    for workers in ${WORKER_COUNTS:-4}; do
+      compare "dw-chestxray-w$workers" "chestxray:$PNG" --frameworks pytorch,horovod --model densenet121 --workers "$workers"
+    done
+    table $part runs/rd-dw-* ;;
   densenet-jax)
     pngs
     rounds dj synthetic "chestxray:$PNG" -- --frameworks keras-jax --strategies jax-shard-map,jax-shard-map-unstaged --model densenet121

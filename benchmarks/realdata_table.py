@@ -1,7 +1,7 @@
 """The rows of run folders side by side, real data against synthetic: `python3
 benchmarks/realdata_table.py RUN_DIR...`. One line per row (framework, strategy, model,
 dataset, compile mode, img/s, input wait, loader and its workers); then, per framework,
-strategy, model, compile mode, device count and dataset, the median img/s over the folders'
+strategy, model, compile mode, device count, dataset and worker count, the median img/s over the folders'
 runs (rounds of one call) with their lowest and highest; then each real dataset's median as a
 share of the synthetic median of the same key.
 """
@@ -28,9 +28,10 @@ def rows(folders: list[str]) -> pd.DataFrame:
 
 
 def medians(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median, lowest and highest img/s and the median input wait of each key's ok runs per dataset."""
+    """Median, lowest and highest img/s and the median input wait of each key's ok runs per
+    dataset and loader worker count."""
     ok = frame[frame["status"] == "ok"]
-    grouped = ok.groupby([*KEY, "dataset"], dropna=False)
+    grouped = ok.groupby([*KEY, "dataset", "loader_workers"], dropna=False)
     return grouped.agg(
         runs=("images_per_sec", "size"),
         median=("images_per_sec", "median"),
@@ -52,7 +53,7 @@ def main(folders: list[str]) -> None:
         if key in synthetic.index:
             share = row["median"] / synthetic.loc[key]
             print(
-                f"{' '.join(map(str, key))} {row['dataset']}: median {row['median']:.0f} img/s over {row['runs']} "
+                f"{' '.join(map(str, key))} {row['dataset']} ({row['loader_workers']:.0f} workers): median {row['median']:.0f} img/s over {row['runs']} "
                 f"run(s) = {share:.1%} of synthetic's {synthetic.loc[key]:.0f}"
             )
 

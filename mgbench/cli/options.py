@@ -68,7 +68,10 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "--epochs", type=int, default=None, help="train whole epochs of a real dataset, validating after each"
     )
     job.add_argument(
-        "--workers", type=int, default=None, help="data-loader workers per process (default: CPU count / processes)"
+        "--workers",
+        type=int,
+        default=None,
+        help="data-loader workers per process (default: CPU count / processes, less one)",
     )
     job.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (momentum 0.9)")
     job.add_argument(

@@ -27,11 +27,11 @@ class Ahead(Generic[Item]):
     def __init__(self, items: Iterable[Item], depth: int = 2):
         self._queue: queue.Queue = queue.Queue(depth)
         self._stop = threading.Event()
+        self._ended = False
         self._thread = threading.Thread(
             target=_fill, args=(iter(items), self._queue, self._stop), name="mgbench-ahead", daemon=True
         )
         self._thread.start()
-        self._ended = False
 
     def __iter__(self) -> Iterator[Item]:
         return self
@@ -54,7 +54,8 @@ class Ahead(Generic[Item]):
         self._thread.join()
 
     def __del__(self) -> None:
-        self.close()
+        if hasattr(self, "_thread") and self._thread.ident is not None:
+            self.close()
 
 
 class _Raised:

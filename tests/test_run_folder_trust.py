@@ -274,8 +274,9 @@ def folder_state(run: Path) -> dict[str, tuple[bytes, int]]:
         ["report", "{run}", "--format", "csv"],
         ["project", "{run}", "--gpus", "8", "--interconnect", "nvlink4"],
         ["run", "--framework", "fake", "--strategy", "steady", "--gpus", "1", *tiny_job(4), "--out", "{run}"],
+        ["bandwidth", "--device", "cpu", "--gpus", "2", "--out", "{run}"],
     ],
-    ids=["report", "report-format", "project", "run-out"],
+    ids=["report", "report-format", "project", "run-out", "bandwidth-out"],
 )
 def test_every_verb_that_writes_a_folder_another_holds_is_refused_naming_the_holder(held, cli, monkeypatch, args):
     run, holder = held

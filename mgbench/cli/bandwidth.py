@@ -17,7 +17,7 @@ from mgbench.common.bandwidth import (
     parse_sizes,
 )
 from mgbench.common.devices import check_device_counts, device_capacity, resolve_device_kind
-from mgbench.common.errors import UsageError
+from mgbench.common.runfolder import RunFolder
 from mgbench.common.work import vendor_peak
 from mgbench.runner.bandwidth import measure_bandwidth
 
@@ -90,12 +90,9 @@ def handle(args: argparse.Namespace) -> int:
     check_device_counts([devices], kind)
     sizes = parse_sizes(args.sizes)
     copy_bytes = parse_size(args.copy_bytes, "--copy-bytes")
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UsageError(f"cannot write to {args.out}: {error.strerror}") from None
     path, log = args.out / BANDWIDTH_FILE, args.out / "logs" / "bandwidth.log"
-    outcome = measure_bandwidth(path, devices, kind, sizes, copy_bytes, args.timeout, log)
+    with RunFolder(args.out).claimed(create=True):
+        outcome = measure_bandwidth(path, devices, kind, sizes, copy_bytes, args.timeout, log)
     console = Console()
     if outcome.returncode != 0 or not path.exists():
         console.print(f"[red]bandwidth measurement failed[/] (log: {log})\n{outcome.log_tail}")

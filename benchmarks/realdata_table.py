@@ -3,7 +3,9 @@ benchmarks/realdata_table.py RUN_DIR...`. One line per row (framework, strategy,
 dataset, compile mode, img/s, input wait, loader and its workers); then, per framework,
 strategy, model, compile mode, device count, dataset and worker count, the median img/s over the folders'
 runs (rounds of one call) with their lowest and highest; then each real dataset's median as a
-share of the synthetic median of the same key.
+share of the synthetic median of the same key, and each round's real run as a share of that
+round's synthetic run (folders named `...-r<round>` by `gpu_realdata.sh`), which host speed
+drifting from round to round moves less.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ KEY = ["framework", "strategy", "model", "compile", "devices"]
 
 def rows(folders: list[str]) -> pd.DataFrame:
     frames = [pd.read_json(Path(folder) / "results.jsonl", lines=True) for folder in folders]
-    frame = pd.concat(frames, ignore_index=True)
+    frame = pd.concat(frames, keys=[Path(folder).name for folder in folders], names=["folder", None])
+    frame = frame.reset_index(level="folder").reset_index(drop=True)
+    frame["round"] = frame["folder"].str.extract(r"-r(\d+)$", expand=False)
     frame["dataset"] = frame["dataset"].str.split(":").str[0]
     frame["compile"] = frame["compile"].astype(object).fillna("-") if "compile" in frame else "-"
     for column in ("input_wait_fraction", "loader", "loader_workers", "images_per_sec"):
@@ -41,6 +45,16 @@ def medians(frame: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
 
 
+def round_shares(frame: pd.DataFrame, key: tuple, dataset: str, workers: float) -> list[float]:
+    """Each round's real img/s over the same round's synthetic img/s for one key, in round order."""
+    ok = frame[(frame["status"] == "ok") & frame["round"].notna()]
+    mine = ok[[tuple(row) == key for row in ok[KEY].itertuples(index=False)]]
+    synthetic = mine[mine["dataset"] == "synthetic"].set_index("round")["images_per_sec"]
+    real = mine[(mine["dataset"] == dataset) & (mine["loader_workers"] == workers)].set_index("round")["images_per_sec"]
+    rounds = sorted(set(synthetic.index) & set(real.index), key=int)
+    return [real[r] / synthetic[r] for r in rounds]
+
+
 def main(folders: list[str]) -> None:
     frame = rows(folders)
     shown = frame[[*KEY, "dataset", "status", "images_per_sec", "input_wait_fraction", "loader", "loader_workers"]]
@@ -52,9 +66,12 @@ def main(folders: list[str]) -> None:
         key = tuple(row[column] for column in KEY)
         if key in synthetic.index:
             share = row["median"] / synthetic.loc[key]
+            rounds = round_shares(frame, key, row["dataset"], row["loader_workers"])
+            by_round = ", ".join(f"{value:.1%}" for value in rounds)
             print(
                 f"{' '.join(map(str, key))} {row['dataset']} ({row['loader_workers']:.0f} workers): median {row['median']:.0f} img/s over {row['runs']} "
-                f"run(s) = {share:.1%} of synthetic's {synthetic.loc[key]:.0f}"
+                f"run(s) = {share:.1%} of synthetic's {synthetic.loc[key]:.0f}; by round {by_round or '-'}"
+                + (f" (median {pd.Series(rounds).median():.1%})" if rounds else "")
             )
 
 

@@ -26,7 +26,8 @@
 # from one run to the next on these machines. Throughout, benchmarks/host_speed.py logs how long
 # a fixed Python loop takes on one core every 2 s ($OUT/host-speed.log), to read step times against.
 # Each compare's output goes into its part's tarball ($OUT/PART.tgz, logs/). DEADLINE=S starts
-# no compare once the script has run S seconds, so a call's limit cuts no part's table.
+# no compare once the script has run S seconds, so a time limit on the whole command cuts no
+# part's table.
 set -uo pipefail
 source benchmarks/gpu_env.sh
 N=$(python3 -c 'import torch; print(torch.cuda.device_count())')

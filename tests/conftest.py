@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -17,6 +19,16 @@ import psutil
 import pytest
 
 TESTS = Path(__file__).resolve().parent
+BENCHMARKS = TESTS.parent / "benchmarks"
+
+
+def benchmark_script(name: str) -> ModuleType:
+    """`benchmarks/<name>.py` as a module: the scripts are not a package, and the figures
+    BENCHMARKS.md quotes come from their functions."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def interruptible() -> None:

@@ -1,22 +1,18 @@
 """benchmarks/realdata_table.py: the real-against-synthetic shares BENCHMARKS.md quotes, by the
 median over rounds and round by round."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_script
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "realdata_table.py"
 KEY = {"framework": "pytorch", "strategy": "ddp", "model": "densenet121", "compile": None, "devices": 1}
 
 
 @pytest.fixture(scope="module")
 def table():
-    spec = importlib.util.spec_from_file_location("realdata_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("realdata_table")
 
 
 def folder(root: Path, name: str, dataset: str, rate: float, workers: int | None) -> str:

@@ -1,19 +1,12 @@
 """benchmarks/xla_trace_timeline.py: the per-GPU step breakdown BENCHMARKS.md quotes."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "xla_trace_timeline.py"
+from conftest import benchmark_script
 
 
 @pytest.fixture(scope="module")
 def timeline():
-    spec = importlib.util.spec_from_file_location("xla_trace_timeline", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("xla_trace_timeline")
 
 
 def kernel(ts, dur, name="loop_fusion"):

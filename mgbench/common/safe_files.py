@@ -1,0 +1,127 @@
+"""Writing a file inside a folder mgbench did not just create, without following links.
+
+A run folder or a dataset destination may be shared, copied or prepared by someone else, so any
+name in it can be a symbolic link (to a file or a folder elsewhere), a hard link to an outside
+file, or a FIFO. Every write goes through here:
+
+* the path is walked from the folder one component at a time with `O_NOFOLLOW | O_DIRECTORY`
+  (`openat`), so no folder on the way is a link and the file lands inside the folder, whatever
+  is swapped in meanwhile;
+* a whole file (`write_file`) is written to a new temporary name beside it (`O_EXCL`) and renamed
+  over the old name: a link or a hard link in its place is replaced, never written through, and
+  a full disk leaves the old file whole instead of a truncated one;
+* a file written as it goes (`fresh_stream`, a run's log) first removes the old name (a link
+  goes, its target stays) and is created anew with `O_EXCL | O_NOFOLLOW`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePath
+from typing import IO
+
+NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class LinkRefusedError(OSError):
+    """A component of a path inside the folder is a link or not a folder: nothing was written."""
+
+
+def _components(relative: str | PurePath) -> list[str]:
+    parts = PurePath(relative).parts
+    if not parts or PurePath(relative).is_absolute() or any(part in ("..", ".") for part in parts):
+        raise ValueError(f"{relative!s} is not a plain path inside a folder")
+    return list(parts)
+
+
+def open_folder(root: Path, parts: list[str], create: bool = True) -> int:
+    """A descriptor of `root/parts...`, each component opened without following a link (made
+    when missing and `create`). Raises LinkRefusedError naming the component that is a link or
+    no folder."""
+    fd = os.open(root, DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        for index, part in enumerate(parts):
+            if create:
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                    where = root.joinpath(*parts[: index + 1])
+                    raise LinkRefusedError(error.errno, "a link or not a folder; nothing was written", str(where)) from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_file(root: Path, relative: str | PurePath, data: str | bytes) -> Path:
+    """Write `root/relative` whole: a new file renamed over the old name (which may be a link or
+    a hard link: the entry is replaced, its target untouched). An OSError names the file. The
+    new file's mode is 0666 less the umask, as `open` makes files. Returns the path."""
+    *folders, name = _components(relative)
+    path = root.joinpath(relative)
+    payload = data.encode() if isinstance(data, str) else data
+    try:
+        folder = open_folder(root, folders)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, error.filename or str(path)) from None
+    temporary = f".{name}.{secrets.token_hex(6)}.partial"
+    try:
+        fd = os.open(temporary, NEW_FILE_FLAGS, 0o666, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.rename(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException as error:
+            try:
+                os.unlink(temporary, dir_fd=folder)
+            except FileNotFoundError:
+                pass
+            if isinstance(error, OSError):
+                raise OSError(error.errno, error.strerror, str(path)) from None
+            raise
+    finally:
+        os.close(folder)
+    return path
+
+
+@contextmanager
+def fresh_stream(root: Path, relative: str | PurePath, mode: str = "w", newline: str | None = None) -> Iterator[IO]:
+    """`root/relative` opened for writing as it goes (a log read while it grows): whatever held
+    the name is removed first (a link goes, its target stays) and the file is created anew,
+    without following a link. `mode` is "w" or "wb"; `newline` as `open` takes it."""
+    *folders, name = _components(relative)
+    folder = open_folder(root, folders)
+    try:
+        try:
+            os.unlink(name, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        except IsADirectoryError:
+            raise LinkRefusedError(errno.EISDIR, "a folder is in the way; nothing was written", str(root / relative)) from None
+        fd = os.open(name, NEW_FILE_FLAGS, 0o666, dir_fd=folder)
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, mode, newline=newline) as handle:
+        yield handle
+
+
+def ensure_folder(root: Path, relative: str | PurePath) -> Path:
+    """`root/relative` made (with its parents) and checked to be folders all the way, no link on
+    the way: a writer (a profiler, a chart library) that takes a path can then be handed it."""
+    os.close(open_folder(root, _components(relative)))
+    return root.joinpath(relative)

@@ -1,4 +1,4 @@
-"""The layers the README's architecture section describes, read from the source's import graph.
+"""The layers docs/extending.md describes (its architecture table), read from the source's import graph.
 
 Every `import mgbench...` in every module counts, at module level or inside a function, so a
 layer cannot be crossed by deferring an import.

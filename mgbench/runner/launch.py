@@ -96,7 +96,7 @@ def horovodrun_prefix(interpreter: str, processes: int, host_list: str | None = 
 def launch_command(
     interpreter: str, launcher: Launcher, processes: int, run_args: list[str], entry: Sequence[str] = RUN_ENTRY
 ) -> list[str]:
-    """The command line that starts `entry` (default `mgbench run`) under the strategy's launcher."""
+    """The command line that starts `entry` (default `python -m mgbench.worker`) under the strategy's launcher."""
     inner = [*entry, *run_args]
     if launcher in ("inprocess", "tf-multiworker"):
         return [interpreter, *inner]

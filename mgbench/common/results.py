@@ -2,22 +2,21 @@
 
 A result row is flat: the run's config fields sit at the top level beside the measured figures,
 so a DataFrame of a results file has one column per config field and per figure. The file is
-rewritten through a temporary file and `os.replace`, so a crash mid-write never leaves a
-half-written line.
+rewritten through a temporary file renamed over it (`safe_files.write_file`), so a crash
+mid-write never leaves a half-written line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UnsafeNameError, UsageError
+from mgbench.common.safe_files import write_file
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
@@ -149,27 +148,17 @@ class RunResult:
 
 
 def write_json_atomically(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, then rename over the target.
+    """Write `path` whole through a new file beside it renamed over the name
+    (`safe_files.write_file`): a crash or a full disk leaves the old file whole, and a link or a
+    hard link planted at the name is replaced, never written through.
 
-    The temporary file is created as `open` creates files (mode 0666 less the umask), not as
-    `mkstemp` does (0600), so the file keeps the mode every other file of the folder has. An
+    The folder is made when missing (a cache's first write); one inside a run folder is checked
+    by `RunFolder.inside` and `RunFolder.made`. The file is created as `open` creates files
+    (mode 0666 less the umask), so it keeps the mode every other file of the folder has. An
     OSError (a full disk) names the file that was being written, not the temporary one.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as error:
-        tmp.unlink(missing_ok=True)
-        raise OSError(error.errno, error.strerror, str(path)) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_file(path.parent, path.name, text)
 
 
 def append_result(path: Path, result: RunResult) -> None:

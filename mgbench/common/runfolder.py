@@ -7,7 +7,10 @@ summary, `charts/` and `report.html`, and `compare.lock` while a verb writes it 
 
 Run folders are shared, so one may come from anywhere, and names read from it (a row's
 strategy, a config's device kind) become file names. Every path of the folder is built here,
-by `RunFolder.inside`, which refuses one that resolves outside the folder.
+by `RunFolder.inside`, which refuses one that resolves outside the folder, and every file is
+written through `RunFolder.write` or a folder `RunFolder.made` (`mgbench.common.safe_files`):
+walked from the folder without following a link, a whole file renamed over the old name. A
+run's temporary files go in `.tmp/<name>` (`RunFolder.scratch`), never the system's.
 """
 
 from __future__ import annotations
@@ -15,16 +18,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from mgbench.common.errors import UsageError
 from mgbench.common.folder_lock import FolderLock
 from mgbench.common.results import RESULTS_FILE
+from mgbench.common.safe_files import ensure_folder, scratch_folder, write_file
 
 COMPARE_FILE = "compare.json"
 LOCK_FILE = "compare.lock"
 CHARTS_DIR = "charts"
 REPORT_FILE = "report.html"
+SCRATCH_DIR = ".tmp"
+"""Where a run's temporary files go (its TMPDIR), one folder per run, removed after it."""
 TRACE_COLUMNS = (
     "seconds",
     "kind",
@@ -53,6 +59,35 @@ class RunFolder:
         if resolved == root or not resolved.is_relative_to(root):
             raise UsageError(f"{path} leads outside the run folder {self.root}; nothing was written there")
         return path
+
+    def _relative(self, path: Path) -> PurePath:
+        return path.relative_to(self.root)
+
+    def write(self, path: Path, data: str | bytes) -> Path:
+        """`data` as the whole of `path` (one of this folder's, from `inside`): a new file renamed
+        over the old name, walked from the folder without following a link, so that a link or a
+        hard link planted there is replaced, not written through, and a full disk leaves the old
+        file whole."""
+        return write_file(self.root, self._relative(path), data)
+
+    def made(self, path: Path) -> Path:
+        """`path` (one of this folder's) as a folder, made where missing, with no link on the way
+        from the folder: a writer that opens its own files (a log, a trace, a chart library) is
+        then handed a name in it."""
+        return ensure_folder(self.root, self._relative(path))
+
+    def with_folder(self, path: Path) -> Path:
+        """`path`, its folder `made` first."""
+        self.made(path.parent)
+        return path
+
+    @contextmanager
+    def scratch(self, name: str) -> Iterator[Path]:
+        """An empty `.tmp/<name>` for the block, removed after (what a killed process left there
+        goes at the next start): a run's TMPDIR, so that the files its launcher and libraries
+        leave (torchrun's `torchelastic_*`, compiler caches) stay inside the run folder."""
+        with scratch_folder(self.root, self._relative(self.inside(SCRATCH_DIR, name))) as path:
+            yield path
 
     @property
     def results(self) -> Path:

@@ -11,7 +11,11 @@ file, or a FIFO. Every write goes through here:
   over the old name: a link or a hard link in its place is replaced, never written through, and
   a full disk leaves the old file whole instead of a truncated one;
 * a file written as it goes (`fresh_stream`, a run's log) first removes the old name (a link
-  goes, its target stays) and is created anew with `O_EXCL | O_NOFOLLOW`.
+  goes, its target stays) and is created anew with `O_EXCL | O_NOFOLLOW`; a writer that opens
+  the path itself (a profiler) is handed a name `clear_name` removed first;
+* a run's temporary files go in a `scratch_folder` inside the folder, made empty and removed
+  after (`shutil.rmtree` from a descriptor, which never follows a link out of it), so a run
+  leaves nothing in the system's temporary folder, even when mgbench is killed.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePath
@@ -56,7 +62,9 @@ def open_folder(root: Path, parts: list[str], create: bool = True) -> int:
             except OSError as error:
                 if error.errno in (errno.ELOOP, errno.ENOTDIR):
                     where = root.joinpath(*parts[: index + 1])
-                    raise LinkRefusedError(error.errno, "a link or not a folder; nothing was written", str(where)) from None
+                    raise LinkRefusedError(
+                        error.errno, "a link or not a folder; nothing was written", str(where)
+                    ) from None
                 raise
             os.close(fd)
             fd = child
@@ -107,12 +115,7 @@ def fresh_stream(root: Path, relative: str | PurePath, mode: str = "w", newline:
     *folders, name = _components(relative)
     folder = open_folder(root, folders)
     try:
-        try:
-            os.unlink(name, dir_fd=folder)
-        except FileNotFoundError:
-            pass
-        except IsADirectoryError:
-            raise LinkRefusedError(errno.EISDIR, "a folder is in the way; nothing was written", str(root / relative)) from None
+        _unlink(folder, name, root / relative)
         fd = os.open(name, NEW_FILE_FLAGS, 0o666, dir_fd=folder)
     finally:
         os.close(folder)
@@ -120,8 +123,73 @@ def fresh_stream(root: Path, relative: str | PurePath, mode: str = "w", newline:
         yield handle
 
 
+def _unlink(folder: int, name: str, path: Path) -> None:
+    try:
+        os.unlink(name, dir_fd=folder)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        raise IsADirectoryError(errno.EISDIR, "a folder is in the way; nothing was written", str(path)) from None
+
+
+def clear_name(root: Path, relative: str | PurePath) -> Path:
+    """`root/relative` made free for a writer that opens the path itself and would follow a link
+    or write through a hard link there (a profiler's trace): whatever held the name is removed
+    (a link goes, its target stays). Returns the path."""
+    *folders, name = _components(relative)
+    folder = open_folder(root, folders)
+    try:
+        _unlink(folder, name, root / relative)
+    finally:
+        os.close(folder)
+    return root.joinpath(relative)
+
+
 def ensure_folder(root: Path, relative: str | PurePath) -> Path:
     """`root/relative` made (with its parents) and checked to be folders all the way, no link on
     the way: a writer (a profiler, a chart library) that takes a path can then be handed it."""
     os.close(open_folder(root, _components(relative)))
     return root.joinpath(relative)
+
+
+def remove_tree(root: Path, relative: str | PurePath) -> None:
+    """`root/relative` and all it holds removed, if there: walked from descriptors without
+    following a link, so a link inside it (or swapped in meanwhile) is removed, never its target."""
+    *folders, name = _components(relative)
+    try:
+        folder = open_folder(root, folders, create=False)
+    except FileNotFoundError:
+        return
+    try:
+        if stat.S_ISDIR(os.lstat(name, dir_fd=folder).st_mode):
+            shutil.rmtree(name, dir_fd=folder)
+        else:  # a file or a link holds the name
+            os.unlink(name, dir_fd=folder)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(folder)
+
+
+@contextmanager
+def scratch_folder(root: Path, relative: str | PurePath) -> Iterator[Path]:
+    """`root/relative` as an empty folder for the block (what an earlier process left there is
+    removed first), then removed with the folders above it that it leaves empty: a process's
+    temporary folder that stays inside `root`, whatever kills the process."""
+    parts = _components(relative)
+    remove_tree(root, relative)
+    try:
+        yield ensure_folder(root, relative)
+    finally:
+        remove_tree(root, relative)
+        for depth in range(len(parts) - 1, 0, -1):
+            try:
+                above = open_folder(root, parts[: depth - 1], create=False)
+            except OSError:
+                break
+            try:
+                os.rmdir(parts[depth - 1], dir_fd=above)
+            except OSError:  # not empty (another scratch folder), or gone
+                break
+            finally:
+                os.close(above)

@@ -19,7 +19,7 @@ from mgbench.common.bandwidth import (
 from mgbench.common.devices import check_device_counts, device_capacity, resolve_device_kind
 from mgbench.common.runfolder import RunFolder
 from mgbench.common.work import vendor_peak
-from mgbench.runner.bandwidth import measure_bandwidth
+from mgbench.runner.bandwidth import BANDWIDTH_LOG, measure_bandwidth
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
 
@@ -90,9 +90,10 @@ def handle(args: argparse.Namespace) -> int:
     check_device_counts([devices], kind)
     sizes = parse_sizes(args.sizes)
     copy_bytes = parse_size(args.copy_bytes, "--copy-bytes")
-    path, log = args.out / BANDWIDTH_FILE, args.out / "logs" / "bandwidth.log"
-    with RunFolder(args.out).claimed(create=True):
-        outcome = measure_bandwidth(path, devices, kind, sizes, copy_bytes, args.timeout, log)
+    folder = RunFolder(args.out)
+    path, log = folder.bandwidth, folder.log(BANDWIDTH_LOG)
+    with folder.claimed(create=True):
+        outcome = measure_bandwidth(folder, devices, kind, sizes, copy_bytes, args.timeout)
     console = Console()
     if outcome.returncode != 0 or not path.exists():
         console.print(f"[red]bandwidth measurement failed[/] (log: {log})\n{outcome.log_tail}")

@@ -14,10 +14,12 @@ import argparse
 import math
 import shlex
 import signal
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from mgbench.cli.live import live_compare
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
@@ -30,12 +32,12 @@ from mgbench.common.errors import UsageError
 from mgbench.common.results import read_results, write_json_atomically, write_results
 from mgbench.common.runfolder import LOCK_FILE, RunFolder
 from mgbench.common.scaling import add_scaling_figures
-from mgbench.datasets.resolve import check_dataset
+from mgbench.datasets.resolve import check_dataset, recheck_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
 from mgbench.reports.compact import print_summary
 from mgbench.reports.html import write_report
 from mgbench.reports.summary import write_summary
-from mgbench.runner.bandwidth import measure_bandwidth
+from mgbench.runner.bandwidth import BANDWIDTH_LOG, measure_bandwidth
 from mgbench.runner.hosts import Host, resolve_hosts
 from mgbench.runner.orchestrator import pending_runs, run_compare
 from mgbench.runner.plan import PlannedRun, not_installed_reason, plan_runs, replan
@@ -128,7 +130,16 @@ def positive_seconds(text: str) -> float:
 
 
 def _split(text: str | None) -> list[str] | None:
-    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
+    """The names of a comma-separated option, each once: `--strategies ddp,ddp` is one `ddp` run per
+    device count, not the same run twice (two rows of one run_id, a speed-up of a run against itself)."""
+    if text is None:
+        return None
+    return list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+
+
+def say(console: Console) -> Callable[[str], None]:
+    """How compare says a line that stops nothing but should be read (what reading a dataset decided)."""
+    return lambda line: console.print(f"[yellow]{escape(line)}[/]")
 
 
 def refuse_used_folder(path: Path) -> None:
@@ -153,14 +164,14 @@ def prepare_folder(path: Path, new: bool) -> RunFolder:
         raise UsageError(f"--out {path} is a file, not a folder")
     if (path / BANDWIDTH_FILE).is_file():
         BandwidthReport.read(path / BANDWIDTH_FILE)
+    folder = RunFolder(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".write-test"
-        probe.write_text("")
-        probe.unlink()
+        # Written as every file of the folder is (RunFolder.write): a link planted at the name is replaced.
+        folder.write(path / ".write-test", "").unlink()
     except OSError as error:
         raise UsageError(f"cannot write to run folder {path}: {error.strerror}") from None
-    return RunFolder(path)
+    return folder
 
 
 def check_host_counts(counts: list[int], hosts: list[Host], kind: DeviceKind) -> None:
@@ -215,7 +226,7 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
     # Names, strategies and batch splits checked, and the dataset against every planned batch,
     # before the installation probes start a process per framework.
     validated = plan_runs(base, [name for name, _ in expanded], strategies, counts, args.scaling)
-    base = check_dataset(base, [run.config for run in validated])
+    base = check_dataset(base, [run.config for run in validated], on_note=say(console))
     if base.skipped_images:
         console.print(
             f"[yellow]--skip-bad-images: {len(base.skipped_images)} images that cannot be decoded left out[/]"
@@ -241,10 +252,13 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
     return folder, plan, runs
 
 
-def plan_resume(folder: RunFolder, command: str, timeout: float | None) -> tuple[ComparePlan, list[PlannedRun]]:
-    """The recorded plan of the folder and its runs not done yet; its results file keeps only
-    the rows of runs already done. `command` joins the plan's `resumed` list; a `timeout` given
-    now replaces the recorded one."""
+def plan_resume(
+    folder: RunFolder, command: str, timeout: float | None, console: Console
+) -> tuple[ComparePlan, list[PlannedRun]]:
+    """The recorded plan of the folder (one run per run_id, `ComparePlan`) and its runs not done
+    yet, their dataset checked again as a new compare checks it (`recheck_dataset`) before
+    anything is written; its results file keeps only the rows of runs already done. `command`
+    joins the plan's `resumed` list; a `timeout` given now replaces the recorded one."""
     plan = ComparePlan.read(folder.compare_file)
     missing = {
         name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
@@ -252,6 +266,8 @@ def plan_resume(folder: RunFolder, command: str, timeout: float | None) -> tuple
     }
     runs = [replan(config, missing[config.framework]) for config in plan.configs]
     kept, todo = pending_runs(runs, read_results(folder.results))
+    if todo:
+        recheck_dataset(todo[0].config, [run.config for run in todo], on_note=say(console))
     write_results(folder.results, kept)
     plan.resumed.append(command)
     if timeout is not None:
@@ -269,11 +285,9 @@ def bandwidth_report(
         kind = runs[0].config.device_kind
         console.print(f"measuring bandwidth on {devices} {kind} devices -> {folder.bandwidth}")
         sizes = list(DEFAULT_SIZES)
-        measure_bandwidth(
-            folder.bandwidth, max(devices, 2), kind, sizes, DEFAULT_COPY_BYTES, 600.0, folder.log("bandwidth")
-        )
+        measure_bandwidth(folder, max(devices, 2), kind, sizes, DEFAULT_COPY_BYTES, 600.0)
         if not folder.bandwidth.exists():
-            console.print(f"[yellow]bandwidth measurement failed; see {folder.log('bandwidth')}[/]")
+            console.print(f"[yellow]bandwidth measurement failed; see {folder.log(BANDWIDTH_LOG)}[/]")
     return BandwidthReport.read(folder.bandwidth) if folder.bandwidth.exists() else None
 
 
@@ -291,7 +305,7 @@ def handle(args: argparse.Namespace) -> int:
         if lock and lock.taken_over:
             console.print(f"[yellow]{folder.root}: lock taken over from an mgbench that is gone ({lock.taken_over})[/]")
         if args.resume:
-            plan, runs = plan_resume(folder, typed_command(args), args.timeout)
+            plan, runs = plan_resume(folder, typed_command(args), args.timeout, console)
         else:
             refuse_used_folder(folder.root)
             write_json_atomically(folder.compare_file, plan.to_json())

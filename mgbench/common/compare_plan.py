@@ -36,6 +36,9 @@ class ComparePlan:
     job_shrink: str | None = None
     """What planning said when it shrank the job for CPU devices (None: it did not)."""
 
+    def __post_init__(self) -> None:
+        self.configs = distinct_configs(self.configs)
+
     def to_json(self) -> str:
         options = {"timeout": self.timeout, "hosts": self.hosts, "bandwidth": self.bandwidth, "scaling": self.scaling}
         record: dict[str, Any] = {
@@ -97,3 +100,14 @@ class ComparePlan:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def distinct_configs(configs: list[RunConfig]) -> list[RunConfig]:
+    """Each run of a plan once, in plan order: a plan listing one config three times (an edited
+    or merged compare.json) resumes to one row per run_id, not three. One run_id with two
+    different configs is no plan to resume, as either would be a guess: refused."""
+    by_id: dict[str, RunConfig] = {}
+    for config in configs:
+        if by_id.setdefault(config.run_id, config) != config:
+            raise UsageError(f"run {config.run_id} is planned twice with different configs")
+    return list(by_id.values())

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from mgbench.common.breakdown import TimedStep
 from mgbench.common.breakdown_record import READ_ERRORS, write_rank_breakdown
 from mgbench.common.protocol import Adapter, OpTime
+from mgbench.common.safe_files import clear_name
 from mgbench.common.trace_events import TRACE_READERS, OpSpan, is_communication
 
 TOP_OPS = 10
@@ -149,7 +150,8 @@ def profile_window(
         stepping.append(time.perf_counter() - started)
 
     profile_dir.mkdir(parents=True, exist_ok=True)
-    path = trace_path(profile_dir, rank)
+    # The profiler opens the path itself: a link or a hard link a folder from elsewhere left there goes first.
+    path = clear_name(profile_dir, trace_path(profile_dir, rank).name)
     started = time.perf_counter()
     try:
         trainer.profile(run_steps, path)

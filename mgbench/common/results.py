@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UnsafeNameError, UsageError
+from mgbench.common.metrics import defined
 from mgbench.common.safe_files import write_file
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
@@ -123,15 +124,22 @@ class RunResult:
     step_seconds: list[float] = field(default_factory=list)
     input_wait_seconds: list[float] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What makes a figure of an ok row other than it looks, one line each: a metric written as
+    null because it has no value, and why (`metrics.defined`)."""
 
     @property
     def run_id(self) -> str:
         return self.config.run_id
 
     def to_record(self) -> dict[str, Any]:
-        """Flat dict: config fields first, then `run_id`, `global_batch` and the figures."""
+        """Flat dict: config fields first, then `run_id`, `global_batch` and the figures; a figure
+        without a value (NaN, infinite: not JSON) is None, and `warnings` says which and why."""
         figures = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "config"}
-        return {**self.config.to_dict(), "run_id": self.run_id, "global_batch": self.config.global_batch, **figures}
+        record, undefined = defined(
+            {**self.config.to_dict(), "run_id": self.run_id, "global_batch": self.config.global_batch, **figures}
+        )
+        return {**record, "warnings": [*self.warnings, *undefined]}
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> RunResult:
@@ -144,7 +152,8 @@ class RunResult:
         return cls(config=config, **{k: v for k, v in record.items() if k in names})
 
     def to_json(self) -> str:
-        return json.dumps(self.to_record())
+        """The row as one line of JSON: strict JSON (`to_record` leaves no NaN to write)."""
+        return json.dumps(self.to_record(), allow_nan=False)
 
 
 def write_json_atomically(path: Path, text: str) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mgbench.common.errors import UsageError
-from mgbench.datasets.description import DatasetDescription, hashed_split, read_label_csv, splits_by_name
+from mgbench.datasets.description import DatasetDescription, hashed_split, read_label_csv, shown_names, splits_by_name
 from mgbench.datasets.images import index_images, resolve_files
 
 LABEL_FILE = "Data_Entry_2017.csv"
@@ -90,7 +90,9 @@ def read_split_list(path: Path) -> set[str]:
 
 def split_names(root: Path, entries: pd.DataFrame) -> np.ndarray:
     """Each row's split: `test` as NIH's `test_list.txt` says where both lists exist, validation
-    hashed by patient from the rest; all three by patient hash otherwise."""
+    hashed by patient from the rest; all three by patient hash otherwise. An image in both lists,
+    or a patient with images in both, is refused: the test split would score images of
+    patients the model trained on."""
     train_list, test_list = root / TRAIN_LIST, root / TEST_LIST
     if not (train_list.exists() and test_list.exists()):
         return hashed_split(entries["group"])
@@ -98,7 +100,18 @@ def split_names(root: Path, entries: pd.DataFrame) -> np.ndarray:
     unlisted = [name for name in entries["file"] if name not in train_names and name not in test_names]
     if unlisted:
         raise UsageError(f"{root / LABEL_FILE}: image {unlisted[0]!r} is in neither {TRAIN_LIST} nor {TEST_LIST}")
+    in_both = sorted(set(entries["file"]) & train_names & test_names)
+    if in_both:
+        raise UsageError(
+            f"{root}: {len(in_both)} image(s) in both {TRAIN_LIST} and {TEST_LIST}: {shown_names(in_both)}"
+        )
     is_test = entries["file"].isin(test_names).to_numpy()
+    straddling = sorted(set(entries["group"][is_test]) & set(entries["group"][~is_test]))
+    if straddling:
+        raise UsageError(
+            f"{root}: {len(straddling)} patient(s) with images in both {TRAIN_LIST} and {TEST_LIST}: "
+            f"{shown_names(straddling)}; a patient's images belong to one split"
+        )
     return np.where(is_test, "test", hashed_split(entries["group"], ("val",)))
 
 
@@ -109,5 +122,6 @@ def describe(root: Path) -> DatasetDescription:
         raise UsageError(f"{root}: no {LABEL_FILE} (the NIH label file)")
     entries = read_entries(csv_path)
     files = resolve_files(list(entries["file"]), index_images(root), csv_path)
-    splits = splits_by_name(files, entries.attrs["targets"], split_names(root, entries), root)
+    rows = [f"{LABEL_FILE} line {line + 2} ({name})" for line, name in enumerate(entries["file"])]
+    splits = splits_by_name(files, entries.attrs["targets"], split_names(root, entries), root, rows)
     return DatasetDescription("chestxray", root, NIH_LABELS, True, *splits)

@@ -11,8 +11,9 @@ and with which labels is decided once, here.
 from __future__ import annotations
 
 import dataclasses
+import os
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,9 @@ class DatasetDescription:
     test: Split
     bit_depth: int | None = None
     """The scale of images wider than 8 bits (`RunConfig.bit_depth`); None: their declared 16 bits."""
+    notes: tuple[str, ...] = ()
+    """What reading the dataset decided that is right but not obvious (rows read as negative for
+    every label), one line each, for the check before launching to say once."""
 
     @property
     def num_classes(self) -> int:
@@ -129,9 +133,12 @@ def held_out_of_training(assigned: np.ndarray, groups: Iterable[str]) -> np.ndar
 
 
 def splits_by_name(
-    files: list[str], targets: np.ndarray, assigned: np.ndarray, root: Path
+    files: list[str], targets: np.ndarray, assigned: np.ndarray, root: Path, names: Sequence[str]
 ) -> tuple[Split, Split, Split]:
-    """The train, val and test splits from one split name per image; each must hold an image."""
+    """The train, val and test splits from one split name per image; each must hold an image,
+    and no file may be two of them (`refuse_repeated_files`; `names`: the images as the dataset
+    names them, for the message)."""
+    refuse_repeated_files(files, names, root)
     splits = []
     for name in SPLITS:
         chosen = assigned == name
@@ -139,6 +146,32 @@ def splits_by_name(
             raise UsageError(f"{root}: too few images for a training, a validation and a test split ({len(files)})")
         splits.append(Split([f for f, c in zip(files, chosen) if c], targets[chosen]))
     return splits[0], splits[1], splits[2]
+
+
+def refuse_repeated_files(files: list[str], names: Sequence[str], root: Path) -> None:
+    """One file on disk behind two images of a dataset (`x.png` and `x.jpg` rows that both find
+    `x.png`, a class folder linked to `.` or to another class) would train on one image under two
+    labels, or test on training images: refused, naming both. Files are the same by device and
+    inode, which a link of any kind cannot hide; a file that cannot be read is left to the check
+    of every image, which names it."""
+    first: dict[tuple[int, int], int] = {}
+    for index, path in enumerate(files):
+        try:
+            status = os.stat(path)
+        except OSError:
+            continue
+        earlier = first.setdefault((status.st_dev, status.st_ino), index)
+        if earlier != index:
+            raise UsageError(
+                f"{root}: {names[earlier]} and {names[index]} are one image file ({os.path.realpath(path)}); "
+                "list each image once"
+            )
+
+
+def shown_names(names: Sequence[str], limit: int = 5) -> str:
+    """The first `limit` of `names`, comma-separated, and how many more: for one-line errors."""
+    more = len(names) - limit
+    return ", ".join(names[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 def read_label_csv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:

@@ -3,7 +3,9 @@
 With `train/` below PATH, it and whichever of `val/` and `test/` exist are the splits (a
 held-out class that training does not have is an error), and a held-out split without its
 folder is a stable hash of the training file names; without `train/` the class folders sit
-directly in PATH and that hash picks both the validation and the test share.
+directly in PATH and that hash picks both the validation and the test share. It takes two
+classes or more: over one, top-1 is 1 whatever the model and AUC has no value. One image file
+behind two of its paths (a class folder linked to `.` or to another class) is refused.
 """
 
 from __future__ import annotations
@@ -40,11 +42,16 @@ def scan(root: Path, classes: tuple[str, ...]) -> Split:
 def describe(root: Path) -> DatasetDescription:
     top = root / "train" if (root / "train").is_dir() else root
     classes = tuple(p.name for p in class_folders(top))
+    if len(classes) < 2:
+        raise UsageError(
+            f"{top}: one class folder ({classes[0]}); top-1 over one class is 1 whatever the model: "
+            "class folders need two classes or more"
+        )
     scanned = {name: scan(root / name, classes) for name in SPLITS if top != root and (root / name).is_dir()}
     scanned = scanned or {"train": scan(root, classes)}
     files = [f for split in scanned.values() for f in split.files]
     targets = np.concatenate([split.targets for split in scanned.values()])
     named = np.concatenate([np.full(len(split), name, object) for name, split in scanned.items()])
     names = [str(Path(f).relative_to(root)) for f in files]
-    splits = splits_by_name(files, targets, held_out_of_training(named, names), root)
+    splits = splits_by_name(files, targets, held_out_of_training(named, names), root, names)
     return DatasetDescription("imagefolder", root, classes, False, *splits)

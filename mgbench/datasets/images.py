@@ -13,30 +13,41 @@ from mgbench.common.errors import UsageError
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 
-def index_images(root: Path) -> dict[str, Path]:
-    """Every image under `root` (recursively) by file stem.
+def index_images(root: Path) -> dict[str, list[Path]]:
+    """Every image under `root` (recursively) by file stem, each stem with all its files.
 
     Matching on the stem lets a label file that names `x.png` find `x.jpg` after
     `prepare --format jpeg`, and finds NIH images wherever the archive put them
-    (`images/`, `images_001/images/`, ...).
+    (`images/`, `images_001/images/`, ...). A stem keeps every file it matches, so that
+    `resolve_files` can refuse to guess between two folders' `x.png` instead of taking
+    whichever the directory order gives first.
     """
-    found: dict[str, Path] = {}
+    found: dict[str, list[Path]] = {}
     for folder, _, names in os.walk(root):
         for name in names:
             stem, suffix = os.path.splitext(name)
             if suffix.lower() in IMAGE_SUFFIXES:
-                found.setdefault(stem, Path(folder) / name)
+                found.setdefault(stem, []).append(Path(folder) / name)
     return found
 
 
-def resolve_files(names: list[str], index: dict[str, Path], listed_in: Path) -> list[str]:
-    """Paths for the names a label file lists; one error naming the absent ones."""
+def resolve_files(names: list[str], index: dict[str, list[Path]], listed_in: Path) -> list[str]:
+    """Paths for the names a label file lists: the file of that name, else the one of its stem;
+    one error naming the absent ones, and one naming a name that matches several files."""
     stems = [os.path.splitext(name)[0] for name in names]
     absent = [name for name, stem in zip(names, stems) if stem not in index]
     if absent:
         shown = ", ".join(absent[:5]) + (f" and {len(absent) - 5} more" if len(absent) > 5 else "")
         raise UsageError(f"{listed_in} lists {len(absent)} image(s) that are not in its folder: {shown}")
-    return [str(index[stem]) for stem in stems]
+    matches = [[p for p in index[stem] if p.name == name] or index[stem] for name, stem in zip(names, stems)]
+    ambiguous = [(name, found) for name, found in zip(names, matches) if len(found) > 1]
+    if ambiguous:
+        name, found = ambiguous[0]
+        raise UsageError(
+            f"{listed_in} lists {len(ambiguous)} image(s) that match several files, such as {name} "
+            f"({', '.join(sorted(str(p) for p in found))}); keep one file per name"
+        )
+    return [str(found[0]) for found in matches]
 
 
 GRAYSCALE_MODES = ("1", "L", "LA", "La")

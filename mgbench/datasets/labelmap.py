@@ -5,12 +5,15 @@ PATH is the mapping file (`.csv` with columns `file` and `labels`, labels joined
 folder, or a folder holding `labels.csv` / `labels.json`. An optional CSV column `split`
 (`train`/`val`/`test`) fixes the split; a held-out split it does not name (or all of them,
 without the column) is a stable hash of the file names of the training rows. Label names
-are the sorted union of all labels, so their order does not depend on row order.
+are the sorted union of all labels, so their order does not depend on row order. A file listed
+twice is refused (its two rows could hold two label sets, or two splits); a row without labels
+is an image negative for every label, which the check before launching says once.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,7 @@ from mgbench.datasets.description import (
     DatasetDescription,
     held_out_of_training,
     read_label_csv,
+    shown_names,
     splits_by_name,
 )
 from mgbench.datasets.images import index_images, resolve_files
@@ -51,9 +55,11 @@ def read_csv_mapping(path: Path) -> pd.DataFrame:
 
 def read_json_mapping(path: Path) -> pd.DataFrame:
     try:
-        mapping = json.loads(path.read_text())
+        mapping = json.loads(path.read_text(), object_pairs_hook=_refuse_repeated_keys)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read label file {path}: {error}") from None
+    except UsageError as error:
+        raise UsageError(f"{path}: {error}") from None
     if not isinstance(mapping, dict):
         raise UsageError(f"{path}: expected an object mapping file names to labels")
     rows = []
@@ -66,11 +72,31 @@ def read_json_mapping(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["file", "labels"])
 
 
+def _refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object as a dict, refusing a key given twice (`json` keeps the last one silently)."""
+    mapping = dict(pairs)
+    if len(mapping) < len(pairs):
+        repeated = sorted(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise UsageError(f"{shown_names(repeated)} listed twice")
+    return mapping
+
+
+def row_names(mapping: Path, frame: pd.DataFrame) -> list[str]:
+    """Each row as an error names it: its CSV line (the header is line 1) or its JSON key."""
+    if mapping.suffix.lower() == ".json":
+        return list(frame["file"])
+    return [f"{mapping.name} line {row + 2} ({name})" for row, name in enumerate(frame["file"])]
+
+
 def describe(path: Path) -> DatasetDescription:
     mapping = find_mapping(path)
     frame = read_json_mapping(mapping) if mapping.suffix.lower() == ".json" else read_csv_mapping(mapping)
     if frame.empty:
         raise UsageError(f"{mapping}: no images listed")
+    rows = row_names(mapping, frame)
+    repeated = [row for row, twice in zip(rows, frame["file"].duplicated(keep=False)) if twice]
+    if repeated:
+        raise UsageError(f"{mapping}: image(s) listed more than once: {shown_names(repeated)}; list each image once")
     label_sets = [[label.strip() for label in cell.split("|") if label.strip()] for cell in frame["labels"]]
     names = tuple(sorted({label for labels in label_sets for label in labels}))
     if not names:
@@ -81,5 +107,8 @@ def describe(path: Path) -> DatasetDescription:
     root = mapping.parent
     files = resolve_files(list(frame["file"]), index_images(root), mapping)
     named = frame["split"].to_numpy(dtype=object) if "split" in frame.columns else np.full(len(frame), "train", object)
-    splits = splits_by_name(files, targets, held_out_of_training(named, frame["file"]), root)
-    return DatasetDescription("labels", root, names, True, *splits)
+    splits = splits_by_name(files, targets, held_out_of_training(named, frame["file"]), root, rows)
+    unlabelled = [row for row, labels in zip(rows, label_sets) if not labels]
+    said = f"{len(unlabelled)} image(s) without labels, read as negative for every label: {shown_names(unlabelled)}"
+    notes = (f"{mapping}: {said}",) if unlabelled else ()
+    return DatasetDescription("labels", root, names, True, *splits, notes=notes)

@@ -4,16 +4,20 @@ The readers (`chestxray`, `labelmap`, `imagefolder`) build on `description`; thi
 above them all, so no dataset module imports another in a circle. The parent checks the dataset
 once before launching (`check_dataset`) and records what it found in the config; every reader of
 a run takes the dataset from `dataset_for`, so all of them leave out the same files and scale
-wide pixels alike.
+wide pixels alike. `compare --resume` checks it again (`recheck_dataset`): an image damaged since
+the compare started is named before anything launches, not by the run that reaches it.
 """
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.datasets import chestxray, imagefolder, labelmap
 from mgbench.datasets.check import check_files
-from mgbench.datasets.description import DatasetDescription, parse_dataset
+from mgbench.datasets.description import DatasetDescription, parse_dataset, shown_names
 from mgbench.datasets.parallel import ProgressCallback
 
 
@@ -40,15 +44,19 @@ def check_dataset(
     configs: list[RunConfig],
     workers: int | None = None,
     on_progress: ProgressCallback = lambda done, total: None,
+    on_note: Callable[[str], None] = lambda line: None,
 ) -> RunConfig:
     """Read and check the dataset in the parent, before any run starts (each run would fail alike):
     its labels, every image file (`check.check_files`), and each of `configs`' batches against
     what is left. Returns `config` with what the check found, for every run to read: the range of
     wide images and, with `skip_bad_images`, the files left out. Without it, files that cannot be
-    decoded are one UsageError naming them all."""
+    decoded are one UsageError naming them all. What reading the labels decided that the user
+    should hear (`DatasetDescription.notes`) goes to `on_note`, a line each."""
     description = describe_dataset(config.dataset)
     if description is None:
         return config
+    for note in description.notes:
+        on_note(note)
     files = description.files
     found = check_files(files, workers, on_progress)
     if len(found.bad) == len(files):
@@ -65,3 +73,25 @@ def check_dataset(
     for run in configs:
         usable.check_batch(run.global_batch, run.devices)
     return checked
+
+
+def recheck_dataset(
+    recorded: RunConfig,
+    configs: list[RunConfig],
+    workers: int | None = None,
+    on_progress: ProgressCallback = lambda done, total: None,
+    on_note: Callable[[str], None] = lambda line: None,
+) -> None:
+    """The dataset of a `recorded` config (checked when its compare started) checked again as a
+    new compare checks it, before `configs` launch: an image that cannot be decoded now fails a
+    run after start-up, and one left out now but not then would make the runs to come train on
+    other images than the rows already done. Either is one UsageError naming the images."""
+    checked = check_dataset(recorded, configs, workers, on_progress, on_note)
+    damaged = sorted(set(checked.skipped_images) - set(recorded.skipped_images))
+    if damaged:
+        _, root = parse_dataset(recorded.dataset)
+        shown = shown_names([os.path.relpath(path, root) for path in damaged])
+        raise UsageError(
+            f"{root}: {len(damaged)} image(s) cannot be decoded now that could when this compare started: {shown}; "
+            "the runs to come would train on other images than those done: restore them or start a new compare"
+        )

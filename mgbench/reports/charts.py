@@ -52,10 +52,10 @@ def write_charts(data: RunFolderData) -> ChartSet:
     per-run notes only.
 
     PNGs left in `charts/` by an earlier report are removed first, so `charts/` always matches
-    the report next to it.
+    the report next to it; `charts/` itself is made with no link on the way (`RunFolder.made`).
     """
     folder = RunFolder(data.root)
-    for stale in folder.charts.glob("*.png"):
+    for stale in folder.made(folder.charts).glob("*.png"):
         folder.chart(stale.name).unlink()
     charts = ChartSet()
     ok = data.frame[data.frame["status"] == "ok"]

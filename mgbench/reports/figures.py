@@ -7,11 +7,14 @@ size and dpi (no tight bounding box) makes every PNG the same, predictable pixel
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from mgbench.common.safe_files import write_file
 
 FIGSIZE_INCHES = (10.0, 5.6)
 DPI = 100
@@ -26,8 +29,13 @@ def new_figure() -> Figure:
 
 
 def save(figure: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png", dpi=DPI)
+    """The PNG drawn in memory, then written whole beside `path` and renamed over it
+    (`safe_files.write_file`): a link or a hard link left at the name in a folder from elsewhere
+    is replaced, never written through, and a full disk leaves the old chart whole. The folder
+    exists already (`RunFolder.made`)."""
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=DPI)
+    write_file(path.parent, path.name, image.getvalue())
     return path
 
 

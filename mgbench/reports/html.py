@@ -301,6 +301,5 @@ def write_report(root: Path) -> Path:
     """Charts into `root/charts/`, then `root/report.html`; raises UsageError if `root` is no run folder."""
     data = load_run_folder(root)
     charts = write_charts(data)
-    path = RunFolder(root).report
-    path.write_text(render_report(data, charts))
-    return path
+    folder = RunFolder(root)
+    return folder.write(folder.report, render_report(data, charts))

@@ -74,7 +74,7 @@ def row_warning(row: pd.Series) -> str:
     """Why a row's figures should not be trusted as they stand ("" when nothing stands out)."""
     if row["status"] != "ok":
         return ""
-    warnings = []
+    warnings = list(row.get("warnings") or [])  # the row's own: figures it wrote as null, and why
     if row["scaling_efficiency_fraction"] > SUPERLINEAR_TOLERANCE:
         warnings.append(
             f"speed-up {row['speedup']:.2f}x exceeds the device ratio: the runs were not measured alike (machine busy?)"
@@ -154,8 +154,8 @@ def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
     """`summary.csv` (numbers, one row per run: `csv_frame`) and `summary.md` (the human table)."""
     frame = results_frame(results)
     files = RunFolder(folder)
-    csv_frame(frame).to_csv(files.summary_csv, index=False)
-    files.summary_md.write_text(display_table(frame).to_markdown(index=False) + "\n")
+    files.write(files.summary_csv, csv_frame(frame).to_csv(index=False))
+    files.write(files.summary_md, display_table(frame).to_markdown(index=False) + "\n")
     return frame
 
 

@@ -30,7 +30,9 @@ COLUMNS = (
 
 
 def _metric(value: object, name: str) -> float:
-    return float(value.get(name, np.nan)) if isinstance(value, dict) else np.nan
+    """A metric of a row's dict, NaN where absent or written as null (undefined on its split)."""
+    metric = value.get(name) if isinstance(value, dict) else None
+    return np.nan if metric is None else float(metric)
 
 
 def training_table(frame: pd.DataFrame) -> pd.DataFrame:

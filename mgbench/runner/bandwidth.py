@@ -4,19 +4,24 @@ model it feeds live in `mgbench.common.bandwidth`)."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+from mgbench.common.runfolder import RunFolder
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.launch import Outcome, execute, interpreter_for, launch_command
 
 WORKER = ("-m", "mgbench.frameworks.pytorch.bandwidth_worker")
+BANDWIDTH_LOG = "bandwidth"
+"""The measurement's name in the run folder: its log `logs/bandwidth.log`, its scratch folder."""
 
 
 def measure_bandwidth(
-    path: Path, devices: int, device_kind: str, sizes: list[int], copy_bytes: int, timeout: float, log_path: Path
+    folder: RunFolder, devices: int, device_kind: str, sizes: list[int], copy_bytes: int, timeout: float
 ) -> Outcome:
-    """Run the torch worker under torchrun with `devices` processes; it writes `path` on success."""
+    """Run the torch worker under torchrun with `devices` processes; it writes the folder's
+    `bandwidth.json` on success, its output goes to `logs/bandwidth.log` (`RunFolder.log`) and
+    its temporary files (torchrun's `torchelastic_*`) to a scratch folder inside the folder."""
     interpreter = interpreter_for(framework_spec("pytorch"))
+    path = folder.bandwidth
     args = [
         "--out",
         str(path),
@@ -32,4 +37,6 @@ def measure_bandwidth(
     if device_kind == "cpu":
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // devices))
     path.unlink(missing_ok=True)
-    return execute(command, env, timeout, log_path)
+    log = folder.with_folder(folder.log(BANDWIDTH_LOG))
+    with folder.scratch(BANDWIDTH_LOG) as scratch:
+        return execute(command, {**env, "TMPDIR": str(scratch)}, timeout, log)

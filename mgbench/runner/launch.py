@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mgbench
+from mgbench.common.safe_files import fresh_stream
 from mgbench.frameworks.registry import FrameworkSpec, Launcher
 from mgbench.runner.hosts import Host
 from mgbench.runner.watchdog import RunWatchdog
@@ -258,7 +259,8 @@ def execute(command: list[str], env: dict[str, str], timeout: float, log_path: P
 
 
 def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float, log_path: Path) -> Outcome:
-    """Start every node's command (each in its own process group), wait for all, one log.
+    """Start every node's command (each in its own process group), wait for all, one log (made
+    anew, never written through a link or a hard link left at its name: `safe_files.fresh_stream`).
 
     Past `timeout`, or when this process is interrupted (Ctrl-C, SIGTERM), every group is
     stopped before returning or re-raising; the first non-zero exit code is the outcome's. If
@@ -269,7 +271,7 @@ def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float,
     start = time.perf_counter()
     deadline = time.monotonic() + timeout
     processes: list[subprocess.Popen] = []
-    with log_path.open("w") as log, RunWatchdog(env, log) as watchdog:
+    with fresh_stream(log_path.parent, log_path.name) as log, RunWatchdog(env, log) as watchdog:
         try:
             for node in nodes:
                 argv, node_env = node_argv(node, env)

@@ -18,13 +18,16 @@ import psutil
 
 from mgbench.common.devices import nvml_or_none
 from mgbench.common.runfolder import TRACE_COLUMNS
+from mgbench.common.safe_files import fresh_stream
 
 SAMPLE_INTERVAL_SECONDS = 0.1
 
 
 class DeviceMonitor:
-    """Context manager: samples until exit, then the CSV at `path` holds the trace. A trace it
-    could not write (disk full) is raised at exit, from the thread that runs the monitor."""
+    """Context manager: samples until exit, then the CSV at `path` holds the trace, a file made
+    anew (`safe_files.fresh_stream`: a link or a hard link left at the name is not written
+    through). A trace it could not write (disk full) is raised at exit, from the thread that
+    runs the monitor."""
 
     def __init__(self, path: Path, gpu_indices: list[int], interval: float = SAMPLE_INTERVAL_SECONDS):
         self.path = path
@@ -98,7 +101,7 @@ class DeviceMonitor:
     def _write_samples(self) -> None:
         start = time.perf_counter()
         psutil.cpu_percent(interval=None)
-        with self.path.open("w", newline="") as handle:
+        with fresh_stream(self.path.parent, self.path.name, newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(TRACE_COLUMNS)
             while not self._stop.wait(self.interval):

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import socket
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -178,15 +177,14 @@ def execute_run(
     if multinode and strategy.launcher == "inprocess":
         return RunResult(config, "unsupported", error=f"{config.strategy} runs in one process; it cannot span hosts")
     interpreter = interpreter_for(spec)
-    config_file, raw = folder.config_file(config.run_id), folder.raw_result(config.run_id)
-    config_file.parent.mkdir(parents=True, exist_ok=True)
-    config_file.write_text(config.to_json())
+    config_file = folder.write(folder.config_file(config.run_id), config.to_json())
+    raw = folder.with_folder(folder.raw_result(config.run_id))
     raw.unlink(missing_ok=True)
     run_args = ["--config", str(config_file), "--result-file", str(raw)]
     if state_path is not None:
         run_args += ["--save-state", str(state_path)]
     if config.profile_steps:
-        run_args += ["--profile-dir", str(folder.profile_dir(config.run_id))]
+        run_args += ["--profile-dir", str(folder.made(folder.profile_dir(config.run_id)))]
     if multinode:
         assert hosts is not None
         nodes = multinode_commands(
@@ -195,13 +193,10 @@ def execute_run(
     else:
         nodes = [NodeCommand(None, launch_command(interpreter, strategy.launcher, config.devices, run_args), {})]
     gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind == "cuda" else []
-    with (
-        DeviceMonitor(folder.trace(config.run_id), gpus),
-        tempfile.TemporaryDirectory(prefix="mgbench-run-") as scratch,
-    ):
+    with DeviceMonitor(folder.with_folder(folder.trace(config.run_id)), gpus), folder.scratch(config.run_id) as scratch:
         # Launchers leave files in the temporary folder (torchrun's torchelastic_*): the run's own, removed after it.
-        env = {**child_environment(config, spec), "TMPDIR": scratch}
-        outcome = execute_nodes(nodes, env, timeout, folder.log(config.run_id))
+        env = {**child_environment(config, spec), "TMPDIR": str(scratch)}
+        outcome = execute_nodes(nodes, env, timeout, folder.with_folder(folder.log(config.run_id)))
     command_text = "\n".join(" ".join(node.argv) for node in nodes)
     if outcome.returncode == 0 and raw.exists():
         result = RunResult.from_record(json.loads(raw.read_text()))

@@ -51,6 +51,7 @@ from mgbench.common.ahead import Ahead
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.common.safe_files import write_file
 from mgbench.common.trace_events import STEP_MARK
 from mgbench.common.workers import loader_workers
 from mgbench.datasets.resolve import dataset_for
@@ -318,12 +319,13 @@ class JaxDataParallelTrainer(Adapter):
 
     def profile(self, run_steps: Callable[..., None], trace_path: Path) -> None:
         """`run_steps` under `jax.profiler`, each step inside a `TraceAnnotation` span named
-        STEP_MARK: its Chrome trace, every device's streams on one timeline."""
+        STEP_MARK: its Chrome trace, every device's streams on one timeline, renamed over the
+        trace's name (`safe_files.write_file`: never written through a link left there)."""
         with tempfile.TemporaryDirectory() as logs:
             with jax.profiler.trace(logs):
                 run_steps(lambda: jax.profiler.TraceAnnotation(STEP_MARK))
             (exported,) = Path(logs).rglob("*.trace.json.gz")
-            trace_path.write_bytes(gzip.decompress(exported.read_bytes()))
+            write_file(trace_path.parent, trace_path.name, gzip.decompress(exported.read_bytes()))
 
     def framework_versions(self) -> dict[str, str]:
         return {"keras": keras.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__}

@@ -1,19 +1,27 @@
 """The documentation a user navigates: README.md stays short and links every page under docs/,
-and every relative link in README.md, BENCHMARKS.md and docs/*.md reaches a file that exists,
-and a heading there when it names one, so that moving a section never leaves a dead link."""
+and every relative link in README.md, BENCHMARKS.md, the run log and docs/*.md reaches a file that
+exists, and a heading there when it names one, so that moving a section never leaves a dead link.
+BENCHMARKS.md stays a reference a reader can scan (its runs' diary lives in the log), and no page
+says the same paragraph twice."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from mgbench.runner.launch import RUN_ENTRY
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 README_MAX_LINES = 300
+BENCHMARKS = ROOT / "BENCHMARKS.md"
+BENCHMARKS_MAX_LINES = 400
+RUN_LOG = ROOT / "benchmarks" / "RUNS.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
-PAGES = [README, ROOT / "BENCHMARKS.md", *DOCS]
+PAGES = [README, BENCHMARKS, RUN_LOG, *DOCS]
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
@@ -60,3 +68,34 @@ def test_every_relative_link_reaches_an_existing_file_and_heading(page):
         elif fragment and destination.suffix == ".md" and fragment not in anchors(destination):
             broken.append(f"{target}: no such heading")
     assert broken == []
+
+
+def test_benchmarks_stays_under_its_line_limit():
+    lines = len(BENCHMARKS.read_text().splitlines())
+    assert lines <= BENCHMARKS_MAX_LINES, f"BENCHMARKS.md has {lines} lines; move runs' detail to {RUN_LOG.name}"
+
+
+@pytest.mark.parametrize("page", [BENCHMARKS, RUN_LOG], ids=lambda page: str(page.relative_to(ROOT)))
+def test_figures_are_cited_by_run_not_by_the_work_that_asked_for_them(page):
+    """A figure is cited by its date, machine and command; who asked for it is no part of it."""
+    words = re.compile(r"\bissue \d+|\bbriefs?\b|\bmissions?\b|\bsessions?\b", re.IGNORECASE)
+    assert words.findall(page.read_text()) == []
+
+
+def prose_windows(page: Path, size: int = 3) -> list[tuple[str, ...]]:
+    """Every run of `size` consecutive prose lines (outside fences and tables), stripped."""
+    lines = [line.strip() for line in FENCE.sub("", page.read_text()).splitlines()]
+    prose = [line for line in lines if line and not line.startswith("|")]
+    return [tuple(prose[i : i + size]) for i in range(len(prose) - size + 1)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_no_page_repeats_a_paragraph(page):
+    repeated = [window[0] for window, count in Counter(prose_windows(page)).items() if count > 1]
+    assert repeated == []
+
+
+def test_multi_node_page_shows_the_entry_point_the_launchers_start():
+    """The launcher commands docs/multi-node.md shows start the module launch.py puts under them."""
+    built = (ROOT / "docs" / "multi-node.md").read_text().split("## Launchers started by hand")[0]
+    assert set(re.findall(r"-m (mgbench\S*)", built)) == {RUN_ENTRY[1]}

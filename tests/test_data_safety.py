@@ -1,7 +1,6 @@
 """Nothing lost, nothing silently wrong: what `prepare`, `make-sample-chestxray` and the dataset
 check do with destinations that hold other data, odd pixels, bad input and Ctrl-C."""
 
-import errno
 import os
 import signal
 import subprocess
@@ -219,38 +218,32 @@ def test_bad_input_is_one_line_not_a_traceback(tmp_path, capsys, args, message):
 
 
 class FullDisk:
-    """A disk that fills up while `name` is written: part of it lands, then ENOSPC, as a real
-    full disk does. Installed on the write calls `prepare` and the sample writer make (the
-    temporary file of `write_atomically`, PIL's save in the worker processes, which fork with it)."""
+    """A disk that fills up while a file named `name` is written: the file is created, its
+    writes fail with ENOSPC, as a real full disk does (it is written to /dev/full). Installed on
+    `os.open`, through which every file `prepare` and the sample writer make is created (in the
+    worker processes too, which fork with it)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str):
-        self.name = name
-        write_text, save = Path.write_text, Image.Image.save
+        real_open = os.open
 
-        def failing_write_text(path: Path, text: str, *args, **kwargs) -> int:
-            if path.name == self.name:
-                write_text(path, text[: len(text) // 2], *args, **kwargs)
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-            return write_text(path, text, *args, **kwargs)
+        def filling_open(path, flags, *args, **kwargs) -> int:
+            fd = real_open(path, flags, *args, **kwargs)
+            if flags & os.O_CREAT and name in os.fspath(path):
+                os.close(fd)
+                return real_open("/dev/full", os.O_WRONLY | os.O_CLOEXEC)
+            return fd
 
-        def failing_save(image: Image.Image, target, *args, **kwargs) -> None:
-            if Path(target).name == self.name:
-                Path(target).write_bytes(b"\x89PNG\r\n")
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            save(image, target, *args, **kwargs)
-
-        monkeypatch.setattr(Path, "write_text", failing_write_text)
-        monkeypatch.setattr(Image.Image, "save", failing_save)
+        monkeypatch.setattr(os, "open", filling_open)
 
 
 @pytest.mark.parametrize(
     "verb, full_at",
     [
-        ("prepare", f".{MANIFEST}.partial"),
+        ("prepare", MANIFEST),
         ("prepare", "00000003_000.png"),
-        ("prepare", f".{LABEL_FILE}.partial"),
+        ("prepare", LABEL_FILE),
         ("make-sample-chestxray", "00000003_000.png"),
-        ("make-sample-chestxray", f".{LABEL_FILE}.partial"),
+        ("make-sample-chestxray", LABEL_FILE),
     ],
 )
 def test_a_full_disk_is_one_line_and_a_rerun_with_overwrite_completes(tmp_path, capsys, monkeypatch, verb, full_at):

@@ -19,11 +19,12 @@ from pathlib import Path
 from PIL import Image
 
 from mgbench.common.errors import UsageError
+from mgbench.common.safe_files import write_file
 from mgbench.datasets.check import check_files
 from mgbench.datasets.chestxray import IMAGE_COLUMN, LABEL_FILE, TEST_LIST, TRAIN_LIST, read_entries
 from mgbench.datasets.description import read_label_csv
 from mgbench.datasets.images import decode, index_images, resolve_files
-from mgbench.datasets.output import claim_folder, write_atomically, writing_into
+from mgbench.datasets.output import claim_folder, save_image, writing_into
 from mgbench.datasets.parallel import ProgressCallback, check_workers, map_with_progress
 
 FORMATS = {"png": ".png", "jpeg": ".jpg"}
@@ -42,16 +43,17 @@ class PrepareReport:
     """The source's range, by which every image wider than 8 bits was scaled (None: none was)."""
 
 
-def resize_one(source: str, target: str, size: int, bit_depth: int | None) -> tuple[str | None, str | None]:
-    """Resize one image to 8-bit grayscale, wide pixels scaled by the dataset's `bit_depth`;
-    (the reason it failed, the conversion it needed), each or None."""
+def resize_one(source: str, dst: Path, target: str, size: int, bit_depth: int | None) -> tuple[str | None, str | None]:
+    """Resize one image to 8-bit grayscale, wide pixels scaled by the dataset's `bit_depth`, into
+    `dst/target` (in the format its suffix names; a JPEG's quality is JPEG_QUALITY, which PNG
+    ignores); (the reason it failed, the conversion it needed), each or None."""
     try:
         image, conversion = decode(source, grayscale=True, bit_depth=bit_depth)
     except UsageError as error:
         return str(error), None
     scale = size / min(image.size)
     image = image.resize((round(image.width * scale), round(image.height * scale)), Image.Resampling.BILINEAR)
-    image.save(target, quality=JPEG_QUALITY) if target.endswith(".jpg") else image.save(target)
+    save_image(dst, target, image, quality=JPEG_QUALITY)
     return None, conversion
 
 
@@ -102,7 +104,7 @@ def prepare_chestxray(
     claim_folder(dst, [*targets, TRAIN_LIST, TEST_LIST, SKIPPED_FILE, LABEL_FILE], overwrite)
     with writing_into(dst):
         todo = [index for index, source in enumerate(sources) if source not in found.bad]
-        jobs = [(sources[index], str(dst / targets[index]), size, found.bit_depth) for index in todo]
+        jobs = [(sources[index], dst, targets[index], size, found.bit_depth) for index in todo]
         results = dict(zip(todo, map_with_progress(resize_one, jobs, workers, on_progress)))
         reasons = [
             results[index][0] if index in results else f"cannot decode image {source}: {found.bad[source]}"
@@ -117,8 +119,8 @@ def prepare_chestxray(
         skipped_names = {name for name, reason in zip(names, reasons) if reason is not None}
         for name, lines in split_lists.items():
             kept = [line for line in lines if line.strip() not in skipped_names]
-            write_atomically(dst / name, "".join(f"{line}\n" for line in kept))
-        write_atomically(dst / SKIPPED_FILE, "".join(f"{reason}\n" for reason in report.skipped))
+            write_file(dst, name, "".join(f"{line}\n" for line in kept))
+        write_file(dst, SKIPPED_FILE, "".join(f"{reason}\n" for reason in report.skipped))
         kept_rows = frame[~frame[IMAGE_COLUMN].str.strip().isin(skipped_names)]
-        write_atomically(dst / LABEL_FILE, kept_rows.to_csv(index=False))
+        write_file(dst, LABEL_FILE, kept_rows.to_csv(index=False))
     return report

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from mgbench.common.safe_files import write_file
 from mgbench.datasets.chestxray import (
     FINDINGS_COLUMN,
     IMAGE_COLUMN,
@@ -27,7 +28,7 @@ from mgbench.datasets.chestxray import (
     TEST_LIST,
     TRAIN_LIST,
 )
-from mgbench.datasets.output import claim_folder, write_atomically, writing_into
+from mgbench.datasets.output import claim_folder, save_image, writing_into
 from mgbench.datasets.parallel import ProgressCallback, check_workers, map_with_progress
 
 FINDING_RATE = 0.15
@@ -82,9 +83,10 @@ def finding_labels(row: np.ndarray) -> str:
     return "|".join(names) if names else NO_FINDING
 
 
-def write_image(path: str, findings: np.ndarray, size: int, seed: int, index: int) -> None:
-    """Draw and save one image (a worker's job)."""
-    Image.fromarray(draw_image(findings, size, np.random.default_rng([seed, index])), mode="L").save(path)
+def write_image(dst: Path, relative: str, findings: np.ndarray, size: int, seed: int, index: int) -> None:
+    """Draw one image and save it as `dst/relative` (a worker's job)."""
+    image = Image.fromarray(draw_image(findings, size, np.random.default_rng([seed, index])), mode="L")
+    save_image(dst, relative, image)
 
 
 def make_sample(
@@ -105,9 +107,7 @@ def make_sample(
     followups = np.arange(n) % IMAGES_PER_PATIENT
     names = [f"{p:08d}_{f:03d}.png" for p, f in zip(patients, followups)]
     claim_folder(dst, [*(f"images/{name}" for name in names), TRAIN_LIST, TEST_LIST, LABEL_FILE], overwrite)
-    jobs = [
-        (str(dst / "images" / name), row, size, seed, index) for index, (name, row) in enumerate(zip(names, findings))
-    ]
+    jobs = [(dst, f"images/{name}", row, size, seed, index) for index, (name, row) in enumerate(zip(names, findings))]
     with writing_into(dst):
         map_with_progress(write_image, jobs, workers, on_progress)
     labels = pd.DataFrame(
@@ -129,6 +129,6 @@ def make_sample(
         rng.permutation(np.unique(patients))[: max(1, round(len(np.unique(patients)) * TEST_PATIENT_SHARE))]
     )
     with writing_into(dst):
-        write_atomically(dst / TRAIN_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p not in test_patients))
-        write_atomically(dst / TEST_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p in test_patients))
-        write_atomically(dst / LABEL_FILE, labels.to_csv(index=False))
+        write_file(dst, TRAIN_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p not in test_patients))
+        write_file(dst, TEST_LIST, "".join(f"{m}\n" for m, p in zip(names, patients) if p in test_patients))
+        write_file(dst, LABEL_FILE, labels.to_csv(index=False))

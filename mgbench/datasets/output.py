@@ -87,6 +87,7 @@ def listed_files(dst: Path) -> set[str]:
 
 
 def must_be_regular(folder: int, name: str, path: Path) -> None:
+    """`delete_listed`'s first step: refuse `name` in `folder` unless it is a regular file or gone."""
     try:
         mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
     except FileNotFoundError:
@@ -96,6 +97,8 @@ def must_be_regular(folder: int, name: str, path: Path) -> None:
 
 
 def remove(folder: int, name: str, path: Path) -> None:
+    """`delete_listed`'s second step (same signature as the first, `path` unused): `name` unlinked
+    from `folder`, which never removes a link's target."""
     try:
         os.unlink(name, dir_fd=folder)
     except FileNotFoundError:

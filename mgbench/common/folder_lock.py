@@ -7,6 +7,10 @@ ends, SIGKILL included: a crashed compare never leaves a false lock. The file na
 is taken over (`FolderLock.taken_over` says whose it was). Where the file system keeps no
 locks (Lustre mounted without `flock`: ENOSYS), the recorded holder decides: one alive on this
 host, or one on another host, holds the folder.
+
+The name is only ever opened as a regular file, not through a link (`safe_files.open_regular`):
+a FIFO there would hold the open forever, a link would create or lock a file outside the folder,
+so anything else at the name is refused with one line.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from types import TracebackType
 import psutil
 
 from mgbench.common.errors import UsageError
+from mgbench.common.safe_files import NotRegularFileError, open_regular
 
 NO_LOCKS = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)
 """What `flock` fails with on a file system that keeps no locks."""
@@ -67,7 +72,7 @@ class FolderLock:
 
     def __enter__(self) -> FolderLock:
         while self.fd is None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = self._open(os.O_RDWR | os.O_CREAT)
             try:
                 self._lock(fd)
                 # The holder before us may have removed the file between our open and our lock.
@@ -97,13 +102,21 @@ class FolderLock:
         """UsageError naming the holder when another process holds the lock; takes nothing (a
         folder checked before it is claimed is refused for being in use, not for its files)."""
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = self._open(os.O_RDONLY)
         except FileNotFoundError:
             return
         try:
             self._lock(fd)
         finally:
             os.close(fd)
+
+    def _open(self, flags: int) -> int:
+        try:
+            return open_regular(self.path, flags, follow_links=False)
+        except NotRegularFileError as error:
+            raise UsageError(
+                f"{self.path} is {error.strerror}: mgbench keeps its lock file there; remove it to use the folder"
+            ) from None
 
     def _names(self, fd: int) -> bool:
         """Whether the lock file's path still names the file `fd` has open."""

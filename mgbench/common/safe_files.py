@@ -16,6 +16,9 @@ file, or a FIFO. Every write goes through here:
 * a run's temporary files go in a `scratch_folder` inside the folder, made empty and removed
   after (`shutil.rmtree` from a descriptor, which never follows a link out of it), so a run
   leaves nothing in the system's temporary folder, even when mgbench is killed.
+
+Reading or locking such a name goes through `open_regular`: only a regular file is opened, as a
+FIFO holds `open` (or the first read) until someone writes to it, and a device may never end.
 """
 
 from __future__ import annotations
@@ -36,6 +39,25 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 class LinkRefusedError(OSError):
     """A component of a path inside the folder is a link or not a folder: nothing was written."""
+
+
+FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFDIR: "a folder",
+    stat.S_IFLNK: "a link",
+}
+
+
+class NotRegularFileError(OSError):
+    """A name that must hold a regular file holds something else (its `strerror` says what):
+    nothing was opened, read or written."""
+
+    def __init__(self, path: str | os.PathLike, mode: int):
+        kind = FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
+        super().__init__(errno.EINVAL, f"{kind}, not a regular file", os.fspath(path))
 
 
 def _components(relative: str | PurePath) -> list[str]:
@@ -193,3 +215,30 @@ def scratch_folder(root: Path, relative: str | PurePath) -> Iterator[Path]:
                 break
             finally:
                 os.close(above)
+
+
+def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY, follow_links: bool = True) -> int:
+    """A descriptor of `path` (opened with `flags`; with O_CREAT a missing file is made, mode 0666
+    less the umask), or NotRegularFileError when it holds anything but a regular file, or a link
+    where `follow_links` is off. The name is looked at first, so a FIFO, socket or device is never
+    opened; the open itself cannot block (O_NONBLOCK, which changes nothing for a regular file)
+    and what it opened is checked again, for a name swapped in between. Has the signature of
+    `open`'s `opener`."""
+    try:
+        _refuse_unless_regular(path, os.stat(path, follow_symlinks=follow_links).st_mode)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    nofollow = 0 if follow_links else os.O_NOFOLLOW
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC | nofollow, 0o666)
+    try:
+        _refuse_unless_regular(path, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse_unless_regular(path: str | os.PathLike, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(path, mode)

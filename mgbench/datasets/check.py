@@ -7,6 +7,11 @@ verified (its header, then every chunk against its CRC, which finds truncated fi
 bytes) at about a tenth of the cost of decoding it (README gives the figures); a JPEG is decoded,
 as it has no checksums and PIL's verify reads nothing of it.
 
+Only regular files are read (`safe_files.open_regular`): a FIFO, socket or device named like an
+image is a bad file, named with what it is, and never opened (a FIFO would hold the check, and
+Ctrl-C, until someone wrote to it). Each file gets FILE_SECONDS; one that takes longer (a stalled
+network mount) is a bad file too, so no single file holds the whole check.
+
 The check also reads the dataset's range for images wider than 8 bits: the largest value of up to
 RANGE_SAMPLE of them, spread over the list, gives the bit depth every such image is scaled by
 (`images.rescaled`). A detector's images reach its top bits in nearly every image (bone, markers),
@@ -16,17 +21,24 @@ and the depth is a power of two, so a sample finds what reading them all would.
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from mgbench.common.safe_files import NotRegularFileError, open_regular
 from mgbench.datasets.images import WIDE_MODES, range_bits
 from mgbench.datasets.parallel import ProgressCallback, map_with_progress
 
 RANGE_SAMPLE = 64
 """Wide images decoded to read the dataset's range."""
+FILE_SECONDS = 60.0
+"""How long reading one file may take before it is named as bad: far above what decoding the
+largest image PIL accepts takes, so only a file that does not come (a stalled mount) reaches it."""
 
 
 @dataclass(frozen=True)
@@ -44,10 +56,34 @@ class FilesCheck:
         return listed + (f" and {more} more" if more else "")
 
 
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """TimeoutError in the block once `seconds` have passed (SIGALRM: a read blocked in the
+    kernel is interrupted too). Main thread only, as a pool worker runs its jobs."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"not read within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextmanager
+def opened(path: str) -> Iterator[Image.Image]:
+    """The image of a regular file, read within FILE_SECONDS (NotRegularFileError, TimeoutError)."""
+    with time_limit(FILE_SECONDS), open(path, "rb", opener=open_regular) as handle, Image.open(handle) as image:
+        yield image
+
+
 def check_file(path: str) -> tuple[str | None, bool]:
     """Why `path` cannot be decoded (None: it can), and whether its pixels are wider than 8 bits."""
     try:
-        with Image.open(path) as image:
+        with opened(path) as image:
             wide = image.mode in WIDE_MODES
             if image.format == "PNG":
                 image.verify()
@@ -56,6 +92,8 @@ def check_file(path: str) -> tuple[str | None, bool]:
         return None, wide
     except UnidentifiedImageError:
         return "not an image PIL can read", False
+    except NotRegularFileError as error:
+        return error.strerror, False
     # Whatever PIL raises on a file (OSError, SyntaxError for a bad checksum, struct.error for a
     # cut chunk, DecompressionBombError) is what the loader would raise on it.
     except Exception as error:
@@ -64,7 +102,7 @@ def check_file(path: str) -> tuple[str | None, bool]:
 
 def largest_value(path: str) -> float:
     """The largest pixel value of an image (a full decode)."""
-    with Image.open(path) as image:
+    with opened(path) as image:
         return float(np.asarray(image).max())
 
 

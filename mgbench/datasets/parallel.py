@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
+
+import psutil
 
 from mgbench.common.errors import UsageError
 
@@ -14,9 +19,9 @@ ProgressCallback = Callable[[int, int], None]
 MAX_CHUNK = 16
 CHUNKS_PER_WORKER = 64
 """Jobs travel to the workers in chunks of up to MAX_CHUNK, small enough that each worker gets
-about CHUNKS_PER_WORKER of them: tiny jobs (20,000 sample images) pay little in messages, and an
-interrupted pool, which finishes the chunks already handed out (about two per worker), stops
-within a second or so."""
+about CHUNKS_PER_WORKER of them: tiny jobs (20,000 sample images) pay little in messages."""
+PR_SET_PDEATHSIG = 1
+"""prctl(2)'s option: the signal the kernel sends this process when its parent ends."""
 
 
 def check_workers(workers: int | None) -> None:
@@ -24,6 +29,23 @@ def check_workers(workers: int | None) -> None:
     once the writer had claimed its destination, and as a traceback."""
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, got {workers}")
+
+
+def start_worker(creator: int) -> None:
+    """Pool initializer. The worker ignores SIGINT (a terminal sends Ctrl-C to the whole process
+    group; the parent decides) and, on Linux, dies with its parent however the parent ends: a
+    worker outliving a SIGKILLed parent waits on the job queue forever, adopted by PID 1. The
+    kernel's death signal follows the process (or, with forkserver, the server, which ends with
+    `creator`) that started the worker; one gone before the signal was asked for is caught here."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:
+        gone = psutil.Process(creator).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        gone = True
+    if gone:
+        os._exit(1)
 
 
 def map_with_progress(
@@ -35,15 +57,15 @@ def map_with_progress(
     """`function(*args)` for every tuple, in worker processes; results in the input's order.
     `on_progress(done, total)` after each one, counted in that order.
 
-    Ctrl-C stops it at once: the workers ignore SIGINT (a terminal sends it to them too); the
-    parent cancels the jobs not started, waits for the few chunks the workers hold, ignores any
-    further Ctrl-C while it winds down, and passes the KeyboardInterrupt on. Leaving the pool
-    otherwise waits for every queued job (~20 s), and a second Ctrl-C in that wait hung the
-    process and its workers.
+    Ctrl-C (or SIGTERM, which the command line raises as KeyboardInterrupt) stops it at once:
+    the parent ignores any further Ctrl-C, terminates the workers, whatever they are in the
+    middle of, and passes the exception on; so does any other exception. Leaving the pool
+    otherwise waits for every queued job (~20 s), or for ever on a job that never ends.
     """
     workers = workers or os.cpu_count() or 1
     chunk = max(1, min(MAX_CHUNK, len(arguments) // (workers * CHUNKS_PER_WORKER)))
-    with ProcessPoolExecutor(workers, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
+    others = set(multiprocessing.active_children())
+    with ProcessPoolExecutor(workers, initializer=start_worker, initargs=(os.getpid(),)) as pool:
         results = []
         try:
             for result in pool.map(function, *zip(*arguments), chunksize=chunk):
@@ -52,6 +74,8 @@ def map_with_progress(
         except BaseException as error:
             if isinstance(error, KeyboardInterrupt):
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+            for worker in set(multiprocessing.active_children()) - others:
+                worker.terminate()
             pool.shutdown(cancel_futures=True)
             raise
     return results

@@ -1,11 +1,10 @@
 """Run by tests/test_contract.py under a strategy's own launcher, one process on the CPU: every
 catalogue model its framework can build goes through the adapter's `setup` as a run would,
-and the adapter's methods and its builder table are compared with what the registry declares.
+and the adapter's methods and its builder module are compared with what the registry declares.
 
     LAUNCHER... python tests/contract_probe.py FRAMEWORK STRATEGY OUT.json
 """
 
-import importlib
 import json
 import os
 import sys
@@ -43,7 +42,7 @@ def main(framework: str, strategy: str, out: Path) -> None:
             json.dumps(
                 {
                     "is_adapter": isinstance(adapter, Adapter),
-                    "builders": sorted(importlib.import_module(spec.capabilities.builders).BUILDERS),
+                    "builders": sorted(spec.capabilities.builders.defined()),
                     "parameters": parameters,
                     "declared": declared,
                     "implemented": implemented,

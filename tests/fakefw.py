@@ -19,7 +19,7 @@ import numpy as np
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.frameworks.registry import Capabilities, Compiler, FrameworkSpec, StrategySpec
+from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, ModelBuilders, StrategySpec
 
 WARMUP_STEPS = 3
 WARMUP_SECONDS = 0.12
@@ -44,15 +44,14 @@ FRAMEWORK = FrameworkSpec(
     environment="fake",
     install_hint="nothing to install",
     capabilities=Capabilities(
-        models=tuple(MODELS),
-        builders="fakefw",
+        ModelBuilders("fakefw", tuple(MODELS)),
         precisions=("fp32",),
         data_formats=("channels_first", "channels_last"),
         compiler=Compiler("fake-jit"),
     ),
 )
-BUILDERS = {name: (lambda: 1234) for name in MODELS}
-"""The fake's models: each one a parameter count, whatever the catalogue entry."""
+PARAMETERS = 1234
+"""The fake's models, every one of them: a parameter count, whatever the catalogue entry."""
 
 
 class FakeTrainer(Adapter):
@@ -66,7 +65,7 @@ class FakeTrainer(Adapter):
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self.config = config
-        return ModelInfo(parameters=BUILDERS[config.model]())
+        return ModelInfo(parameters=PARAMETERS)
 
     def batches(self) -> Iterator[int]:
         while True:

@@ -1,7 +1,7 @@
 """A registered framework whose package is not installed: planning must give it `not-installed`
 rows without launching anything. Registered with MGBENCH_PLUGINS=fakefw,fakefw_absent."""
 
-from mgbench.frameworks.registry import Capabilities, FrameworkSpec, StrategySpec
+from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
 FRAMEWORK = FrameworkSpec(
     name="absent",
@@ -10,5 +10,5 @@ FRAMEWORK = FrameworkSpec(
     import_names=("mgbench_no_such_package",),
     environment="absent",
     install_hint="pip install mgbench-no-such-package",
-    capabilities=Capabilities(models=("tiny",), builders="fakefw_absent"),
+    capabilities=Capabilities(ModelBuilders("fakefw_absent", ("tiny",))),
 )

@@ -4,8 +4,8 @@ Import-free checks run for every combination in this interpreter: the registry r
 planning either accepts it with the framework's default data format or names why not, and
 nothing imports a framework. Then each (framework, strategy) is launched once under its own
 launcher in its own environment (skipped, naming the set-up command, where that is not built):
-its builder table (`BUILDERS` of the module the registry names) holds exactly the models the
-registry declares, its adapter's `setup` builds every one of them, with exactly the model
+its builder module (`ModelBuilders.module`) defines a builder for exactly the catalogue models
+its spec declares, its adapter's `setup` builds every one of them, with exactly the model
 catalogue's reference parameter count plus the framework's declared offset, and it implements
 the optional parts of the contract (real data, profiler) exactly where the registry declares them.
 """
@@ -88,7 +88,7 @@ def test_the_adapter_builds_the_declared_model_and_implements_what_it_declares(c
     spec, strategy, model = combination
     found = probe(spec, strategy, tmp_path)
     assert found["is_adapter"]
-    assert found["builders"] == sorted(spec.capabilities.models), "the builder table and the declaration differ"
+    assert found["builders"] == sorted(spec.capabilities.models), "the builder module and the declaration differ"
     for feature, declared in found["declared"].items():
         assert set(found["implemented"][feature]) == {declared}, f"{feature}: declared {declared}"
     if model in spec.capabilities.models:

@@ -11,7 +11,8 @@ from conftest import mgbench, read_rows, tiny_job
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.timing import FIRST_STEP_KEPT
-from mgbench.frameworks.registry import FAMILIES, Capabilities, StrategySpec, expand_frameworks, framework_spec
+from mgbench.frameworks.registry import expand_frameworks, families, framework_spec, registered
+from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec
 from mgbench.runner.plan import chosen_strategies, plan_runs
 
 PLUGINS = "fakefw,fakefw_absent"
@@ -102,15 +103,17 @@ def test_each_run_refused_for_what_it_cannot_do_and_nothing_else(fake_plugin):
 
 
 def test_capabilities_name_the_reason():
-    catalogue = dict(models=("densenet121", "resnet50", "tiny"), builders="fake.models")
-    keras_like = Capabilities(**catalogue, model_data_formats={"densenet121": ("channels_last",)})
+    catalogue = ModelBuilders("fake.models", ("densenet121", "resnet50", "tiny"))
+    keras_like = Capabilities(
+        ModelBuilders("fake.models", catalogue.models, data_formats={"densenet121": ("channels_last",)})
+    )
     assert keras_like.refusal(base(model="densenet121", data_format="channels_first")) == (
         "trains densenet121 in channels_last only, not channels_first"
     )
     assert keras_like.refusal(base(model="resnet50", data_format="channels_first")) is None
-    assert Capabilities(**catalogue).refusal(base(dataset="chestxray:/data")).startswith("has no loader for real data")
-    assert Capabilities(**catalogue, loader="fake.Loader").refusal(base(dataset="chestxray:/data")) is None
-    assert Capabilities(models=("tiny",), builders="fake.models").refusal(base(model="resnet50")) == (
+    assert Capabilities(catalogue).refusal(base(dataset="chestxray:/data")).startswith("has no loader for real data")
+    assert Capabilities(catalogue, loader="fake.Loader").refusal(base(dataset="chestxray:/data")) is None
+    assert Capabilities(ModelBuilders("fake.models", ("tiny",))).refusal(base(model="resnet50")) == (
         "has no resnet50 (models: tiny)"
     )
 
@@ -141,7 +144,7 @@ def test_default_strategies_all_and_named(fake_plugin):
 
 def test_keras_is_every_backend_once_and_says_where_it_came_from():
     assert expand_frameworks(["keras", "pytorch", "keras-jax"]) == [
-        *[(name, "keras") for name in FAMILIES["keras"]],
+        *[(name, "keras") for name in families(registered())["keras"]],
         ("pytorch", None),
     ]
     with pytest.raises(UsageError, match="unknown framework 'caffe'"):

@@ -1,7 +1,8 @@
 """The `mgbench` command line: one module per verb, each with `register(subparsers)`.
 
 Every bad-input path ends the same way: one line `mgbench: error: ...` on stderr, exit code 2,
-whether argparse or a later check found it.
+whether argparse or a later check found it. Every Ctrl-C or SIGTERM ends the same way too: one
+line and exit code 130 (`interrupts`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from mgbench import __version__
+from mgbench.cli.interrupts import sigterm_interrupts, stopped
 from mgbench.common.errors import UsageError
 
 EXAMPLES = """examples:
@@ -63,15 +65,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments in `args.argv`, not in `sys.argv`, which a caller in the same process did not set:
     compare records them as its command and checks what `--resume` is given against them."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = argv
-    if args.verb is None:
-        # A bare `mgbench`: the usage and the verbs, not one line naming a missing argument.
-        parser.print_help(sys.stderr)
-        return 2
     try:
-        return int(args.handler(args) or 0)
+        with sigterm_interrupts():
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            args.argv = argv
+            if args.verb is None:
+                # A bare `mgbench`: the usage and the verbs, not one line naming a missing argument.
+                parser.print_help(sys.stderr)
+                return 2
+            return int(args.handler(args) or 0)
     except UsageError as error:
         print(f"mgbench: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return stopped()

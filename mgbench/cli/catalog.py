@@ -7,7 +7,8 @@ import argparse
 from rich.table import Table
 
 from mgbench.common.models import MODELS
-from mgbench.frameworks.registry import FAMILIES, Compiler, FrameworkSpec, registered
+from mgbench.frameworks.registry import families, registered
+from mgbench.frameworks.specs import Compiler, FrameworkSpec
 from mgbench.reports.summary import table_console
 from mgbench.runner.venvs import inspect_installation
 
@@ -70,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
                 state if first else "",
             )
     console.print(frameworks)
-    for family, members in FAMILIES.items():
+    for family, members in families(registered()).items():
         console.print(
             f"--frameworks {family} runs {', '.join(members)} (those installed); --strategies all runs every strategy"
         )

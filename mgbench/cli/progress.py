@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import signal
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
+from mgbench.cli.interrupts import stopped
 from mgbench.datasets.chestxray import LABEL_FILE
 
 
@@ -37,8 +36,6 @@ def progress_bar(console: Console, description: str) -> Iterator[Callable[[int, 
 
 
 def interrupted(dst: Path) -> int:
-    """Say in one line what Ctrl-C left (no label file: the loaders refuse the folder), ignore any
-    further Ctrl-C while the process ends, and return the exit code shells give SIGINT."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    print(f"mgbench: interrupted; no {LABEL_FILE} was written to {dst}", file=sys.stderr)
-    return 128 + signal.SIGINT
+    """Say in one line what Ctrl-C or SIGTERM left (no label file: the loaders refuse the
+    folder); the exit code of `interrupts.stopped`."""
+    return stopped(f"interrupted; no {LABEL_FILE} was written to {dst}")

@@ -6,14 +6,12 @@ Every adapter builds these same architectures; this table fixes what "the same" 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal
 
 from mgbench.common.errors import UsageError
 
 LossKind = Literal["softmax", "sigmoid"]
-Builder = TypeVar("Builder")
 
 
 @dataclass(frozen=True)
@@ -25,10 +23,10 @@ class ModelSpec:
     description: str
     reference_parameters: int
     """Trainable parameters of the torchvision architecture with this head: every framework's
-    build must have exactly these, or declare its difference (`Capabilities.parameter_offsets`)."""
+    build must have exactly these, or declare its difference (`ModelBuilders.parameter_offsets`)."""
     reference_tensors: int
     """Trainable tensors (weights, biases, batch-norm scales and shifts) of that architecture: how
-    many gradients a framework that exchanges them one by one hands over (`Capabilities.tensor_offsets`
+    many gradients a framework that exchanges them one by one hands over (`ModelBuilders.tensor_offsets`
     where its build differs)."""
 
 
@@ -73,13 +71,3 @@ def model_spec(name: str) -> ModelSpec:
         return MODELS[name]
     except KeyError:
         raise UsageError(f"unknown model {name!r}; known models: {', '.join(MODELS)}") from None
-
-
-def model_builder(builders: Mapping[str, Builder], spec: ModelSpec, framework: str) -> Builder:
-    """`spec`'s entry in a framework's builder table (`frameworks/<name>/models.py`), or one
-    UsageError naming what the table has: the registry refuses an undeclared model before
-    launching, so this is reached only by a declaration the table does not keep."""
-    try:
-        return builders[spec.name]
-    except KeyError:
-        raise UsageError(f"{framework} has no model {spec.name!r}; it builds {', '.join(builders)}") from None

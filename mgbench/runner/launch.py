@@ -31,7 +31,7 @@ from pathlib import Path
 
 import mgbench
 from mgbench.common.safe_files import fresh_stream
-from mgbench.frameworks.registry import FrameworkSpec, Launcher
+from mgbench.frameworks.specs import FrameworkSpec, Launcher
 from mgbench.runner.hosts import Host
 from mgbench.runner.watchdog import RunWatchdog
 

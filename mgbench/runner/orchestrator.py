@@ -31,7 +31,7 @@ from mgbench.common.driver import LAUNCH_TIME_ENV
 from mgbench.common.results import RunResult, Status, append_result
 from mgbench.common.runfolder import RunFolder
 from mgbench.common.work import annotate_work
-from mgbench.frameworks.registry import FrameworkSpec
+from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.runner.counting import model_work
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands

@@ -14,7 +14,8 @@ from typing import Literal
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult, Status
-from mgbench.frameworks.registry import ALL_STRATEGIES, FrameworkSpec, StrategySpec, framework_spec
+from mgbench.frameworks.registry import ALL_STRATEGIES, framework_spec
+from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
 from mgbench.runner.venvs import Installation
 
 Scaling = Literal["weak", "strong"]

@@ -21,7 +21,8 @@ import chainer  # noqa: E402
 import chainer.functions as F  # noqa: E402
 import chainer.links as L  # noqa: E402
 
-from mgbench.common.models import ModelSpec, model_builder  # noqa: E402
+from mgbench.common.models import ModelSpec  # noqa: E402
+from mgbench.frameworks.chainer.spec import CHAINER_MODELS  # noqa: E402
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
 DENSENET121_BLOCKS = (6, 12, 24, 16)
@@ -153,15 +154,15 @@ class Tiny(chainer.Chain):
         return self.fc(global_average(F.relu(self.conv2(h))))
 
 
-BUILDERS: dict[str, Callable[[int], chainer.Chain]] = {"densenet121": DenseNet121, "resnet50": ResNet50, "tiny": Tiny}
-"""Each catalogue model Chainer builds, from its number of outputs (initialisers draw from
-numpy's global RNG)."""
+densenet121, resnet50, tiny = DenseNet121, ResNet50, Tiny
+"""The catalogue models `spec.py` declares (`CHAINER_MODELS`), each built by the callable of its
+name from its number of outputs (initialisers draw from numpy's global RNG)."""
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: str) -> chainer.Chain:
     """The architecture for `spec` (Chainer's nets take any image size, in channels_first only,
     which the registry holds them to)."""
-    return model_builder(BUILDERS, spec, "chainer")(spec.num_classes)
+    return CHAINER_MODELS.builder(spec.name, "chainer")(spec.num_classes)
 
 
 def build_loss(spec: ModelSpec) -> Callable[[chainer.Variable, chainer.Variable], chainer.Variable]:

@@ -11,13 +11,12 @@ convolution of a down-sampling block; torchvision's (v1.5) in the 3x3.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from mxnet import gluon
 from mxnet.gluon import nn
 from mxnet.gluon.model_zoo import vision
 
-from mgbench.common.models import ModelSpec, model_builder
+from mgbench.common.models import ModelSpec
+from mgbench.frameworks.gluon.spec import GLUON_MODELS
 
 
 def tiny(num_classes: int) -> nn.HybridSequential:
@@ -53,19 +52,22 @@ def frozen_biases_before_batchnorm(net: gluon.Block) -> gluon.Block:
     return net
 
 
-BUILDERS: dict[str, Callable[[int], gluon.HybridBlock]] = {
-    "densenet121": lambda classes: with_global_pooling(vision.densenet121(classes=classes)),
-    "resnet50": lambda classes: frozen_biases_before_batchnorm(vision.resnet50_v1(classes=classes)),
-    "inception_v3": lambda classes: with_global_pooling(vision.inception_v3(classes=classes)),
-    "tiny": tiny,
-}
-"""Each catalogue model Gluon builds, from its number of outputs."""
+def densenet121(num_classes: int) -> gluon.HybridBlock:
+    return with_global_pooling(vision.densenet121(classes=num_classes))
+
+
+def resnet50(num_classes: int) -> gluon.HybridBlock:
+    return frozen_biases_before_batchnorm(vision.resnet50_v1(classes=num_classes))
+
+
+def inception_v3(num_classes: int) -> gluon.HybridBlock:
+    return with_global_pooling(vision.inception_v3(classes=num_classes))
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: str) -> gluon.HybridBlock:
     """The architecture for `spec` (Gluon's nets take any image size, in channels_first only,
     which the registry holds them to)."""
-    return model_builder(BUILDERS, spec, "gluon")(spec.num_classes)
+    return GLUON_MODELS.builder(spec.name, "gluon")(spec.num_classes)
 
 
 def build_loss(spec: ModelSpec) -> gluon.loss.Loss:

@@ -22,7 +22,8 @@ import keras
 import numpy as np
 
 from mgbench.common.config import MOMENTUM, RunConfig
-from mgbench.common.models import ModelSpec, model_builder
+from mgbench.common.models import ModelSpec
+from mgbench.frameworks.keras.spec import KERAS_MODELS
 
 PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -53,13 +54,11 @@ def application(architecture: Callable[..., keras.Model]) -> Callable[[tuple[int
     )
 
 
-BUILDERS: dict[str, Callable[[tuple[int, int, int], int], keras.Model]] = {
-    "densenet121": application(keras.applications.DenseNet121),
-    "resnet50": application(keras.applications.ResNet50),
-    "inception_v3": application(keras.applications.InceptionV3),
-    "tiny": tiny,
-}
-"""Each catalogue model the Keras family builds, from its input shape and number of outputs."""
+densenet121 = application(keras.applications.DenseNet121)
+resnet50 = application(keras.applications.ResNet50)
+inception_v3 = application(keras.applications.InceptionV3)
+"""The catalogue models `spec.py` declares (`KERAS_MODELS`), each built by the callable of its
+name here from its input shape and number of outputs (`tiny` above)."""
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: str) -> keras.Model:
@@ -72,7 +71,7 @@ def build_model(spec: ModelSpec, image_size: int, data_format: str) -> keras.Mod
     """
     keras.config.set_image_data_format(data_format)
     input_shape = (3, image_size, image_size) if data_format == "channels_first" else (image_size, image_size, 3)
-    return model_builder(BUILDERS, spec, "the Keras family")(input_shape, spec.num_classes)
+    return KERAS_MODELS.builder(spec.name, "the Keras family")(input_shape, spec.num_classes)
 
 
 def build_loss(spec: ModelSpec, reduction: str = "sum_over_batch_size") -> keras.losses.Loss:

@@ -1,16 +1,16 @@
 """The catalogue models in PyTorch: torchvision's architectures (random weights: nothing is
 downloaded) and their losses. Horovod trains these same modules, and `flops.py` counts their
-work."""
+work. Each model `spec.py` declares (`TORCHVISION`) is built by the function of its name here,
+from its number of outputs."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import torch
 import torchvision
 from torch import nn
 
-from mgbench.common.models import ModelSpec, model_builder
+from mgbench.common.models import ModelSpec
+from mgbench.frameworks.pytorch.spec import TORCHVISION
 
 
 def tiny(num_classes: int) -> nn.Module:
@@ -26,21 +26,22 @@ def tiny(num_classes: int) -> nn.Module:
     )
 
 
-BUILDERS: dict[str, Callable[[int], nn.Module]] = {
-    "densenet121": lambda classes: torchvision.models.densenet121(weights=None, num_classes=classes),
-    "resnet50": lambda classes: torchvision.models.resnet50(weights=None, num_classes=classes),
-    "inception_v3": lambda classes: torchvision.models.inception_v3(
-        weights=None, aux_logits=False, init_weights=True, num_classes=classes
-    ),
-    "tiny": tiny,
-}
-"""Each catalogue model PyTorch builds, from its number of outputs."""
+def densenet121(num_classes: int) -> nn.Module:
+    return torchvision.models.densenet121(weights=None, num_classes=num_classes)
+
+
+def resnet50(num_classes: int) -> nn.Module:
+    return torchvision.models.resnet50(weights=None, num_classes=num_classes)
+
+
+def inception_v3(num_classes: int) -> nn.Module:
+    return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=True, num_classes=num_classes)
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: str) -> nn.Module:
     """The architecture for `spec`, in the memory format of `data_format` (torch's modules take
     any image size)."""
-    model = model_builder(BUILDERS, spec, "pytorch")(spec.num_classes)
+    model = TORCHVISION.builder(spec.name, "pytorch")(spec.num_classes)
     return model.to(memory_format=torch.channels_last if data_format == "channels_last" else torch.contiguous_format)
 
 

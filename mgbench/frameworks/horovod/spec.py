@@ -1,0 +1,28 @@
+"""Horovod over PyTorch, declared without importing it: PyTorch's models, loader and compiler
+(borrowed from `pytorch/spec.py`) with Horovod's all-reduce."""
+
+from __future__ import annotations
+
+from mgbench.common.projection import HOROVOD_EXCHANGE
+from mgbench.frameworks.pytorch.spec import TORCH_CAPABILITIES
+from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
+
+FRAMEWORK = FrameworkSpec(
+    name="horovod",
+    module="mgbench.frameworks.horovod.adapter",
+    strategies=(
+        StrategySpec(
+            "hvd",
+            "horovodrun",
+            "Horovod over PyTorch: DistributedOptimizer all-reduce, one process per device (NCCL on GPU, gloo "
+            "on CPU); input staged as pytorch's ddp (torch's DataLoader, side-stream copy on GPU)",
+            exchange=HOROVOD_EXCHANGE,
+        ),
+    ),
+    import_names=("horovod", "torch", "torchvision"),
+    environment="horovod",
+    packages_from="pytorch",
+    install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
+    post_install="scripts/build_horovod.sh",
+    capabilities=TORCH_CAPABILITIES,
+)

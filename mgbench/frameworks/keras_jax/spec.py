@@ -1,0 +1,56 @@
+"""Keras 3 over JAX, declared without importing either: data-parallel over the devices of one process."""
+
+from __future__ import annotations
+
+from mgbench.common.projection import ONE_PROCESS_PER_NODE, XLA_EXCHANGE
+from mgbench.frameworks.keras.environment import jax_variables
+from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.specs import UNSTAGED_NO_DATA_ON_DEVICE, Capabilities, Compiler, FrameworkSpec, StrategySpec
+
+FRAMEWORK = FrameworkSpec(
+    name="keras-jax",
+    module="mgbench.frameworks.keras_jax.adapter",
+    strategies=(
+        StrategySpec(
+            "jax-dp",
+            "inprocess",
+            "Keras 3 over JAX, keras.distribution.DataParallel: Keras' jitted step on a held state, "
+            "batches sharded onto the devices one step ahead",
+            exchange=XLA_EXCHANGE,
+            dispatch=ONE_PROCESS_PER_NODE,
+        ),
+        StrategySpec(
+            "jax-dp-on-batch",
+            "inprocess",
+            "as jax-dp, but model.train_on_batch on the pre-sharded batches (variables synced every step)",
+            exchange=XLA_EXCHANGE,
+            dispatch=ONE_PROCESS_PER_NODE,
+        ),
+        StrategySpec(
+            "jax-shard-map",
+            "inprocess",
+            "Keras 3 over JAX, one device's step mapped over the devices with jax.shard_map: local "
+            "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean; "
+            "staged: each batch sharded onto the devices one step ahead, from page-locked host memory",
+            exchange=XLA_EXCHANGE,
+            dispatch=ONE_PROCESS_PER_NODE,
+        ),
+        StrategySpec(
+            "jax-shard-map-unstaged",
+            "inprocess",
+            "as jax-shard-map, each batch sharded onto the devices from host arrays when the step takes it",
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+            exchange=XLA_EXCHANGE,
+            dispatch=ONE_PROCESS_PER_NODE,
+        ),
+    ),
+    import_names=("keras", "jax"),
+    environment="keras-jax",
+    install_hint="make env-keras-jax (or: pip install -r requirements/keras-jax.txt)",
+    environment_variables=jax_variables,
+    default_strategies=("jax-shard-map",),
+    family=KERAS_FAMILY,
+    capabilities=Capabilities(
+        KERAS_MODELS, loader="keras.utils.PyDataset", profiler="jax.profiler", compiler=Compiler("xla", always=True)
+    ),
+)

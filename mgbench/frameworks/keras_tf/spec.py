@@ -1,0 +1,57 @@
+"""Keras 3 over TensorFlow, declared without importing either: Keras' compiled step under
+tf.distribute; what the tensorflow loop shares with it (staging, its text) is borrowed from here."""
+
+from __future__ import annotations
+
+from mgbench.frameworks.keras.environment import tensorflow_variables
+from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.specs import UNSTAGED_NO_DATA_ON_DEVICE, Capabilities, Compiler, FrameworkSpec, StrategySpec
+
+KERAS_XLA = Compiler(
+    "xla",
+    one_device_note="Keras compiles its whole step, the update of the variables mirrored on every device "
+    "included, as one XLA function, which cannot reach the variables' copies on other devices",
+)
+"""Keras' `jit_compile=True` under tf.distribute (why its `"auto"` leaves XLA off there)."""
+CENTRAL_STORAGE_NO_COMPILE = (
+    "the variables live on the CPU and the step on the devices, and an XLA-compiled step cannot "
+    "read variables held on another device"
+)
+KERAS_TF_STAGING = (
+    "staged: the input pipeline (the synthetic pool, or tf.data over the dataset) distributed by the "
+    "strategy and prefetched into each replica's device"
+)
+
+FRAMEWORK = FrameworkSpec(
+    name="keras-tf",
+    module="mgbench.frameworks.keras_tf.adapter",
+    strategies=(
+        StrategySpec("mirrored", "inprocess", f"Keras 3 over TF, tf.distribute.MirroredStrategy; {KERAS_TF_STAGING}"),
+        StrategySpec(
+            "mirrored-unstaged",
+            "inprocess",
+            "as mirrored, host batches sliced per replica and copied inside the step",
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+        ),
+        StrategySpec(
+            "central-storage",
+            "inprocess",
+            f"variables on the CPU, compute mirrored on the devices (parameter server on CPU); {KERAS_TF_STAGING}",
+            no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
+        ),
+        StrategySpec(
+            "central-storage-unstaged",
+            "inprocess",
+            "as central-storage, host batches sliced per replica and copied inside the step",
+            no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+        ),
+    ),
+    import_names=("keras", "tensorflow"),
+    environment="keras-tf",
+    install_hint="make env-keras-tf (or: mgbench setup keras-tf)",
+    environment_variables=tensorflow_variables,
+    default_strategies=("mirrored",),
+    family=KERAS_FAMILY,
+    capabilities=Capabilities(KERAS_MODELS, loader="tf.data", compiler=KERAS_XLA),
+)

@@ -1,0 +1,42 @@
+"""Keras 3 over PyTorch, declared without importing either: the Keras family's models in PyTorch's
+DDP, compiled by torch.compile (borrowed from `pytorch/spec.py`)."""
+
+from __future__ import annotations
+
+from mgbench.common.projection import DDP_EXCHANGE
+from mgbench.frameworks.keras.environment import torch_variables
+from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.pytorch.spec import TORCH_COMPILE
+from mgbench.frameworks.specs import UNSTAGED_NO_DATA_ON_DEVICE, Capabilities, FrameworkSpec, StrategySpec
+
+FRAMEWORK = FrameworkSpec(
+    name="keras-torch",
+    module="mgbench.frameworks.keras_torch.adapter",
+    strategies=(
+        StrategySpec(
+            "ddp",
+            "torchrun",
+            "Keras 3 over PyTorch: the Keras model (a torch.nn.Module) in DistributedDataParallel, "
+            "one process per device, custom loop (Keras' torch backend has no keras.distribution); "
+            "staged: on GPUs each batch copied from pinned memory on a side stream one step ahead",
+            exchange=DDP_EXCHANGE,
+        ),
+        StrategySpec(
+            "ddp-unstaged",
+            "torchrun",
+            "as ddp, each batch copied to the device with a plain .to(device) when the step takes it",
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+            exchange=DDP_EXCHANGE,
+        ),
+    ),
+    import_names=("keras", "torch"),
+    environment="keras-torch",
+    packages_from="pytorch",
+    install_hint="make env-keras-torch (or: pip install -r requirements/keras-torch.txt)",
+    environment_variables=torch_variables,
+    default_strategies=("ddp",),
+    family=KERAS_FAMILY,
+    capabilities=Capabilities(
+        KERAS_MODELS, loader="keras.utils.PyDataset", profiler="torch.profiler", compiler=TORCH_COMPILE
+    ),
+)

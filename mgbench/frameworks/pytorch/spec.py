@@ -1,0 +1,64 @@
+"""PyTorch, declared without importing it: DDP and nn.DataParallel over torchvision's models.
+
+What Horovod (over PyTorch) and Keras over PyTorch share with it is declared here once and
+borrowed: torchvision's builder table, torch's loader and torch.compile."""
+
+from __future__ import annotations
+
+from mgbench.common.config import DEFAULT_COMPILE_MODE
+from mgbench.common.projection import DDP_EXCHANGE
+from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, ModelBuilders, StrategySpec
+
+TORCH_COMPILE = Compiler(
+    "torch.compile", (DEFAULT_COMPILE_MODE, "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+)
+"""torch.compile's modes (inductor); `reduce-overhead` adds CUDA graphs."""
+TORCH_LOADER = "torch.utils.data.DataLoader"
+TORCHVISION = ModelBuilders("mgbench.frameworks.pytorch.models", ("densenet121", "resnet50", "inception_v3", "tiny"))
+"""torchvision's architectures, which PyTorch, Horovod over it and the FLOP count build."""
+DATA_PARALLEL_NO_COMPILE = (
+    "torch.compile composes with DistributedDataParallel, not with nn.DataParallel, which copies "
+    "the module into new replica threads every step"
+)
+TORCH_CAPABILITIES = Capabilities(TORCHVISION, loader=TORCH_LOADER, profiler="torch.profiler", compiler=TORCH_COMPILE)
+"""What PyTorch and Horovod over it train: torchvision's models, torch's loader, profiler and compiler."""
+
+FRAMEWORK = FrameworkSpec(
+    name="pytorch",
+    module="mgbench.frameworks.pytorch.adapter",
+    strategies=(
+        StrategySpec(
+            "ddp",
+            "torchrun",
+            "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU); staged input: "
+            "on GPU the next batch is copied from pinned memory on a side stream during the step",
+            exchange=DDP_EXCHANGE,
+        ),
+        StrategySpec(
+            "ddp-unstaged",
+            "torchrun",
+            "as ddp, with unstaged input: each batch copied to the device by a plain .to(device) when "
+            "the step takes it, so the copy is waited for (input wait) instead of overlapped",
+            exchange=DDP_EXCHANGE,
+        ),
+        StrategySpec(
+            "dp",
+            "inprocess",
+            "nn.DataParallel, outputs gathered on device 0 where the loss is computed",
+            cpu_multi_device_note="nn.DataParallel replicates over CUDA devices only",
+            no_compile_note=DATA_PARALLEL_NO_COMPILE,
+        ),
+        StrategySpec(
+            "dp-loss",
+            "inprocess",
+            "nn.DataParallel with the loss computed on each device; only per-device losses gathered",
+            cpu_multi_device_note="nn.DataParallel replicates over CUDA devices only",
+            no_compile_note=DATA_PARALLEL_NO_COMPILE,
+        ),
+    ),
+    import_names=("torch", "torchvision"),
+    environment="pytorch",
+    install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
+    default_strategies=("ddp",),
+    capabilities=TORCH_CAPABILITIES,
+)

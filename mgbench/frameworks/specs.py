@@ -1,0 +1,239 @@
+"""What a framework declares about itself, without importing it: the spec types.
+
+Each framework package declares its `FRAMEWORK` in its own `spec.py` with these types (its
+strategies and their launchers, the models it builds and where, what else it can train); the
+registry (`registry.py`) only finds those declarations and looks them up. Listing, validating
+and planning runs read them and never import a framework: `compare` turns a run a spec says
+cannot happen into an `unsupported` row before launching anything, and adapters do not repeat it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mgbench.common.config import DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.models import MODELS, model_spec
+from mgbench.common.projection import Dispatch, Exchange
+
+Launcher = Literal["inprocess", "torchrun", "mpirun", "horovodrun", "tf-multiworker"]
+UNSTAGED_NO_DATA_ON_DEVICE = (
+    "its input is the host-to-device copy in line with each step, which data kept on the devices "
+    "removes: that is the staged strategy with --data-on-device"
+)
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """What `--compile` switches on for a framework, named without importing it."""
+
+    name: str
+    modes: tuple[str, ...] = (DEFAULT_COMPILE_MODE,)
+    """The modes `--compile MODE` may name, the default first."""
+    always: bool = False
+    """The framework compiles every step whether or not `--compile` is given (Keras over JAX:
+    its step is a jitted function), so rows of runs without `--compile` say it compiled too."""
+    one_device_note: str | None = None
+    """Why the compiled step cannot span several devices (None: it can)."""
+
+    def label(self, mode: str | None) -> str | None:
+        """What compiled a run's steps, as its row records it (None: nothing was compiled)."""
+        if self.always:
+            return f"{self.name} (always)"
+        if mode is None:
+            return None
+        return self.name if len(self.modes) == 1 else f"{self.name} ({mode})"
+
+    def refusal(self, config: RunConfig) -> str | None:
+        if config.compile is None:
+            return None
+        if config.compile not in self.modes:
+            return f"compiles with {self.name} in mode {', '.join(self.modes)} only, not {config.compile}"
+        if config.devices > 1 and self.one_device_note:
+            return f"compiles with {self.name} on one device only: {self.one_device_note}"
+        return None
+
+
+@dataclass(frozen=True)
+class ModelBuilders:
+    """The catalogue models one builder module builds, and how its builds differ from the
+    catalogue's reference architectures, declared without importing the module.
+
+    `module` (a framework's `models.py`) builds model `m` with its module-level callable named
+    `m`, so a model's name is spelled once in the framework's package, in `models`, and the
+    frameworks that train through the same module (the Keras family, Horovod over PyTorch)
+    share this one declaration. The contract test holds the module's builders to `models`."""
+
+    module: str
+    models: tuple[str, ...]
+    """The catalogue models it builds: declared here so that planning never imports it, and
+    never defaulted to the whole catalogue."""
+    data_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Models that accept fewer data formats than the framework (Keras' DenseNet: channels_last)."""
+    parameter_offsets: dict[str, int] = field(default_factory=dict)
+    """Trainable parameters minus the model catalogue's reference count, where the module's
+    architecture differs (keras.applications' ResNet-50 gives convolutions a bias)."""
+    tensor_offsets: dict[str, int] = field(default_factory=dict)
+    """Trainable tensors minus the catalogue's reference count, for the same differences."""
+
+    def builder(self, model: str, framework: str) -> Callable[..., Any]:
+        """`model`'s builder (importing the module: adapters only), or one UsageError naming
+        what it builds: the registry refuses an undeclared model before launching, so this is
+        reached only by a caller that skipped it."""
+        if model not in self.models:
+            raise UsageError(f"{framework} has no model {model!r}; it builds {', '.join(self.models)}")
+        return getattr(importlib.import_module(self.module), model)
+
+    def defined(self) -> list[str]:
+        """The catalogue models the module defines a builder for, importing it (the contract
+        test compares them with `models`)."""
+        module = importlib.import_module(self.module)
+        return [name for name in MODELS if callable(getattr(module, name, None))]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an adapter can train, declared without importing its framework."""
+
+    builders: ModelBuilders
+    """The models it builds, through which module, and how they differ from the catalogue."""
+    precisions: tuple[str, ...] = PRECISIONS
+    data_formats: tuple[str, ...] = ("channels_last", "channels_first")
+    """The first is the framework's default: one it trains for every model it has (channels_last
+    where the framework can: Keras' applications need it, and tensor cores prefer it)."""
+    loader: str | None = None
+    """The framework's native loader, by its own name (e.g. `torch.utils.data.DataLoader`), that
+    reads `--dataset chestxray:/labels:/imagefolder:` and trains `--epochs`; rows of real data
+    record it. None: synthetic data only."""
+    profiler: str | None = None
+    """The profiler `--profile` runs under (None: the framework has none here)."""
+    compiler: Compiler | None = None
+    """What `--compile` does (None: the framework has no compiler here, `no_compiler` says why)."""
+    no_compiler: str = "the framework has no compiler here"
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.builders.models
+
+    @property
+    def model_data_formats(self) -> dict[str, tuple[str, ...]]:
+        return self.builders.data_formats
+
+    @property
+    def parameter_offsets(self) -> dict[str, int]:
+        return self.builders.parameter_offsets
+
+    def refusal(self, config: RunConfig) -> str | None:
+        """Why this adapter cannot train `config`, or None when it can."""
+        if config.model not in self.models:
+            return f"has no {config.model} (models: {', '.join(self.models)})"
+        if config.precision not in self.precisions:
+            return f"trains in {', '.join(self.precisions)} only, not {config.precision}"
+        formats = self.model_data_formats.get(config.model, self.data_formats)
+        if config.data_format not in formats:
+            return f"trains {config.model} in {', '.join(formats)} only, not {config.data_format}"
+        if config.dataset != "synthetic" and self.loader is None:
+            return f"has no loader for real data (dataset {config.dataset!r}); it trains on synthetic data only"
+        if config.compile is not None and self.compiler is None:
+            return f"cannot compile its step (--compile): {self.no_compiler}"
+        return self.compiler.refusal(config) if self.compiler else None
+
+    def compiled_by(self, config: RunConfig) -> str | None:
+        """What compiles `config`'s training step, as its row records it (None: nothing)."""
+        return self.compiler.label(config.compile) if self.compiler else None
+
+    def default_data_format(self, model: str) -> str:
+        return self.model_data_formats.get(model, self.data_formats)[0]
+
+    def expected_parameters(self, model: str) -> int:
+        """The trainable parameter count this framework's build of `model` must have."""
+        return model_spec(model).reference_parameters + self.parameter_offsets.get(model, 0)
+
+    def expected_tensors(self, model: str) -> int:
+        """The trainable tensors this framework's build of `model` has."""
+        return model_spec(model).reference_tensors + self.builders.tensor_offsets.get(model, 0)
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    name: str
+    launcher: Launcher
+    description: str
+    cpu_multi_device_note: str | None = None
+    """Why N > 1 CPU devices cannot stand in for GPUs with this strategy (None: they can)."""
+    no_compile_note: str | None = None
+    """Why this strategy cannot run a compiled step where its framework can (None: it can)."""
+    no_data_on_device_note: str | None = None
+    """Why this strategy cannot keep the synthetic batches on the devices (`--data-on-device`);
+    None: it does (it places the pool once and cycles it)."""
+    exchange: Exchange | None = None
+    """How its gradients reach the all-reduce, for `mgbench project` (None: not declared, projected
+    as DDP's buckets)."""
+    dispatch: Dispatch | None = None
+    """Which process does each device's host work, for `mgbench project` (None: not declared,
+    projected as a process per device)."""
+
+    def refusal(self, config: RunConfig) -> str | None:
+        if config.device_kind == "cpu" and config.devices > 1 and self.cpu_multi_device_note:
+            return f"needs GPUs: {self.cpu_multi_device_note}"
+        if config.data_on_device and self.no_data_on_device_note:
+            return f"cannot keep its input on the devices (--data-on-device): {self.no_data_on_device_note}"
+        if config.compile is not None and self.no_compile_note:
+            return f"cannot compile {self.name}'s step (--compile): {self.no_compile_note}"
+        return None
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    name: str
+    module: str
+    """The adapter module: it imports the framework and defines `create_trainer(strategy)`."""
+    strategies: tuple[StrategySpec, ...]
+    import_names: tuple[str, ...]
+    environment: str
+    """Name of the virtual environment under `.venvs/` and of `requirements/<environment>.txt`."""
+    install_hint: str
+    capabilities: Capabilities
+    default_strategies: tuple[str, ...] = ()
+    """What `compare` runs without `--strategies`: the strategy that answers "how fast is this
+    framework" (empty: the first strategy)."""
+    family: str | None = None
+    """A name `--frameworks` takes for this framework and the others of its family together
+    (`keras`: Keras 3 on every backend); None: it is named alone."""
+    required_commands: tuple[str, ...] = ()
+    """Programs the strategies need on PATH besides the Python packages (e.g. `mpiexec`)."""
+    packages_from: str | None = None
+    """A framework whose environment's packages this one sees beneath its own (a `.pth` line), so
+    the pins both hold are installed once: torch with its CUDA libraries is about 6 GB per copy.
+    Pins the lower environment does not satisfy are installed in this one and shadow it."""
+    post_install: str | None = None
+    """A repo-relative script `mgbench setup` runs with the environment's interpreter after its
+    requirements, for what PyPI has no wheel of (e.g. Horovod, built against the installed torch)."""
+    environment_variables: Callable[[RunConfig], dict[str, str]] | None = None
+    """Variables the framework reads at import (backend choice, host device count): they go into
+    the run's environment, and an in-process worker sets them before importing the adapter.
+    Must not import the framework."""
+    gpu_note: str | None = None
+    """What keeps this framework off GPUs here (None: it trains on GPUs), for `list` and README."""
+
+    def variables_for(self, config: RunConfig) -> dict[str, str]:
+        return self.environment_variables(config) if self.environment_variables else {}
+
+    def strategy(self, name: str) -> StrategySpec:
+        for strategy in self.strategies:
+            if strategy.name == name:
+                return strategy
+        known = ", ".join(s.name for s in self.strategies)
+        raise UsageError(f"framework {self.name!r} has no strategy {name!r}; its strategies: {known}")
+
+    @property
+    def defaults(self) -> tuple[str, ...]:
+        return self.default_strategies or (self.strategies[0].name,)
+
+    def refusal(self, config: RunConfig) -> str | None:
+        """Why this framework and strategy cannot run `config` (None: nothing known against it)."""
+        reason = self.capabilities.refusal(config) or self.strategy(config.strategy).refusal(config)
+        return f"{self.name} {reason}" if reason else None

@@ -1,0 +1,35 @@
+"""TensorFlow's custom loop, declared without importing it: the Keras family's models under
+MirroredStrategy, staged as keras-tf stages (borrowed from `keras_tf/spec.py`)."""
+
+from __future__ import annotations
+
+from mgbench.frameworks.keras.environment import tensorflow_variables
+from mgbench.frameworks.keras.spec import KERAS_MODELS
+from mgbench.frameworks.keras_tf.spec import KERAS_TF_STAGING
+from mgbench.frameworks.specs import UNSTAGED_NO_DATA_ON_DEVICE, Capabilities, Compiler, FrameworkSpec, StrategySpec
+
+XLA_JIT = Compiler("xla")
+"""TensorFlow's `jit_compile=True`: the step compiled by XLA instead of run as a TF graph."""
+
+FRAMEWORK = FrameworkSpec(
+    name="tensorflow",
+    module="mgbench.frameworks.tensorflow.adapter",
+    strategies=(
+        StrategySpec(
+            "mirrored",
+            "inprocess",
+            f"custom loop: tf.function + strategy.run under MirroredStrategy; {KERAS_TF_STAGING}",
+        ),
+        StrategySpec(
+            "mirrored-unstaged",
+            "inprocess",
+            "as mirrored, host batches sliced per replica and copied inside the step",
+            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+        ),
+    ),
+    import_names=("keras", "tensorflow"),
+    environment="keras-tf",
+    install_hint="make env-keras-tf (or: mgbench setup tensorflow)",
+    environment_variables=tensorflow_variables,
+    capabilities=Capabilities(KERAS_MODELS, loader="tf.data", compiler=XLA_JIT),
+)

@@ -8,6 +8,11 @@ has no torch the rows carry no work figures.
 Counting imports torch and builds the model (seconds), so counts are kept in a cache file,
 `~/.cache/mgbench/work.json` (`MGBENCH_WORK_CACHE` moves it), keyed by model, input size and the
 torchvision version whose architecture was counted: a later compare reads them without torch.
+
+Importing torchvision imports torch's compiler, which makes its cache folder at once
+(`$TMPDIR/torchinductor_<user>`) and names it in this process's environment, which every run
+launched after would inherit: the count runs with `TORCHINDUCTOR_CACHE_DIR` beside the count
+cache (`~/.cache/mgbench/torchinductor`) and the environment is put back after it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
@@ -24,6 +31,7 @@ from mgbench.common.results import write_json_atomically
 from mgbench.common.work import ModelWork
 
 CACHE_ENV = "MGBENCH_WORK_CACHE"
+COMPILER_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 
 
 def cache_path() -> Path:
@@ -37,6 +45,21 @@ def _read_cache(path: Path) -> dict[str, dict[str, float]]:
         return {}
 
 
+@contextmanager
+def compiler_cache_beside(path: Path) -> Iterator[None]:
+    """The block with torch's compiler cache in `torchinductor/` beside `path` (unless the user
+    named one), this process's environment as it was after it."""
+    before = os.environ.get(COMPILER_CACHE_ENV)
+    os.environ[COMPILER_CACHE_ENV] = before or str(path.parent / "torchinductor")
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(COMPILER_CACHE_ENV, None)
+        else:
+            os.environ[COMPILER_CACHE_ENV] = before
+
+
 @functools.cache
 def model_work(model: str, image_size: int) -> ModelWork | None:
     """FLOPs and saved activations per image of `model` at `image_size` px (None: no torch here)."""
@@ -48,11 +71,12 @@ def model_work(model: str, image_size: int) -> ModelWork | None:
     cached = _read_cache(path)
     if key in cached:
         return ModelWork(**cached[key])
-    try:
-        from mgbench.frameworks.pytorch.flops import count_work
-    except ImportError:
-        return None
-    work = count_work(model_spec(model), image_size)
+    with compiler_cache_beside(path):
+        try:
+            from mgbench.frameworks.pytorch.flops import count_work
+        except ImportError:
+            return None
+        work = count_work(model_spec(model), image_size)
     try:
         write_json_atomically(path, json.dumps({**_read_cache(path), key: asdict(work)}, indent=1))
     except OSError:  # a cache that cannot be written costs only the next compare's count

@@ -140,11 +140,13 @@ def test_the_compare_write_probe_is_not_written_through_a_planted_link(tmp_path,
 
 
 @pytest.fixture
-def fake_measure(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`bandwidth` launches, instead of torchrun, a command that prints its temporary folder and
-    leaves a file in it, as torchrun leaves `torchelastic_*`."""
-    code = "import tempfile; print('TMPDIR', tempfile.mkdtemp(prefix='torchelastic_'))"
-    monkeypatch.setattr("mgbench.runner.bandwidth.launch_command", lambda *args, **kwargs: [sys.executable, "-c", code])
+def fake_measure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`bandwidth` launches, instead of torchrun under torch's interpreter, a command that leaves
+    a folder in its temporary folder, as torchrun leaves `torchelastic_*`, and prints its path."""
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "TMPDIR $(mktemp -d -t torchelastic_XXXX)"\n')
+    python.chmod(0o755)
+    monkeypatch.setattr("mgbench.runner.bandwidth.interpreter_for", lambda spec: str(python))
 
 
 def test_bandwidth_refuses_a_log_folder_linked_out_of_its_folder(tmp_path, outside, fake_measure, capsys):

@@ -2,20 +2,23 @@
 split lists disagree is refused naming what is at fault, `--resume` checks the images again, a
 run named twice runs once, and a metric without a value is null with a warning, never NaN."""
 
+import argparse
 import json
 
 import numpy as np
 import pytest
-from conftest import mgbench, one_line_error, read_rows, tiny_job
+from conftest import tiny_job
 from PIL import Image
+from rich.console import Console
 from test_datasets import imagefolder, nih_rows, write_nih
 
 from mgbench.cli import main
+from mgbench.cli.compare import add_arguments, plan_new, plan_resume
 from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.metrics import gathered_metrics
-from mgbench.common.results import RunResult
+from mgbench.common.results import RunResult, read_results
 from mgbench.common.runfolder import RunFolder
 from mgbench.datasets.resolve import check_dataset, describe_dataset, recheck_dataset
 from mgbench.reports.summary import results_frame
@@ -160,45 +163,42 @@ def test_a_row_with_an_undefined_auc_is_tabulated_and_its_warning_shown():
     assert np.isnan(training_table(frame).iloc[0]["test_auc"])
 
 
-def test_a_framework_or_strategy_named_twice_runs_once(tmp_path):
-    out = tmp_path / "run"
-    done = mgbench(
-        "compare", *FAKE_JOB, "--frameworks", "fake,fake", "--strategies", "steady,steady", "--out", str(out)
-    )
-    assert done.returncode == 0, done.stderr
-    assert list(read_rows(out).run_id) == ["fake-steady-1cpu"]
-    assert len(json.loads((out / "compare.json").read_text())["configs"]) == 1
+def test_a_framework_or_strategy_named_twice_is_planned_once(tmp_path, fake_plugin):
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    argv = [*FAKE_JOB, "--frameworks", "fake,fake", "--strategies", "steady,steady", "--out", str(tmp_path / "run")]
+    args = parser.parse_args(argv)
+    args.argv = ["compare", *argv]
+    _, plan, runs = plan_new(args, Console(stderr=True))
+    assert [run.config.run_id for run in runs] == [config.run_id for config in plan.configs] == ["fake-steady-1cpu"]
 
 
-def test_a_plan_listing_one_config_three_times_resumes_to_one_row(tmp_path):
-    out = tmp_path / "run"
-    done = mgbench("compare", *FAKE_JOB, "--strategies", "steady,flaky", "--out", str(out), FAKE_FAIL="1")
-    assert done.returncode == 1, done.stderr
-    plan = json.loads((out / "compare.json").read_text())
-    plan["configs"] = [plan["configs"][0]] * 3 + [plan["configs"][1]] * 2
-    (out / "compare.json").write_text(json.dumps(plan))
-    resumed = mgbench("compare", "--resume", str(out), FAKE_FAIL="0")
-    assert resumed.returncode == 0, resumed.stderr
-    assert list(read_rows(out).run_id) == ["fake-steady-1cpu", "fake-flaky-1cpu"]
-    plan["configs"][1] = {**plan["configs"][0], "steps": 7}
-    (out / "compare.json").write_text(json.dumps(plan))
-    line = one_line_error(mgbench("compare", "--resume", str(out)))
-    assert "fake-steady-1cpu is planned twice with different configs" in line
-
-
-def planned_on(tmp_path, dataset: str, **config: object) -> RunFolder:
-    """A compare folder whose one run, on `dataset`, is still to do."""
+def planned(tmp_path, configs: list[RunConfig]) -> RunFolder:
+    """A compare folder whose compare.json lists `configs` as they are, repeats included."""
     folder = RunFolder(tmp_path / "run")
-    folder.root.mkdir()
-    run = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset=dataset, **config)
-    folder.compare_file.write_text(ComparePlan("mgbench compare", [run], 60.0).to_json())
+    folder.root.mkdir(parents=True)
+    record = json.loads(ComparePlan("mgbench compare", configs[:1], 60.0).to_json())
+    folder.compare_file.write_text(json.dumps({**record, "configs": [config.to_dict() for config in configs]}))
     return folder
+
+
+def test_a_plan_listing_one_config_three_times_resumes_to_one_row(tmp_path, fake_plugin):
+    steady = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4)
+    flaky = steady.with_changes(strategy="flaky")
+    folder = planned(tmp_path, [steady, steady, flaky, steady, flaky])
+    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0).to_json() + "\n")
+    plan, todo = plan_resume(folder, "mgbench compare --resume run", None, Console(stderr=True))
+    assert plan.configs == [steady, flaky] and [run.config for run in todo] == [flaky]
+    assert [row.run_id for row in read_results(folder.results)] == ["fake-steady-1cpu"]
+    folder = planned(tmp_path / "other", [steady, flaky, steady.with_changes(steps=7)])
+    with pytest.raises(UsageError, match="run fake-steady-1cpu is planned twice with different configs"):
+        plan_resume(folder, "mgbench compare --resume run", None, Console(stderr=True))
 
 
 def test_resume_checks_the_images_again_before_launching(tmp_path, fake_plugin, capsys):
     src = tmp_path / "src"
     write_nih(src, nih_rows(20))
-    folder = planned_on(tmp_path, f"chestxray:{src}")
+    folder = planned(tmp_path, [RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset=f"chestxray:{src}")])
     (src / "images" / "00000004_000.png").write_bytes(b"damaged since")
     message = one_line(capsys, ["compare", "--resume", str(folder.root)])
     assert "1 of 20 images cannot be decoded: images/00000004_000.png (not an image" in message

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mgbench.runner.launch import RUN_ENTRY
+from mgbench.runner.launchers import RUN_ENTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -96,6 +96,6 @@ def test_no_page_repeats_a_paragraph(page):
 
 
 def test_multi_node_page_shows_the_entry_point_the_launchers_start():
-    """The launcher commands docs/multi-node.md shows start the module launch.py puts under them."""
+    """The launcher commands docs/multi-node.md shows start the module launchers.py puts under them."""
     built = (ROOT / "docs" / "multi-node.md").read_text().split("## Launchers started by hand")[0]
     assert set(re.findall(r"-m (mgbench\S*)", built)) == {RUN_ENTRY[1]}

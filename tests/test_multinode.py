@@ -1,16 +1,21 @@
 """Multi-node launch: the launchers' command lines, host lists (incl. Slurm), and a real compare
 over two "hosts" that are both this machine (torchrun c10d rendezvous, gloo, CPU)."""
 
-import json
 import os
 
 import pandas as pd
 import pytest
 from conftest import mgbench, tiny_job
 
+from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.runfolder import RunFolder
+from mgbench.frameworks.registry import BUILTIN
 from mgbench.runner.hosts import Host, expand_nodelist, parse_hosts, resolve_hosts, slurm_hosts
-from mgbench.runner.launch import RUN_ENTRY, NodeCommand, multinode_commands, node_argv, tf_configs
+from mgbench.runner.launch import launched_by_launcher, node_argv
+from mgbench.runner.launchers import LAUNCHERS, RUN_ENTRY, NodeCommand, launcher_for
+from mgbench.runner.orchestrator import execute_run
+from mgbench.runner.plan import PlannedRun
 
 HOSTS = [Host("node1", 4), Host("node2", 4)]
 ARGS = ["--config", "c.json"]
@@ -36,7 +41,7 @@ def test_slurm_allocation_becomes_hosts(monkeypatch):
 
 
 def test_torchrun_one_agent_per_node_with_c10d_rendezvous_on_the_first_host():
-    nodes = multinode_commands("py", "torchrun", HOSTS, ARGS, 29400, "run-1")
+    nodes = launcher_for("torchrun").node_commands("py", HOSTS, ARGS, 29400, "run-1")
     assert [node.host for node in nodes] == HOSTS
     for node in nodes:
         assert node.argv == [
@@ -54,7 +59,7 @@ def test_torchrun_one_agent_per_node_with_c10d_rendezvous_on_the_first_host():
 
 
 def test_horovodrun_takes_the_host_list_itself():
-    (node,) = multinode_commands("py", "horovodrun", HOSTS, ARGS, 29400, "run-1")
+    (node,) = launcher_for("horovodrun").node_commands("py", HOSTS, ARGS, 29400, "run-1")
     assert node.host is None
     assert node.argv == [
         "py",
@@ -70,28 +75,61 @@ def test_horovodrun_takes_the_host_list_itself():
     ]
 
 
-def test_tf_config_per_worker():
-    configs = tf_configs(HOSTS, 12345)
-    assert configs == [
-        {"cluster": {"worker": ["node1:12345", "node2:12345"]}, "task": {"type": "worker", "index": 0}},
-        {"cluster": {"worker": ["node1:12345", "node2:12345"]}, "task": {"type": "worker", "index": 1}},
-    ]
-    nodes = multinode_commands("py", "tf-multiworker", HOSTS, ARGS, 12345, "run-1")
-    assert [json.loads(node.env["TF_CONFIG"]) for node in nodes] == configs
-    assert all(node.argv == ["py", *RUN_ENTRY, *ARGS] for node in nodes)
+def test_mpiexec_takes_the_host_list_itself_and_on_one_host_none():
+    (node,) = launcher_for("mpirun").node_commands("py", HOSTS, ARGS, 29400, "run-1")
+    assert node.host is None
+    assert node.argv[node.argv.index("-n") :] == ["-n", "8", "-H", "node1:4,node2:4", "py", *RUN_ENTRY, *ARGS]
+    alone = launcher_for("mpirun").command("py", 2, ARGS)
+    assert alone[alone.index("-n") :] == ["-n", "2", "py", *RUN_ENTRY, *ARGS]
+
+
+def test_the_in_process_launcher_starts_the_worker_itself_and_never_over_hosts():
+    launcher = launcher_for("inprocess")
+    assert launcher.one_process
+    assert launcher.command("py", 4, ARGS) == ["py", *RUN_ENTRY, *ARGS]
+    with pytest.raises(ValueError, match="cannot span hosts"):
+        launcher.node_commands("py", HOSTS, ARGS, 29400, "run-1")
+
+
+def test_a_process_knows_it_runs_under_a_launcher_by_that_launchers_markers(monkeypatch):
+    markers = [marker for launcher in LAUNCHERS.values() for marker in launcher.markers]
+    for marker in markers:
+        monkeypatch.delenv(marker, raising=False)
+    assert markers and not launched_by_launcher()
+    for marker in markers:
+        monkeypatch.setenv(marker, "1")
+        assert launched_by_launcher(), marker
+        monkeypatch.delenv(marker)
+
+
+def test_a_launcher_no_object_has_is_one_usage_error_naming_the_launchers():
+    with pytest.raises(UsageError, match="no launcher 'tf-multiworker'") as refused:
+        launcher_for("tf-multiworker")
+    assert all(key in str(refused.value) for key in LAUNCHERS)
+
+
+def test_a_one_process_strategy_asked_to_span_hosts_is_unsupported_without_launching(tmp_path):
+    spec, strategy = next(
+        (spec, strategy)
+        for spec in BUILTIN
+        for strategy in spec.strategies
+        if launcher_for(strategy.launcher).one_process
+    )
+    config = RunConfig(spec.name, strategy.name, "tiny", 8, "cuda", 1, 1)
+    folder = RunFolder(tmp_path / "run")
+    row = execute_run(PlannedRun(config, spec, strategy), folder, timeout=1, hosts=HOSTS)
+    assert row.status == "unsupported" and "cannot span hosts" in row.error
+    assert not folder.root.exists()
 
 
 def test_remote_nodes_go_through_ssh_with_their_environment_local_ones_directly():
     env = {"MGBENCH_LAUNCH_TIME": "1.5", "OMP_NUM_THREADS": "2", "HOME": "/root"}
-    remote = NodeCommand(Host("node2", 4), ["py", "-m", "mgbench", "run"], {"TF_CONFIG": '{"a": 1}'})
+    remote = NodeCommand(Host("node2", 4), ["py", "-m", "mgbench", "run"])
     argv, _ = node_argv(remote, env)
     assert argv[:4] == ["ssh", "-o", "BatchMode=yes", "node2"]
-    assert argv[4] == (
-        f"cd {os.getcwd()} && env MGBENCH_LAUNCH_TIME=1.5 OMP_NUM_THREADS=2 TF_CONFIG='{{\"a\": 1}}' py -m mgbench run"
-    )
-    local = NodeCommand(Host("localhost", 4), ["py"], {"TF_CONFIG": "x"})
-    argv, local_env = node_argv(local, env)
-    assert argv == ["py"] and local_env == {**env, "TF_CONFIG": "x"}
+    assert argv[4] == f"cd {os.getcwd()} && env MGBENCH_LAUNCH_TIME=1.5 OMP_NUM_THREADS=2 py -m mgbench run"
+    local = NodeCommand(Host("localhost", 4), ["py"])
+    assert node_argv(local, env) == (["py"], env)
 
 
 def test_compare_over_two_local_hosts_runs_ddp_across_them(tmp_path):

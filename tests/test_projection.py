@@ -37,6 +37,7 @@ from mgbench.frameworks.registry import BUILTIN, framework_spec
 from mgbench.reports.figures import PIXEL_SIZE
 from mgbench.reports.projection import ASSUMED_OVERLAP, InputRate, input_rate, overlap_share, project_folder
 from mgbench.reports.runfolder import load_run_folder
+from mgbench.runner.launchers import launcher_for
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"
 LINK = Link("test", 100 * GB, {"ring": 2e-6, "tree": 10e-6}, "made up for the test")
@@ -159,7 +160,7 @@ def test_strategies_declare_their_exchange_and_keras_counts_its_own_tensors():
     )
     # one process for a node's devices only where the strategy runs in the one process mgbench starts
     assert all(
-        strategy.launcher == "inprocess"
+        launcher_for(strategy.launcher).one_process
         for spec in BUILTIN
         for strategy in spec.strategies
         if strategy.dispatch and strategy.dispatch.one_per_node

@@ -12,14 +12,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from mgbench.common.config import DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.models import MODELS, model_spec
 from mgbench.common.projection import Dispatch, Exchange
 
-Launcher = Literal["inprocess", "torchrun", "mpirun", "horovodrun", "tf-multiworker"]
+LauncherKey = str
+"""The name a strategy gives the launcher that starts its processes: `mgbench.runner.launchers`
+(above this layer) maps it to the launcher's object, and a test holds every declared one to it."""
 UNSTAGED_NO_DATA_ON_DEVICE = (
     "its input is the host-to-device copy in line with each step, which data kept on the devices "
     "removes: that is the staged strategy with --data-on-device"
@@ -160,7 +162,7 @@ class Capabilities:
 @dataclass(frozen=True)
 class StrategySpec:
     name: str
-    launcher: Launcher
+    launcher: LauncherKey
     description: str
     cpu_multi_device_note: str | None = None
     """Why N > 1 CPU devices cannot stand in for GPUs with this strategy (None: they can)."""

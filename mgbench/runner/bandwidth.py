@@ -7,7 +7,8 @@ import os
 
 from mgbench.common.runfolder import RunFolder
 from mgbench.frameworks.registry import framework_spec
-from mgbench.runner.launch import Outcome, execute, interpreter_for, launch_command
+from mgbench.runner.launch import Outcome, execute, interpreter_for
+from mgbench.runner.launchers import TORCHRUN
 
 WORKER = ("-m", "mgbench.frameworks.pytorch.bandwidth_worker")
 BANDWIDTH_LOG = "bandwidth"
@@ -32,7 +33,7 @@ def measure_bandwidth(
         "--device-kind",
         device_kind,
     ]
-    command = launch_command(interpreter, "torchrun", devices, args, entry=WORKER)
+    command = TORCHRUN.command(interpreter, devices, args, entry=WORKER)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if device_kind == "cpu":
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // devices))

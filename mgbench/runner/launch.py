@@ -1,14 +1,9 @@
-"""Starting runs: which interpreter, which launcher, and a subprocess with a timeout.
+"""Starting runs: which interpreter, and the launchers' commands as subprocesses with a timeout.
 
-Multi-process strategies go through the frameworks' own launchers (torchrun, mpiexec,
-horovodrun), never a home-made one, so what mgbench measures is what users run. Each
-framework runs with the interpreter of its virtual environment (`.venvs/<env>/bin/python`)
-when that exists, else with the interpreter running mgbench.
-
-Across hosts (`compare --hosts`), torchrun and TensorFlow's MultiWorkerMirroredStrategy need
-one command per node: those are started directly on this machine and through `ssh HOST` on
-the others (same paths there: a shared file system or an identical checkout). horovodrun and
-mpiexec take the host list themselves and start the remote processes with their own ssh.
+The commands come from the strategies' launchers (`mgbench.runner.launchers`). Each framework
+runs with the interpreter of its virtual environment (`.venvs/<env>/bin/python`) when that
+exists, else with the interpreter running mgbench. A command for another host is started
+through `ssh HOST` (same paths there: a shared file system or an identical checkout).
 
 Every run starts with PYTHONSAFEPATH=1 (`isolated_environment`): none of its processes imports
 from the working directory. Each run has a watchdog (`mgbench.runner.watchdog`) that kills what
@@ -17,22 +12,20 @@ the run started if mgbench is killed first.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import mgbench
 from mgbench.common.safe_files import fresh_stream
-from mgbench.frameworks.specs import FrameworkSpec, Launcher
-from mgbench.runner.hosts import Host
+from mgbench.frameworks.specs import FrameworkSpec
+from mgbench.runner.launchers import LAUNCHERS, NodeCommand
 from mgbench.runner.watchdog import RunWatchdog
 
 VENVS_ENV = "MGBENCH_VENVS"
@@ -40,7 +33,6 @@ TERMINATE_GRACE_SECONDS = 10.0
 LOG_TAIL_LINES = 25
 POLL_SECONDS = 0.05
 SAFE_PATH_ENV = "PYTHONSAFEPATH"
-LAUNCHER_ENV_MARKERS = ("TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "HOROVOD_RANK")
 
 
 def project_root() -> Path:
@@ -71,119 +63,24 @@ def isolated_environment(env: Mapping[str, str] | None = None) -> dict[str, str]
 
 
 def launched_by_launcher() -> bool:
-    """True inside a process started by torchrun, mpiexec or horovodrun."""
-    return any(marker in os.environ for marker in LAUNCHER_ENV_MARKERS)
+    """True inside a process started by a launcher of several processes (torchrun, mpiexec,
+    horovodrun: `Launcher.markers`)."""
+    return any(marker in os.environ for launcher in LAUNCHERS.values() for marker in launcher.markers)
 
 
-RUN_ENTRY = ("-m", "mgbench.worker")
-TF_CONFIG_ENV = "TF_CONFIG"
 FORWARDED_ENV_PREFIXES = ("MGBENCH_", "OMP_NUM_THREADS", "PYTHON", "CUDA_VISIBLE_DEVICES", "NCCL_", "GLOO_")
 """Variables a node started through ssh receives from this one (ssh starts a bare environment)."""
-
-
-def mpiexec_prefix(processes: int, host_list: str | None = None) -> list[str]:
-    """`mpiexec -n N [-H hosts]`, allowed to run as root where we are root (containers, CI)."""
-    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    hosts = ["-H", host_list] if host_list else []
-    return [shutil.which("mpiexec") or "mpiexec", *root, "-n", str(processes), *hosts]
-
-
-def horovodrun_prefix(interpreter: str, processes: int, host_list: str | None = None) -> list[str]:
-    """horovodrun through the environment's interpreter (its console script may be elsewhere)."""
-    hosts = ["-H", host_list] if host_list else []
-    return [interpreter, "-m", "horovod.runner.launch", "-np", str(processes), *hosts]
-
-
-def launch_command(
-    interpreter: str, launcher: Launcher, processes: int, run_args: list[str], entry: Sequence[str] = RUN_ENTRY
-) -> list[str]:
-    """The command line that starts `entry` (default `python -m mgbench.worker`) under the strategy's launcher."""
-    inner = [*entry, *run_args]
-    if launcher in ("inprocess", "tf-multiworker"):
-        return [interpreter, *inner]
-    if launcher == "torchrun":
-        return [interpreter, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}", *inner]
-    if launcher == "mpirun":
-        return [*mpiexec_prefix(processes), interpreter, *inner]
-    if launcher == "horovodrun":
-        return [*horovodrun_prefix(interpreter, processes), interpreter, *inner]
-    raise ValueError(f"unknown launcher {launcher!r}")
-
-
-@dataclass(frozen=True)
-class NodeCommand:
-    """One command of a (possibly multi-node) launch: where it runs, what, with which extra variables."""
-
-    host: Host | None
-    argv: list[str]
-    env: dict[str, str]
-
-
-def tf_configs(hosts: list[Host], port: int) -> list[dict]:
-    """TF_CONFIG of each MultiWorkerMirroredStrategy worker: one worker per host, driving its GPUs."""
-    workers = [f"{host.name}:{port}" for host in hosts]
-    return [{"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}} for i in range(len(hosts))]
-
-
-def multinode_commands(
-    interpreter: str,
-    launcher: Launcher,
-    hosts: list[Host],
-    run_args: list[str],
-    port: int,
-    run_id: str,
-    entry: Sequence[str] = RUN_ENTRY,
-) -> list[NodeCommand]:
-    """The launch of `entry` over `hosts`, as the framework's launcher wants it (before ssh).
-
-    torchrun: one agent per node, rendezvous through c10d on the first host (c10d assigns node
-    ranks as agents arrive; torchrun ignores --node-rank with it, so none is passed). horovodrun
-    and mpiexec: one command here, given the host list. TF: one worker per host with its TF_CONFIG.
-    """
-    inner = [*entry, *run_args]
-    total = sum(host.slots for host in hosts)
-    host_list = ",".join(str(host) for host in hosts)
-    if launcher == "torchrun":
-        return [
-            NodeCommand(
-                host,
-                [
-                    interpreter,
-                    "-m",
-                    "torch.distributed.run",
-                    f"--nnodes={len(hosts)}",
-                    f"--nproc-per-node={host.slots}",
-                    "--rdzv-backend=c10d",
-                    f"--rdzv-endpoint={hosts[0].name}:{port}",
-                    f"--rdzv-id={run_id}",
-                    *inner,
-                ],
-                {},
-            )
-            for host in hosts
-        ]
-    if launcher == "horovodrun":
-        return [NodeCommand(None, [*horovodrun_prefix(interpreter, total, host_list), interpreter, *inner], {})]
-    if launcher == "mpirun":
-        return [NodeCommand(None, [*mpiexec_prefix(total, host_list), interpreter, *inner], {})]
-    if launcher == "tf-multiworker":
-        configs = tf_configs(hosts, port)
-        return [
-            NodeCommand(host, [interpreter, *inner], {TF_CONFIG_ENV: json.dumps(config)})
-            for host, config in zip(hosts, configs)
-        ]
-    raise ValueError(f"launcher {launcher!r} cannot span several hosts")
 
 
 def node_argv(node: NodeCommand, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that start `node` from here: directly, or through ssh.
 
-    ssh gives the remote command a bare environment, so the mgbench variables, thread counts
-    and the node's own (TF_CONFIG) are exported in front of it, in the same folder as here.
+    ssh gives the remote command a bare environment, so the mgbench variables and thread counts
+    are exported in front of it, in the same folder as here.
     """
     if node.host is None or node.host.is_local:
-        return node.argv, {**env, **node.env}
-    forwarded = {k: v for k, v in env.items() if k.startswith(FORWARDED_ENV_PREFIXES)} | node.env
+        return node.argv, env
+    forwarded = {k: v for k, v in env.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(forwarded.items()))
     remote = f"cd {shlex.quote(os.getcwd())} && env {exports} {shlex.join(node.argv)}"
     return ["ssh", "-o", "BatchMode=yes", node.host.name, remote], env
@@ -255,7 +152,7 @@ def _wait_all(processes: list[subprocess.Popen], deadline: float) -> int | None:
 
 def execute(command: list[str], env: dict[str, str], timeout: float, log_path: Path) -> Outcome:
     """Run `command` in its own process group, output to `log_path`, killed after `timeout` s."""
-    return execute_nodes([NodeCommand(None, command, {})], env, timeout, log_path)
+    return execute_nodes([NodeCommand(None, command)], env, timeout, log_path)
 
 
 def execute_nodes(nodes: list[NodeCommand], env: dict[str, str], timeout: float, log_path: Path) -> Outcome:

@@ -34,7 +34,8 @@ from mgbench.common.work import annotate_work
 from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.runner.counting import model_work
 from mgbench.runner.hosts import Host
-from mgbench.runner.launch import NodeCommand, execute_nodes, interpreter_for, launch_command, multinode_commands
+from mgbench.runner.launch import execute_nodes, interpreter_for
+from mgbench.runner.launchers import NodeCommand, launcher_for
 from mgbench.runner.monitor import DeviceMonitor
 from mgbench.runner.plan import PlannedRun
 
@@ -174,7 +175,8 @@ def execute_run(
         return refused
     config, spec, strategy = run.config, run.framework, run.strategy
     multinode = spans_hosts(config, hosts)
-    if multinode and strategy.launcher == "inprocess":
+    launcher = launcher_for(strategy.launcher)
+    if multinode and launcher.one_process:
         return RunResult(config, "unsupported", error=f"{config.strategy} runs in one process; it cannot span hosts")
     interpreter = interpreter_for(spec)
     config_file = folder.write(folder.config_file(config.run_id), config.to_json())
@@ -187,11 +189,9 @@ def execute_run(
         run_args += ["--profile-dir", str(folder.made(folder.profile_dir(config.run_id)))]
     if multinode:
         assert hosts is not None
-        nodes = multinode_commands(
-            interpreter, strategy.launcher, hosts, run_args, rendezvous_port(hosts), config.run_id
-        )
+        nodes = launcher.node_commands(interpreter, hosts, run_args, rendezvous_port(hosts), config.run_id)
     else:
-        nodes = [NodeCommand(None, launch_command(interpreter, strategy.launcher, config.devices, run_args), {})]
+        nodes = [NodeCommand(None, launcher.command(interpreter, config.devices, run_args))]
     gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind == "cuda" else []
     with DeviceMonitor(folder.with_folder(folder.trace(config.run_id)), gpus), folder.scratch(config.run_id) as scratch:
         # Launchers leave files in the temporary folder (torchrun's torchelastic_*): the run's own, removed after it.

@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--hosts",
         default=None,
-        help="host1:4,host2:4 or 'slurm': the run on all their slots spans the hosts (torchrun, horovodrun, TF_CONFIG)",
+        help="host1:4,host2:4 or 'slurm': the run on all their slots spans the hosts (torchrun, horovodrun, mpiexec)",
     )
     parser.add_argument(
         "--bandwidth",

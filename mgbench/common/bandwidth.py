@@ -20,6 +20,7 @@ from typing import Any
 
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult, write_json_atomically
+from mgbench.common.schema import check_fields, parse_json
 
 BANDWIDTH_FILE = "bandwidth.json"
 GRADIENT_BYTES_PER_PARAM = 4
@@ -92,16 +93,27 @@ class BandwidthReport:
     @classmethod
     def read(cls, path: Path) -> BandwidthReport:
         """The report in `path`; a file that is not one mgbench measured is a UsageError (a
-        run folder may hold someone else's `bandwidth.json`, and its rows would be misread)."""
-        foreign = UsageError(
-            f"{path} is not a bandwidth.json measured by mgbench; move it away or choose another folder"
-        )
+        run folder may hold someone else's `bandwidth.json`, and its rows would be misread):
+        not JSON, not an object of this class's fields, each of its declared type."""
+
+        def foreign(why: str) -> UsageError:
+            return UsageError(
+                f"{path} is not a bandwidth.json measured by mgbench ({why}); move it away or choose another folder"
+            )
+
         try:
-            report = cls(**json.loads(path.read_text()))
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError):
-            raise foreign from None
-        if not isinstance(report.allreduce, list) or not all(map(_is_allreduce_entry, report.allreduce)):
-            raise foreign
+            record = parse_json(path.read_bytes(), path.name)
+            if not isinstance(record, dict):
+                raise UsageError(f"{type(record).__name__} instead of an object")
+            check_fields(record, cls, path.name)
+        except UsageError as error:
+            raise foreign(str(error)) from None
+        try:
+            report = cls(**record)
+        except TypeError as error:
+            raise foreign(str(error)) from None
+        if not all(map(_is_allreduce_entry, report.allreduce)):
+            raise foreign(f"an all-reduce entry lacks one of {', '.join(ALLREDUCE_FIELDS)}")
         return report
 
     def bus_bandwidth_for(self, message_bytes: int) -> float | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.schema import parse_json
 
 SCALINGS = ("weak", "strong")
 
@@ -55,9 +56,9 @@ class ComparePlan:
     @classmethod
     def read(cls, path: Path) -> ComparePlan:
         try:
-            record = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise UsageError(f"{path} cannot be read (cut short?); the plan is lost") from None
+            record = parse_json(path.read_bytes(), str(path))
+        except UsageError as error:
+            raise UsageError(f"{error}; the plan is lost") from None
         try:
             return cls.from_record(record)
         except UsageError as error:

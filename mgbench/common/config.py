@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from mgbench.common.errors import UnsafeNameError, UsageError
 from mgbench.common.models import ModelSpec, model_spec
+from mgbench.common.schema import check_fields
 
 Precision = Literal["fp32", "bf16", "fp16"]
 DataFormat = Literal["channels_first", "channels_last"]
@@ -28,6 +29,10 @@ PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
 DEFAULT_COMPILE_MODE = "default"
 """What a bare `--compile` asks for: each compiler's own default."""
 DATA_FORMATS: tuple[str, ...] = ("channels_first", "channels_last")
+
+SEED_LIMIT = 2**32
+"""Seeds are below this: numpy's `default_rng`/`seed` and TensorFlow take 32-bit seeds, so a
+larger or negative one would fail every run after launching instead of once before."""
 
 MOMENTUM = 0.9
 """The job every adapter trains: SGD with this momentum, no weight decay, `learning_rate` from the config."""
@@ -72,9 +77,12 @@ class RunConfig:
     then scaled by the 16 bits a PNG declares)."""
 
     def __post_init__(self) -> None:
+        self._check_names()
+        # A config read back may hold any JSON: every field its declared type before any check
+        # below compares or strips it.
+        check_fields(self.__dict__, RunConfig, "not a run config")
         # JSON gives lists back: one type, so configs compare equal however they travelled.
         object.__setattr__(self, "skipped_images", tuple(self.skipped_images))
-        self._check_names()
         model_spec(self.model)
         if self.devices < 1:
             raise UsageError(f"device count must be at least 1, got {self.devices}")
@@ -99,6 +107,8 @@ class RunConfig:
             )
         if self.workers is not None and self.workers < 0:
             raise UsageError(f"workers must be 0 or more, got {self.workers}")
+        if not 0 <= self.seed < SEED_LIMIT:
+            raise UsageError(f"the seed must be 0 to 2**32 - 1 (32 bits), got {self.seed}")
         if not math.isfinite(self.learning_rate) or self.learning_rate < 0:
             raise UsageError(f"the learning rate must be a finite number >= 0, got {self.learning_rate}")
         if self.lr_reference_batch < 1:

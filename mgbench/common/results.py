@@ -18,6 +18,7 @@ from mgbench.common.config import RunConfig
 from mgbench.common.errors import UnsafeNameError, UsageError
 from mgbench.common.metrics import defined
 from mgbench.common.safe_files import write_file
+from mgbench.common.schema import check_fields, parse_json
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
@@ -142,14 +143,25 @@ class RunResult:
         return {**record, "warnings": [*self.warnings, *undefined]}
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> RunResult:
-        """A row read back; its `run_id`, when it holds one, must be the one its config gives."""
+    def from_record(cls, record: object) -> RunResult:
+        """A row read back (a results line, a run's raw result), which may hold any JSON: an object
+        whose fields hold their declared types (`schema.check_fields`), else a UsageError, so no
+        later code meets `images_per_sec: "fast"`; its `run_id`, when it holds one, must be the
+        one its config gives (else an `UnsafeNameError`)."""
+        if not isinstance(record, dict):
+            raise UsageError(f"not a result row: {type(record).__name__} instead of an object")
         names = {f.name for f in dataclasses.fields(cls)} - {"config"}
         record = {RENAMED.get(key, key): value for key, value in record.items()}
         config = RunConfig.from_dict(record)
         if record.get("run_id", config.run_id) != config.run_id:
             raise UnsafeNameError(f"run_id {record['run_id']!r} is not its config's ({config.run_id})")
-        return cls(config=config, **{k: v for k, v in record.items() if k in names})
+        figures = {k: v for k, v in record.items() if k in names}
+        check_fields(figures, cls, "not a result row", null_numbers=True)
+        rate = figures.get("images_per_sec")
+        if figures.get("status") == "ok" and rate is not None and not rate > 0:
+            # Never written by a run (its images over its window); every report divides by it.
+            raise UsageError(f"not a result row: an ok row's images_per_sec is {rate}, not a positive number")
+        return cls(config=config, **figures)
 
     def to_json(self) -> str:
         """The row as one line of JSON: strict JSON (`to_record` leaves no NaN to write)."""
@@ -181,21 +193,24 @@ def append_result(path: Path, result: RunResult) -> None:
 def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:
     """The records and rows of a results file, and how many lines could not be read.
 
-    A line cut short (a copy, a crash of another writer) or not a result is skipped and
-    counted rather than raised: reports and resumes keep every row that is whole. A row whose
-    names could not have been written by mgbench (`UnsafeNameError`) is raised, with its line.
+    A line that is no whole row is skipped and counted rather than raised, whatever is wrong
+    with it: cut short (a copy, a crash of another writer), not UTF-8, not JSON within
+    `schema.MAX_DEPTH`, not an object, or a field not of its declared type. Reports and resumes
+    keep every row that is whole, and no later code meets a figure of another type; each line
+    is read apart, so one bad byte costs one line, not the file. A row whose names could not
+    have been written by mgbench (`UnsafeNameError`) is raised, with its line.
     """
     records, results, unreadable = [], [], 0
-    lines = path.read_text().splitlines() if path.exists() else []
+    lines = path.read_bytes().splitlines() if path.exists() else []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line, f"{path} line {number}")
             results.append(RunResult.from_record(record))
         except UnsafeNameError as error:
             raise UnsafeNameError(f"{path} line {number}: {error}") from None
-        except (json.JSONDecodeError, UsageError):
+        except UsageError:
             unreadable += 1
             continue
         records.append(record)

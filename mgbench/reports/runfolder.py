@@ -3,7 +3,8 @@
 A folder may come from another machine, from a compare that was interrupted, or from runs
 that failed before writing a trace. Reports must still be built from what is there, so this
 module turns every gap into data the report can show (a planned run with no row becomes an
-`interrupted` row, an unreadable line is counted, a missing trace is `None`) instead of raising.
+`interrupted` row, an unreadable line is counted, a missing or malformed trace is `None`)
+instead of raising.
 What is refused is a folder that is no run folder's: a `compare.json` that is not a plan, or a
 name that would lead a file outside the folder (one line, exit code 2).
 """
@@ -22,6 +23,8 @@ from mgbench.common.runfolder import TRACE_COLUMNS, RunFolder
 from mgbench.reports.summary import results_frame
 
 NOT_RUN_ERROR = "no result: the compare ended before this run finished"
+TRACE_TEXT_COLUMNS = ("kind", "device")
+"""The columns of a trace that name things (`cpu`/`cuda`, the device); the others are samples."""
 
 
 @dataclass
@@ -36,15 +39,21 @@ class RunFolderData:
     notes: list[str] = field(default_factory=list)
 
     def trace(self, run_id: str) -> pd.DataFrame | None:
-        """The run's utilisation samples, or None when the file is missing, empty or malformed."""
+        """The run's utilisation samples, or None when the file is missing, empty or malformed:
+        not UTF-8, short of a column, or text where a number belongs (`TRACE_TEXT_COLUMNS` aside,
+        every column holds numbers, empty where a device does not report one), which every chart
+        of it would trip over."""
         path = RunFolder(self.root).trace(run_id)
         if not path.exists():
             return None
         try:
             trace = pd.read_csv(path)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
             return None
         if trace.empty or not set(TRACE_COLUMNS) <= set(trace.columns):
+            return None
+        numbers = [column for column in TRACE_COLUMNS if column not in TRACE_TEXT_COLUMNS]
+        if not all(pd.api.types.is_numeric_dtype(trace[column]) for column in numbers):
             return None
         return trace
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from mgbench.cli.values import folder_path, positive_seconds
 from mgbench.common.bandwidth import (
     BANDWIDTH_FILE,
     DEFAULT_COPY_BYTES,
@@ -36,8 +37,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="all-reduce message bytes, e.g. 1K,1M,64M"
     )
     parser.add_argument("--copy-bytes", default=str(DEFAULT_COPY_BYTES), help="bytes per copy measurement, e.g. 64M")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS)
-    parser.add_argument("--out", type=Path, default=Path("."), help=f"folder for {BANDWIDTH_FILE} (default: here)")
+    parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_SECONDS, help="seconds")
+    parser.add_argument(
+        "--out", type=folder_path, default=Path("."), help=f"folder for {BANDWIDTH_FILE} (default: here)"
+    )
     parser.set_defaults(handler=handle)
 
 

@@ -11,7 +11,6 @@ mixing its rows in.
 from __future__ import annotations
 
 import argparse
-import math
 import shlex
 import signal
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from rich.markup import escape
 from mgbench.cli.live import live_compare
 from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
 from mgbench.cli.report import add_format_option
+from mgbench.cli.values import folder_path, hosts_text, positive_seconds
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.config import DeviceKind
@@ -75,12 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"seconds per run (default {DEFAULT_TIMEOUT_SECONDS:.0f}; with --resume, the recorded one unless given)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="run folder (default runs/<time>-<model>)")
+    parser.add_argument("--out", type=folder_path, default=None, help="run folder (default runs/<time>-<model>)")
     parser.add_argument(
-        "--resume", type=Path, default=None, metavar="RUN_DIR", help="rerun what is not done in RUN_DIR"
+        "--resume", type=folder_path, default=None, metavar="RUN_DIR", help="rerun what is not done in RUN_DIR"
     )
     parser.add_argument(
         "--hosts",
+        type=hosts_text,
         default=None,
         help="host1:4,host2:4 or 'slurm': the run on all their slots spans the hosts (torchrun, horovodrun, mpiexec)",
     )
@@ -116,17 +117,6 @@ def refuse_job_options(run_dir: Path, typed: set[str]) -> None:
 def typed_command(args: argparse.Namespace) -> str:
     """The command as typed (`args.argv`, from `mgbench.cli.main`), recorded in compare.json."""
     return shlex.join(["mgbench", *args.argv])
-
-
-def positive_seconds(text: str) -> float:
-    """argparse type for `--timeout`: a finite number of seconds above zero."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"takes seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"takes a positive number of seconds, got {text!r}")
-    return value
 
 
 def _split(text: str | None) -> list[str] | None:

@@ -5,9 +5,11 @@ the report, holding the folder's lock (`RunFolder.claimed`) while it reads and w
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from rich.table import Table
 
 from mgbench.common.errors import UsageError
@@ -23,6 +25,7 @@ from mgbench.reports.projection import (
     series_title,
     write_projection,
 )
+from mgbench.reports.readings import has_breakdown
 from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.summary import table_console
 
@@ -59,6 +62,31 @@ def parse_counts(text: str) -> list[int]:
     return counts
 
 
+def check_measured(frame: pd.DataFrame) -> None:
+    """The projection takes each ok row's step from its throughput (its global batch over
+    images/sec) and splits it by its shares of compute and input wait (its breakdown's, else its
+    input wait fraction): a row whose throughput is not a positive number (NaN, null, negative,
+    zero: a damaged or edited row), or whose shares are not numbers from 0 to 1, would be
+    projected into nonsense or stop the model with a traceback. The first such row is refused."""
+    for _, row in frame[frame["status"] == "ok"].iterrows():
+        rate = row["images_per_sec"]
+        if not _finite(rate) or rate <= 0:
+            raise UsageError(f"{row['run_id']}: images_per_sec {rate} is not a positive number; no step to project")
+        if has_breakdown(row["breakdown"]):
+            shares = {f"breakdown's {name}": row["breakdown"][name] for name in ("compute", "input_wait")}
+        else:
+            shares = {"input_wait_fraction": row["input_wait_fraction"] or 0.0}
+        for name, share in shares.items():
+            if not _finite(share) or not 0 <= share <= 1:
+                raise UsageError(
+                    f"{row['run_id']}: {name} {share} is not a share from 0 to 1; its step cannot be split"
+                )
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def print_series(series: dict[str, Any]) -> None:
     table = Table(title=series_title(series))
     for column in PROJECTION_COLUMNS:
@@ -80,6 +108,7 @@ def handle(args: argparse.Namespace) -> int:
 def project(args: argparse.Namespace, counts: list[int]) -> int:
     """The projection of the folder's rows to `counts`, printed and written with the report."""
     data = load_run_folder(args.run_dir)
+    check_measured(data.frame)
     target = parse_interconnect(
         args.interconnect, RunFolder(args.run_dir).bandwidth, args.gpus_per_node, args.nics_per_node
     )

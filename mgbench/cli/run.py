@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from mgbench.cli.options import add_job_options, base_config, data_format_given
+from mgbench.cli.values import folder_path, positive_seconds
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.results import append_result
@@ -36,8 +37,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--strategy", default=None, help="default: the framework's default strategy")
     parser.add_argument("--gpus", type=int, default=1, help="device count (default 1)")
     parser.add_argument("--save-state", type=Path, default=None, help="write trained weights (.npz) here")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, help="seconds")
-    parser.add_argument("--out", type=Path, default=None, help="run folder (default runs/<time>-<run>)")
+    parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_SECONDS, help="seconds")
+    parser.add_argument("--out", type=folder_path, default=None, help="run folder (default runs/<time>-<run>)")
     add_job_options(parser)
     parser.set_defaults(handler=handle)
 

@@ -194,7 +194,10 @@ def parse_dataset(text: str) -> tuple[str, Path | None]:
     kind, sep, path = text.partition(":")
     if not sep or kind not in KINDS or not path:
         raise UsageError(f"unknown dataset {text!r}; use synthetic, " + ", ".join(f"{k}:PATH" for k in KINDS))
-    root = Path(path).expanduser()
+    try:
+        root = Path(path).expanduser()
+    except RuntimeError:
+        raise UsageError(f"dataset path {path}: no such user's home folder") from None
     if not root.exists():
         raise UsageError(f"dataset path {root} does not exist")
     if kind in FOLDER_KINDS and not root.is_dir():

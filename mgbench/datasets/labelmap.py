@@ -58,6 +58,8 @@ def read_json_mapping(path: Path) -> pd.DataFrame:
         mapping = json.loads(path.read_text(), object_pairs_hook=_refuse_repeated_keys)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read label file {path}: {error}") from None
+    except RecursionError:
+        raise UsageError(f"cannot read label file {path}: it nests past Python's recursion limit") from None
     except UsageError as error:
         raise UsageError(f"{path}: {error}") from None
     if not isinstance(mapping, dict):

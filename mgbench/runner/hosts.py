@@ -58,10 +58,14 @@ def parse_hosts(text: str) -> list[Host]:
 
 
 def expand_nodelist(nodelist: str) -> list[str]:
-    """Slurm's compressed node list (`gpu[01-03,07],login1`) as names, via scontrol when present."""
+    """Slurm's compressed node list (`gpu[01-03,07],login1`) as names, via scontrol when present;
+    a list neither reads (`gpu[a-b]`) is a UsageError naming it."""
+    refused = UsageError(f"--hosts slurm: SLURM_JOB_NODELIST {nodelist!r} is not a Slurm node list")
     scontrol = shutil.which("scontrol")
     if scontrol:
-        done = subprocess.run([scontrol, "show", "hostnames", nodelist], capture_output=True, text=True, check=True)
+        done = subprocess.run([scontrol, "show", "hostnames", nodelist], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise refused
         return done.stdout.split()
     names = []
     for prefix, ranges in re.findall(r"([^,\[]+)(?:\[([^\]]*)\])?,?", nodelist):
@@ -70,8 +74,12 @@ def expand_nodelist(nodelist: str) -> list[str]:
             continue
         for part in ranges.split(","):
             first, _, last = part.partition("-")
+            if not first.isdigit() or not (last or first).isdigit():
+                raise refused
             for number in range(int(first), int(last or first) + 1):
                 names.append(f"{prefix}{number:0{len(first)}d}")
+    if not names:
+        raise refused
     return names
 
 
@@ -85,7 +93,12 @@ def slurm_hosts(environ: dict[str, str] | None = None) -> list[Host]:
     slots = re.match(r"\d+", per_node)
     if not slots:
         raise UsageError("--hosts slurm: SLURM_NTASKS_PER_NODE is not set (use --ntasks-per-node=GPUS)")
-    return [Host(name, int(slots.group())) for name in expand_nodelist(nodelist)]
+    names = expand_nodelist(nodelist)
+    for name in names:
+        # Handed to ssh as `--hosts` names are: checked alike, so `-oProxyCommand=...` is no node.
+        if not HOST_NAME.fullmatch(name):
+            raise UsageError(f"--hosts slurm: SLURM_JOB_NODELIST names {name!r}, which is not a host name")
+    return [Host(name, int(slots.group())) for name in names]
 
 
 def resolve_hosts(text: str) -> list[Host]:

@@ -1,0 +1,53 @@
+"""argparse types for option values that are wrong whatever else is given, refused as the line is
+parsed (`OneLineParser`'s one line, exit code 2): before a folder is made, a plan recorded or a run
+started, where such a value would otherwise time every run out at once, reach a launcher, or end
+in an OSError's traceback."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+from mgbench.common.errors import UsageError
+from mgbench.runner.hosts import parse_hosts
+
+NAME_MAX = 255
+"""The longest name of one file or folder, in bytes, that Linux file systems store (ext4, xfs,
+btrfs, tmpfs all use 255); a longer one fails every write into it."""
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type for `--timeout`: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"takes a positive number of seconds, got {text!r}")
+    return value
+
+
+def folder_path(text: str) -> Path:
+    """argparse type for `--out`: a path whose every name fits a file system (`NAME_MAX`)."""
+    path = Path(text)
+    for name in path.parts:
+        size = len(os.fsencode(name))
+        if size > NAME_MAX:
+            raise argparse.ArgumentTypeError(
+                f"{name[:24]}... is {size} bytes long; a file system takes names of at most {NAME_MAX}"
+            )
+    return path
+
+
+def hosts_text(text: str) -> str:
+    """argparse type for `--hosts`: `slurm` (read when the compare starts), or `host:slots` pairs,
+    checked now (`parse_hosts`); an empty value is refused, not taken as no hosts. The text is
+    what compare records and `--resume` reads again."""
+    if text != "slurm":
+        try:
+            parse_hosts(text)
+        except UsageError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return text

@@ -1,0 +1,278 @@
+"""Every hostile input is one line and exit code 2, or a line of a results file skipped and counted:
+what a run folder holds is read against the types its classes declare, option values are
+checked as they are parsed, Slurm's node names as `--hosts`' are, and `python -m mgbench` does
+not run a `mgbench/` package that happens to sit in the working directory."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import cli_env, one_line_error
+
+import mgbench
+from mgbench.cli import main
+from mgbench.common.bandwidth import BandwidthReport
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.results import RunResult, read_result_lines
+from mgbench.common.schema import MAX_DEPTH
+from mgbench.datasets import labelmap
+from mgbench.reports.runfolder import RunFolderData, load_run_folder
+from mgbench.runner.hosts import slurm_hosts
+
+FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"
+"""Two ok rows (pytorch ddp ResNet-50 on 1 and 2 GPUs) and the bandwidth.json they ran with."""
+DEEP = "[" * 100_000 + "]" * 100_000
+"""JSON nested past Python's recursion limit."""
+TRACE_HEADER = "seconds,kind,device,utilization_pct,memory_used_mib,memory_total_mib,sm_clock_mhz,mem_clock_mhz\n"
+CONFIG = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4)
+
+
+def refused(capsys: pytest.CaptureFixture, *args: str) -> str:
+    """`mgbench ARGS` in this process, refused with one line and exit code 2 (argparse's refusal
+    included, which exits); that line."""
+    try:
+        code = main(list(args))
+    except SystemExit as stopped:
+        code = stopped.code
+    return one_line_error(subprocess.CompletedProcess(args, code, "", capsys.readouterr().err))
+
+
+def run_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    shutil.copytree(FIXTURE, folder)
+    return folder
+
+
+def fixture_row(**changes: object) -> str:
+    """The fixture's one-GPU row with `changes`, as a line of results.jsonl."""
+    row = json.loads((FIXTURE / "results.jsonl").read_text().splitlines()[0])
+    return json.dumps({**row, **changes})
+
+
+def append_line(folder: Path, line: str) -> None:
+    with (folder / "results.jsonl").open("a") as handle:
+        handle.write(line + "\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[1, 2]",
+        '"a row"',
+        DEEP,
+        "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1),
+        fixture_row(images_per_sec="fast"),
+        fixture_row(step_seconds="abc"),
+        fixture_row(compile=5),
+        fixture_row(data_on_device="yes"),
+        fixture_row(status="great"),
+        fixture_row(images_per_sec=0),
+        fixture_row(images_per_sec=math.nan),
+        fixture_row(environment={"x": json.loads("[" * MAX_DEPTH + "]" * MAX_DEPTH)}),
+    ],
+    ids=lambda line: line[:20] if len(line) < 100 else f"row {len(line)}",
+)
+def test_a_results_line_that_is_no_whole_row_is_skipped_and_counted(tmp_path, line):
+    folder = run_folder(tmp_path)
+    append_line(folder, line)
+    records, results, unreadable = read_result_lines(folder / "results.jsonl")
+    assert [r.run_id for r in results] == ["pytorch-ddp-1cuda", "pytorch-ddp-2cuda"] and len(records) == 2
+    assert unreadable == 1
+    assert "1 line(s) of results.jsonl could not be read" in " ".join(load_run_folder(folder).notes)
+
+
+def test_a_byte_that_is_not_utf8_costs_its_line_not_the_file(tmp_path):
+    folder = run_folder(tmp_path)
+    lines = (folder / "results.jsonl").read_bytes().splitlines()
+    (folder / "results.jsonl").write_bytes(b"\n".join([lines[0], b'{"error": "\xff"}', lines[1]]) + b"\n")
+    data = load_run_folder(folder)
+    assert [r.run_id for r in data.results] == ["pytorch-ddp-1cuda", "pytorch-ddp-2cuda"] and data.unreadable_lines == 1
+
+
+def test_a_row_of_the_declared_types_reads_back_and_one_of_others_is_refused_naming_the_field():
+    row = RunResult(CONFIG, "ok", images_per_sec=10.0, losses=[0.5, math.nan], eval_metrics={"auc": math.nan})
+    record = row.to_record()
+    assert RunResult.from_record(json.loads(json.dumps(record))).losses[0] == 0.5
+    with pytest.raises(UsageError, match=re.escape("images_per_sec is 'fast', not float | None")):
+        RunResult.from_record({**record, "images_per_sec": "fast"})
+    with pytest.raises(UsageError, match="not a result row: list instead of an object"):
+        RunResult.from_record([record])
+    with pytest.raises(UsageError, match=re.escape("compile is 5, not str | None")):
+        RunConfig.from_dict({**CONFIG.to_dict(), "compile": 5})
+    with pytest.raises(UsageError, match="seed"):
+        RunConfig.from_dict({**CONFIG.to_dict(), "seed": 1.5})
+
+
+@pytest.mark.parametrize("text", [DEEP, '{"configs": [], "resumed": ' + "[" * 40 + "]" * 40 + "}"])
+def test_a_compare_json_nested_too_deep_is_one_line(tmp_path, capsys, text):
+    folder = run_folder(tmp_path)
+    (folder / "compare.json").write_text(text)
+    line = refused(capsys, "report", str(folder))
+    assert "compare.json cannot be read: it nests deeper than" in line and "the plan is lost" in line
+
+
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        (DEEP, "nests deeper than"),
+        ({"devices": "two"}, "devices is 'two', not int"),
+        ({"host_to_device_gbps": {"pinned": "fast"}}, "host_to_device_gbps"),
+        ({"allreduce": [{"bytes": 1}]}, "an all-reduce entry lacks one of bytes"),
+        ({"link": "mine"}, "unexpected keyword argument 'link'"),
+        ([1], "list instead of an object"),
+    ],
+)
+def test_a_bandwidth_json_of_other_types_is_refused_by_every_verb_that_reads_it(tmp_path, capsys, change, why):
+    folder = run_folder(tmp_path)
+    path = folder / "bandwidth.json"
+    if isinstance(change, dict):
+        path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+    else:
+        path.write_text(change if isinstance(change, str) else json.dumps(change))
+    with pytest.raises(UsageError, match="is not a bandwidth.json measured by mgbench") as error:
+        BandwidthReport.read(path)
+    assert why in str(error.value)
+    assert "is not a bandwidth.json measured by mgbench" in refused(capsys, "project", str(folder), "--gpus", "8")
+    assert BandwidthReport.read(FIXTURE / "bandwidth.json").devices == 2
+
+
+@pytest.mark.parametrize(
+    "samples", ["0.1,cuda,0,abc,1,2,3,4\n0.2,cuda,0,50,x,2,3,4\n", "0.1,cuda,0,50,1,2,3,4\n0.2,cuda,0,50,1,2,\xff,4\n"]
+)
+def test_a_trace_with_text_where_numbers_belong_is_left_out(tmp_path, samples):
+    folder = run_folder(tmp_path)
+    (folder / "traces").mkdir()
+    trace = folder / "traces" / "pytorch-ddp-1cuda.csv"
+    trace.write_bytes(bytes(TRACE_HEADER + samples, "latin-1"))
+    data = load_run_folder(folder)
+    assert data.trace("pytorch-ddp-1cuda") is None
+    trace.write_text(TRACE_HEADER + "0.1,cuda,0,50,1,2,,\n")
+    assert RunFolderData(folder, [], data.frame).trace("pytorch-ddp-1cuda") is not None
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"images_per_sec": None}, r"pytorch-ddp-1cuda: images_per_sec (nan|None) is not a positive number"),
+        ({"breakdown": {"compute": math.nan}}, r"1cuda: breakdown's compute (nan|None) is not a share from 0 to 1"),
+        ({"breakdown": {"compute": -0.5}}, r"1cuda: breakdown's compute -0.5 is not a share from 0 to 1"),
+        ({"input_wait_fraction": 1.5, "breakdown": None}, r"1cuda: input_wait_fraction 1.5 is not a share from 0"),
+    ],
+)
+def test_project_refuses_a_row_whose_step_it_cannot_take_naming_it(tmp_path, capsys, change, message):
+    folder = run_folder(tmp_path)
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    breakdown = change.get("breakdown")
+    if isinstance(breakdown, dict):
+        change = {"breakdown": {**rows[0]["breakdown"], **breakdown}}
+    rows[0].update(change)
+    (folder / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert re.search(message, refused(capsys, "project", str(folder), "--gpus", "8", "--interconnect", "nvlink4"))
+    assert not (folder / "projection.json").exists()
+
+
+def test_project_leaves_out_a_row_with_a_negative_step_and_projects_the_others(tmp_path, capsys):
+    folder = run_folder(tmp_path)
+    (folder / "results.jsonl").write_text(
+        fixture_row(images_per_sec=-3980.0)
+        + "\n"
+        + FIXTURE.joinpath("results.jsonl").read_text().splitlines()[1]
+        + "\n"
+    )
+    assert main(["project", str(folder), "--gpus", "8", "--interconnect", "nvlink4"]) == 0, capsys.readouterr().err
+    (series,) = json.loads((folder / "projection.json").read_text())["series"]
+    assert series["inputs"]["one_device_step_source"] == "modelled from pytorch-ddp-2cuda"
+
+
+LONG_NAME = "x" * 256
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["compare", "--frameworks", "fake", "--out", f"{{tmp}}/{LONG_NAME}"], "argument --out: xxx"),
+        (["compare", "--resume", f"{{tmp}}/{LONG_NAME}/run"], "argument --resume: xxx"),
+        (["run", "--framework", "fake", "--out", f"{{tmp}}/{LONG_NAME}"], "argument --out: xxx"),
+        (["bandwidth", "--out", f"{{tmp}}/{LONG_NAME}"], "argument --out: xxx"),
+        (["run", "--framework", "fake", "--timeout", "nan"], "argument --timeout: takes a positive number"),
+        (["run", "--framework", "fake", "--timeout", "-5"], "argument --timeout: takes a positive number"),
+        (["bandwidth", "--timeout", "nan"], "argument --timeout: takes a positive number of seconds"),
+        (["compare", "--frameworks", "fake", "--hosts", ""], "argument --hosts: --hosts is empty"),
+        (["compare", "--frameworks", "fake", "--hosts=-oProxyCommand=x:1"], "argument --hosts: --hosts takes"),
+        (["run", "--framework", "fake", "--seed", "-1"], "the seed must be 0 to 2**32 - 1 (32 bits), got -1"),
+        (
+            ["run", "--framework", "fake", "--seed", str(2**32)],
+            f"the seed must be 0 to 2**32 - 1 (32 bits), got {2**32}",
+        ),
+        (
+            ["run", "--framework", "fake", "--dataset", "chestxray:~no-such-user-mgbench/x"],
+            "no such user's home folder",
+        ),
+    ],
+)
+def test_a_bad_option_value_is_one_line_before_anything_starts(tmp_path, capsys, fake_plugin, args, message):
+    args = [arg.format(tmp=tmp_path) for arg in args]
+    line = (
+        refused(capsys, *args, "--model", "tiny", "--steps", "1") if args[0] != "bandwidth" else refused(capsys, *args)
+    )
+    assert message in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_name_too_long_says_how_long_a_name_may_be(tmp_path, capsys):
+    line = refused(capsys, "bandwidth", "--out", str(tmp_path / LONG_NAME / "x"))
+    assert "is 256 bytes long; a file system takes names of at most 255" in line
+
+
+@pytest.mark.parametrize(
+    "nodelist, message",
+    [
+        ("gpu[a-b]", "SLURM_JOB_NODELIST 'gpu[a-b]' is not a Slurm node list"),
+        ("gpu[1-x]", "SLURM_JOB_NODELIST 'gpu[1-x]' is not a Slurm node list"),
+        (",", "SLURM_JOB_NODELIST ',' is not a Slurm node list"),
+        ("-oProxyCommand=touch /tmp/x", "names '-oProxyCommand=touch /tmp/x', which is not a host name"),
+        ("gpu1,-x[1-2]", "names '-x1', which is not a host name"),
+    ],
+)
+def test_a_slurm_node_list_is_checked_as_hosts_are(monkeypatch, nodelist, message):
+    monkeypatch.setenv("PATH", "/nonexistent")  # no scontrol: the built-in expansion
+    with pytest.raises(UsageError, match="--hosts slurm: ") as error:
+        slurm_hosts({"SLURM_JOB_NODELIST": nodelist, "SLURM_NTASKS_PER_NODE": "2"})
+    assert message in str(error.value)
+
+
+def test_a_node_list_scontrol_refuses_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "scontrol").write_text("#!/bin/sh\necho 'scontrol: error: Invalid hostlist' >&2\nexit 1\n")
+    (tmp_path / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError, match="'gpu\\[a-b\\]' is not a Slurm node list"):
+        slurm_hosts({"SLURM_JOB_NODELIST": "gpu[a-b]", "SLURM_NTASKS_PER_NODE": "2"})
+
+
+def test_a_labels_json_nested_too_deep_is_one_line(tmp_path):
+    (tmp_path / "labels.json").write_text('{"a.png": ' + DEEP + "}")
+    with pytest.raises(UsageError, match="cannot read label file .*labels.json: it nests past"):
+        labelmap.describe(tmp_path)
+
+
+def test_python_m_mgbench_refuses_another_mgbench_in_the_working_directory(tmp_path):
+    """The working directory holds a copy of mgbench (another checkout, an old version): `python -m`
+    finds it first and runs it, so it is what must refuse, naming both. (Run from the checkout that
+    is installed, as every test that starts `python -m mgbench` from the repository does, it runs.)"""
+    package = Path(mgbench.__file__).parent
+    shutil.copytree(package, tmp_path / "mgbench", ignore=shutil.ignore_patterns("__pycache__"))
+    init = tmp_path / "mgbench" / "__init__.py"
+    init.write_text(init.read_text() + '\n__version__ = "0.0.0+copy"\n')
+    command = [sys.executable, "-m", "mgbench", "--version"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=cli_env(), timeout=60)
+    line = one_line_error(done)
+    assert f"ran {tmp_path / 'mgbench'}, the working directory's, not the installed {package}" in line
+    assert "0.0.0+copy" not in done.stdout

@@ -1,6 +1,6 @@
 """What a file read back must hold before any code uses it: JSON within bounds, of declared types.
 
-A run folder, a label file or a config may come from anywhere, and code that reads a field takes
+A run folder or a config may come from anywhere, and code that reads a field of it takes
 it to be what mgbench wrote: `images_per_sec` a number, `compile` a name. Rather than a second
 description of each file kept beside the class that writes it, the class's own annotations are
 the schema (`check_fields`), so a field added to `RunResult` or `RunConfig` is checked as soon as

@@ -102,19 +102,13 @@ class Torchrun(Launcher):
 
     key = "torchrun"
     markers = ("TORCHELASTIC_RUN_ID",)
+    module = ("-m", "torch.distributed.run")
+    """torchrun through the environment's interpreter, as horovodrun (its script may be elsewhere)."""
 
     def command(
         self, interpreter: str, processes: int, run_args: Sequence[str], entry: Sequence[str] = RUN_ENTRY
     ) -> list[str]:
-        return [
-            interpreter,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc-per-node={processes}",
-            *entry,
-            *run_args,
-        ]
+        return [interpreter, *self.module, "--standalone", f"--nproc-per-node={processes}", *entry, *run_args]
 
     def node_commands(
         self,
@@ -132,8 +126,7 @@ class Torchrun(Launcher):
                 host,
                 [
                     interpreter,
-                    "-m",
-                    "torch.distributed.run",
+                    *self.module,
                     f"--nnodes={len(hosts)}",
                     f"--nproc-per-node={host.slots}",
                     "--rdzv-backend=c10d",

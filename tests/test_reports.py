@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import io
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -24,6 +25,7 @@ from mgbench.common.results import RunResult, append_result
 from mgbench.common.runfolder import TRACE_COLUMNS
 from mgbench.common.timing import summarise_steps
 from mgbench.reports.charts import write_charts
+from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import PIXEL_SIZE
 from mgbench.reports.html import write_report
 from mgbench.reports.readings import COLORS, CPU_READINGS, LABELS, NOT_PROFILED, READINGS, limits_details, reading
@@ -584,3 +586,42 @@ def test_time_to_train_and_test_auc_are_tabled_and_charted_for_rows_trained_in_e
     with Image.open(path) as image:
         assert image.format == "PNG" and np.unique(np.asarray(image.convert("L"))).size > 20
     assert training_table(frame.drop(columns=["time_to_train_seconds"])).empty
+
+
+NULLABLE = ("input_wait_fraction", "images_per_sec_p10", "images_per_sec_p90", "warmup_steps", "startup_seconds")
+"""Figures an ok row may write as null (no value; its `warnings` say why)."""
+NULLABLE_HEADERS = ("input wait %", "p10-p90", "start-up s")
+"""The summary table's columns showing them."""
+
+
+@pytest.mark.parametrize("nulled", [(1, 2), (2,)], ids=["every-ok-row", "one-ok-row"])
+def test_ok_rows_with_null_figures_report_a_dash_on_every_path(tmp_path, capsys, nulled):
+    """Nulls in an ok row's optional figures (every row's, so pandas keeps None, or one row's,
+    so NaN), a null breakdown share and a null epoch rate: report.html, summary.md/csv and the
+    compact summary in each format (what `mgbench report` and `compare` print) are written, each
+    null a dash, never `nan`."""
+    folder = tmp_path / "run"
+    for devices in (1, 2):
+        result = ok_result(BASE.with_changes(devices=devices), 0.2, epochs(0.0))
+        result.time_to_train_seconds, result.test_metrics = 500.0, {"auc": None}
+        if devices in nulled:
+            for name in NULLABLE:
+                setattr(result, name, None)
+            result.breakdown = {**BREAKDOWNS[devices], "idle": None}
+            result.bottleneck, result.breakdown_clock = "idle", "device"
+            result.epoch_metrics = [{**epoch, "images_per_sec": None} for epoch in result.epoch_metrics]
+        append_result(folder / "results.jsonl", result)
+        write_trace(folder, result.run_id, devices)
+    page = write_report(folder).read_text()
+    frame = load_run_folder(folder).frame
+    assert scan(page).row_ids == list(frame["run_id"])
+    write_summary(folder, load_run_folder(folder).results)
+    table = display_table(frame).set_index(frame["run_id"])
+    for devices in (1, 2):
+        cells = table.loc[BASE.with_changes(devices=devices).run_id, list(NULLABLE_HEADERS)]
+        assert (cells == "-").all() == (devices in nulled), cells
+    outputs = [page, (folder / "summary.md").read_text()]
+    for fmt in ("table", "md", "csv", "json"):
+        print_summary(frame, "nulls", fmt)
+        outputs.append(capsys.readouterr().out)
+    assert not [text for text in outputs if re.search(r"\bnan\b", text, re.IGNORECASE)]

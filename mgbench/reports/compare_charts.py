@@ -84,7 +84,7 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
         axes.legend(fontsize="small")
     speedup_axes.set_ylabel(f"speed-up over {int(base)} device{'s' if base > 1 else ''}")
     efficiency_axes.set_ylabel("scaling efficiency %")
-    efficiency_axes.set_ylim(0, max(110, float(np.nanmax(ok["scaling_efficiency_fraction"])) * 105))
+    efficiency_axes.set_ylim(0, max(110, float(ok["scaling_efficiency_fraction"].max()) * 105))
     figure.suptitle(f"Scaling: {job_title(ok)}, {_devices_text(list(counts))}")
     return save(figure, path)
 

@@ -15,6 +15,7 @@ import pandas as pd
 from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, bottleneck
 from mgbench.common.timing import HOST_PHASES
 from mgbench.common.work import MEASURED
+from mgbench.reports.cells import figure_text, number
 
 LABELS = {
     "input_wait": "input wait",
@@ -81,12 +82,18 @@ class HeldBack:
         return _VOCABULARY[self.source][1][self.name]
 
 
+def _has_shares(value: object, names: tuple[str, ...]) -> bool:
+    """Whether `value` holds a number for each of `names`: a share written as null (no value, the
+    row's `warnings` say why) leaves the row without that split rather than half of one."""
+    return isinstance(value, dict) and all(number(value.get(name)) is not None for name in names)
+
+
 def has_breakdown(value: object) -> bool:
-    return isinstance(value, dict) and set(CATEGORIES) <= set(value)
+    return _has_shares(value, CATEGORIES)
 
 
 def has_host_timing(value: object) -> bool:
-    return isinstance(value, dict) and set(HOST_PHASES) <= set(value)
+    return _has_shares(value, HOST_PHASES)
 
 
 def host_bottleneck(shares: dict[str, float]) -> str:
@@ -144,22 +151,18 @@ def host_timing_text(shares: object) -> str:
     return ", ".join(f"{HOST_LABELS[name]} {shares[name]:.0%}" for name in HOST_PHASES)
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not pd.isna(value) else None
-
-
 def _work_text(row: pd.Series) -> str:
     """`24.3 GFLOP per image, 135.0 TFLOP/s, 17% of 790 TFLOP/s (measured ...), 14% of the vendor's
     989.5 TFLOP/s`: the share of what this device reaches and, where that was measured, of its
     datasheet's figure too, which a plain matmul never reaches ("" without a FLOP count)."""
-    flops, tflops = _number(row.get("flops_per_image")), _number(row.get("achieved_tflops"))
+    flops, tflops = number(row.get("flops_per_image")), number(row.get("achieved_tflops"))
     if flops is None or tflops is None:
         return ""
     text = f"{flops / 1e9:.1f} GFLOP per image, {tflops:.1f} TFLOP/s"
-    peak, fraction = _number(row.get("peak_tflops")), _number(row.get("peak_fraction"))
+    peak, fraction = number(row.get("peak_tflops")), number(row.get("peak_fraction"))
     if peak and fraction:
         text += f", {fraction:.0%} of {peak:.0f} TFLOP/s ({row.get('peak_source')})"
-    vendor = _number(row.get("vendor_peak_tflops"))
+    vendor = number(row.get("vendor_peak_tflops"))
     if vendor and row.get("peak_source") == MEASURED:
         text += f", {tflops / (vendor * row['devices']):.0%} of the vendor's {vendor:g} TFLOP/s"
     return text
@@ -173,9 +176,9 @@ def limits_details(row: pd.Series) -> list[tuple[str, str]]:
     work = _work_text(row)
     if work:
         details.append(("work", work))
-    ceiling, taken = _number(row.get("device_ceiling_images_per_sec")), row.get("ceiling_taken")
+    ceiling, taken = number(row.get("device_ceiling_images_per_sec")), row.get("ceiling_taken")
     if ceiling is not None and isinstance(taken, dict):
-        parts = ", ".join(f"{name.replace('_', ' ')} {value:.0f}" for name, value in taken.items())
+        parts = ", ".join(f"{name.replace('_', ' ')} {figure_text(value, '{:.0f}')}" for name, value in taken.items())
         details.append(("device-busy ceiling", f"{ceiling:.0f} img/s; taken from it (img/s): {parts}"))
     if isinstance(row.get("bottleneck"), str) and row["bottleneck"] in BOUND_LABELS:
         details.append(("bound", BOUND_LABELS[row["bottleneck"]]))
@@ -188,7 +191,7 @@ def limits_details(row: pd.Series) -> list[tuple[str, str]]:
     kernels = profile.get("kernels_per_step") if isinstance(profile, dict) else None
     if isinstance(kernels, int | float):
         details.append(("kernels per step", f"{kernels:.0f}"))
-    activations = _number(row.get("activation_bytes_estimate"))
+    activations = number(row.get("activation_bytes_estimate"))
     if activations is not None:
         details.append(("activation memory (estimate)", f"{activations / 2**30:.2f} GiB per device"))
     return details

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
+from mgbench.reports.cells import number
 from mgbench.reports.figures import new_figure, run_title, save
 
 
@@ -97,16 +98,16 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     seconds = np.asarray(row["step_seconds"], dtype=float)
     rate = row["global_batch"] / seconds
     steps = np.arange(1, len(seconds) + 1)
-    warmup = int(row["warmup_steps"] or 0)
+    warmup = int(number(row["warmup_steps"]) or 0)
     figure = new_figure()
     axes = figure.subplots()
     axes.plot(steps, rate, marker=".", linewidth=1, label="images/sec per step")
     if warmup:
         detected = "detected" if row["warmup_detected"] else "not detected: run too short or never steady"
         axes.axvspan(0.5, warmup + 0.5, color="tab:orange", alpha=0.2, label=f"warm-up, {warmup} steps ({detected})")
-    axes.axhline(
-        row["images_per_sec"], color="tab:green", linestyle="--", label=f"steady median {row['images_per_sec']:.1f}"
-    )
+    median = number(row["images_per_sec"])
+    if median is not None:
+        axes.axhline(median, color="tab:green", linestyle="--", label=f"steady median {median:.1f}")
     axes.set_xlabel("step")
     axes.set_ylabel("images/sec")
     axes.set_ylim(bottom=0)

@@ -19,7 +19,9 @@ from mgbench.common.breakdown import CATEGORIES
 from mgbench.common.results import RunResult
 from mgbench.common.runfolder import RunFolder
 from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
+from mgbench.common.schema import field_types
 from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
+from mgbench.reports.cells import MISSING, figure_text, number
 from mgbench.reports.readings import reading
 
 GROUP = ["framework", "strategy"]
@@ -50,6 +52,10 @@ measured under the same conditions (a busy machine during one of them)."""
 WIDE_SPREAD = 0.25
 """A p10-p90 range wider than this share of the median throughput: the steady state was not steady."""
 LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "profile", "breakdown")
+NUMBER_FIGURES = [name for name, hint in field_types(RunResult).items() if hint in (float | None, int | None)]
+"""The figures a row holds as a number or null (no value: the row's `warnings` say why). The
+frame holds them as floats, a null as NaN, whether one row lacks the figure or every row does
+(pandas leaves a column of nulls only as None), so report code meets one kind of gap."""
 
 
 def results_frame(results: list[RunResult]) -> pd.DataFrame:
@@ -60,7 +66,8 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
     frame = pd.DataFrame([{**record, **figures} for record, figures in zip(records, scaling_figures(records))])
     if frame.empty:
         return frame
-    frame[list(SCALING_FIELDS)] = frame[list(SCALING_FIELDS)].astype(float)
+    numbers = [*NUMBER_FIGURES, *SCALING_FIELDS]
+    frame[numbers] = frame[numbers].astype(float)
     frame["warning"] = [row_warning(row) for _, row in frame.iterrows()]
     for column, keys in (("profile", ("communication_share", "input_copy_share")), ("breakdown", CATEGORIES)):
         if column in frame:
@@ -91,17 +98,33 @@ def row_warning(row: pd.Series) -> str:
     return "; ".join(warnings)
 
 
-def _fmt(value: object, pattern: str) -> str:
-    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else pattern.format(value)
+def _spread(row: pd.Series) -> str:
+    """`p10-p90` of the steps' rates, `MISSING` where either end has no value."""
+    low, high = number(row["images_per_sec_p10"]), number(row["images_per_sec_p90"])
+    return MISSING if low is None or high is None else f"{low:.0f}-{high:.0f}"
 
 
-def _percent(share: object) -> float | None:
-    return share * 100 if isinstance(share, float) else None
+def _ok_cells(r: pd.Series) -> dict[str, str]:
+    """The figures only a finished row has, formatted (`MISSING` where one has no value)."""
+    peak = number(r["peak_memory_bytes"])
+    return {
+        "images_per_sec": figure_text(r["images_per_sec"], "{:.1f}"),
+        "spread": _spread(r),
+        "speedup": figure_text(r["speedup"], "{:.2f}x"),
+        "efficiency": figure_text(r["scaling_efficiency_fraction"], "{:.0%}"),
+        "warmup": f"{figure_text(r['warmup_steps'], '{:.0f} st')} / {figure_text(r['warmup_seconds'], '{:.1f} s')}",
+        "input_wait_pct": figure_text(r["input_wait_fraction"] * 100, "{:.1f}"),
+        "startup_seconds": figure_text(r["startup_seconds"], "{:.1f}"),
+        "compile_seconds": figure_text(r["compile_seconds"], "{:.1f}"),
+        "peak_memory_gib": figure_text(peak / 2**30 if peak else None, "{:.2f}"),
+        "allreduce_pct": figure_text(r["allreduce_step_fraction"] * 100, "{:.1f}"),
+    }
 
 
 def display_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The human table: formatted strings, failures showing their status and first error line;
-    without speed-up and efficiency where every row ran on one device count (they would all read 1)."""
+    """The human table: formatted strings, `MISSING` for a figure an ok row has no value for,
+    failures showing their status and first error line (and no figures); without speed-up and
+    efficiency where every row ran on one device count (they would all read 1)."""
     rows = []
     for _, r in frame.iterrows():
         ok = r["status"] == "ok"
@@ -113,18 +136,7 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "devices": str(r["devices"]),
                 "device_kind": r["device_kind"],
                 "status": status,
-                "images_per_sec": _fmt(r["images_per_sec"], "{:.1f}") if ok else "",
-                "spread": f"{r['images_per_sec_p10']:.0f}-{r['images_per_sec_p90']:.0f}" if ok else "",
-                "speedup": _fmt(r["speedup"], "{:.2f}x"),
-                "efficiency": _fmt(r["scaling_efficiency_fraction"], "{:.0%}"),
-                "warmup": f"{int(r['warmup_steps'])} st / {r['warmup_seconds']:.1f} s" if ok else "",
-                "input_wait_pct": _fmt(r["input_wait_fraction"] * 100, "{:.1f}") if ok else "",
-                "startup_seconds": _fmt(r["startup_seconds"], "{:.1f}") if ok else "",
-                "compile_seconds": _fmt(r["compile_seconds"], "{:.1f}") if ok else "",
-                "peak_memory_gib": _fmt(r["peak_memory_bytes"] / 2**30, "{:.2f}")
-                if ok and r["peak_memory_bytes"]
-                else "",
-                "allreduce_pct": _fmt(_percent(r.get("allreduce_step_fraction")), "{:.1f}"),
+                **(_ok_cells(r) if ok else {}),
                 "reading": reading(r),
                 "warning": r["warning"],
             }
@@ -132,7 +144,7 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
     columns = list(TABLE_COLUMNS)
     if frame["devices"].nunique() == 1:
         columns = [c for c in columns if c not in SCALING_COLUMNS]
-    return pd.DataFrame(rows, columns=columns).rename(columns=TABLE_COLUMNS)
+    return pd.DataFrame(rows, columns=columns).fillna("").rename(columns=TABLE_COLUMNS)
 
 
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mgbench.reports.cells import figure_text, number
 from mgbench.reports.figures import job_title, new_figure, run_label, save
 
 COLUMNS = (
@@ -43,7 +44,7 @@ def training_table(frame: pd.DataFrame) -> pd.DataFrame:
     lines = []
     for _, row in rows.iterrows():
         epochs = row["epoch_metrics"] if isinstance(row["epoch_metrics"], list) else []
-        rates = [epoch["images_per_sec"] for epoch in epochs if "images_per_sec" in epoch]
+        rates = [rate for epoch in epochs if (rate := number(epoch.get("images_per_sec"))) is not None]
         lines.append(
             {
                 "framework": row["framework"],
@@ -70,7 +71,7 @@ def time_to_train_chart(table: pd.DataFrame, path: Path, title_rows: pd.DataFram
     labels = [run_label(row) for _, row in table.iterrows()]
     bars = axes.barh(labels, table["time_to_train_seconds"])
     notes = [
-        f"{seconds:.1f} s, test AUC {auc:.3f}"
+        f"{seconds:.1f} s, test AUC {figure_text(auc, '{:.3f}')}"
         for seconds, auc in zip(table["time_to_train_seconds"], table["test_auc"])
     ]
     axes.bar_label(bars, notes, padding=3, fontsize="small")

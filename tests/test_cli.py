@@ -136,3 +136,21 @@ def test_version_and_a_bare_mgbench_show_what_there_is():
     for verb in ("compare", "report", "list", "setup"):
         assert verb in bare.stderr
     assert "examples:" in mgbench("--help").stdout
+
+
+def test_run_says_what_reading_its_dataset_decided_as_compare_does(tmp_path):
+    """An empty `labels:` cell reads as negative for every label: `run` says so, one line naming
+    the images, before its row (here `unsupported`: the fake framework trains on synthetic data)."""
+    import numpy as np
+    from PIL import Image
+
+    for index in range(4):
+        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / f"{index}.png")
+    (tmp_path / "labels.csv").write_text("file,labels\n0.png,cat\n1.png,\n2.png,dog\n3.png,cat|dog\n")
+    job = ["--framework", "fake", "--strategy", "steady", "--model", "tiny", "--batch-per-gpu", "1"]
+    done = mgbench("run", *job, "--dataset", f"labels:{tmp_path}", "--out", str(tmp_path / "out"))
+    assert "unsupported" in done.stdout, done.stderr
+    notes = [line for line in done.stderr.splitlines() if "without labels" in line]
+    assert notes == [
+        f"{tmp_path / 'labels.csv'}: 1 image(s) without labels, read as negative for every label: labels.csv line 3 (1.png)"
+    ]

@@ -18,9 +18,11 @@ from conftest import cli_env, interruptible, mgbench, one_line_error, tiny_job, 
 from PIL import Image
 from test_datasets import nih_rows, write_nih
 
+from mgbench.cli.interrupts import sigterm_interrupts
 from mgbench.common.errors import UsageError
 from mgbench.common.folder_lock import FolderLock
 from mgbench.datasets import check
+from mgbench.datasets.parallel import map_with_progress
 
 FAKE_COMPARE = ["compare", "--frameworks", "fake", "--gpus", "1", *tiny_job(2)]
 INTERRUPTED = "mgbench: interrupted"
@@ -131,6 +133,21 @@ def test_a_file_that_does_not_come_is_named_once_its_time_is_up(tmp_path, monkey
 
 
 # Items 8 and 9: the image check's workers end with mgbench, and so does every phase before the runs.
+
+
+def stop_signals_here(_job: int) -> tuple[bool, bool]:
+    """In a worker: whether SIGTERM ends it (its default) and whether Ctrl-C or SIGTERM is blocked."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, bool(blocked & {signal.SIGINT, signal.SIGTERM})
+
+
+def test_a_worker_dies_of_sigterm_where_its_parent_raises_it_as_ctrl_c():
+    """The parent's handler, which a forked worker inherits, would have a terminated worker raise
+    KeyboardInterrupt and go on with the next job, or run the parent's code."""
+    with sigterm_interrupts():
+        states = map_with_progress(stop_signals_here, [(job,) for job in range(4)], workers=2)
+    assert states == [(True, False)] * 4
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
 def slow_jpeg(path: Path, side: int = 8000) -> None:

@@ -7,8 +7,9 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import psutil
@@ -22,6 +23,7 @@ CHUNKS_PER_WORKER = 64
 about CHUNKS_PER_WORKER of them: tiny jobs (20,000 sample images) pay little in messages."""
 PR_SET_PDEATHSIG = 1
 """prctl(2)'s option: the signal the kernel sends this process when its parent ends."""
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
 def check_workers(workers: int | None) -> None:
@@ -31,13 +33,31 @@ def check_workers(workers: int | None) -> None:
         raise UsageError(f"--workers must be at least 1, got {workers}")
 
 
+@contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held back (blocked) in the block, which starts the workers. A forked
+    worker inherits the parent's Python handlers, which raise KeyboardInterrupt: one raised in
+    the worker before its initializer ran would unwind the parent's copied stack and run the
+    parent's code (the command line's main) in the worker. Forked in the block, the worker starts
+    with both blocked, and `start_worker` sets their handling before letting them through; one
+    that reaches the parent meanwhile is delivered at the block's end."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def start_worker(creator: int) -> None:
     """Pool initializer. The worker ignores SIGINT (a terminal sends Ctrl-C to the whole process
-    group; the parent decides) and, on Linux, dies with its parent however the parent ends: a
-    worker outliving a SIGKILLed parent waits on the job queue forever, adopted by PID 1. The
-    kernel's death signal follows the process (or, with forkserver, the server, which ends with
-    `creator`) that started the worker; one gone before the signal was asked for is caught here."""
+    group; the parent decides), dies of SIGTERM (how the parent stops it), and, on Linux, dies
+    with its parent however the parent ends: a worker outliving a SIGKILLed parent waits on the
+    job queue forever, adopted by PID 1. The kernel's death signal follows the process (or, with
+    forkserver, the server, which ends with `creator`) that started the worker; one gone before
+    the signal was asked for is caught here."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     if sys.platform == "linux":
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     try:
@@ -68,7 +88,9 @@ def map_with_progress(
     with ProcessPoolExecutor(workers, initializer=start_worker, initargs=(os.getpid(),)) as pool:
         results = []
         try:
-            for result in pool.map(function, *zip(*arguments), chunksize=chunk):
+            with stop_signals_held():  # pool.map submits every job, which starts the workers
+                mapped = pool.map(function, *zip(*arguments), chunksize=chunk)
+            for result in mapped:
                 results.append(result)
                 on_progress(len(results), len(arguments))
         except BaseException as error:

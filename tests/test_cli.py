@@ -154,3 +154,27 @@ def test_run_says_what_reading_its_dataset_decided_as_compare_does(tmp_path):
     assert notes == [
         f"{tmp_path / 'labels.csv'}: 1 image(s) without labels, read as negative for every label: labels.csv line 3 (1.png)"
     ]
+
+
+def test_a_plugin_strategy_naming_no_launcher_is_refused_at_planning(tmp_path, monkeypatch, capsys):
+    """A plugin's spec can name any launcher: one it lacks is one line and exit 2 when the runs
+    are planned, before the compare starts its other frameworks' runs (the folder is not made)."""
+    from conftest import tiny_job
+
+    from mgbench.cli import main
+
+    (tmp_path / "oddplugin.py").write_text(
+        "from dataclasses import replace\n"
+        "from fakefw import FRAMEWORK as FAKE\n"
+        "from mgbench.frameworks.specs import StrategySpec\n"
+        "FRAMEWORK = replace(FAKE, name='odd', strategies=(StrategySpec('teleport', 'teleporter', 'no such launcher'),))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MGBENCH_PLUGINS", "fakefw,oddplugin")
+    out = tmp_path / "out"
+    compare = ["compare", "--frameworks", "fake,odd", "--gpus", "1", *tiny_job(4), "--out", str(out)]
+    for args in (compare, ["run", "--framework", "odd", *tiny_job(4), "--out", str(tmp_path / "run")]):
+        assert exit_code(main, args) == 2, args
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("mgbench: error: odd teleport: no launcher 'teleporter'"), lines
+    assert not out.exists()

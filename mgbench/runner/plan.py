@@ -16,6 +16,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult, Status
 from mgbench.frameworks.registry import ALL_STRATEGIES, framework_spec
 from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
+from mgbench.runner.launchers import launcher_for
 from mgbench.runner.venvs import Installation
 
 Scaling = Literal["weak", "strong"]
@@ -44,6 +45,18 @@ def chosen_strategies(spec: FrameworkSpec, strategies: list[str] | None) -> list
     if strategies == [ALL_STRATEGIES]:
         return [strategy.name for strategy in spec.strategies]
     return [spec.strategy(name).name for name in strategies]
+
+
+def checked_strategy(spec: FrameworkSpec, name: str) -> StrategySpec:
+    """The framework's strategy `name`, its launcher known: a spec naming a launcher there is none
+    of (a plugin's spec can name anything) is one UsageError at planning, before anything starts,
+    as an unknown strategy is, rather than a compare stopped when that run's turn comes."""
+    strategy = spec.strategy(name)
+    try:
+        launcher_for(strategy.launcher)
+    except UsageError as error:
+        raise UsageError(f"{spec.name} {strategy.name}: {error}") from None
+    return strategy
 
 
 def batch_for(base: RunConfig, count: int, counts: list[int], scaling: Scaling) -> int:
@@ -85,7 +98,7 @@ def plan_runs(
     for name in frameworks:
         spec = framework_spec(name)
         for strategy_name in chosen_strategies(spec, strategies):
-            strategy = spec.strategy(strategy_name)
+            strategy = checked_strategy(spec, strategy_name)
             for count in counts:
                 config = base.with_changes(
                     framework=spec.name,
@@ -110,7 +123,8 @@ def replan(config: RunConfig, missing: str | None = None) -> PlannedRun:
     """A recorded config (resume, `mgbench run`) resolved as planning resolves it; `missing`
     is why its framework is not installed (None: it is)."""
     spec = framework_spec(config.framework)
+    strategy = checked_strategy(spec, config.strategy)
     refusal = spec.refusal(config)
     if missing:
-        return PlannedRun(config, spec, spec.strategy(config.strategy), ("not-installed", missing))
-    return PlannedRun(config, spec, spec.strategy(config.strategy), ("unsupported", refusal) if refusal else None)
+        return PlannedRun(config, spec, strategy, ("not-installed", missing))
+    return PlannedRun(config, spec, strategy, ("unsupported", refusal) if refusal else None)

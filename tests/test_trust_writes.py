@@ -25,7 +25,9 @@ from mgbench.cli import main
 from mgbench.cli.compare import prepare_folder
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
+from mgbench.common.errors import UsageError
 from mgbench.common.safe_files import LinkRefusedError, fresh_stream, scratch_folder, write_file
+from mgbench.datasets.output import writing_into
 from mgbench.reports.charts import ChartSet
 
 OUTSIDE = "outside, not mgbench's"
@@ -85,11 +87,25 @@ def stream(root: Path, relative: str, text: str) -> None:
 
 @pytest.mark.parametrize("write", [write_file, stream])
 def test_a_linked_sub_folder_is_refused_writing_nothing(tmp_path, outside, write):
+    """Refused as a LinkRefusedError naming the link, which a caller tells from other OSErrors."""
     root = tmp_path / "run"
     root.mkdir()
     (root / "charts").symlink_to(outside.parent)
-    with pytest.raises(OSError, match="a link or not a folder"):
+    with pytest.raises(LinkRefusedError, match="a link or not a folder") as raised:
         write(root, "charts/a.png", "x")
+    assert raised.value.filename == str(root / "charts")
+    assert [path.name for path in outside.parent.iterdir()] == ["victim"]
+
+
+def test_a_link_met_while_a_dataset_is_written_is_one_line_naming_it(tmp_path, outside):
+    """`prepare` and `make-sample-chestxray` write their files under `writing_into`: a link met on
+    the way is named, not a bare "cannot write" that `--overwrite` would not fix."""
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    (dst / "images").symlink_to(outside.parent)
+    with pytest.raises(UsageError) as raised, writing_into(dst):
+        write_file(dst, "images/labels.csv", "x")
+    assert str(raised.value) == f"{dst / 'images'} is a link or not a folder; mgbench follows no link inside {dst}"
     assert [path.name for path in outside.parent.iterdir()] == ["victim"]
 
 

@@ -98,13 +98,16 @@ def open_folder(root: Path, parts: list[str], create: bool = True) -> int:
 
 def write_file(root: Path, relative: str | PurePath, data: str | bytes) -> Path:
     """Write `root/relative` whole: a new file renamed over the old name (which may be a link or
-    a hard link: the entry is replaced, its target untouched). An OSError names the file. The
+    a hard link: the entry is replaced, its target untouched). An OSError names the file, but a
+    LinkRefusedError, kept as it is, names the link on the way: what the user has to remove. The
     new file's mode is 0666 less the umask, as `open` makes files. Returns the path."""
     *folders, name = _components(relative)
     path = root.joinpath(relative)
     payload = data.encode() if isinstance(data, str) else data
     try:
         folder = open_folder(root, folders)
+    except LinkRefusedError:
+        raise
     except OSError as error:
         raise OSError(error.errno, error.strerror, error.filename or str(path)) from None
     temporary = f".{name}.{secrets.token_hex(6)}.partial"

@@ -43,12 +43,20 @@ def save_image(dst: Path, relative: str, image: Image.Image, **options: Any) -> 
         image.save(handle, format=Image.registered_extensions()[PurePath(relative).suffix], **options)
 
 
+def link_refused(error: LinkRefusedError, dst: Path) -> UsageError:
+    """The one line for a link (or what is no folder) on the way to a file of `dst`, naming it."""
+    return UsageError(f"{error.filename} is a link or not a folder; mgbench follows no link inside {dst}")
+
+
 @contextmanager
 def writing_into(dst: Path) -> Iterator[None]:
     """Turn a failed write into `dst` (a full disk, a quota, a folder gone read-only) into one
-    line: everything written so far is listed in its manifest, so `--overwrite` replaces it."""
+    line: everything written so far is listed in its manifest, so `--overwrite` replaces it. A
+    link planted on the way meanwhile is named instead (`--overwrite` would not fix it)."""
     try:
         yield
+    except LinkRefusedError as error:
+        raise link_refused(error, dst) from None
     except OSError as error:
         raise UsageError(
             f"cannot write to {dst}: {error.strerror or error}; run again with --overwrite once that is "
@@ -155,6 +163,6 @@ def claim_folder(dst: Path, planned: list[str], overwrite: bool) -> None:
         for folder in sorted({PurePath(name).parent for name in planned} - {PurePath()}):
             ensure_folder(dst, folder)
     except LinkRefusedError as error:
-        raise UsageError(f"{error.filename} is a link or not a folder; mgbench follows no link inside {dst}") from None
+        raise link_refused(error, dst) from None
     except OSError as error:
         raise UsageError(f"cannot write to {dst}: {error.strerror or error}") from None

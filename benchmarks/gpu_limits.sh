@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 28 on one GPU of the device machine, in one call, from the repo root (writes under $OUT):
-# how close each row is to the device and what holds it back. First `mgbench bandwidth` (the
+# How close each row is to the device and what holds it back, on one GPU of the device machine,
+# in one call, from the repo root (writes under $OUT). First `mgbench bandwidth` (the
 # dense matmul peak, bf16 and fp32), copied into every compare's folder so that the rows' share
 # of the peak is taken against it; then per model (ResNet-50, DenseNet-121; bf16, channels_last,
 # 128 per GPU, --gpus 1, default profiled window):

@@ -449,7 +449,9 @@ def one_gpu_model(
 
 RESNET50 = MODELS["resnet50"].reference_parameters
 DENSENET121 = MODELS["densenet121"].reference_parameters
-NV18_MEASURED = Link("2x H200 NV18", 240 * GB, HOP_SECONDS["nvlink"], "issue 30: 240 GB/s bus bandwidth at 64 MiB")
+NV18_MEASURED = Link(
+    "2x H200 NV18", 240 * GB, HOP_SECONDS["nvlink"], f"{FIXTURE.name}/bandwidth.json: 240 GB/s bus bandwidth at 64 MiB"
+)
 NV18_ONE_NODE = Interconnect(NV18_MEASURED, None, gpus_per_node=8)
 
 
@@ -458,7 +460,7 @@ NV18_ONE_NODE = Interconnect(NV18_MEASURED, None, gpus_per_node=8)
     [
         (3982, 2, 7786, RESNET50, 0.79),  # 2026-11-22, 2x H200, plain-loop run
         (3980, 2, 7914, RESNET50, 0.79),  # 2026-11-23, 2x H200, breakdown
-        (3980, 2, 7674, RESNET50, 0.79),  # 2026-11-23, 2x H200, mission's command
+        (3980, 2, 7674, RESNET50, 0.79),  # 2026-11-23, 2x H200, the default command and Keras over PyTorch
         (2283, 2, 4481, DENSENET121, 0.83),  # 2026-11-23, 2x H200, breakdown
         (2333, 4, 9139, DENSENET121, 0.83),  # 2026-11-22, 4x H200
     ],

@@ -3,17 +3,17 @@
 # PyTorch beside PyTorch DDP on the same settings (bf16, channels_last, 128 per GPU) and
 # PyTorch's default fp32 job in both data formats, all in this one call so the figures compare.
 # From the repo root with the Keras wheels in .whl/; writes runs/ and one $OUT/*.tgz per part as it ends.
-# PART=mission, PART=keras-torch or PART=formats runs one part (default: all three).
+# PART=default, PART=keras-torch or PART=formats runs one part (default: all three).
 set -uo pipefail
 source benchmarks/gpu_env.sh
 N=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 python3 -m mgbench env > "$OUT/env.txt" 2>&1
 part() { [ -z "${PART:-}" ] || [ "$PART" = "$1" ]; }
-if part mission; then
+if part default; then
   start=$(date +%s)
-  python3 -m mgbench compare --frameworks keras,pytorch --gpus "$N" --out runs/mission 2>&1 | tail -n 25
-  echo "mission command as typed: $(( $(date +%s) - start )) s"
-  tar czf "$OUT/mission.tgz" runs/mission
+  python3 -m mgbench compare --frameworks keras,pytorch --gpus "$N" --out runs/default-command 2>&1 | tail -n 25
+  echo "default command as typed: $(( $(date +%s) - start )) s"
+  tar czf "$OUT/default-command.tgz" runs/default-command
 fi
 if part keras-torch; then
   for model in ${MODELS:-resnet50 densenet121}; do

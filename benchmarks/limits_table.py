@@ -1,4 +1,4 @@
-"""Issue 28's table for run folders: how close each row is to its device, and what holds it back.
+"""The limits table of run folders: how close each row is to its device, and what holds it back.
 
     python3 benchmarks/limits_table.py RUN_DIR... [--csv FILE]
 

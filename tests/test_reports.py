@@ -490,7 +490,7 @@ def test_report_prints_the_compact_summary_in_each_format_from_the_command_line(
 
 
 def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_between():
-    """keras-torch DenseNet-121 on one H200 as issue 28 describes it: 479 img/s, host-bound."""
+    """A host-bound row: keras-torch DenseNet-121 on one H200, 479 img/s against a device-busy ceiling of 930."""
     row = pd.Series(
         {
             "flops_per_image": 16.76e9,

@@ -1,5 +1,5 @@
 """`prepare` and `make-sample-chestxray` never delete their source and never write or delete
-through a link in their destination, whoever planted it there (issue 35, items 2 and 3)."""
+through a link in their destination, whoever planted it there."""
 
 import os
 import shutil

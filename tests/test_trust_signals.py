@@ -1,4 +1,4 @@
-"""Issue 35, items 7-9: nothing waits on a FIFO, the image check leaves no worker behind however
+"""Nothing waits on a FIFO, the image check leaves no worker behind however
 mgbench ends, and Ctrl-C or SIGTERM at any point is one line and exit code 130."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def stop(process: subprocess.Popen, sig: int, children: list[psutil.Process]) ->
     return stderr
 
 
-# Item 7: a FIFO never holds anything.
+# A FIFO never holds anything.
 
 
 def test_a_lock_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
@@ -132,7 +132,7 @@ def test_a_file_that_does_not_come_is_named_once_its_time_is_up(tmp_path, monkey
     assert reason == "TimeoutError: not read within 0.2 s"
 
 
-# Items 8 and 9: the image check's workers end with mgbench, and so does every phase before the runs.
+# The image check's workers end with mgbench, and so does every phase before the runs.
 
 
 def stop_signals_here(_job: int) -> tuple[bool, bool]:

@@ -1,4 +1,4 @@
-"""Issue 35 (trust, second sweep): nothing mgbench writes in a folder it did not just create goes
+"""Nothing mgbench writes in a folder it did not just create goes
 through a link planted there (a symbolic link, a hard link to an outside file, a FIFO), a full
 disk leaves the old file whole, and temporary files stay inside the run folder.
 
@@ -147,7 +147,7 @@ def test_a_scratch_folder_starts_empty_stays_inside_and_is_gone_after(tmp_path, 
 
 
 def test_the_compare_write_probe_is_not_written_through_a_planted_link(tmp_path, outside):
-    """Item 1: `compare --resume DIR` with `DIR/.write-test` linked to an outside file."""
+    """`compare --resume DIR` with `DIR/.write-test` linked to an outside file."""
     run = tmp_path / "run"
     run.mkdir()
     (run / ".write-test").symlink_to(outside)
@@ -166,7 +166,7 @@ def fake_measure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_bandwidth_refuses_a_log_folder_linked_out_of_its_folder(tmp_path, outside, fake_measure, capsys):
-    """Item 4: `bandwidth --out DIR` with `DIR/logs` a link to an outside folder."""
+    """`bandwidth --out DIR` with `DIR/logs` a link to an outside folder."""
     out = tmp_path / "bw"
     out.mkdir()
     (out / "logs").symlink_to(outside.parent)
@@ -178,7 +178,7 @@ def test_bandwidth_refuses_a_log_folder_linked_out_of_its_folder(tmp_path, outsi
 
 
 def test_bandwidth_keeps_its_temporary_files_inside_its_folder(tmp_path, fake_measure, capsys):
-    """Item 10: torchrun's `torchelastic_*` go in `DIR/.tmp/bandwidth`, removed after."""
+    """Torchrun's `torchelastic_*` go in `DIR/.tmp/bandwidth`, removed after."""
     out = tmp_path / "bw"
     assert main(["bandwidth", "--device", "cpu", "--gpus", "2", "--out", str(out)]) == 1  # no bandwidth.json
     capsys.readouterr()
@@ -205,7 +205,7 @@ def hard_linked(run: Path, names: list[str], outside: Path) -> dict[str, Path]:
 
 
 def test_report_replaces_hard_links_instead_of_writing_through_them(compared, tmp_path, outside, cli):  # noqa: F811
-    """Item 5: `report` rewrites report.html and charts/ by new files renamed over the names."""
+    """`report` rewrites report.html and charts/ by new files renamed over the names."""
     run = shared_copy(compared, tmp_path)
     victims = hard_linked(run, ["report.html", "charts/throughput.png", "charts/steps-fake-steady-1cpu.png"], outside)
     assert cli("report", str(run)).returncode == 0
@@ -215,7 +215,7 @@ def test_report_replaces_hard_links_instead_of_writing_through_them(compared, tm
 
 
 def test_resume_replaces_hard_links_instead_of_writing_through_them(compared, tmp_path, outside, cli, in_process):  # noqa: F811
-    """Item 5: `--resume` rewrites the rerun's config, log and trace, the summaries and the report."""
+    """`--resume` rewrites the rerun's config, log and trace, the summaries and the report."""
     run = shared_copy(compared, tmp_path)
     rerun = "fake-flaky-1cpu"
     names = [f"configs/{rerun}.json", f"logs/{rerun}.log", f"traces/{rerun}.csv", "summary.md", "summary.csv"]
@@ -244,7 +244,7 @@ def test_a_full_disk_while_the_report_is_written_leaves_the_old_one_whole(
     monkeypatch,
     file_size_limit,
 ):
-    """Item 6: the report is written beside and renamed over; a write that fails leaves no
+    """The report is written beside and renamed over; a write that fails leaves no
     truncated `report.html` and no partial file (the charts, drawn before it, left out here, and
     the new report as long as the old one)."""
     run = shared_copy(compared, tmp_path)
@@ -258,7 +258,7 @@ def test_a_full_disk_while_the_report_is_written_leaves_the_old_one_whole(
 
 
 def test_a_runs_temporary_folder_is_inside_the_run_folder_and_gone_after(tmp_path, in_process, monkeypatch, capsys):
-    """Item 10: a run's TMPDIR is `DIR/.tmp/<run_id>`, so a killed compare leaves nothing in the
+    """A run's TMPDIR is `DIR/.tmp/<run_id>`, so a killed compare leaves nothing in the
     system's temporary folder; it is removed once the run ends."""
     import mgbench.runner.orchestrator as orchestrator
 
@@ -296,7 +296,7 @@ def test_a_profilers_trace_is_not_written_through_a_planted_link(tmp_path, outsi
 
 @pytest.mark.slow
 def test_counting_flops_leaves_no_compiler_cache_in_the_temporary_folder(tmp_path):
-    """Item 10: importing torchvision makes torch's compiler cache (`torchinductor_<user>`) in
+    """Importing torchvision makes torch's compiler cache (`torchinductor_<user>`) in
     TMPDIR by default and names it in the environment runs inherit: counting puts it beside the
     count cache and the environment back."""
     pytest.importorskip("torchvision")

@@ -10,6 +10,7 @@ from conftest import mgbench, read_rows
 from mgbench.cli import build_parser
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
+from mgbench.common.job import Job
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
 
@@ -40,7 +41,7 @@ def test_frameworks_without_a_compiler_are_refused_with_the_reason():
     assert refusal("chainer", "chainermn") == (
         "chainer cannot compile its step (--compile): Chainer runs define-by-run only and has no graph compiler"
     )
-    runs = plan_runs(job(compile="default"), ["pytorch", "gluon", "chainer"], None, [1, 2], "weak", False)
+    runs = plan_runs(Job("tiny", "cpu", 2, 4, compile="default"), ["pytorch", "gluon", "chainer"], None, [1, 2], "weak")
     refused = {(run.config.framework, run.config.devices): run.refusal for run in runs}
     assert refused[("pytorch", 1)] is None and refused[("pytorch", 2)] is None
     assert {refused[(name, count)][0] for name in ("gluon", "chainer") for count in (1, 2)} == {"unsupported"}

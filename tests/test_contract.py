@@ -53,8 +53,8 @@ def test_planning_accepts_the_default_job_or_names_why_not(combination):
 def test_planning_every_combination_and_the_cli_import_no_framework():
     code = (
         "import sys; from mgbench.cli import build_parser; from mgbench.runner.plan import plan_runs; "
-        "from mgbench.frameworks.registry import BUILTIN; from mgbench.common.config import RunConfig; build_parser(); "
-        "[plan_runs(RunConfig(s.name, s.defaults[0], 'densenet121', 1, 'cpu', 1, 1), [s.name], ['all'], [1, 2], 'weak')"
+        "from mgbench.frameworks.registry import BUILTIN; from mgbench.common.job import Job; build_parser(); "
+        "[plan_runs(Job('densenet121', 'cpu', 1, 1), [s.name], ['all'], [1, 2], 'weak')"
         f" for s in BUILTIN]; print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORK_MODULES!r})))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), timeout=120)

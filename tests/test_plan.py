@@ -10,10 +10,11 @@ from conftest import mgbench, read_rows, tiny_job
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.job import Job
 from mgbench.common.timing import FIRST_STEP_KEPT
 from mgbench.frameworks.registry import expand_frameworks, families, framework_spec, registered
 from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec
-from mgbench.runner.plan import chosen_strategies, plan_runs
+from mgbench.runner.plan import chosen_strategies, installed_runs, plan_runs
 
 PLUGINS = "fakefw,fakefw_absent"
 
@@ -33,6 +34,11 @@ def base(**changes) -> RunConfig:
             **changes,
         }
     )
+
+
+def job(**changes) -> Job:
+    """`base()`'s job, before planning gives it a framework, a strategy and a device count."""
+    return Job(**{**dict(model="tiny", device_kind="cpu", batch_per_device=2, steps=4), **changes})
 
 
 def test_unsupported_and_not_installed_runs_become_rows_without_launching(tmp_path):
@@ -94,11 +100,11 @@ def framework_spec_of(name: str):
 
 
 def test_each_run_refused_for_what_it_cannot_do_and_nothing_else(fake_plugin):
-    runs = plan_runs(base(), ["fake"], ["steady"], [1, 2], "weak")
+    runs = plan_runs(job(), ["fake"], ["steady"], [1, 2], "weak")
     assert [run.refusal for run in runs] == [None, None]
-    bf16 = plan_runs(base(precision="bf16"), ["fake"], ["steady"], [1, 2], "weak")
+    bf16 = plan_runs(job(precision="bf16"), ["fake"], ["steady"], [1, 2], "weak")
     assert [run.refused_row().status for run in bf16] == ["unsupported", "unsupported"]
-    real = plan_runs(base(dataset="synthetic"), ["fake"], ["steady"], [1], "weak", installed={"fake": "gone"})
+    real = installed_runs(plan_runs(job(dataset="synthetic"), ["fake"], ["steady"], [1], "weak"), {"fake": "gone"})
     assert real[0].refusal == ("not-installed", "gone")
 
 
@@ -120,16 +126,14 @@ def test_capabilities_name_the_reason():
 
 def test_each_framework_gets_its_default_data_format_unless_one_is_given():
     pytorch, gluon = "pytorch", "gluon"
-    runs = plan_runs(
-        base(model="densenet121"), [pytorch, gluon, "keras-jax"], None, [1], "weak", data_format_given=False
-    )
+    runs = plan_runs(job(model="densenet121"), [pytorch, gluon, "keras-jax"], None, [1], "weak")
     assert {run.config.framework: run.config.data_format for run in runs} == {
         "pytorch": "channels_last",
         "gluon": "channels_first",
         "keras-jax": "channels_last",
     }
     assert all(run.refusal is None for run in runs)
-    forced = plan_runs(base(model="densenet121", data_format="channels_first"), ["keras-jax"], None, [1], "weak")
+    forced = plan_runs(job(model="densenet121", data_format="channels_first"), ["keras-jax"], None, [1], "weak")
     assert forced[0].refusal[0] == "unsupported" and "channels_last only" in forced[0].refusal[1]
 
 

@@ -14,6 +14,7 @@ from mgbench.cli.options import AUTO_PROFILE_STEPS, profile_option, profile_step
 from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
+from mgbench.common.kinds import DeviceKind
 from mgbench.common.models import model_spec
 from mgbench.common.profiling import OpTime, self_time_ops, summarise_ops
 from mgbench.common.timing import HOST_PHASES
@@ -221,7 +222,7 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     ],
 )
 def test_profile_defaults_to_a_window_on_gpus_only(option, kind, epochs, steps):
-    assert profile_steps(profile_option(option), kind, epochs) == steps
+    assert profile_steps(profile_option(option), DeviceKind(kind), epochs) == steps
 
 
 def test_a_failing_profiler_costs_the_window_not_the_measured_run(fake_plugin, tmp_path):

@@ -17,7 +17,7 @@ from mgbench.common.bandwidth import (
     parse_size,
     parse_sizes,
 )
-from mgbench.common.devices import check_device_counts, device_capacity, resolve_device_kind
+from mgbench.common.devices import AUTO, DEVICE_REQUESTS, check_device_counts, device_capacity, resolve_device_kind
 from mgbench.common.runfolder import RunFolder
 from mgbench.common.work import vendor_peak
 from mgbench.runner.bandwidth import BANDWIDTH_LOG, measure_bandwidth
@@ -32,7 +32,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--gpus", type=int, default=None, help="processes in the all-reduce (default: every GPU, or 2 on CPU)"
     )
-    parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
+    parser.add_argument("--device", default=AUTO, choices=DEVICE_REQUESTS)
     parser.add_argument(
         "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="all-reduce message bytes, e.g. 1K,1M,64M"
     )
@@ -89,7 +89,7 @@ def print_report(report: BandwidthReport, console: Console) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     kind = resolve_device_kind(args.device)
-    devices = args.gpus if args.gpus is not None else (device_capacity(kind) if kind == "cuda" else 2)
+    devices = args.gpus if args.gpus is not None else (device_capacity(kind) if kind.on_gpu else 2)
     check_device_counts([devices], kind)
     sizes = parse_sizes(args.sizes)
     copy_bytes = parse_size(args.copy_bytes, "--copy-bytes")

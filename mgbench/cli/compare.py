@@ -21,14 +21,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from mgbench.cli.live import live_compare
-from mgbench.cli.options import add_job_options, base_config, data_format_given, job_size, parse_device_counts
+from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
 from mgbench.cli.report import add_format_option
 from mgbench.cli.values import folder_path, hosts_text, positive_seconds
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.common.compare_plan import ComparePlan
-from mgbench.common.config import DeviceKind
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
+from mgbench.common.kinds import DeviceKind
 from mgbench.common.results import read_results, write_json_atomically, write_results
 from mgbench.common.runfolder import LOCK_FILE, RunFolder
 from mgbench.common.scaling import add_scaling_figures
@@ -40,7 +40,7 @@ from mgbench.reports.summary import write_summary
 from mgbench.runner.bandwidth import BANDWIDTH_LOG, measure_bandwidth
 from mgbench.runner.hosts import Host, resolve_hosts
 from mgbench.runner.orchestrator import pending_runs, run_compare
-from mgbench.runner.plan import PlannedRun, not_installed_reason, plan_runs, replan
+from mgbench.runner.plan import PlannedRun, installed_runs, not_installed_reason, plan_runs, replan
 from mgbench.runner.venvs import inspect_installation
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
@@ -175,15 +175,15 @@ def check_host_counts(counts: list[int], hosts: list[Host], kind: DeviceKind) ->
 
 def installation_reasons(
     frameworks: list[tuple[str, str | None]], console: Console
-) -> tuple[list[str], dict[str, str | None], list[str]]:
-    """The frameworks to plan, why each one is not installed (None: it is), and the lines saying
-    which were left out.
+) -> tuple[dict[str, str | None], list[str]]:
+    """The frameworks to run, each with why it is not installed (None: it is), and the lines
+    saying which were left out.
 
     A framework named directly that is not installed still gets its rows (`not-installed`); a
     family member (`--frameworks keras`) that is not installed is left out with one line, so
     the family runs on the backends this machine has.
     """
-    names, reasons, left_out = [], {}, []
+    reasons, left_out = {}, []
     for name, family in frameworks:
         spec = framework_spec(name)
         found = inspect_installation(spec)
@@ -192,11 +192,10 @@ def installation_reasons(
             left_out.append(f"{family}: {name} left out: {missing} not installed ({spec.install_hint})")
             console.print(f"[yellow]{left_out[-1]}[/]")
             continue
-        names.append(name)
         reasons[name] = not_installed_reason(spec, found)
-    if not names:
+    if not reasons:
         raise UsageError("none of the named frameworks is installed: " + ", ".join(name for name, _ in frameworks))
-    return names, reasons, left_out
+    return reasons, left_out
 
 
 def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, ComparePlan, list[PlannedRun]]:
@@ -205,29 +204,24 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
     if not expanded:
         raise UsageError("--frameworks is required (or --resume RUN_DIR)")
     counts = parse_device_counts(args.gpus)
-    first = framework_spec(expanded[0][0])
-    base = base_config(args, first.name, first.defaults[0], 1)
+    job, size_note = job_from_args(args)
     hosts = resolve_hosts(args.hosts) if args.hosts else None
     if hosts:
-        check_host_counts(counts, hosts, base.device_kind)
+        check_host_counts(counts, hosts, job.device_kind)
     else:
-        check_device_counts(counts, base.device_kind)
-    strategies = _split(args.strategies)
+        check_device_counts(counts, job.device_kind)
     # Names, strategies and batch splits checked, and the dataset against every planned batch,
     # before the installation probes start a process per framework.
-    validated = plan_runs(base, [name for name, _ in expanded], strategies, counts, args.scaling)
-    base = check_dataset(base, [run.config for run in validated], on_note=say(console))
-    if base.skipped_images:
-        console.print(
-            f"[yellow]--skip-bad-images: {len(base.skipped_images)} images that cannot be decoded left out[/]"
-        )
-    names, reasons, left_out = installation_reasons(expanded, console)
-    runs = plan_runs(base, names, strategies, counts, args.scaling, data_format_given(args), reasons)
+    runs = plan_runs(job, [name for name, _ in expanded], _split(args.strategies), counts, args.scaling)
+    job = check_dataset(job, [run.config for run in runs], on_note=say(console))
+    if job.skipped_images:
+        console.print(f"[yellow]--skip-bad-images: {len(job.skipped_images)} images that cannot be decoded left out[/]")
+    reasons, left_out = installation_reasons(expanded, console)
+    runs = installed_runs([run.with_dataset_check(job) for run in runs], reasons)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{base.model}", new=True)
-    _, _, _, shrunk = job_size(args, base.device_kind)
-    if shrunk:
-        console.print(f"[yellow]{shrunk}[/]")
+    folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{job.model}", new=True)
+    if size_note:
+        console.print(f"[yellow]{size_note}[/]")
     timeout = DEFAULT_TIMEOUT_SECONDS if args.timeout is None else args.timeout
     plan = ComparePlan(
         typed_command(args),
@@ -237,7 +231,7 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
         args.bandwidth,
         args.scaling,
         left_out=left_out,
-        job_shrink=shrunk or None,
+        job_shrink=size_note,
     )
     return folder, plan, runs
 
@@ -311,8 +305,7 @@ def run_planned(
     hosts = resolve_hosts(plan.hosts) if plan.hosts else None
     timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
 
-    kind = runs[0].config.device_kind if runs else "cpu"
-    if kind == "cpu":
+    if not (runs and runs[0].config.device_kind.on_gpu):
         console.print("[yellow]No GPU visible: CPU devices stand in for GPUs (processes or logical devices).[/]")
     console.print(f"{len(runs)} runs -> {folder.root}")
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)

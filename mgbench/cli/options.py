@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from mgbench.common.config import DATA_FORMATS, DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
-from mgbench.common.devices import resolve_device_kind
+from mgbench.common.devices import AUTO, DEVICE_REQUESTS, resolve_device_kind
 from mgbench.common.errors import UsageError
+from mgbench.common.job import DEFAULT_COMPILE_MODE, PRECISIONS, Job
+from mgbench.common.kinds import DataFormat, DeviceKind
 from mgbench.common.models import MODELS, model_spec
 from mgbench.common.timing import FIRST_STEP_KEPT
 from mgbench.frameworks.registry import check_compile_mode
@@ -23,12 +24,7 @@ AUTO_PROFILE_STEPS = 2
 """`--profile auto` on GPUs. The breakdown takes from the window only the device's work per step
 (its shares are of the timed step), which repeats from step to step far more closely than the
 profiled steps' lengths do, and the window's cost grows with its steps: two steps, so that one
-step's oddity would show as a second figure, not as the breakdown (benchmarks/RUNS.md, "2026-11-23,
-1x H200: CUDA-only profiling against CPU and CUDA")."""
-
-
-def data_format_given(args: argparse.Namespace) -> bool:
-    return args.data_format is not None
+step's oddity would show as a second figure, not as the breakdown (BENCHMARKS.md)."""
 
 
 def add_job_options(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +47,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "--data-format",
         default=None,
-        choices=DATA_FORMATS,
+        choices=list(DataFormat),
         help="default: each framework's own for the model (channels_last where it can; gluon and chainer channels_first)",
     )
     job.add_argument("--image-size", type=int, default=None, help="override the model's input size (small CPU demos)")
@@ -102,8 +98,8 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     )
     job.add_argument(
         "--device",
-        default="auto",
-        choices=("auto", "cuda", "cpu"),
+        default=AUTO,
+        choices=DEVICE_REQUESTS,
         help="auto: GPUs when visible, else CPU devices stand in for GPUs",
     )
 
@@ -129,15 +125,15 @@ def compile_option(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def profile_steps(option: str | int, device_kind: str, epochs: int | None) -> int:
+def profile_steps(option: str | int, device_kind: DeviceKind, epochs: int | None) -> int:
     """`auto`: a window on GPUs, so every GPU row gets its breakdown; none on CPU devices, where
     it would lengthen every small run, nor with `--epochs`, whose runs have no window."""
     if option != PROFILE_AUTO:
         return int(option)
-    return AUTO_PROFILE_STEPS if device_kind == "cuda" and epochs is None else 0
+    return AUTO_PROFILE_STEPS if device_kind.on_gpu and epochs is None else 0
 
 
-def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int | None, str | None]:
+def job_size(args: argparse.Namespace, device_kind: DeviceKind) -> tuple[int, int, int | None, str | None]:
     """Batch per device, steps and image size of the job, and a note to print before running:
     that they were shrunk, or that one timed step gives no steady-state figure.
 
@@ -147,7 +143,7 @@ def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int 
     will carry (`timing.FIRST_STEP_KEPT`).
     """
     given = (args.batch_per_gpu, args.steps, args.image_size, args.epochs)
-    if device_kind == "cpu" and all(value is None for value in given):
+    if not device_kind.on_gpu and all(value is None for value in given):
         native = model_spec(args.model).image_size
         image = round(CPU_IMAGE_SIZE * native / CPU_IMAGE_BASE) if native > CPU_IMAGE_SIZE else native
         note = (
@@ -163,21 +159,19 @@ def job_size(args: argparse.Namespace, device_kind: str) -> tuple[int, int, int 
     return batch, steps, args.image_size, note
 
 
-def base_config(args: argparse.Namespace, framework: str, strategy: str, devices: int) -> RunConfig:
-    """The job the options describe (data format: channels_last until planning gives each
-    framework its own default, see `data_format_given`)."""
+def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
+    """The job the options describe, sized once for the devices it runs on (`job_size`), and
+    the note on its size to print before running. Its data format is None unless given: each
+    framework then trains in its own default for the model (see `plan_runs`)."""
     kind = resolve_device_kind(args.device)
-    batch, steps, image_size, _ = job_size(args, kind)
-    return RunConfig(
-        framework=framework,
-        strategy=strategy,
+    batch, steps, image_size, size_note = job_size(args, kind)
+    job = Job(
         model=args.model,
-        devices=devices,
         device_kind=kind,
         batch_per_device=batch,
         steps=steps,
         precision=args.precision,
-        data_format=args.data_format or "channels_last",
+        data_format=args.data_format,
         dataset=args.dataset,
         data_on_device=args.data_on_device,
         image_size=image_size,
@@ -190,6 +184,7 @@ def base_config(args: argparse.Namespace, framework: str, strategy: str, devices
         compile=args.compile,
         skip_bad_images=args.skip_bad_images,
     )
+    return job, size_note
 
 
 def parse_device_counts(text: str) -> list[int]:

@@ -13,10 +13,7 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from rich.console import Console
-
-from mgbench.cli.compare import say
-from mgbench.cli.options import add_job_options, base_config, data_format_given
+from mgbench.cli.options import add_job_options, job_from_args
 from mgbench.cli.values import folder_path, positive_seconds
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import check_device_counts
@@ -28,7 +25,7 @@ from mgbench.reports.compact import print_summary
 from mgbench.reports.summary import results_frame
 from mgbench.runner.launch import launched_by_launcher
 from mgbench.runner.orchestrator import execute_run
-from mgbench.runner.plan import replan
+from mgbench.runner.plan import plan_runs, replan
 from mgbench.worker import train
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
@@ -48,15 +45,14 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 def config_from_flags(args: argparse.Namespace) -> RunConfig:
     spec = framework_spec(args.framework)
-    strategy = spec.strategy(args.strategy or spec.defaults[0])
-    config = base_config(args, spec.name, strategy.name, args.gpus)
-    if not data_format_given(args):
-        config = config.with_changes(data_format=spec.capabilities.default_data_format(config.model))
+    job, _ = job_from_args(args)
+    [run] = plan_runs(job, [spec.name], [args.strategy or spec.defaults[0]], [args.gpus], "weak")
+    config = run.config
     if not launched_by_launcher():
         # Under a launcher `--gpus` counts every process of the job, across nodes too: the
         # adapter checks it against the world size, as this host alone sees only its share.
         check_device_counts([config.devices], config.device_kind)
-    return check_dataset(config, [config], on_note=say(Console(stderr=True, soft_wrap=True)))
+    return check_dataset(config, [config])
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
 
-from mgbench.common.config import DeviceKind
 from mgbench.common.errors import UsageError
+from mgbench.common.kinds import DeviceKind
 
-DeviceRequest = Literal["auto", "cuda", "cpu"]
+AUTO = "auto"
+"""`--device auto`: GPUs when visible, else CPU devices (`resolve_device_kind`)."""
+DEVICE_REQUESTS: tuple[str, ...] = (AUTO, *DeviceKind)
 
 
 @dataclass(frozen=True)
@@ -69,19 +70,19 @@ def visible_gpus() -> list[GpuInfo]:
     return _visible(gpus)
 
 
-def resolve_device_kind(request: DeviceRequest) -> DeviceKind:
+def resolve_device_kind(request: str) -> DeviceKind:
     """`auto` means CUDA when a GPU is visible, else CPU devices standing in for GPUs."""
-    if request == "cpu":
-        return "cpu"
-    has_gpu = bool(visible_gpus())
-    if request == "cuda" and not has_gpu:
-        raise UsageError("--device cuda was asked for but no NVIDIA GPU is visible")
-    return "cuda" if has_gpu else "cpu"
+    if request == AUTO:
+        return DeviceKind.CUDA if visible_gpus() else DeviceKind.CPU
+    kind = DeviceKind(request)
+    if kind.on_gpu and not visible_gpus():
+        raise UsageError(f"--device {kind} was asked for but no NVIDIA GPU is visible")
+    return kind
 
 
 def device_capacity(kind: DeviceKind) -> int:
     """How many devices a run may ask for: visible GPUs, or CPU cores standing in for them."""
-    return len(visible_gpus()) if kind == "cuda" else (os.cpu_count() or 1)
+    return len(visible_gpus()) if kind.on_gpu else (os.cpu_count() or 1)
 
 
 def check_device_counts(counts: list[int], kind: DeviceKind) -> None:
@@ -90,5 +91,5 @@ def check_device_counts(counts: list[int], kind: DeviceKind) -> None:
         if count < 1:
             raise UsageError(f"--gpus must be at least 1, got {count}")
         if count > capacity:
-            what = "GPUs are visible" if kind == "cuda" else "CPU cores can stand in for GPUs"
+            what = "GPUs are visible" if kind.on_gpu else "CPU cores can stand in for GPUs"
             raise UsageError(f"--gpus {count} asked for, but only {capacity} {what}")

@@ -17,6 +17,7 @@ import reprlib
 import types
 import typing
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
 from mgbench.common.errors import UsageError
@@ -83,7 +84,7 @@ def field_types(cls: type) -> dict[str, Any]:
 def conforms(value: Any, hint: Any, null_numbers: bool = False) -> bool:
     """Whether a value parsed from JSON is of type `hint` (`null_numbers`: see `check_fields`). A
     tuple is read as the list JSON gives; an int counts as a float (Python writes 2.0 as 2.0, other
-    writers as 2), a bool as neither."""
+    writers as 2), a bool as neither; a `StrEnum` is one of its values' strings."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
 
     def item(value: Any, hint: Any) -> bool:
@@ -99,6 +100,8 @@ def conforms(value: Any, hint: Any, null_numbers: bool = False) -> bool:
         return isinstance(value, list | tuple) and all(item(entry, args[0]) for entry in value)
     if origin is dict:
         return isinstance(value, dict) and all(item(entry, args[1]) for entry in value.values())
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return isinstance(value, str) and value in {member.value for member in hint}
     if hint is float:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if hint is int:

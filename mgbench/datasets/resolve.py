@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TypeVar
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.job import Job
 from mgbench.datasets import chestxray, imagefolder, labelmap
 from mgbench.datasets.check import check_files
 from mgbench.datasets.description import DatasetDescription, parse_dataset, shown_names
 from mgbench.datasets.parallel import ProgressCallback
+
+Checked = TypeVar("Checked", Job, RunConfig)
+"""What the dataset check is for: a compare's job before its runs, or one run (`mgbench run`)."""
 
 
 def describe_dataset(text: str) -> DatasetDescription | None:
@@ -40,12 +45,12 @@ def dataset_for(config: RunConfig) -> DatasetDescription | None:
 
 
 def check_dataset(
-    config: RunConfig,
+    config: Checked,
     configs: list[RunConfig],
     workers: int | None = None,
     on_progress: ProgressCallback = lambda done, total: None,
     on_note: Callable[[str], None] = lambda line: None,
-) -> RunConfig:
+) -> Checked:
     """Read and check the dataset in the parent, before any run starts (each run would fail alike):
     its labels, every image file (`check.check_files`), and each of `configs`' batches against
     what is left. Returns `config` with what the check found, for every run to read: the range of

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from mgbench.common.kinds import DeviceKind
 from mgbench.common.runfolder import RunFolder
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.launch import Outcome, execute, interpreter_for
@@ -16,7 +17,7 @@ BANDWIDTH_LOG = "bandwidth"
 
 
 def measure_bandwidth(
-    folder: RunFolder, devices: int, device_kind: str, sizes: list[int], copy_bytes: int, timeout: float
+    folder: RunFolder, devices: int, device_kind: DeviceKind, sizes: list[int], copy_bytes: int, timeout: float
 ) -> Outcome:
     """Run the torch worker under torchrun with `devices` processes; it writes the folder's
     `bandwidth.json` on success, its output goes to `logs/bandwidth.log` (`RunFolder.log`) and
@@ -35,7 +36,7 @@ def measure_bandwidth(
     ]
     command = TORCHRUN.command(interpreter, devices, args, entry=WORKER)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if device_kind == "cpu":
+    if not device_kind.on_gpu:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // devices))
     path.unlink(missing_ok=True)
     log = folder.with_folder(folder.log(BANDWIDTH_LOG))

@@ -52,7 +52,7 @@ def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
     env = dict(os.environ)
     env[LAUNCH_TIME_ENV] = repr(time.time())
     env["PYTHONUNBUFFERED"] = "1"
-    if config.device_kind == "cpu":
+    if not config.device_kind.on_gpu:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // config.devices))
     env.update(spec.variables_for(config))
     return env
@@ -192,7 +192,7 @@ def execute_run(
         nodes = launcher.node_commands(interpreter, hosts, run_args, rendezvous_port(hosts), config.run_id)
     else:
         nodes = [NodeCommand(None, launcher.command(interpreter, config.devices, run_args))]
-    gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind == "cuda" else []
+    gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind.on_gpu else []
     with DeviceMonitor(folder.with_folder(folder.trace(config.run_id)), gpus), folder.scratch(config.run_id) as scratch:
         # Launchers leave files in the temporary folder (torchrun's torchelastic_*): the run's own, removed after it.
         env = {**child_environment(config, spec), "TMPDIR": str(scratch)}

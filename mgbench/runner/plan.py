@@ -1,22 +1,23 @@
-"""Planning a compare: every (framework, strategy, device count), resolved once, before any launch.
+"""Planning a compare: the job's every (framework, strategy, device count), resolved once, before any launch.
 
 Each planned run carries its framework and strategy specs, so nothing downstream looks the
 registry up again, and the reason it cannot happen where the registry or the machine already
-knows one: a capability the adapter lacks (`unsupported`) or a framework its interpreter cannot
-import (`not-installed`). Those runs become rows without launching anything.
+knows one: a capability the adapter lacks (`unsupported`, at planning) or a framework its
+interpreter cannot import (`not-installed`, marked on the planned runs once the installations
+are probed, `installed_runs`). Those runs become rows without launching anything.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.job import Job
 from mgbench.common.results import RunResult, Status
 from mgbench.frameworks.registry import ALL_STRATEGIES, framework_spec
 from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
-from mgbench.runner.launchers import launcher_for
 from mgbench.runner.venvs import Installation
 
 Scaling = Literal["weak", "strong"]
@@ -37,6 +38,12 @@ class PlannedRun:
         status, reason = self.refusal
         return RunResult(self.config, status, error=reason)
 
+    def with_dataset_check(self, checked: Job) -> PlannedRun:
+        """This run of `checked`, the job as the dataset check found it (`check_dataset`): the
+        images it left out and the range of wide ones, which every reader of the run needs."""
+        config = self.config.with_changes(skipped_images=checked.skipped_images, bit_depth=checked.bit_depth)
+        return replace(self, config=config)
+
 
 def chosen_strategies(spec: FrameworkSpec, strategies: list[str] | None) -> list[str]:
     """The framework's default strategies, all of them (`all`), or the ones named (each checked)."""
@@ -47,24 +54,12 @@ def chosen_strategies(spec: FrameworkSpec, strategies: list[str] | None) -> list
     return [spec.strategy(name).name for name in strategies]
 
 
-def checked_strategy(spec: FrameworkSpec, name: str) -> StrategySpec:
-    """The framework's strategy `name`, its launcher known: a spec naming a launcher there is none
-    of (a plugin's spec can name anything) is one UsageError at planning, before anything starts,
-    as an unknown strategy is, rather than a compare stopped when that run's turn comes."""
-    strategy = spec.strategy(name)
-    try:
-        launcher_for(strategy.launcher)
-    except UsageError as error:
-        raise UsageError(f"{spec.name} {strategy.name}: {error}") from None
-    return strategy
-
-
-def batch_for(base: RunConfig, count: int, counts: list[int], scaling: Scaling) -> int:
-    """Weak scaling keeps `base.batch_per_device`; strong scaling keeps the global batch of the
+def batch_for(job: Job, count: int, counts: list[int], scaling: Scaling) -> int:
+    """Weak scaling keeps `job.batch_per_device`; strong scaling keeps the global batch of the
     smallest device count and splits it, which must divide evenly."""
     if scaling == "weak":
-        return base.batch_per_device
-    global_batch = base.batch_per_device * counts[0]
+        return job.batch_per_device
+    global_batch = job.batch_per_device * counts[0]
     if global_batch % count:
         raise UsageError(f"strong scaling: global batch {global_batch} does not split over {count} devices")
     return global_batch // count
@@ -78,53 +73,42 @@ def not_installed_reason(spec: FrameworkSpec, found: Installation) -> str | None
 
 
 def plan_runs(
-    base: RunConfig,
-    frameworks: list[str],
-    strategies: list[str] | None,
-    device_counts: list[int],
-    scaling: Scaling,
-    data_format_given: bool = True,
-    installed: dict[str, str | None] | None = None,
+    job: Job, frameworks: list[str], strategies: list[str] | None, device_counts: list[int], scaling: Scaling
 ) -> list[PlannedRun]:
-    """Every framework x strategy x device count, validated before anything runs.
-
-    Without `data_format_given`, each run takes its framework's default format for the model.
-    `installed` maps a framework to why it is not installed (None: it is); frameworks absent
-    from it are taken as installed.
-    """
+    """Every framework x strategy x device count of `job`, validated before anything runs, each
+    refused where its framework cannot train it. Each run trains in the job's data format, or
+    without one in its framework's default format for the model."""
     counts = sorted(set(device_counts))
-    installed = installed or {}
     planned = []
     for name in frameworks:
         spec = framework_spec(name)
+        data_format = job.data_format or spec.capabilities.default_data_format(job.model)
         for strategy_name in chosen_strategies(spec, strategies):
-            strategy = checked_strategy(spec, strategy_name)
+            strategy = spec.strategy(strategy_name)
             for count in counts:
-                config = base.with_changes(
-                    framework=spec.name,
-                    strategy=strategy.name,
-                    devices=count,
-                    batch_per_device=batch_for(base, count, counts, scaling),
-                )
-                if not data_format_given:
-                    config = config.with_changes(data_format=spec.capabilities.default_data_format(config.model))
-                missing = installed.get(spec.name)
+                batch = batch_for(job, count, counts, scaling)
+                config = RunConfig.of(job, spec.name, strategy.name, count, batch, data_format)
                 refusal = spec.refusal(config)
-                if missing:
-                    planned.append(PlannedRun(config, spec, strategy, ("not-installed", missing)))
-                elif refusal:
-                    planned.append(PlannedRun(config, spec, strategy, ("unsupported", refusal)))
-                else:
-                    planned.append(PlannedRun(config, spec, strategy))
+                planned.append(PlannedRun(config, spec, strategy, ("unsupported", refusal) if refusal else None))
     return planned
+
+
+def installed_runs(runs: list[PlannedRun], installed: dict[str, str | None]) -> list[PlannedRun]:
+    """The runs of the frameworks in `installed`, which maps each to why it is not installed
+    (None: it is), those of the others left out; a run of a framework not installed is refused
+    as `not-installed`, whatever else it was refused for, as no row can say more."""
+    return [
+        replace(run, refusal=("not-installed", missing)) if (missing := installed[run.config.framework]) else run
+        for run in runs
+        if run.config.framework in installed
+    ]
 
 
 def replan(config: RunConfig, missing: str | None = None) -> PlannedRun:
     """A recorded config (resume, `mgbench run`) resolved as planning resolves it; `missing`
     is why its framework is not installed (None: it is)."""
     spec = framework_spec(config.framework)
-    strategy = checked_strategy(spec, config.strategy)
     refusal = spec.refusal(config)
     if missing:
-        return PlannedRun(config, spec, strategy, ("not-installed", missing))
-    return PlannedRun(config, spec, strategy, ("unsupported", refusal) if refusal else None)
+        return PlannedRun(config, spec, spec.strategy(config.strategy), ("not-installed", missing))
+    return PlannedRun(config, spec, spec.strategy(config.strategy), ("unsupported", refusal) if refusal else None)

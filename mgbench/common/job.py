@@ -1,0 +1,120 @@
+"""`Job`: the training job the user asked for, before it is planned into runs.
+
+One compare trains one job in every framework, strategy and device count; each of those is a
+`RunConfig` (common/config.py): the job plus what planning decided for that run. Keeping the
+job apart means the options are read, sized and checked once (`cli/options.job_from_args`),
+the dataset is checked once for the job, and no run has to be made up to stand for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mgbench.common.errors import UsageError
+from mgbench.common.kinds import DataFormat, DeviceKind
+from mgbench.common.models import model_spec
+from mgbench.common.schema import check_fields
+
+Precision = Literal["fp32", "bf16", "fp16"]
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
+DEFAULT_COMPILE_MODE = "default"
+"""What a bare `--compile` asks for: each compiler's own default."""
+
+SEED_LIMIT = 2**32
+"""Seeds are below this: numpy's `default_rng`/`seed` and TensorFlow take 32-bit seeds, so a
+larger or negative one would fail every run after launching instead of once before."""
+
+
+@dataclass(frozen=True)
+class Job:
+    model: str
+    device_kind: DeviceKind
+    batch_per_device: int
+    """Samples per device per step on the smallest device count (strong scaling splits its
+    global batch over the larger ones)."""
+    steps: int
+    precision: Precision = "fp32"
+    data_format: DataFormat | None = None
+    """The format asked for; None: each framework's own for the model, resolved per run."""
+    dataset: str = "synthetic"
+    data_on_device: bool = False
+    image_size: int | None = None
+    learning_rate: float = 0.01
+    seed: int = 0
+    epochs: int | None = None
+    """Train whole epochs of a real dataset (validating after each) instead of `steps` steps."""
+    workers: int | None = None
+    """Data-loader worker processes per training process; None sizes them from the CPU count."""
+    lr_reference_batch: int = 256
+    """With `epochs`, `learning_rate` is the rate for this global batch (linear scaling rule)."""
+    profile_steps: int = 0
+    """Extra steady-state steps traced by the framework's profiler after the timed ones (0: none)."""
+    compile: str | None = None
+    """Compile the training step in this mode (`default`, or a compiler's own such as torch's
+    `reduce-overhead`); None runs it as the framework does without a compiler asked for."""
+    skip_bad_images: bool = False
+    """Leave out the dataset's images that cannot be decoded instead of refusing the dataset."""
+    skipped_images: tuple[str, ...] = ()
+    """The images left out (`skip_bad_images`): the files the dataset check before launching
+    could not decode. Every reader of the dataset leaves them out."""
+    bit_depth: int | None = None
+    """The range of the dataset's images wider than 8 bits (16-bit PNGs, where 12-bit detectors
+    store 0-4095), read once by the dataset check: each such image is scaled by 2**bit_depth - 1,
+    so a raw value means the same in every image. None: no such images, or no check (they are
+    then scaled by the 16 bits a PNG declares)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self.__dict__, Job, "not a training job")
+        settle(self)
+
+    def with_changes(self, **changes: Any) -> Job:
+        return dataclasses.replace(self, **changes)
+
+
+def settle(job: Any) -> None:
+    """The job's values, of their declared types (`check_fields`), settled and checked: `job` is
+    a `Job` or a `RunConfig` (frozen dataclasses with these fields), so both refuse alike.
+
+    JSON gives strings and lists back: the device kind and data format become their typed
+    values and the skipped images a tuple, so a job or run compares equal however it travelled.
+    Then each value must be within its range, and options that cannot go together are refused.
+    """
+    object.__setattr__(job, "device_kind", DeviceKind(job.device_kind))
+    if job.data_format is not None:
+        object.__setattr__(job, "data_format", DataFormat(job.data_format))
+    object.__setattr__(job, "skipped_images", tuple(job.skipped_images))
+    model_spec(job.model)
+    if job.batch_per_device < 1:
+        raise UsageError(f"batch per device must be at least 1, got {job.batch_per_device}")
+    if job.steps < 1:
+        raise UsageError(f"steps must be at least 1, got {job.steps}")
+    if job.precision not in PRECISIONS:
+        raise UsageError(f"unknown precision {job.precision!r}; choose from {', '.join(PRECISIONS)}")
+    if job.epochs is not None and job.epochs < 1:
+        raise UsageError(f"epochs must be at least 1, got {job.epochs}")
+    if job.epochs is not None and job.dataset == "synthetic":
+        raise UsageError("--epochs needs a real dataset (--dataset chestxray:PATH, labels:PATH or imagefolder:PATH)")
+    if job.data_on_device and job.dataset != "synthetic":
+        raise UsageError(
+            "--data-on-device keeps synthetic batches on the devices; a real dataset is decoded "
+            "and augmented by the loader every step (compare a staged and an -unstaged strategy instead)"
+        )
+    if job.workers is not None and job.workers < 0:
+        raise UsageError(f"workers must be 0 or more, got {job.workers}")
+    if not 0 <= job.seed < SEED_LIMIT:
+        raise UsageError(f"the seed must be 0 to 2**32 - 1 (32 bits), got {job.seed}")
+    if not math.isfinite(job.learning_rate) or job.learning_rate < 0:
+        raise UsageError(f"the learning rate must be a finite number >= 0, got {job.learning_rate}")
+    if job.lr_reference_batch < 1:
+        raise UsageError(f"the learning-rate reference batch must be at least 1, got {job.lr_reference_batch}")
+    if job.profile_steps < 0:
+        raise UsageError(f"--profile takes a number of steps >= 0 (0: none), got {job.profile_steps}")
+    if job.compile is not None and not job.compile.strip():
+        raise UsageError("--compile takes a mode name, got an empty one")
+    if job.image_size is not None and job.image_size < 16:
+        raise UsageError(f"image size must be at least 16 px, got {job.image_size}")
+    if job.bit_depth is not None and not 1 <= job.bit_depth <= 32:
+        raise UsageError(f"a bit depth is 1 to 32 bits, got {job.bit_depth}")

@@ -1,0 +1,96 @@
+"""The job apart from its runs: a compare reads, sizes and plans the job once, its runs carry what
+the dataset check and the installation probes found, and the device kind and data format are
+typed values that still travel as the strings run folders hold."""
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from conftest import tiny_job
+from rich.console import Console
+from test_datasets import nih_rows, write_nih
+
+import mgbench.cli.compare
+import mgbench.cli.options
+from mgbench.cli.compare import add_arguments, plan_new
+from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
+from mgbench.common.job import Job
+from mgbench.common.kinds import DataFormat, DeviceKind
+
+FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-before-layout" / "compare.json"
+
+
+def compare_args(tmp_path: Path, *options: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    argv = [*options, "--out", str(tmp_path / "run")]
+    args = parser.parse_args(argv)
+    args.argv = ["compare", *argv]
+    return args
+
+
+def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
+    """`module.name` wrapped to count its calls (one entry per call)."""
+    calls, original = [], getattr(module, name)
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
+def test_a_compare_sizes_and_plans_its_job_once(tmp_path, fake_plugin, monkeypatch):
+    sized = counted(monkeypatch, mgbench.cli.options, "job_size")
+    planned = counted(monkeypatch, mgbench.cli.compare, "plan_runs")
+    args = compare_args(tmp_path, "--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "2")
+    _, plan, runs = plan_new(args, Console(stderr=True))
+    assert (len(sized), len(planned)) == (1, 1)
+    assert [run.config for run in runs] == plan.configs and len(runs) == 4
+    assert plan.job_shrink and "job is shrunk" in plan.job_shrink
+
+
+def test_every_run_carries_the_dataset_check_and_its_framework_installation(tmp_path, fake_plugin, monkeypatch):
+    monkeypatch.setenv("MGBENCH_PLUGINS", "fakefw,fakefw_absent")
+    src = tmp_path / "src"
+    write_nih(src, nih_rows(20))
+    (src / "images" / "00000004_000.png").write_bytes(b"not an image")
+    options = ["--frameworks", "fake,absent", "--gpus", "2", *tiny_job(4, batch=2)]
+    args = compare_args(tmp_path, *options, "--dataset", f"chestxray:{src}", "--skip-bad-images")
+    _, plan, runs = plan_new(args, Console(stderr=True))
+    assert {config.skipped_images for config in plan.configs} == {(str(src / "images" / "00000004_000.png"),)}
+    # Neither has a loader for real data; a framework not installed is said to be that instead.
+    assert {run.config.framework: run.refusal[0] for run in runs} == {"fake": "unsupported", "absent": "not-installed"}
+
+
+def test_a_bad_strategy_is_refused_before_the_dataset_is_read(tmp_path, fake_plugin, monkeypatch):
+    read = counted(monkeypatch, mgbench.cli.compare, "check_dataset")
+    args = compare_args(tmp_path, "--frameworks", "fake", "--strategies", "nope", *tiny_job(4))
+    with pytest.raises(UsageError, match="has no strategy 'nope'"):
+        plan_new(args, Console(stderr=True))
+    assert read == []
+
+
+def test_a_job_without_a_data_format_leaves_each_framework_its_own():
+    job = Job("densenet121", "cpu", 2, 4)
+    assert job.data_format is None and job.device_kind is DeviceKind.CPU
+    with pytest.raises(UsageError, match="batch per device must be at least 1"):
+        Job("tiny", "cpu", 0, 4)
+    config = RunConfig.of(job, "fake", "steady", 2, 1, DataFormat.CHANNELS_LAST)
+    assert (config.batch_per_device, config.global_batch, config.data_format.channels_last) == (1, 2, True)
+
+
+def test_kinds_and_formats_read_back_as_typed_values_and_travel_as_the_same_strings():
+    recorded = json.loads(FIXTURE.read_text())["configs"][0]
+    config = RunConfig.from_dict(recorded)
+    assert type(config.device_kind) is DeviceKind and not config.device_kind.on_gpu
+    assert type(config.data_format) is DataFormat and not config.data_format.channels_last
+    assert DeviceKind("cuda").on_gpu and DataFormat("channels_last").channels_last
+    written = json.loads(config.to_json())
+    assert {name: written[name] for name in recorded} == recorded
+    assert config.run_id == "fake-steady-1cpu"
+    with pytest.raises(UsageError, match="not a run config: data_format is 'nchw'"):
+        RunConfig.from_dict({**recorded, "data_format": "nchw"})

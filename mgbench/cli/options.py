@@ -24,7 +24,8 @@ AUTO_PROFILE_STEPS = 2
 """`--profile auto` on GPUs. The breakdown takes from the window only the device's work per step
 (its shares are of the timed step), which repeats from step to step far more closely than the
 profiled steps' lengths do, and the window's cost grows with its steps: two steps, so that one
-step's oddity would show as a second figure, not as the breakdown (BENCHMARKS.md)."""
+step's oddity would show as a second figure, not as the breakdown (benchmarks/RUNS.md, "2026-11-23,
+1x H200: CUDA-only profiling against CPU and CUDA")."""
 
 
 def add_job_options(parser: argparse.ArgumentParser) -> None:

@@ -13,6 +13,9 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
+from rich.console import Console
+
+from mgbench.cli.compare import say
 from mgbench.cli.options import add_job_options, job_from_args
 from mgbench.cli.values import folder_path, positive_seconds
 from mgbench.common.config import RunConfig
@@ -52,7 +55,7 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
         # Under a launcher `--gpus` counts every process of the job, across nodes too: the
         # adapter checks it against the world size, as this host alone sees only its share.
         check_device_counts([config.devices], config.device_kind)
-    return check_dataset(config, [config])
+    return check_dataset(config, [config], on_note=say(Console(stderr=True, soft_wrap=True)))
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from mgbench.common.job import Job
 from mgbench.common.results import RunResult, Status
 from mgbench.frameworks.registry import ALL_STRATEGIES, framework_spec
 from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
+from mgbench.runner.launchers import launcher_for
 from mgbench.runner.venvs import Installation
 
 Scaling = Literal["weak", "strong"]
@@ -54,6 +55,18 @@ def chosen_strategies(spec: FrameworkSpec, strategies: list[str] | None) -> list
     return [spec.strategy(name).name for name in strategies]
 
 
+def checked_strategy(spec: FrameworkSpec, name: str) -> StrategySpec:
+    """The framework's strategy `name`, its launcher known: a spec naming a launcher there is none
+    of (a plugin's spec can name anything) is one UsageError at planning, before anything starts,
+    as an unknown strategy is, rather than a compare stopped when that run's turn comes."""
+    strategy = spec.strategy(name)
+    try:
+        launcher_for(strategy.launcher)
+    except UsageError as error:
+        raise UsageError(f"{spec.name} {strategy.name}: {error}") from None
+    return strategy
+
+
 def batch_for(job: Job, count: int, counts: list[int], scaling: Scaling) -> int:
     """Weak scaling keeps `job.batch_per_device`; strong scaling keeps the global batch of the
     smallest device count and splits it, which must divide evenly."""
@@ -84,7 +97,7 @@ def plan_runs(
         spec = framework_spec(name)
         data_format = job.data_format or spec.capabilities.default_data_format(job.model)
         for strategy_name in chosen_strategies(spec, strategies):
-            strategy = spec.strategy(strategy_name)
+            strategy = checked_strategy(spec, strategy_name)
             for count in counts:
                 batch = batch_for(job, count, counts, scaling)
                 config = RunConfig.of(job, spec.name, strategy.name, count, batch, data_format)
@@ -108,7 +121,8 @@ def replan(config: RunConfig, missing: str | None = None) -> PlannedRun:
     """A recorded config (resume, `mgbench run`) resolved as planning resolves it; `missing`
     is why its framework is not installed (None: it is)."""
     spec = framework_spec(config.framework)
+    strategy = checked_strategy(spec, config.strategy)
     refusal = spec.refusal(config)
     if missing:
-        return PlannedRun(config, spec, spec.strategy(config.strategy), ("not-installed", missing))
-    return PlannedRun(config, spec, spec.strategy(config.strategy), ("unsupported", refusal) if refusal else None)
+        return PlannedRun(config, spec, strategy, ("not-installed", missing))
+    return PlannedRun(config, spec, strategy, ("unsupported", refusal) if refusal else None)

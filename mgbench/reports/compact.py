@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from mgbench.common.kinds import DeviceKind
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
 from mgbench.reports.summary import table_console
 from mgbench.reports.verdict import verdict
@@ -67,7 +68,9 @@ class CompactSummary:
 
 
 def on_gpus(frame: pd.DataFrame) -> bool:
-    return set(frame["device_kind"]) == {"cuda"}
+    """Whether the frame has rows and all of them ran on GPUs (the table then says `GPU`)."""
+    kinds = {DeviceKind(kind) for kind in frame["device_kind"]}
+    return bool(kinds) and all(kind.on_gpu for kind in kinds)
 
 
 class NoteBook:

@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from mgbench.common.kinds import DeviceKind
 from mgbench.common.safe_files import write_file
 
 FIGSIZE_INCHES = (10.0, 5.6)
@@ -54,7 +55,7 @@ def run_label(row: pd.Series) -> str:
 
 
 def run_title(row: pd.Series) -> str:
-    kind = "GPU" if row["device_kind"] == "cuda" else "CPU device"
+    kind = "GPU" if DeviceKind(row["device_kind"]).on_gpu else "CPU device"
     devices = int(row["devices"])
     return (
         f"{row['framework']} {row['strategy']}: {row['model']} {row['precision']}, "

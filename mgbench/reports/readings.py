@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, bottleneck
+from mgbench.common.kinds import DeviceKind
 from mgbench.common.timing import HOST_PHASES
 from mgbench.common.work import MEASURED
 from mgbench.reports.cells import figure_text, number
@@ -112,7 +113,7 @@ def held_back(row: pd.Series) -> HeldBack | None:
     if isinstance(name, str) and name in LABELS and has_breakdown(breakdown):
         return HeldBack(name, breakdown[name], CPU_TRACE if row.get("breakdown_clock") == "cpu" else DEVICE)
     shares = row.get("host_breakdown")
-    if row.get("device_kind") != "cuda" and has_host_timing(shares):
+    if not DeviceKind(row["device_kind"]).on_gpu and has_host_timing(shares):
         name = host_bottleneck(shares)
         return HeldBack(name, shares[name], HOST_TIMING)
     return None
@@ -141,7 +142,7 @@ def reading(row: pd.Series) -> str:
     profile = row.get("profile")
     if isinstance(profile, dict) and (profile.get("error") or profile.get("breakdown_error")):
         return f"no breakdown: {profile.get('error') or profile.get('breakdown_error')}"
-    return NOT_PROFILED if row["device_kind"] == "cuda" else ""
+    return NOT_PROFILED if DeviceKind(row["device_kind"]).on_gpu else ""
 
 
 def host_timing_text(shares: object) -> str:

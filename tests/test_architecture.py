@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 import mgbench
+from mgbench.frameworks.registry import BUILTIN_PACKAGES
 
 PACKAGE_ROOT = Path(mgbench.__file__).parent
 LAYERS = ("common", "datasets", "frameworks", "runner", "reports", "cli")
@@ -90,3 +91,47 @@ def test_the_graph_is_read() -> None:
     """Guards the tests above against an empty graph (a wrong root would make them pass)."""
     assert "mgbench.common.config" in GRAPH["mgbench.common.driver"]
     assert any(layer(target) == "frameworks" for target in GRAPH["mgbench.runner.orchestrator"])
+
+
+FRAMEWORKS = PACKAGE_ROOT / "frameworks"
+FRAMEWORK_PACKAGES = sorted(path.parent.name for path in FRAMEWORKS.glob("*/adapter.py"))
+THIRD_PARTY_FRAMEWORKS = {"torch", "torchvision", "tensorflow", "jax", "jaxlib", "keras", "mxnet", "chainer", "horovod"}
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The top packages `path` imports at module level (statements run when it is imported)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_every_framework_package_declares_itself_in_an_import_free_spec_module() -> None:
+    """Each package with an adapter is the registry's and has a `spec.py`, and neither it nor any
+    mgbench module it imports, however indirectly, imports a framework when it is imported."""
+    assert sorted(BUILTIN_PACKAGES) == FRAMEWORK_PACKAGES
+    specs = [f"mgbench.frameworks.{package}.spec" for package in FRAMEWORK_PACKAGES]
+    assert [name for name in specs if name not in MODULES] == []
+    reached, pending = set(), list(specs)
+    while pending:
+        name = pending.pop()
+        if name not in reached:
+            reached.add(name)
+            pending += GRAPH[name]
+    importing = {name: top_level_imports(MODULES[name]) & THIRD_PARTY_FRAMEWORKS for name in reached}
+    assert {name: found for name, found in importing.items() if found} == {}
+
+
+def test_the_unstaged_suffix_is_spelled_in_one_place() -> None:
+    """Staging is a strategy's field: the suffix that names an unstaged twin is appended by the
+    one function that derives the twin, and no code takes a strategy's name apart."""
+    spelled = [
+        name
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value == "-unstaged"
+    ]
+    assert spelled == ["mgbench.frameworks.specs"]

@@ -11,9 +11,10 @@ from conftest import mgbench, read_rows, tiny_job
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.job import Job
+from mgbench.common.projection import DDP_EXCHANGE
 from mgbench.common.timing import FIRST_STEP_KEPT
-from mgbench.frameworks.registry import expand_frameworks, families, framework_spec, registered
-from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec
+from mgbench.frameworks.registry import BUILTIN, expand_frameworks, families, framework_spec, registered
+from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec, with_unstaged_twin
 from mgbench.runner.plan import chosen_strategies, installed_runs, plan_runs
 
 PLUGINS = "fakefw,fakefw_absent"
@@ -178,6 +179,26 @@ def test_data_on_device_is_refused_with_a_reason_where_a_strategy_cannot_and_wit
     )
     with pytest.raises(UsageError, match="--data-on-device keeps synthetic batches"):
         base(data_on_device=True, dataset="chestxray:/data")
+
+
+def test_an_unstaged_twin_is_its_staged_strategy_fed_in_line_and_refuses_data_on_device():
+    staged = StrategySpec("s", "torchrun", "feeds ahead", no_compile_note="no compiler", exchange=DDP_EXCHANGE)
+    same, twin = with_unstaged_twin(staged, "each batch copied when the step takes it")
+    assert same is staged and staged.staged and staged.kind == "s"
+    assert (twin.name, twin.description) == ("s-unstaged", "as s, each batch copied when the step takes it")
+    assert not twin.staged and twin.kind == "s"
+    assert (twin.launcher, twin.no_compile_note, twin.exchange) == ("torchrun", "no compiler", DDP_EXCHANGE)
+    assert staged.refusal(base(data_on_device=True)) is None
+    assert "--data-on-device" in twin.refusal(base(data_on_device=True))
+
+
+def test_every_unstaged_strategy_is_the_twin_of_a_staged_one_of_its_framework():
+    twins = [(spec, s) for spec in BUILTIN for s in spec.strategies if not s.staged and s.twin_of]
+    assert {spec.name for spec, _ in twins} == {"pytorch", "keras-tf", "keras-jax", "keras-torch", "tensorflow"}
+    for spec, twin in twins:
+        staged = spec.strategy(twin.twin_of)
+        assert staged.staged and staged.twin_of is None and twin.name == f"{staged.name}-unstaged"
+        assert (twin.launcher, twin.exchange, twin.dispatch) == (staged.launcher, staged.exchange, staged.dispatch)
 
 
 def test_one_timed_step_runs_with_a_warning_printed_and_on_its_row(tmp_path):

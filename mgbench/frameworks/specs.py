@@ -9,6 +9,7 @@ cannot happen into an `unsupported` row before launching anything, and adapters 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from mgbench.common.projection import Dispatch, Exchange
 LauncherKey = str
 """The name a strategy gives the launcher that starts its processes: `mgbench.runner.launchers`
 (above this layer) maps it to the launcher's object, and a test holds every declared one to it."""
+UNSTAGED_SUFFIX = "-unstaged"
+"""What names a staged strategy's unstaged twin (`with_unstaged_twin`), after the staged one's name."""
 UNSTAGED_NO_DATA_ON_DEVICE = (
     "its input is the host-to-device copy in line with each step, which data kept on the devices "
     "removes: that is the staged strategy with --data-on-device"
@@ -65,9 +68,10 @@ class ModelBuilders:
     catalogue's reference architectures, declared without importing the module.
 
     `module` (a framework's `models.py`) builds model `m` with its module-level callable named
-    `m`, so a model's name is spelled once in the framework's package, in `models`, and the
-    frameworks that train through the same module (the Keras family, Horovod over PyTorch)
-    share this one declaration. The contract test holds the module's builders to `models`."""
+    `m`: no table pairs names with builders, so a framework package adds a model by naming it
+    in `models` and defining its builder, and the frameworks that train through the same module
+    (the Keras family, Horovod over PyTorch) share this one declaration. The contract test
+    holds the module's builders to `models`."""
 
     module: str
     models: tuple[str, ...]
@@ -177,6 +181,18 @@ class StrategySpec:
     dispatch: Dispatch | None = None
     """Which process does each device's host work, for `mgbench project` (None: not declared,
     projected as a process per device)."""
+    staged: bool = True
+    """Its input is staged: batch k+1 is copied to the devices while step k runs. False: each
+    batch is copied when its step takes it (gluon's and chainer's strategies, and every twin
+    `with_unstaged_twin` derives: the staged vs unstaged experiment)."""
+    twin_of: str | None = None
+    """The staged strategy this one is the unstaged twin of (None: a strategy of its own)."""
+
+    @property
+    def kind(self) -> str:
+        """The strategy whose step this one runs (its staged twin's name, or its own): what an
+        adapter keys its strategy objects by, so that a twin differs in its input only."""
+        return self.twin_of or self.name
 
     def refusal(self, config: RunConfig) -> str | None:
         if config.device_kind == "cpu" and config.devices > 1 and self.cpu_multi_device_note:
@@ -186,6 +202,24 @@ class StrategySpec:
         if config.compile is not None and self.no_compile_note:
             return f"cannot compile {self.name}'s step (--compile): {self.no_compile_note}"
         return None
+
+
+def with_unstaged_twin(
+    staged: StrategySpec, how: str, no_data_on_device_note: str | None = UNSTAGED_NO_DATA_ON_DEVICE
+) -> tuple[StrategySpec, StrategySpec]:
+    """`staged` and its unstaged twin, named `<name>-unstaged`: the same step, launcher, notes and
+    gradient exchange, with each batch copied to the devices when the step takes it (`how` says
+    how, after "as <name>, "). The twin refuses `--data-on-device` (`no_data_on_device_note`):
+    the copy in line is what it measures, and data kept on the devices is the staged one's."""
+    twin = dataclasses.replace(
+        staged,
+        name=f"{staged.name}{UNSTAGED_SUFFIX}",
+        description=f"as {staged.name}, {how}",
+        no_data_on_device_note=no_data_on_device_note,
+        staged=False,
+        twin_of=staged.name,
+    )
+    return staged, twin
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ FRAMEWORK = FrameworkSpec(
             "mpirun",
             "ChainerMN, one MPI process per device: pure_nccl communicator on GPU, naive (MPI) on CPU; "
             "unstaged input: each batch sent to the device when the step takes it",
+            staged=False,
         ),
     ),
     import_names=("chainer", "chainermn", "mpi4py"),

@@ -16,12 +16,14 @@ FRAMEWORK = FrameworkSpec(
             "inprocess",
             "one process drives every device; gluon.Trainer sums gradients through kvstore 'device'; "
             "unstaged input: split_and_load copies each device's slice when the step takes it",
+            staged=False,
         ),
         StrategySpec(
             "nccl",
             "inprocess",
             "as 'device', with gradients summed through kvstore 'nccl'",
             cpu_multi_device_note="the NCCL kvstore exchanges between CUDA devices only",
+            staged=False,
         ),
     ),
     import_names=("mxnet",),

@@ -14,9 +14,6 @@ Loaders hand out uint8 NHWC pixels (a quarter of float32's bytes through the wor
 the bus); `normalised` turns them into the model's float input where they land, computing what
 `augment.normalise` computes on the host. Evaluation logits from every device or process end in
 `split_metrics`, the one place the Keras adapters score a split.
-
-Input staging is chosen by strategy name: `X-unstaged` is strategy X with the batch copied to the
-devices in line with the step instead of ahead of it.
 """
 
 from __future__ import annotations
@@ -39,12 +36,6 @@ from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras.handoff import HandOff
 
 HostBatch = tuple[np.ndarray, np.ndarray]
-UNSTAGED_SUFFIX = "-unstaged"
-
-
-def staging(strategy: str) -> tuple[str, bool]:
-    """The strategy without its `-unstaged` suffix, and whether its input is staged."""
-    return strategy.removesuffix(UNSTAGED_SUFFIX), not strategy.endswith(UNSTAGED_SUFFIX)
 
 
 def normalised(pixels, channels_last: bool):

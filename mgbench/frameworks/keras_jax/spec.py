@@ -5,7 +5,7 @@ from __future__ import annotations
 from mgbench.common.projection import ONE_PROCESS_PER_NODE, XLA_EXCHANGE
 from mgbench.frameworks.keras.environment import jax_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
-from mgbench.frameworks.specs import UNSTAGED_NO_DATA_ON_DEVICE, Capabilities, Compiler, FrameworkSpec, StrategySpec
+from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 FRAMEWORK = FrameworkSpec(
     name="keras-jax",
@@ -26,22 +26,17 @@ FRAMEWORK = FrameworkSpec(
             exchange=XLA_EXCHANGE,
             dispatch=ONE_PROCESS_PER_NODE,
         ),
-        StrategySpec(
-            "jax-shard-map",
-            "inprocess",
-            "Keras 3 over JAX, one device's step mapped over the devices with jax.shard_map: local "
-            "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean; "
-            "staged: each batch sharded onto the devices one step ahead, from page-locked host memory",
-            exchange=XLA_EXCHANGE,
-            dispatch=ONE_PROCESS_PER_NODE,
-        ),
-        StrategySpec(
-            "jax-shard-map-unstaged",
-            "inprocess",
-            "as jax-shard-map, each batch sharded onto the devices from host arrays when the step takes it",
-            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
-            exchange=XLA_EXCHANGE,
-            dispatch=ONE_PROCESS_PER_NODE,
+        *with_unstaged_twin(
+            StrategySpec(
+                "jax-shard-map",
+                "inprocess",
+                "Keras 3 over JAX, one device's step mapped over the devices with jax.shard_map: local "
+                "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean; "
+                "staged: each batch sharded onto the devices one step ahead, from page-locked host memory",
+                exchange=XLA_EXCHANGE,
+                dispatch=ONE_PROCESS_PER_NODE,
+            ),
+            "each batch sharded onto the devices from host arrays when the step takes it",
         ),
     ),
     import_names=("keras", "jax"),

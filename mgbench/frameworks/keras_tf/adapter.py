@@ -4,9 +4,10 @@
   all-reduced (NCCL between GPUs).
 - `central-storage`: tf.distribute.experimental.CentralStorageStrategy, variables on the CPU
   (the seeds' "parameter server on CPU"), computation mirrored on the devices.
-- `*-unstaged`: the same strategy fed synchronously from host arrays instead of a tf.data
-  pipeline prefetched to the devices (`mgbench.frameworks.keras_tf.strategies`); on real data
-  the same tf.data pipeline (`keras_tf/data.py`) either way.
+- their unstaged twins (`-unstaged`, `StrategySpec.staged` False): the same strategy fed
+  synchronously from host arrays instead of a tf.data pipeline prefetched to the devices
+  (`mgbench.frameworks.keras_tf.strategies`); on real data the same tf.data pipeline
+  (`keras_tf/data.py`) either way.
 
 The driver owns the loop, so instead of `fit` each step calls the model's `train_function`
 (what `fit` and `train_on_batch` call) on one batch; metrics are reset before each step so the
@@ -23,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras_tf.spec import FRAMEWORK
 from mgbench.frameworks.keras_tf.trainer import StrategyTrainer
 
 
@@ -44,4 +46,4 @@ class KerasTrainer(StrategyTrainer):
 
 
 def create_trainer(strategy: str) -> KerasTrainer:
-    return KerasTrainer(strategy)
+    return KerasTrainer(FRAMEWORK.strategy(strategy))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mgbench.frameworks.keras.environment import tensorflow_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
-from mgbench.frameworks.specs import UNSTAGED_NO_DATA_ON_DEVICE, Capabilities, Compiler, FrameworkSpec, StrategySpec
+from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 KERAS_XLA = Compiler(
     "xla",
@@ -21,30 +21,27 @@ KERAS_TF_STAGING = (
     "staged: the input pipeline (the synthetic pool, or tf.data over the dataset) distributed by the "
     "strategy and prefetched into each replica's device"
 )
+KERAS_TF_UNSTAGED = "host batches sliced per replica and copied inside the step"
+"""How keras-tf's unstaged twins (and the tensorflow loop's) feed the replicas."""
 
 FRAMEWORK = FrameworkSpec(
     name="keras-tf",
     module="mgbench.frameworks.keras_tf.adapter",
     strategies=(
-        StrategySpec("mirrored", "inprocess", f"Keras 3 over TF, tf.distribute.MirroredStrategy; {KERAS_TF_STAGING}"),
-        StrategySpec(
-            "mirrored-unstaged",
-            "inprocess",
-            "as mirrored, host batches sliced per replica and copied inside the step",
-            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+        *with_unstaged_twin(
+            StrategySpec(
+                "mirrored", "inprocess", f"Keras 3 over TF, tf.distribute.MirroredStrategy; {KERAS_TF_STAGING}"
+            ),
+            KERAS_TF_UNSTAGED,
         ),
-        StrategySpec(
-            "central-storage",
-            "inprocess",
-            f"variables on the CPU, compute mirrored on the devices (parameter server on CPU); {KERAS_TF_STAGING}",
-            no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
-        ),
-        StrategySpec(
-            "central-storage-unstaged",
-            "inprocess",
-            "as central-storage, host batches sliced per replica and copied inside the step",
-            no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
-            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+        *with_unstaged_twin(
+            StrategySpec(
+                "central-storage",
+                "inprocess",
+                f"variables on the CPU, compute mirrored on the devices (parameter server on CPU); {KERAS_TF_STAGING}",
+                no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
+            ),
+            KERAS_TF_UNSTAGED,
         ),
     ),
     import_names=("keras", "tensorflow"),

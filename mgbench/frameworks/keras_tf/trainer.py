@@ -4,7 +4,7 @@ step (and name its optimizer), so the two columns of a compare differ in exactly
 Keras' own step versus a hand-written loop.
 
 Real data (`--dataset`) is read by tf.data (`keras_tf/data.py`) over the shared sample keys; staged
-strategies distribute it to the devices, `-unstaged` ones slice its host batches in the step.
+strategies distribute it to the devices, unstaged twins slice its host batches in the step.
 Evaluation scores every image of the split in one compiled forward per global batch.
 """
 
@@ -27,14 +27,15 @@ from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras_tf import data as tf_data
 from mgbench.frameworks.keras_tf import strategies
+from mgbench.frameworks.specs import StrategySpec
 
 
 class StrategyTrainer(Adapter):
     """One process mirrors the model over every device of the run through a tf.distribute strategy."""
 
-    def __init__(self, strategy: str):
-        super().__init__(strategy)
-        self.strategy_kind, self.staged = data.staging(strategy)
+    def __init__(self, strategy: StrategySpec):
+        super().__init__(strategy.name)
+        self.strategy_kind, self.staged = strategy.kind, strategy.staged
         self._loss: Any = 0.0
 
     def setup(self, config: RunConfig) -> ModelInfo:

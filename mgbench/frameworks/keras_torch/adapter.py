@@ -45,6 +45,7 @@ from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch.adapter import DevicePrefetcher, TorchProcess
 from mgbench.frameworks.pytorch.compiling import compiled
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
@@ -67,7 +68,7 @@ class KerasTorchTrainer(TorchProcess):
 
     def __init__(self, strategy: str):
         super().__init__(strategy)
-        self.staged = data.staging(strategy)[1]
+        self.staged = FRAMEWORK.strategy(strategy).staged
         # PyTorch's `ddp` strategy object: the process group (world size checked against the
         # devices, LOCAL_RANK's device), the DDP wrapper, the update, the mean over the ranks.
         self.parallel = DistributedDataParallel()

@@ -7,26 +7,22 @@ from mgbench.common.projection import DDP_EXCHANGE
 from mgbench.frameworks.keras.environment import torch_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
 from mgbench.frameworks.pytorch.spec import TORCH_COMPILE
-from mgbench.frameworks.specs import UNSTAGED_NO_DATA_ON_DEVICE, Capabilities, FrameworkSpec, StrategySpec
+from mgbench.frameworks.specs import Capabilities, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 FRAMEWORK = FrameworkSpec(
     name="keras-torch",
     module="mgbench.frameworks.keras_torch.adapter",
     strategies=(
-        StrategySpec(
-            "ddp",
-            "torchrun",
-            "Keras 3 over PyTorch: the Keras model (a torch.nn.Module) in DistributedDataParallel, "
-            "one process per device, custom loop (Keras' torch backend has no keras.distribution); "
-            "staged: on GPUs each batch copied from pinned memory on a side stream one step ahead",
-            exchange=DDP_EXCHANGE,
-        ),
-        StrategySpec(
-            "ddp-unstaged",
-            "torchrun",
-            "as ddp, each batch copied to the device with a plain .to(device) when the step takes it",
-            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
-            exchange=DDP_EXCHANGE,
+        *with_unstaged_twin(
+            StrategySpec(
+                "ddp",
+                "torchrun",
+                "Keras 3 over PyTorch: the Keras model (a torch.nn.Module) in DistributedDataParallel, "
+                "one process per device, custom loop (Keras' torch backend has no keras.distribution); "
+                "staged: on GPUs each batch copied from pinned memory on a side stream one step ahead",
+                exchange=DDP_EXCHANGE,
+            ),
+            "each batch copied to the device with a plain .to(device) when the step takes it",
         ),
     ),
     import_names=("keras", "torch"),

@@ -48,6 +48,7 @@ from mgbench.frameworks.pytorch import models
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
 from mgbench.frameworks.pytorch.data import DevicePrefetcher, build_loaders, placed_images
 from mgbench.frameworks.pytorch.profiler import profile_with_torch
+from mgbench.frameworks.pytorch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch.strategies import STRATEGIES, TorchStrategy
 from mgbench.frameworks.pytorch.timing import CudaEventTimer
 
@@ -167,11 +168,14 @@ class TorchProcess(Adapter):
 
 
 class TorchTrainer(TorchProcess):
-    """Everything the PyTorch strategies share; `self.parallel` (a `TorchStrategy`) does what differs."""
+    """Everything the PyTorch strategies share; `self.parallel` (a `TorchStrategy`) does what differs.
+    `staged`: on GPU, batch k+1 is copied to the device on a side stream during step k; False
+    (an unstaged twin, `StrategySpec.staged`): each batch is copied in line by a plain
+    `.to(device)` when the step takes it."""
 
-    def __init__(self, strategy: str, parallel: TorchStrategy):
+    def __init__(self, strategy: str, parallel: TorchStrategy, staged: bool = True):
         super().__init__(strategy)
-        self.parallel = parallel
+        self.parallel, self.staged = parallel, staged
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self._start(config)
@@ -198,7 +202,7 @@ class TorchTrainer(TorchProcess):
     def _feed(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[Any]:
         """Host batches to the device: staged (prefetched on a side stream) on GPU where the
         strategy stages, else copied in line when the step takes each."""
-        if self.use_cuda and self.parallel.staged:
+        if self.use_cuda and self.staged:
             return DevicePrefetcher(host_batches, self.device, self.channels_last)
         return (self._to_device(batch) for batch in host_batches)
 
@@ -256,4 +260,5 @@ class TorchTrainer(TorchProcess):
 
 
 def create_trainer(strategy: str) -> TorchTrainer:
-    return TorchTrainer(strategy, STRATEGIES[strategy]())
+    spec = FRAMEWORK.strategy(strategy)
+    return TorchTrainer(strategy, STRATEGIES[spec.kind](), spec.staged)

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from mgbench.common.config import DEFAULT_COMPILE_MODE
 from mgbench.common.projection import DDP_EXCHANGE
-from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, ModelBuilders, StrategySpec
+from mgbench.frameworks.specs import (
+    Capabilities,
+    Compiler,
+    FrameworkSpec,
+    ModelBuilders,
+    StrategySpec,
+    with_unstaged_twin,
+)
 
 TORCH_COMPILE = Compiler(
     "torch.compile", (DEFAULT_COMPILE_MODE, "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -27,19 +34,19 @@ FRAMEWORK = FrameworkSpec(
     name="pytorch",
     module="mgbench.frameworks.pytorch.adapter",
     strategies=(
-        StrategySpec(
-            "ddp",
-            "torchrun",
-            "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU); staged input: "
-            "on GPU the next batch is copied from pinned memory on a side stream during the step",
-            exchange=DDP_EXCHANGE,
-        ),
-        StrategySpec(
-            "ddp-unstaged",
-            "torchrun",
-            "as ddp, with unstaged input: each batch copied to the device by a plain .to(device) when "
-            "the step takes it, so the copy is waited for (input wait) instead of overlapped",
-            exchange=DDP_EXCHANGE,
+        *with_unstaged_twin(
+            StrategySpec(
+                "ddp",
+                "torchrun",
+                "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU); staged input: "
+                "on GPU the next batch is copied from pinned memory on a side stream during the step",
+                exchange=DDP_EXCHANGE,
+            ),
+            "with unstaged input: each batch copied to the device by a plain .to(device) when the step "
+            "takes it, so the copy is waited for (input wait) instead of overlapped",
+            # PyTorch's adapter keeps the pool resident with --data-on-device whatever the strategy,
+            # so its twin accepts it (and then trains as ddp does).
+            no_data_on_device_note=None,
         ),
         StrategySpec(
             "dp",

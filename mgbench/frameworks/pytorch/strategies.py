@@ -41,9 +41,6 @@ class LossComputingModule(nn.Module):
 class TorchStrategy:
     """One process driving the devices it was given; what every strategy does unless it says otherwise."""
 
-    staged = True
-    """On GPU, batch k+1 is copied to the device on a side stream during step k; False: each
-    batch is copied in line by a plain `.to(device)` when the step takes it."""
     replica_threads = False
     """True where replicas run in threads started anew every step: cuDNN's tuned plans are cached
     per thread, so autotuning would re-tune every convolution at every step."""
@@ -117,12 +114,6 @@ class DistributedDataParallel(TorchStrategy):
             dist.destroy_process_group()
 
 
-class UnstagedDistributedDataParallel(DistributedDataParallel):
-    """`ddp-unstaged`: as `ddp`, each batch copied to the device in line instead of staged."""
-
-    staged = False
-
-
 class DataParallel(TorchStrategy):
     """`dp`: nn.DataParallel scatters the batch, replicates the model every step, runs replicas
     in threads and gathers the outputs on device 0, where the loss is computed."""
@@ -146,7 +137,6 @@ class DataParallelLoss(DataParallel):
 
 STRATEGIES: dict[str, type[TorchStrategy]] = {
     "ddp": DistributedDataParallel,
-    "ddp-unstaged": UnstagedDistributedDataParallel,
     "dp": DataParallel,
     "dp-loss": DataParallelLoss,
 }

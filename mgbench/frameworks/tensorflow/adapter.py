@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras_tf.trainer import StrategyTrainer
+from mgbench.frameworks.tensorflow.spec import FRAMEWORK
 
 
 class CustomLoopTrainer(StrategyTrainer):
@@ -56,4 +57,4 @@ class CustomLoopTrainer(StrategyTrainer):
 
 
 def create_trainer(strategy: str) -> CustomLoopTrainer:
-    return CustomLoopTrainer(strategy)
+    return CustomLoopTrainer(FRAMEWORK.strategy(strategy))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mgbench.frameworks.keras.environment import tensorflow_variables
 from mgbench.frameworks.keras.spec import KERAS_MODELS
-from mgbench.frameworks.keras_tf.spec import KERAS_TF_STAGING
-from mgbench.frameworks.specs import UNSTAGED_NO_DATA_ON_DEVICE, Capabilities, Compiler, FrameworkSpec, StrategySpec
+from mgbench.frameworks.keras_tf.spec import KERAS_TF_STAGING, KERAS_TF_UNSTAGED
+from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 XLA_JIT = Compiler("xla")
 """TensorFlow's `jit_compile=True`: the step compiled by XLA instead of run as a TF graph."""
@@ -15,16 +15,13 @@ FRAMEWORK = FrameworkSpec(
     name="tensorflow",
     module="mgbench.frameworks.tensorflow.adapter",
     strategies=(
-        StrategySpec(
-            "mirrored",
-            "inprocess",
-            f"custom loop: tf.function + strategy.run under MirroredStrategy; {KERAS_TF_STAGING}",
-        ),
-        StrategySpec(
-            "mirrored-unstaged",
-            "inprocess",
-            "as mirrored, host batches sliced per replica and copied inside the step",
-            no_data_on_device_note=UNSTAGED_NO_DATA_ON_DEVICE,
+        *with_unstaged_twin(
+            StrategySpec(
+                "mirrored",
+                "inprocess",
+                f"custom loop: tf.function + strategy.run under MirroredStrategy; {KERAS_TF_STAGING}",
+            ),
+            KERAS_TF_UNSTAGED,
         ),
     ),
     import_names=("keras", "tensorflow"),

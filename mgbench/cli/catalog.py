@@ -6,7 +6,7 @@ import argparse
 
 from rich.table import Table
 
-from mgbench.common.models import MODELS
+from mgbench.common.models import MODELS, catalogue
 from mgbench.frameworks.registry import families, registered
 from mgbench.frameworks.specs import Compiler, FrameworkSpec
 from mgbench.reports.summary import table_console
@@ -78,7 +78,7 @@ def handle(args: argparse.Namespace) -> int:
     models = Table(title="models")
     for column in ("model", "input", "outputs", "loss", "description"):
         models.add_column(column)
-    for model in MODELS.values():
+    for model in catalogue().values():
         models.add_row(model.name, f"{model.image_size} px", str(model.num_classes), model.loss, model.description)
     console.print(models)
     return 0

@@ -2,6 +2,8 @@
 
 Every adapter builds these same architectures; this table fixes what "the same" means
 (input size, number of outputs, loss), so a framework cannot silently train something else.
+A plugin (`MGBENCH_PLUGINS`) adds its own models through its module's `ADDED_MODELS`, a tuple
+of `ModelSpec`: `catalogue()` is the built-in table with them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mgbench.common.errors import UsageError
+from mgbench.common.plugins import plugin_modules, plugin_named
 
 LossKind = Literal["softmax", "sigmoid"]
 
@@ -65,9 +68,25 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
+def catalogue() -> dict[str, ModelSpec]:
+    """The built-in models, then those the plugins add (`ADDED_MODELS`); an entry that is not a
+    `ModelSpec`, or names a model already there, is one UsageError (a run names its model by
+    name alone)."""
+    models = dict(MODELS)
+    for module in plugin_modules():
+        for spec in getattr(module, "ADDED_MODELS", ()):
+            if not isinstance(spec, ModelSpec) or spec.name in models:
+                raise UsageError(
+                    f"{plugin_named(module.__name__)}, whose ADDED_MODELS has {spec!r}: not a new ModelSpec"
+                )
+            models[spec.name] = spec
+    return models
+
+
 def model_spec(name: str) -> ModelSpec:
-    """Look a model up, failing with the list of known names."""
+    """Look a model up in the catalogue, failing with the list of known names."""
+    models = catalogue()
     try:
-        return MODELS[name]
+        return models[name]
     except KeyError:
-        raise UsageError(f"unknown model {name!r}; known models: {', '.join(MODELS)}") from None
+        raise UsageError(f"unknown model {name!r}; known models: {', '.join(models)}") from None

@@ -3,7 +3,7 @@ importing any framework.
 
 A framework declares itself in one module, `FRAMEWORK: FrameworkSpec` (`specs.py` holds the
 types): a built-in one in its package's `spec.py`, a third-party one in a module named in
-`MGBENCH_PLUGINS` (comma-separated module names; the spec's `module` names its adapter, which
+`MGBENCH_PLUGINS` (`mgbench.common.plugins`; the spec's `module` names its adapter, which
 defines `create_trainer`). Both are read the same way, so listing, validating and planning runs
 treat them alike and never import a framework; only `create_trainer`, in a worker, imports one.
 """
@@ -11,10 +11,10 @@ treat them alike and never import a framework; only `create_trainer`, in a worke
 from __future__ import annotations
 
 import importlib
-import os
 from types import ModuleType
 
 from mgbench.common.errors import UsageError
+from mgbench.common.plugins import plugin_modules, plugin_named
 from mgbench.common.protocol import Adapter
 from mgbench.frameworks.specs import FrameworkSpec
 
@@ -39,23 +39,11 @@ BUILTIN: tuple[FrameworkSpec, ...] = tuple(
 )
 
 
-def plugin_spec(module_name: str) -> FrameworkSpec:
-    """The `FRAMEWORK` a plugin module declares. A module that is missing, raises while it is
-    imported or declares no `FrameworkSpec` is one UsageError naming it: every verb, `list`
-    included, reads the registry, and a plugin's traceback would hide which setting broke it."""
-    where = f"MGBENCH_PLUGINS names {module_name!r}"
-    try:
-        plugin = importlib.import_module(module_name)
-    except Exception as error:  # a plugin is third-party code: any exception it raises at import
-        raise UsageError(f"{where}, which cannot be imported: {type(error).__name__}: {error}") from None
-    return framework_of(plugin, where)
-
-
 def registered() -> dict[str, FrameworkSpec]:
     """Built-in frameworks plus those named in MGBENCH_PLUGINS."""
     specs = {spec.name: spec for spec in BUILTIN}
-    for module_name in filter(None, (name.strip() for name in os.environ.get("MGBENCH_PLUGINS", "").split(","))):
-        plugin = plugin_spec(module_name)
+    for module in plugin_modules():
+        plugin = framework_of(module, plugin_named(module.__name__))
         specs[plugin.name] = plugin
     return specs
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from mgbench.common.config import DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.models import MODELS, model_spec
+from mgbench.common.models import catalogue, model_spec
 from mgbench.common.projection import Dispatch, Exchange
 
 LauncherKey = str
@@ -97,7 +97,7 @@ class ModelBuilders:
         """The catalogue models the module defines a builder for, importing it (the contract
         test compares them with `models`)."""
         module = importlib.import_module(self.module)
-        return [name for name in MODELS if callable(getattr(module, name, None))]
+        return [name for name in catalogue() if callable(getattr(module, name, None))]
 
 
 @dataclass(frozen=True)

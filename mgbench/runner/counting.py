@@ -29,6 +29,7 @@ from pathlib import Path
 from mgbench.common.models import model_spec
 from mgbench.common.results import write_json_atomically
 from mgbench.common.work import ModelWork
+from mgbench.frameworks.pytorch.spec import TORCHVISION
 
 CACHE_ENV = "MGBENCH_WORK_CACHE"
 COMPILER_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
@@ -62,7 +63,10 @@ def compiler_cache_beside(path: Path) -> Iterator[None]:
 
 @functools.cache
 def model_work(model: str, image_size: int) -> ModelWork | None:
-    """FLOPs and saved activations per image of `model` at `image_size` px (None: no torch here)."""
+    """FLOPs and saved activations per image of `model` at `image_size` px (None: no torch here,
+    or a model torchvision does not build, as a plugin's own)."""
+    if model not in TORCHVISION.models:
+        return None
     try:
         key = f"{model}@{image_size} torchvision {metadata.version('torchvision')}"
     except metadata.PackageNotFoundError:

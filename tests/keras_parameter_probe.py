@@ -12,12 +12,13 @@ import json
 import keras
 import numpy as np
 
+from mgbench.common.kinds import DataFormat
 from mgbench.common.models import MODELS
 from mgbench.frameworks.keras.models import build_model, trainable_parameters
 
 
 def main() -> None:
-    models = {name: build_model(spec, spec.image_size, "channels_last") for name, spec in MODELS.items()}
+    models = {name: build_model(spec, spec.image_size, DataFormat.CHANNELS_LAST) for name, spec in MODELS.items()}
     resnet_conv_biases = sum(
         int(np.prod(layer.bias.shape)) for layer in models["resnet50"].layers if isinstance(layer, keras.layers.Conv2D)
     )

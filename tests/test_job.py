@@ -3,12 +3,14 @@ the dataset check and the installation probes found, and the device kind and dat
 typed values that still travel as the strings run folders hold."""
 
 import argparse
+import ast
 import json
 from pathlib import Path
 
 import pytest
 from conftest import tiny_job
 from rich.console import Console
+from test_architecture import MODULES
 from test_datasets import nih_rows, write_nih
 
 import mgbench.cli.compare
@@ -20,6 +22,7 @@ from mgbench.common.job import Job
 from mgbench.common.kinds import DataFormat, DeviceKind
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-before-layout" / "compare.json"
+SPELLINGS = {member.value for kind in (DeviceKind, DataFormat) for member in kind}
 
 
 def compare_args(tmp_path: Path, *options: str) -> argparse.Namespace:
@@ -94,3 +97,20 @@ def test_kinds_and_formats_read_back_as_typed_values_and_travel_as_the_same_stri
     assert config.run_id == "fake-steady-1cpu"
     with pytest.raises(UsageError, match="not a run config: data_format is 'nchw'"):
         RunConfig.from_dict({**recorded, "data_format": "nchw"})
+
+
+def test_device_kinds_and_data_formats_are_asked_by_property_not_compared_as_strings():
+    """No comparison (`==`, `!=`, `in`) of a device kind or data format (a name, attribute or
+    column called so) against one of their spellings: they are asked by property."""
+    compared = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            leaves = list(ast.walk(node))
+            named = {leaf.id for leaf in leaves if isinstance(leaf, ast.Name)}
+            named |= {leaf.attr for leaf in leaves if isinstance(leaf, ast.Attribute)}
+            constants = {leaf.value for leaf in leaves if isinstance(leaf, ast.Constant)}
+            if (named | constants) & {"device_kind", "data_format"} and constants & SPELLINGS:
+                compared.append(f"{name}:{node.lineno}")
+    assert compared == []

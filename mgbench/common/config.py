@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mgbench.common.errors import UnsafeNameError, UsageError
-from mgbench.common.job import DEFAULT_COMPILE_MODE, PRECISIONS, Job, Precision, settle
+from mgbench.common.job import Job, Precision, settle
 from mgbench.common.kinds import DataFormat, DeviceKind
 from mgbench.common.models import ModelSpec, model_spec
 from mgbench.common.schema import check_fields
-
-__all__ = ["DEFAULT_COMPILE_MODE", "MOMENTUM", "PRECISIONS", "RunConfig"]
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 """A framework or strategy name: one plain file-name part (no separator, no leading dot), since

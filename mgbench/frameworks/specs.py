@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mgbench.common.config import DEFAULT_COMPILE_MODE, PRECISIONS, RunConfig
+from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.job import DEFAULT_COMPILE_MODE, PRECISIONS
 from mgbench.common.models import catalogue, model_spec
 from mgbench.common.projection import Dispatch, Exchange
 
@@ -195,7 +196,7 @@ class StrategySpec:
         return self.twin_of or self.name
 
     def refusal(self, config: RunConfig) -> str | None:
-        if config.device_kind == "cpu" and config.devices > 1 and self.cpu_multi_device_note:
+        if not config.device_kind.on_gpu and config.devices > 1 and self.cpu_multi_device_note:
             return f"needs GPUs: {self.cpu_multi_device_note}"
         if config.data_on_device and self.no_data_on_device_note:
             return f"cannot keep its input on the devices (--data-on-device): {self.no_data_on_device_note}"

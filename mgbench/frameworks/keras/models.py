@@ -22,6 +22,7 @@ import keras
 import numpy as np
 
 from mgbench.common.config import MOMENTUM, RunConfig
+from mgbench.common.kinds import DataFormat
 from mgbench.common.models import ModelSpec
 from mgbench.frameworks.keras.spec import KERAS_MODELS
 
@@ -61,7 +62,7 @@ inception_v3 = application(keras.applications.InceptionV3)
 name here from its input shape and number of outputs (`tiny` above)."""
 
 
-def build_model(spec: ModelSpec, image_size: int, data_format: str) -> keras.Model:
+def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> keras.Model:
     """The architecture for `spec`, built for its input shape in `data_format`, emitting logits.
 
     Logits rather than probabilities because both losses take `from_logits=True` (as the
@@ -70,7 +71,7 @@ def build_model(spec: ModelSpec, image_size: int, data_format: str) -> keras.Mod
     as the torch adapter does with `.float()`.
     """
     keras.config.set_image_data_format(data_format)
-    input_shape = (3, image_size, image_size) if data_format == "channels_first" else (image_size, image_size, 3)
+    input_shape = (image_size, image_size, 3) if data_format.channels_last else (3, image_size, image_size)
     return KERAS_MODELS.builder(spec.name, "the Keras family")(input_shape, spec.num_classes)
 
 

@@ -66,7 +66,7 @@ class JaxDataParallelTrainer(Adapter):
         if keras.backend.backend() != "jax":
             raise UsageError(f"keras-jax needs KERAS_BACKEND=jax, Keras runs on {keras.backend.backend()}")
         self.accept(config)
-        platform = "cpu" if config.device_kind == "cpu" else "gpu"
+        platform = "gpu" if config.device_kind.on_gpu else "cpu"
         devices = jax.devices(platform)
         if len(devices) < config.devices:
             raise UsageError(f"{config.devices} {platform} devices asked for, JAX sees {len(devices)}")
@@ -85,7 +85,7 @@ class JaxDataParallelTrainer(Adapter):
         self.model.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
         self.forward = jax.jit(self._inference)
-        self.normalise = jax.jit(partial(data.normalised, channels_last=config.data_format == "channels_last"))
+        self.normalise = jax.jit(partial(data.normalised, channels_last=config.data_format.channels_last))
         self.parallel.prepare(self.model, self.mesh)
         self.state = self.parallel.initial_state()
         self.learning_rate = config.learning_rate
@@ -111,7 +111,7 @@ class JaxDataParallelTrainer(Adapter):
     def batches(self) -> Iterator[DeviceBatch]:
         if self.real is not None:
             return self._fed(self.real.train(Shard(0, self.config.global_batch), None))
-        channels_last = self.config.data_format == "channels_last"
+        channels_last = self.config.data_format.channels_last
         pool = synthetic_pool(
             self.config.spec,
             self.config.input_size,
@@ -176,7 +176,7 @@ class JaxDataParallelTrainer(Adapter):
         trainable, non_trainable = self.held_state()[:2]
         if self.real is not None:
             return self._score(split, trainable, non_trainable)
-        channels_last = self.config.data_format == "channels_last"
+        channels_last = self.config.data_format.channels_last
         batch = held_out_batch(
             self.config.spec,
             self.config.input_size,

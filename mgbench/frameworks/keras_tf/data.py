@@ -36,7 +36,7 @@ def _prepared(
         target.set_shape(target_shape)
         return pixels, target
 
-    channels_last = real.config.data_format == "channels_last"
+    channels_last = real.config.data_format.channels_last
     return (
         keys.map(pixels_and_target, num_parallel_calls=real.workers or None, deterministic=True)
         .batch(real.config.global_batch, drop_remainder=drop_remainder)

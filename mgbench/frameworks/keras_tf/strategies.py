@@ -34,7 +34,7 @@ PER_REPLICA_PREFETCH = 2
 
 def device_names(config: RunConfig) -> list[str]:
     """The logical devices the strategy mirrors over (GPUs, or the CPU split into N)."""
-    if config.device_kind == "cpu":
+    if not config.device_kind.on_gpu:
         tf.config.set_visible_devices([], "GPU")
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * config.devices)
@@ -67,7 +67,7 @@ def global_pool(config: RunConfig) -> list[HostBatch]:
         config.input_size,
         Shard(0, config.global_batch),
         config.seed,
-        channels_last=config.data_format == "channels_last",
+        channels_last=config.data_format.channels_last,
     )
 
 

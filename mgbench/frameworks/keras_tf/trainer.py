@@ -98,7 +98,7 @@ class StrategyTrainer(Adapter):
                 *((self.forward(x).numpy(), y.numpy()) for x, y in tf_data.eval_dataset(self.real, split))
             )
             return self.real.metrics(np.concatenate(logits), np.concatenate(targets))
-        channels_last = self.config.data_format == "channels_last"
+        channels_last = self.config.data_format.channels_last
         images, labels = held_out_batch(
             self.config.spec,
             self.config.input_size,
@@ -113,7 +113,7 @@ class StrategyTrainer(Adapter):
         return max(tf.config.experimental.get_memory_info(name)["peak"] for name in self._placement.device_names)
 
     def framework_versions(self) -> dict[str, str]:
-        return {"keras": keras.__version__, **strategies.versions(self.config.device_kind == "cuda")}
+        return {"keras": keras.__version__, **strategies.versions(self.config.device_kind.on_gpu)}
 
     def save_state(self, path: Path) -> None:
         keras_models.save_trainable_weights(self.model, path)

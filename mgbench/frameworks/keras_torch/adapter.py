@@ -79,7 +79,7 @@ class KerasTorchTrainer(TorchProcess):
         if keras.backend.backend() != "torch":
             raise UsageError(f"keras-torch needs KERAS_BACKEND=torch, Keras runs on {keras.backend.backend()}")
         self._start(config)
-        self.nhwc = config.data_format == "channels_last"  # the pool's layout: Keras' data format
+        self.nhwc = config.data_format.channels_last  # the pool's layout: Keras' data format
         dataset = dataset_for(config)
         workers = loader_workers(config.workers, self._placement.world_size)
         self.real = data.RealData(dataset, config, workers) if dataset else None

@@ -184,7 +184,7 @@ class TorchTrainer(TorchProcess):
         self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         core = models.build_model(spec, config.input_size, config.data_format).to(self.device)
-        self.channels_last = config.data_format == "channels_last"
+        self.channels_last = config.data_format.channels_last
         self.core = core
         self.criterion = models.build_loss(spec).to(self.device)
         autocast_dtype = AUTOCAST_DTYPES[config.precision]

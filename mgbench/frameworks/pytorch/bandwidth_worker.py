@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from mgbench.common.bandwidth import GB, BandwidthReport, ring_factor
+from mgbench.common.kinds import DeviceKind
 
 WARMUP = 3
 MATMUL_SIZE = {"cuda": 8192, "cpu": 1024}
@@ -57,7 +58,7 @@ def copy_gbps(source: torch.Tensor, target: torch.Tensor, repeats: int) -> float
 def measure_copies(report: BandwidthReport, copy_bytes: int, repeats: int) -> None:
     """Host<->device (pinned, pageable) and device<->device on GPU; a host memcpy on CPU."""
     count = copy_bytes // 4
-    if report.device_kind == "cpu":
+    if not DeviceKind(report.device_kind).on_gpu:
         report.host_memcpy_gbps = copy_gbps(torch.ones(count), torch.empty(count), repeats)
         return
     device = torch.empty(count, device="cuda:0")
@@ -108,9 +109,9 @@ def main() -> None:
     parser.add_argument("--sizes", required=True, help="comma-separated byte counts")
     parser.add_argument("--copy-bytes", type=int, required=True)
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--device-kind", choices=("cuda", "cpu"), required=True)
+    parser.add_argument("--device-kind", type=DeviceKind, choices=list(DeviceKind), required=True)
     args = parser.parse_args()
-    use_cuda = args.device_kind == "cuda"
+    use_cuda = args.device_kind.on_gpu
     dist.init_process_group("nccl" if use_cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if use_cuda else torch.device("cpu")

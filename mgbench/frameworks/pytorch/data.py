@@ -102,7 +102,7 @@ def build_loaders(dataset: DatasetDescription, config: RunConfig, placement: Pla
     started anew for the test split (read once)."""
     workers = loader_workers(config.workers, placement.world_size)
     augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
-    pin = config.device_kind == "cuda"
+    pin = config.device_kind.on_gpu
     sampler = EpochBatchKeys(len(dataset.train), config.global_batch, shard, config.seed)
     train = torch.utils.data.DataLoader(
         TrainItems(dataset.train, augmentation, config.seed, pixels=True),

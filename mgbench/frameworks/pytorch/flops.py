@@ -14,6 +14,7 @@ import torch
 from torch.autograd.graph import saved_tensors_hooks
 from torch.utils.flop_counter import FlopCounterMode
 
+from mgbench.common.kinds import DataFormat
 from mgbench.common.models import ModelSpec
 from mgbench.common.work import ModelWork
 from mgbench.frameworks.pytorch.models import build_model
@@ -25,7 +26,7 @@ BATCH = 2
 def count_work(spec: ModelSpec, image_size: int) -> ModelWork:
     """Forward + backward FLOPs and saved activation elements of one image at `image_size` px."""
     with torch.device("meta"):
-        model = build_model(spec, image_size, "channels_first").train()
+        model = build_model(spec, image_size, DataFormat.CHANNELS_FIRST).train()
         images = torch.randn(BATCH, 3, image_size, image_size)
     parameters = {id(parameter) for parameter in model.parameters()}
     saved: dict[int, torch.Tensor] = {}

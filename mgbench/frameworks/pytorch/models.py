@@ -9,6 +9,7 @@ import torch
 import torchvision
 from torch import nn
 
+from mgbench.common.kinds import DataFormat
 from mgbench.common.models import ModelSpec
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 
@@ -38,11 +39,11 @@ def inception_v3(num_classes: int) -> nn.Module:
     return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=True, num_classes=num_classes)
 
 
-def build_model(spec: ModelSpec, image_size: int, data_format: str) -> nn.Module:
+def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> nn.Module:
     """The architecture for `spec`, in the memory format of `data_format` (torch's modules take
     any image size)."""
     model = TORCHVISION.builder(spec.name, "pytorch")(spec.num_classes)
-    return model.to(memory_format=torch.channels_last if data_format == "channels_last" else torch.contiguous_format)
+    return model.to(memory_format=torch.channels_last if data_format.channels_last else torch.contiguous_format)
 
 
 def build_loss(spec: ModelSpec) -> nn.Module:

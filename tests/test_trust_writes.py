@@ -26,9 +26,10 @@ from mgbench.cli.compare import prepare_folder
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.errors import UsageError
-from mgbench.common.safe_files import LinkRefusedError, fresh_stream, scratch_folder, write_file
+from mgbench.common.safe_files import LinkRefusedError, fresh_stream, write_file
 from mgbench.datasets.output import writing_into
 from mgbench.reports.charts import ChartSet
+from mgbench.runner.scratch import SCRATCH_ENV, remove_scratch, run_scratch
 
 OUTSIDE = "outside, not mgbench's"
 
@@ -124,26 +125,36 @@ def test_a_full_disk_leaves_the_old_file_whole_and_no_partial_file(tmp_path, mon
     assert (root / "results.jsonl").read_text() == "old\n" and leftovers(root) == []
 
 
-def test_a_scratch_folder_starts_empty_stays_inside_and_is_gone_after(tmp_path, outside):
-    root = tmp_path / "run"
-    stale = root / ".tmp" / "run-a"
-    stale.mkdir(parents=True)
-    (stale / "torchelastic_left").mkdir()
-    (stale / "link").symlink_to(outside.parent)  # removed, not followed
-    (root / ".tmp" / "run-b").mkdir()
-    with scratch_folder(root, ".tmp/run-a") as scratch:
-        assert scratch == stale and list(scratch.iterdir()) == []
-        (scratch / "left-by-the-run").write_text("x")
-    assert sorted(path.name for path in (root / ".tmp").iterdir()) == ["run-b"]  # another run's stays
-    (root / ".tmp" / "run-b").rmdir()
-    with scratch_folder(root, ".tmp/run-a"):
-        pass
-    assert list(root.iterdir()) == []  # the folder above, left empty, goes too
-    assert outside.read_text() == OUTSIDE and [path.name for path in outside.parent.iterdir()] == ["victim"]
-    (root / ".tmp").symlink_to(outside.parent)
-    with pytest.raises(LinkRefusedError), scratch_folder(root, ".tmp/run-a"):
-        pass
-    assert [path.name for path in outside.parent.iterdir()] == ["victim"]
+def test_a_killed_compares_watchdog_removes_the_runs_temporary_folder(tmp_path):
+    """mgbench SIGKILLed: its end of the watchdog's pipe closes, and the watchdog, having killed
+    the run's processes, removes the run's TMPDIR, which mgbench can no longer remove itself."""
+    with run_scratch() as scratch:
+        folder = Path(scratch["TMPDIR"])
+        (folder / "torchelastic_left").mkdir()
+        watchdog = subprocess.run(
+            [sys.executable, "-m", "mgbench.runner.watchdog"],
+            input=b"",  # the pipe closes without `done`: mgbench is gone
+            env={**cli_env(), **scratch},
+            timeout=60,
+        )
+        assert watchdog.returncode == 0 and not folder.exists()
+
+
+def test_a_watchdog_told_done_leaves_the_temporary_folder_to_mgbench(tmp_path):
+    with run_scratch() as scratch:
+        folder = Path(scratch["TMPDIR"])
+        subprocess.run(
+            [sys.executable, "-m", "mgbench.runner.watchdog"], input=b"done\n", env={**cli_env(), **scratch}, timeout=60
+        )
+        assert folder.is_dir()
+    assert not folder.exists()
+
+
+def test_a_scratch_variable_set_by_hand_removes_nothing(tmp_path):
+    kept = tmp_path / "not-mgbench-run"
+    kept.mkdir()
+    remove_scratch({SCRATCH_ENV: str(kept)})
+    assert kept.is_dir()
 
 
 def test_the_compare_write_probe_is_not_written_through_a_planted_link(tmp_path, outside):
@@ -177,14 +188,14 @@ def test_bandwidth_refuses_a_log_folder_linked_out_of_its_folder(tmp_path, outsi
     assert [path.name for path in outside.parent.iterdir()] == ["victim"]
 
 
-def test_bandwidth_keeps_its_temporary_files_inside_its_folder(tmp_path, fake_measure, capsys):
-    """Torchrun's `torchelastic_*` go in `DIR/.tmp/bandwidth`, removed after."""
+def test_bandwidth_keeps_its_temporary_files_in_a_folder_of_its_own(tmp_path, fake_measure, capsys):
+    """Torchrun's `torchelastic_*` go in the measurement's own temporary folder, removed after."""
     out = tmp_path / "bw"
     assert main(["bandwidth", "--device", "cpu", "--gpus", "2", "--out", str(out)]) == 1  # no bandwidth.json
     capsys.readouterr()
     log = (out / "logs" / "bandwidth.log").read_text()
     temporary = Path(next(line for line in log.splitlines() if line.startswith("TMPDIR ")).split(" ", 1)[1])
-    assert temporary.parent == out / ".tmp" / "bandwidth"
+    assert temporary.parent.name.startswith("mgbench-run-") and not temporary.parent.exists()
     assert sorted(path.name for path in out.iterdir()) == ["logs"]
 
 
@@ -257,23 +268,25 @@ def test_a_full_disk_while_the_report_is_written_leaves_the_old_one_whole(
     assert one_line_error(done) == f"mgbench: error: run folder {run}: File too large ({run / 'report.html'})"
 
 
-def test_a_runs_temporary_folder_is_inside_the_run_folder_and_gone_after(tmp_path, in_process, monkeypatch, capsys):
-    """A run's TMPDIR is `DIR/.tmp/<run_id>`, so a killed compare leaves nothing in the
-    system's temporary folder; it is removed once the run ends."""
+def test_a_runs_temporary_folder_is_its_own_short_and_gone_after(tmp_path, in_process, monkeypatch, capsys):
+    """A run's TMPDIR is a folder of its own, named for the watchdog, removed once the run ends;
+    its path stays short whatever the run folder's (a Unix socket's path has 107 bytes)."""
     import mgbench.runner.orchestrator as orchestrator
 
     seen = []
     execute_nodes = orchestrator.execute_nodes
 
     def watched(nodes, env, timeout, log_path):
-        seen.append((Path(env["TMPDIR"]), Path(env["TMPDIR"]).is_dir()))
+        seen.append((Path(env["TMPDIR"]), env[SCRATCH_ENV], Path(env["TMPDIR"]).is_dir()))
         return execute_nodes(nodes, env, timeout, log_path)
 
     monkeypatch.setattr(orchestrator, "execute_nodes", watched)
-    out = tmp_path / "run"
+    out = tmp_path.joinpath(*["a-long-folder-name-of-a-shared-file-system"] * 4, "run")
     assert main(["compare", *FAKE_JOB, "--out", str(out)]) == 0, capsys.readouterr().err
-    assert seen == [(out / ".tmp" / "fake-steady-1cpu", True)]
-    assert not (out / ".tmp").exists()
+    ((temporary, named, made),) = seen
+    assert made and named == str(temporary) and temporary.name.startswith("mgbench-run-")
+    assert len(str(temporary / "pymp-abcdefgh" / "listener-abcdefgh")) < 100 < len(str(out))
+    assert not temporary.exists()
 
 
 def test_a_profilers_trace_is_not_written_through_a_planted_link(tmp_path, outside, fake_plugin):

@@ -10,7 +10,7 @@ strategy, a config's device kind) become file names. Every path of the folder is
 by `RunFolder.inside`, which refuses one that resolves outside the folder, and every file is
 written through `RunFolder.write` or a folder `RunFolder.made` (`mgbench.common.safe_files`):
 walked from the folder without following a link, a whole file renamed over the old name. A
-run's temporary files go in `.tmp/<name>` (`RunFolder.scratch`), never the system's.
+run's temporary files go in a folder of its own (`mgbench.runner.scratch`), removed after it.
 """
 
 from __future__ import annotations
@@ -23,14 +23,12 @@ from pathlib import Path, PurePath
 from mgbench.common.errors import UsageError
 from mgbench.common.folder_lock import FolderLock
 from mgbench.common.results import RESULTS_FILE
-from mgbench.common.safe_files import ensure_folder, scratch_folder, write_file
+from mgbench.common.safe_files import ensure_folder, write_file
 
 COMPARE_FILE = "compare.json"
 LOCK_FILE = "compare.lock"
 CHARTS_DIR = "charts"
 REPORT_FILE = "report.html"
-SCRATCH_DIR = ".tmp"
-"""Where a run's temporary files go (its TMPDIR), one folder per run, removed after it."""
 TRACE_COLUMNS = (
     "seconds",
     "kind",
@@ -80,14 +78,6 @@ class RunFolder:
         """`path`, its folder `made` first."""
         self.made(path.parent)
         return path
-
-    @contextmanager
-    def scratch(self, name: str) -> Iterator[Path]:
-        """An empty `.tmp/<name>` for the block, removed after (what a killed process left there
-        goes at the next start): a run's TMPDIR, so that the files its launcher and libraries
-        leave (torchrun's `torchelastic_*`, compiler caches) stay inside the run folder."""
-        with scratch_folder(self.root, self._relative(self.inside(SCRATCH_DIR, name))) as path:
-            yield path
 
     @property
     def results(self) -> Path:

@@ -12,10 +12,7 @@ file, or a FIFO. Every write goes through here:
   a full disk leaves the old file whole instead of a truncated one;
 * a file written as it goes (`fresh_stream`, a run's log) first removes the old name (a link
   goes, its target stays) and is created anew with `O_EXCL | O_NOFOLLOW`; a writer that opens
-  the path itself (a profiler) is handed a name `clear_name` removed first;
-* a run's temporary files go in a `scratch_folder` inside the folder, made empty and removed
-  after (`shutil.rmtree` from a descriptor, which never follows a link out of it), so a run
-  leaves nothing in the system's temporary folder, even when mgbench is killed.
+  the path itself (a profiler) is handed a name `clear_name` removed first.
 
 Reading or locking such a name goes through `open_regular`: only a regular file is opened, as a
 FIFO holds `open` (or the first read) until someone writes to it, and a device may never end.
@@ -26,7 +23,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import shutil
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -175,49 +171,6 @@ def ensure_folder(root: Path, relative: str | PurePath) -> Path:
     the way: a writer (a profiler, a chart library) that takes a path can then be handed it."""
     os.close(open_folder(root, _components(relative)))
     return root.joinpath(relative)
-
-
-def remove_tree(root: Path, relative: str | PurePath) -> None:
-    """`root/relative` and all it holds removed, if there: walked from descriptors without
-    following a link, so a link inside it (or swapped in meanwhile) is removed, never its target."""
-    *folders, name = _components(relative)
-    try:
-        folder = open_folder(root, folders, create=False)
-    except FileNotFoundError:
-        return
-    try:
-        if stat.S_ISDIR(os.lstat(name, dir_fd=folder).st_mode):
-            shutil.rmtree(name, dir_fd=folder)
-        else:  # a file or a link holds the name
-            os.unlink(name, dir_fd=folder)
-    except FileNotFoundError:
-        pass
-    finally:
-        os.close(folder)
-
-
-@contextmanager
-def scratch_folder(root: Path, relative: str | PurePath) -> Iterator[Path]:
-    """`root/relative` as an empty folder for the block (what an earlier process left there is
-    removed first), then removed with the folders above it that it leaves empty: a process's
-    temporary folder that stays inside `root`, whatever kills the process."""
-    parts = _components(relative)
-    remove_tree(root, relative)
-    try:
-        yield ensure_folder(root, relative)
-    finally:
-        remove_tree(root, relative)
-        for depth in range(len(parts) - 1, 0, -1):
-            try:
-                above = open_folder(root, parts[: depth - 1], create=False)
-            except OSError:
-                break
-            try:
-                os.rmdir(parts[depth - 1], dir_fd=above)
-            except OSError:  # not empty (another scratch folder), or gone
-                break
-            finally:
-                os.close(above)
 
 
 def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY, follow_links: bool = True) -> int:

@@ -10,10 +10,11 @@ from mgbench.common.runfolder import RunFolder
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.launch import Outcome, execute, interpreter_for
 from mgbench.runner.launchers import TORCHRUN
+from mgbench.runner.scratch import run_scratch
 
 WORKER = ("-m", "mgbench.frameworks.pytorch.bandwidth_worker")
 BANDWIDTH_LOG = "bandwidth"
-"""The measurement's name in the run folder: its log `logs/bandwidth.log`, its scratch folder."""
+"""The measurement's name in the run folder: its log `logs/bandwidth.log`."""
 
 
 def measure_bandwidth(
@@ -21,7 +22,8 @@ def measure_bandwidth(
 ) -> Outcome:
     """Run the torch worker under torchrun with `devices` processes; it writes the folder's
     `bandwidth.json` on success, its output goes to `logs/bandwidth.log` (`RunFolder.log`) and
-    its temporary files (torchrun's `torchelastic_*`) to a scratch folder inside the folder."""
+    its temporary files (torchrun's `torchelastic_*`) to a folder of its own, removed after
+    (`runner.scratch`)."""
     interpreter = interpreter_for(framework_spec("pytorch"))
     path = folder.bandwidth
     args = [
@@ -40,5 +42,5 @@ def measure_bandwidth(
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // devices))
     path.unlink(missing_ok=True)
     log = folder.with_folder(folder.log(BANDWIDTH_LOG))
-    with folder.scratch(BANDWIDTH_LOG) as scratch:
-        return execute(command, {**env, "TMPDIR": str(scratch)}, timeout, log)
+    with run_scratch() as scratch:
+        return execute(command, {**env, **scratch}, timeout, log)

@@ -38,6 +38,7 @@ from mgbench.runner.launch import execute_nodes, interpreter_for
 from mgbench.runner.launchers import NodeCommand, launcher_for
 from mgbench.runner.monitor import DeviceMonitor
 from mgbench.runner.plan import PlannedRun
+from mgbench.runner.scratch import run_scratch
 
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
 DONE_STATUSES: tuple[Status, ...] = ("ok", "unsupported")
@@ -193,9 +194,8 @@ def execute_run(
     else:
         nodes = [NodeCommand(None, launcher.command(interpreter, config.devices, run_args))]
     gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind.on_gpu else []
-    with DeviceMonitor(folder.with_folder(folder.trace(config.run_id)), gpus), folder.scratch(config.run_id) as scratch:
-        # Launchers leave files in the temporary folder (torchrun's torchelastic_*): the run's own, removed after it.
-        env = {**child_environment(config, spec), "TMPDIR": str(scratch)}
+    with DeviceMonitor(folder.with_folder(folder.trace(config.run_id)), gpus), run_scratch() as scratch:
+        env = {**child_environment(config, spec), **scratch}
         outcome = execute_nodes(nodes, env, timeout, folder.with_folder(folder.log(config.run_id)))
     command_text = "\n".join(" ".join(node.argv) for node in nodes)
     if outcome.returncode == 0 and raw.exists():

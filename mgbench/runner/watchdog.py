@@ -8,7 +8,7 @@ pipe the pid of each process the run launches. It follows those processes and ev
 they start (torchrun starts its workers in sessions of their own, out of the launcher's
 process group), and when the pipe closes without a `done`, mgbench is gone: the watchdog
 stops every process of the run it knows (SIGSTOP, so that none starts another meanwhile),
-then kills them all.
+then kills them all, and removes the run's temporary folder (`mgbench.runner.scratch`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from types import TracebackType
 from typing import IO
 
 import psutil
+
+from mgbench.runner.scratch import remove_scratch
 
 MODULE = "mgbench.runner.watchdog"
 DONE = "done"
@@ -81,9 +83,10 @@ class RunTree:
                 process.kill()
 
 
-def watch(commands: IO[bytes], tree: RunTree) -> None:
+def watch(commands: IO[bytes], tree: RunTree) -> bool:
     """Read launched pids from `commands` until `done` (the run ended under mgbench's control) or
-    end of file (mgbench died: kill the run), following the tree between reads."""
+    end of file (mgbench died: kill the run), following the tree between reads. Whether it
+    killed the run."""
     pending = b""
     while True:
         readable, _, _ = select.select([commands], [], [], POLL_SECONDS)
@@ -93,11 +96,11 @@ def watch(commands: IO[bytes], tree: RunTree) -> None:
         chunk = os.read(commands.fileno(), 4096)
         if not chunk:
             tree.kill()
-            return
+            return True
         *lines, pending = (pending + chunk).split(b"\n")
         for line in lines:
             if line.decode() == DONE:
-                return
+                return False
             tree.add_launched(int(line))
         tree.refresh()
 
@@ -144,7 +147,9 @@ class RunWatchdog:
 
 
 def main() -> int:
-    watch(sys.stdin.buffer, RunTree())
+    if watch(sys.stdin.buffer, RunTree()):
+        # mgbench is gone and cannot remove the run's temporary folder itself.
+        remove_scratch(os.environ)
     return 0
 
 

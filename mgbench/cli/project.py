@@ -25,7 +25,6 @@ from mgbench.reports.projection import (
     series_title,
     write_projection,
 )
-from mgbench.reports.readings import has_breakdown
 from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.summary import table_console
 
@@ -72,8 +71,8 @@ def check_measured(frame: pd.DataFrame) -> None:
         rate = row["images_per_sec"]
         if not _finite(rate) or rate <= 0:
             raise UsageError(f"{row['run_id']}: images_per_sec {rate} is not a positive number; no step to project")
-        if has_breakdown(row["breakdown"]):
-            shares = {f"breakdown's {name}": row["breakdown"][name] for name in ("compute", "input_wait")}
+        if isinstance(row["breakdown"], dict):  # a breakdown there, whole or not, is what the model reads
+            shares = {f"breakdown's {name}": row["breakdown"].get(name) for name in ("compute", "input_wait")}
         else:
             shares = {"input_wait_fraction": row["input_wait_fraction"] or 0.0}
         for name, share in shares.items():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import signal
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from mgbench.cli.interrupts import INTERRUPTED_EXIT_CODE
 from mgbench.cli.live import live_compare
 from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
 from mgbench.cli.report import add_format_option
@@ -45,7 +45,6 @@ from mgbench.runner.venvs import inspect_installation
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
 FAILED = ("failed", "timeout", "oom", "not-installed")
-INTERRUPTED_EXIT_CODE = 130
 RESUME_OPTIONS = {"resume", "timeout"}
 """What `--resume` takes: the recorded plan is run as it was, only its timeout may change."""
 
@@ -308,16 +307,13 @@ def run_planned(
     if not (runs and runs[0].config.device_kind.on_gpu):
         console.print("[yellow]No GPU visible: CPU devices stand in for GPUs (processes or logical devices).[/]")
     console.print(f"{len(runs)} runs -> {folder.root}")
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    interrupted = False
+    interrupted = False  # SIGTERM arrives as KeyboardInterrupt too (`cli.interrupts`, around every verb)
     try:
         bandwidth = bandwidth_report(folder, runs, plan.bandwidth, console)
         with live_compare(console, len(runs)) as live:
             run_compare(runs, folder, timeout, live.on_result, hosts=hosts, bandwidth=bandwidth, on_event=live.on_event)
     except KeyboardInterrupt:
         interrupted = True
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
     add_scaling_figures(folder.results)
     results = read_results(folder.results)

@@ -273,8 +273,11 @@ def framework_python(framework: str) -> str:
 
 def run_in(python: str, code: str, *args: str, timeout: float = 600) -> str:
     """Run `code` (with `args` in its sys.argv[1:]) in another interpreter with this checkout's
-    mgbench importable; returns stdout."""
-    env = cli_env(PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS.parent), os.environ.get("PYTHONPATH", "")])))
+    mgbench and the tests' plugin (`cli_env`'s MGBENCH_PLUGINS, which every RunConfig's model
+    lookup reads) importable; returns stdout."""
+    env = cli_env(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(TESTS.parent), str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    )
     done = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, timeout=timeout, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

@@ -607,10 +607,11 @@ def test_the_catalogues_tensor_counts_are_torchvisions(name):
 KERAS_TENSORS = """
 import os, sys
 os.environ["KERAS_BACKEND"] = "jax"
+from mgbench.common.kinds import DataFormat
 from mgbench.common.models import MODELS
 from mgbench.frameworks.keras.models import build_model
 for name in sys.argv[1:]:
-    print(name, len(build_model(MODELS[name], MODELS[name].image_size, "channels_last").trainable_weights))
+    print(name, len(build_model(MODELS[name], MODELS[name].image_size, DataFormat.CHANNELS_LAST).trainable_weights))
 """
 
 

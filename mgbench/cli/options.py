@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from mgbench.common.devices import AUTO, DEVICE_REQUESTS, resolve_device_kind
 from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import INIT_FRAMEWORK, INIT_SAME, read_weights_file, shared_start_refusal
 from mgbench.common.job import DEFAULT_COMPILE_MODE, PRECISIONS, Job
 from mgbench.common.kinds import DataFormat, DeviceKind
 from mgbench.common.models import MODELS, model_spec
@@ -79,6 +81,14 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         help="with --epochs: --lr is the rate at this global batch, scaled linearly with warm-up (default 256)",
     )
     job.add_argument("--seed", type=int, default=0)
+    job.add_argument(
+        "--init",
+        default=None,
+        metavar="same|framework|FILE.npz",
+        help="where every framework's weights start: same (default where the model has a shared draw: "
+        "one set of weights, drawn from the seed as torchvision initialises), framework (each "
+        "framework's own initialiser), or FILE.npz (e.g. `mgbench convert-weights` of a torchvision state dict)",
+    )
     job.add_argument(
         "--profile",
         type=profile_option,
@@ -184,8 +194,24 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
         profile_steps=profile_steps(args.profile, kind, args.epochs),
         compile=args.compile,
         skip_bad_images=args.skip_bad_images,
+        init=resolve_init(args.init, args.model),
     )
     return job, size_note
+
+
+def resolve_init(init: str | None, model: str) -> str:
+    """`--init` as a job holds it: unset is `same` where the model has a shared draw, else
+    `framework`; a weights file is checked readable once here and kept by its absolute path
+    (runs start in other folders)."""
+    if init is None:
+        return INIT_FRAMEWORK if shared_start_refusal(model) else INIT_SAME
+    if init in (INIT_SAME, INIT_FRAMEWORK):
+        return init
+    path = Path(init).expanduser().absolute()
+    if not path.is_file():
+        raise UsageError(f"--init {init}: no such weights file")
+    read_weights_file(path)
+    return str(path)
 
 
 def parse_device_counts(text: str) -> list[int]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mgbench.common.errors import UnsafeNameError, UsageError
+from mgbench.common.initial_weights import INIT_FRAMEWORK
 from mgbench.common.job import Job, Precision, settle
 from mgbench.common.kinds import DataFormat, DeviceKind
 from mgbench.common.models import ModelSpec, model_spec
@@ -56,6 +57,7 @@ class RunConfig:
     skip_bad_images: bool = False
     skipped_images: tuple[str, ...] = ()
     bit_depth: int | None = None
+    init: str = INIT_FRAMEWORK
 
     def __post_init__(self) -> None:
         self._check_names()

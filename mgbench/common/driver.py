@@ -44,6 +44,9 @@ from mgbench.common.workers import loader_workers
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
 PROGRESS_EVERY_FRACTION = 0.1
+STEP_LOSSES_KEPT = 10
+"""The first training losses every row records (`step_losses`): the same-start check compares
+them between frameworks."""
 
 
 def launch_time() -> float:
@@ -81,6 +84,7 @@ class StepClock:
         self.step_seconds: list[float] = []
         self.waits: list[float] = []
         self.losses: list[float] = []
+        self.compile_losses: list[float] = []
         self.host_phases: list[tuple[float, ...]] = []
         self.compile_seconds: float | None = None
         self.compile_pending = compiling
@@ -127,6 +131,7 @@ class StepClock:
         self.trainer.train_step(next(batches))
         self.trainer.synchronize()
         self.compile_seconds, self.compile_pending = self.clock() - t0, False
+        self.compile_losses = self.trainer.read_losses([self.trainer.pending_loss()])
         if self.trainer.placement.is_primary:
             print(f"compile step: {self.compile_seconds:.1f} s", file=sys.stderr, flush=True)
 
@@ -138,6 +143,11 @@ class StepClock:
         self.step_seconds.extend(self.timer.step_seconds())
         self.losses.extend(self.trainer.read_losses(self.pending))
         self.pending, self.in_window = [], False
+
+    @property
+    def first_losses(self) -> list[float]:
+        """The run's first training losses, its compile step's first (`STEP_LOSSES_KEPT`)."""
+        return (self.compile_losses + self.losses)[:STEP_LOSSES_KEPT]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,6 +279,7 @@ def run_training(
         framework_versions=versions,
         device_names=placement.device_names,
         parameters=info.parameters,
+        init_digest=info.init_digest,
         startup_seconds=first_step_at - launched,
         compiler=compiler,
         compile_seconds=clock.compile_seconds,
@@ -287,6 +298,7 @@ def run_training(
         step_seconds=clock.step_seconds,
         input_wait_seconds=clock.waits,
         losses=clock.losses,
+        step_losses=clock.first_losses,
         profile=profile,
         profile_seconds=profile_seconds,
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import INIT_FRAMEWORK, INIT_SAME, shared_start_refusal
 from mgbench.common.kinds import DataFormat, DeviceKind
 from mgbench.common.models import model_spec
 from mgbench.common.schema import check_fields
@@ -65,6 +66,11 @@ class Job:
     store 0-4095), read once by the dataset check: each such image is scaled by 2**bit_depth - 1,
     so a raw value means the same in every image. None: no such images, or no check (they are
     then scaled by the 16 bits a PNG declares)."""
+    init: str = INIT_FRAMEWORK
+    """Where every framework's weights start (`common/initial_weights.py`): `same` (one reference
+    draw for all), `framework` (each framework's own initialiser), or the path of an `.npz` of
+    weights. The command line defaults to `same`; a job or run read back without it (written
+    before it existed) started from each framework's own."""
 
     def __post_init__(self) -> None:
         check_fields(self.__dict__, Job, "not a training job")
@@ -116,5 +122,9 @@ def settle(job: Any) -> None:
         raise UsageError("--compile takes a mode name, got an empty one")
     if job.image_size is not None and job.image_size < 16:
         raise UsageError(f"image size must be at least 16 px, got {job.image_size}")
+    if job.init == INIT_SAME and (refusal := shared_start_refusal(job.model)):
+        raise UsageError(f"--init same: {refusal}; use --init framework")
+    if job.init not in (INIT_SAME, INIT_FRAMEWORK) and not job.init.endswith(".npz"):
+        raise UsageError(f"--init takes same, framework or a weights file FILE.npz, got {job.init!r}")
     if job.bit_depth is not None and not 1 <= job.bit_depth <= 32:
         raise UsageError(f"a bit depth is 1 to 32 bits, got {job.bit_depth}")

@@ -18,6 +18,31 @@ LossKind = Literal["softmax", "sigmoid"]
 
 
 @dataclass(frozen=True)
+class Hyperparameters:
+    """What every framework must set alike for two of them to train the same job, declared once
+    here and applied by every adapter (frameworks' defaults differ: Keras keeps 0.99 of the
+    batch-norm average where torch keeps 0.9, Chainer's epsilon is 2e-5)."""
+
+    batch_norm_momentum: float = 0.1
+    """Weight of a batch's statistics in batch-norm's moving averages (torch's convention;
+    Keras', Gluon's and Chainer's momentum or decay is 1 minus this)."""
+    batch_norm_epsilon: float = 1e-5
+    sgd_momentum: float = 0.9
+    """Heavy-ball momentum, not Nesterov's. torch's form (b = m b + g; w -= lr b) and Keras',
+    Gluon's and Chainer's (v = m v - lr g; w += v) give the same steps at a constant rate."""
+    nesterov: bool = False
+    weight_decay: float = 0.0
+    """Zero: frameworks apply it differently (torch, Gluon and Chainer add it to the gradient
+    before momentum; Keras' SGD decays the weights apart), so a shared job leaves it out."""
+    loss_reduction: str = "mean"
+    """The loss of a step is the mean over the global batch (and, for sigmoid outputs, over the
+    outputs): gradients do not grow with the batch or the device count."""
+
+
+HYPERPARAMETERS = Hyperparameters()
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     image_size: int
@@ -31,6 +56,7 @@ class ModelSpec:
     """Trainable tensors (weights, biases, batch-norm scales and shifts) of that architecture: how
     many gradients a framework that exchanges them one by one hands over (`ModelBuilders.tensor_offsets`
     where its build differs)."""
+    hyperparameters: Hyperparameters = HYPERPARAMETERS
 
 
 MODELS: dict[str, ModelSpec] = {

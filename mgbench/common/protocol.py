@@ -33,9 +33,11 @@ class Placement:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What `setup` built: trainable parameter count (checked equal across frameworks)."""
+    """What `setup` built: trainable parameter count (checked equal across frameworks), and the
+    digest of the initial weights it started from (None: the framework's own initialiser)."""
 
     parameters: int
+    init_digest: str | None = None
 
 
 @dataclass(frozen=True)

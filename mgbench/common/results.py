@@ -39,6 +39,9 @@ class RunResult:
     framework_versions: dict[str, str] = field(default_factory=dict)
     device_names: list[str] = field(default_factory=list)
     parameters: int | None = None
+    init_digest: str | None = None
+    """The digest of the initial weights loaded (None: the framework's own initialiser): rows with
+    one digest started from the same weights."""
     startup_seconds: float | None = None
     compiler: str | None = None
     """What compiled the training step (`torch.compile (default)`, `xla`, `xla (always)`); None: nothing."""
@@ -125,6 +128,9 @@ class RunResult:
     step_seconds: list[float] = field(default_factory=list)
     input_wait_seconds: list[float] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
+    step_losses: list[float] = field(default_factory=list)
+    """The first training losses (compile step included, `driver.STEP_LOSSES_KEPT`), for the
+    same-start check between frameworks."""
     warnings: list[str] = field(default_factory=list)
     """What makes a figure of an ok row other than it looks, one line each: a metric written as
     null because it has no value, and why (`metrics.defined`)."""

@@ -50,10 +50,13 @@ def synthetic_batch(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Images (float32, NCHW or NHWC) and labels for one shard of one global batch.
 
+    The pixels are drawn in NCHW and transposed for NHWC, so every framework sees the same
+    image whatever its layout (the same-start check compares their first losses).
+
     Labels are int64 class indices for softmax models and float32 multi-hot rows for
     sigmoid (CheXNet-style) models.
     """
-    shape = (image_size, image_size, 3) if channels_last else (3, image_size, image_size)
+    shape = (3, image_size, image_size)
     images = np.empty((shard.size, *shape), dtype=np.float32)
     if spec.loss == "sigmoid":
         labels = np.empty((shard.size, spec.num_classes), dtype=np.float32)
@@ -66,7 +69,7 @@ def synthetic_batch(
             labels[row] = rng.random(spec.num_classes) < MULTI_LABEL_RATE
         else:
             labels[row] = rng.integers(0, spec.num_classes)
-    return images, labels
+    return (np.ascontiguousarray(images.transpose(0, 2, 3, 1)) if channels_last else images), labels
 
 
 def synthetic_pool(

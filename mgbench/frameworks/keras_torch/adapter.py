@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from mgbench.common.ahead import Ahead
-from mgbench.common.config import MOMENTUM, RunConfig
+from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.protocol import ModelInfo
 from mgbench.common.workers import loader_workers
@@ -46,6 +46,7 @@ from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras_torch.spec import FRAMEWORK
+from mgbench.frameworks.pytorch import models as torch_models
 from mgbench.frameworks.pytorch.adapter import DevicePrefetcher, TorchProcess
 from mgbench.frameworks.pytorch.compiling import compiled
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
@@ -95,7 +96,7 @@ class KerasTorchTrainer(TorchProcess):
         self.replicated = compiled(self.parallel.wrap(self.model, self.loss_fn, self.devices), config.compile)
         # The torch parameters behind Keras' trainable variables: those DDP all-reduces.
         trainable = [variable.value for variable in self.model.trainable_variables]
-        self.optimizer = torch.optim.SGD(trainable, lr=config.learning_rate, momentum=MOMENTUM)
+        self.optimizer = torch_models.build_optimizer(trainable, config.learning_rate, self.spec.hyperparameters)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         return ModelInfo(parameters=keras_models.trainable_parameters(self.model))

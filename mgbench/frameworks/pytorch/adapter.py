@@ -37,14 +37,15 @@ import torch
 import torchvision
 from torch import nn
 
-from mgbench.common.config import MOMENTUM, RunConfig
+from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import initial_weights
 from mgbench.common.metrics import gathered_metrics
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.step_timer import Clock, StepTimer
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
-from mgbench.frameworks.pytorch import models
+from mgbench.frameworks.pytorch import models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
 from mgbench.frameworks.pytorch.data import DevicePrefetcher, build_loaders, placed_images
 from mgbench.frameworks.pytorch.profiler import profile_with_torch
@@ -183,7 +184,12 @@ class TorchTrainer(TorchProcess):
 
         self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        core = models.build_model(spec, config.input_size, config.data_format).to(self.device)
+        core = models.build_model(spec, config.input_size, config.data_format)
+        weights.set_batch_norm(core, spec.hyperparameters)
+        start = initial_weights(config.init, spec, config.seed)
+        if start is not None:
+            weights.load_initial(core, start)
+        core = core.to(self.device)
         self.channels_last = config.data_format.channels_last
         self.core = core
         self.criterion = models.build_loss(spec).to(self.device)
@@ -191,13 +197,16 @@ class TorchTrainer(TorchProcess):
         casting = Autocasting(core, self.device.type, autocast_dtype)
         self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.compile)
         self.optimizer = self.parallel.distribute_optimizer(
-            torch.optim.SGD(core.parameters(), lr=config.learning_rate, momentum=MOMENTUM), core
+            models.build_optimizer(core.parameters(), config.learning_rate, spec.hyperparameters), core
         )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         if self.dataset is not None:
             self.loaders = build_loaders(self.dataset, config, self._placement, self._shard())
-        return ModelInfo(parameters=sum(p.numel() for p in core.parameters() if p.requires_grad))
+        return ModelInfo(
+            parameters=sum(p.numel() for p in core.parameters() if p.requires_grad),
+            init_digest=start.digest if start else None,
+        )
 
     def _feed(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[Any]:
         """Host batches to the device: staged (prefetched on a side stream) on GPU where the

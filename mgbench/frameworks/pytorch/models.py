@@ -5,12 +5,14 @@ from its number of outputs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 import torchvision
 from torch import nn
 
 from mgbench.common.kinds import DataFormat
-from mgbench.common.models import ModelSpec
+from mgbench.common.models import Hyperparameters, ModelSpec
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 
 
@@ -44,6 +46,19 @@ def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> nn
     any image size)."""
     model = TORCHVISION.builder(spec.name, "pytorch")(spec.num_classes)
     return model.to(memory_format=torch.channels_last if data_format.channels_last else torch.contiguous_format)
+
+
+def build_optimizer(
+    parameters: Iterable[torch.Tensor], learning_rate: float, hyperparameters: Hyperparameters
+) -> torch.optim.SGD:
+    """SGD as the job declares it (momentum, Nesterov, weight decay), for every torch-stepped model."""
+    return torch.optim.SGD(
+        parameters,
+        lr=learning_rate,
+        momentum=hyperparameters.sgd_momentum,
+        nesterov=hyperparameters.nesterov,
+        weight_decay=hyperparameters.weight_decay,
+    )
 
 
 def build_loss(spec: ModelSpec) -> nn.Module:

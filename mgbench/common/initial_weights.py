@@ -1,0 +1,254 @@
+"""One starting point for every framework (`--init`).
+
+Frameworks initialise the same architecture differently (torchvision's He-normal convolutions,
+Keras' Glorot-uniform, Chainer's and Gluon's own), so a time-to-accuracy comparison between
+them compares initialisers as much as frameworks. With `--init same` (the default) every
+framework starts from the weights drawn here, with numpy, once per (model, outputs, seed):
+torchvision's initialisation of the torchvision architecture is the reference. With
+`--init FILE.npz` every framework starts from given weights (`mgbench convert-weights` makes
+such a file from a torchvision state dict).
+
+The weights are kept as torchvision names them and lay them out (convolutions OIHW, dense
+layers out x in, batch-norm `weight`/`bias`/`running_mean`/`running_var`); each framework's
+`weights.py` maps them onto its own variables (`InitialWeights.take` hands each array out
+once, `InitialWeights.check_all_taken` proves nothing was left over), so a framework that
+builds something else fails in one line instead of training from a partial start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mgbench.common.errors import UsageError
+from mgbench.common.models import ModelSpec
+
+INIT_SAME = "same"
+"""Every framework starts from the reference draw of this module."""
+INIT_FRAMEWORK = "framework"
+"""Every framework starts from its own initialiser (nothing here is used)."""
+BATCH_NORM_STATES = ("weight", "bias", "running_mean", "running_var")
+"""A batch-norm layer's arrays as torchvision names them: scale, shift, moving mean and variance."""
+DIGEST_LENGTH = 12
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of the reference architecture whose weights are drawn: `name` is torchvision's
+    module path, `kind` conv, bn or linear; `shape` the weight's shape (bn: channels,)."""
+
+    name: str
+    kind: str
+    shape: tuple[int, ...]
+    bias: bool = False
+
+
+def _conv(name: str, out_channels: int, in_channels: int, kernel: int, bias: bool = False) -> Layer:
+    return Layer(name, "conv", (out_channels, in_channels, kernel, kernel), bias)
+
+
+def _bn(name: str, channels: int) -> Layer:
+    return Layer(name, "bn", (channels,))
+
+
+def _linear(name: str, out_features: int, in_features: int) -> Layer:
+    return Layer(name, "linear", (out_features, in_features), bias=True)
+
+
+RESNET50_STAGES = (3, 4, 6, 3)
+DENSENET121_BLOCKS = (6, 12, 24, 16)
+DENSENET_GROWTH = 32
+DENSENET_BOTTLENECK = 4
+
+
+def resnet50_layers(num_classes: int) -> Iterator[Layer]:
+    """torchvision's ResNet-50 (v1.5: the stride in a block's 3x3 convolution), in its order."""
+    yield _conv("conv1", 64, 3, 7)
+    yield _bn("bn1", 64)
+    in_channels = 64
+    for stage, blocks in enumerate(RESNET50_STAGES, start=1):
+        width = 64 * 2 ** (stage - 1)
+        for block in range(blocks):
+            prefix = f"layer{stage}.{block}"
+            yield _conv(f"{prefix}.conv1", width, in_channels, 1)
+            yield _bn(f"{prefix}.bn1", width)
+            yield _conv(f"{prefix}.conv2", width, width, 3)
+            yield _bn(f"{prefix}.bn2", width)
+            yield _conv(f"{prefix}.conv3", width * 4, width, 1)
+            yield _bn(f"{prefix}.bn3", width * 4)
+            if block == 0:
+                yield _conv(f"{prefix}.downsample.0", width * 4, in_channels, 1)
+                yield _bn(f"{prefix}.downsample.1", width * 4)
+            in_channels = width * 4
+    yield _linear("fc", num_classes, in_channels)
+
+
+def densenet121_layers(num_classes: int) -> Iterator[Layer]:
+    """torchvision's DenseNet-121 (growth 32, bottleneck 4 x 32, compression 0.5), in its order."""
+    yield _conv("features.conv0", 64, 3, 7)
+    yield _bn("features.norm0", 64)
+    channels = 64
+    width = DENSENET_BOTTLENECK * DENSENET_GROWTH
+    for block, layers in enumerate(DENSENET121_BLOCKS, start=1):
+        for layer in range(1, layers + 1):
+            prefix = f"features.denseblock{block}.denselayer{layer}"
+            yield _bn(f"{prefix}.norm1", channels)
+            yield _conv(f"{prefix}.conv1", width, channels, 1)
+            yield _bn(f"{prefix}.norm2", width)
+            yield _conv(f"{prefix}.conv2", DENSENET_GROWTH, width, 3)
+            channels += DENSENET_GROWTH
+        if block < len(DENSENET121_BLOCKS):
+            yield _bn(f"features.transition{block}.norm", channels)
+            yield _conv(f"features.transition{block}.conv", channels // 2, channels, 1)
+            channels //= 2
+    yield _bn("features.norm5", channels)
+    yield _linear("classifier", num_classes, channels)
+
+
+def tiny_layers(num_classes: int) -> Iterator[Layer]:
+    """The catalogue's `tiny` as an `nn.Sequential` names it (conv 0, conv 3, linear 7)."""
+    yield _conv("0", 16, 3, 3, bias=True)
+    yield _conv("3", 32, 16, 3, bias=True)
+    yield _linear("7", num_classes, 32)
+
+
+REFERENCE_LAYERS = {"resnet50": resnet50_layers, "densenet121": densenet121_layers, "tiny": tiny_layers}
+"""The models with a reference draw. Inception-v3 has none: torchvision draws it from truncated
+normals of per-layer widths that no other framework's build names alike, so its runs start from
+each framework's own initialiser (`shared_start_refusal`)."""
+
+
+def shared_start_refusal(model: str) -> str | None:
+    """Why `--init same` cannot give `model` one starting point (None: it can)."""
+    if model in REFERENCE_LAYERS:
+        return None
+    return f"{model} has no shared starting weights (models with them: {', '.join(REFERENCE_LAYERS)})"
+
+
+def reference_layers(spec: ModelSpec) -> list[Layer]:
+    if refusal := shared_start_refusal(spec.name):
+        raise UsageError(refusal)
+    return list(REFERENCE_LAYERS[spec.name](spec.num_classes))
+
+
+def _uniform_fan_in(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+    """torch's default for convolutions and linear layers: kaiming_uniform(a=sqrt(5)), i.e.
+    uniform within +-1/sqrt(fan_in), the same bound as their biases."""
+    bound = 1.0 / math.sqrt(fan_in)
+    return rng.uniform(-bound, bound, shape).astype(np.float32)
+
+
+def _he_normal(rng: np.random.Generator, shape: tuple[int, ...], fan: int) -> np.ndarray:
+    """kaiming_normal with the ReLU gain: normal with standard deviation sqrt(2 / fan)."""
+    return (rng.standard_normal(shape, dtype=np.float32) * np.float32(math.sqrt(2.0 / fan))).astype(np.float32)
+
+
+def _draw_layer(rng: np.random.Generator, model: str, layer: Layer) -> dict[str, np.ndarray]:
+    """The layer's arrays as torchvision's own initialisation of `model` draws them: ResNet's
+    convolutions He-normal over fan-out, DenseNet's over fan-in, both with batch-norm at scale
+    1 and shift 0, DenseNet's classifier bias 0; everything else torch's default."""
+    if layer.kind == "bn":
+        channels = layer.shape[0]
+        ones, zeros = np.ones(channels, np.float32), np.zeros(channels, np.float32)
+        return dict(zip(BATCH_NORM_STATES, (ones, zeros, zeros.copy(), ones.copy()), strict=True))
+    fan_in = int(np.prod(layer.shape[1:]))
+    fan_out = layer.shape[0] * int(np.prod(layer.shape[2:]))
+    if layer.kind == "conv" and model == "resnet50":
+        arrays = {"weight": _he_normal(rng, layer.shape, fan_out)}
+    elif layer.kind == "conv" and model == "densenet121":
+        arrays = {"weight": _he_normal(rng, layer.shape, fan_in)}
+    else:
+        arrays = {"weight": _uniform_fan_in(rng, layer.shape, fan_in)}
+    if layer.bias:
+        zero_bias = model == "densenet121" and layer.kind == "linear"
+        arrays["bias"] = (
+            np.zeros(layer.shape[0], np.float32) if zero_bias else _uniform_fan_in(rng, (layer.shape[0],), fan_in)
+        )
+    return arrays
+
+
+@dataclass
+class InitialWeights:
+    """Named float32 arrays in torchvision's names and layouts, handed out once each by `take`."""
+
+    arrays: dict[str, np.ndarray]
+    source: str
+    """`same` (the reference draw) or the file's name."""
+    taken: set[str] = field(default_factory=set)
+
+    @property
+    def digest(self) -> str:
+        """A short hash of every array's name, shape and bytes: two runs that record the same
+        digest started from the same weights."""
+        hasher = hashlib.sha256()
+        for name in sorted(self.arrays):
+            array = np.ascontiguousarray(self.arrays[name], dtype=np.float32)
+            hasher.update(f"{name}:{array.shape}".encode())
+            hasher.update(array.tobytes())
+        return hasher.hexdigest()[:DIGEST_LENGTH]
+
+    def take(self, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        """The array `name` (torchvision's layout), checked against `shape` where given, marked used."""
+        if name not in self.arrays:
+            raise UsageError(f"the initial weights ({self.source}) have no {name!r}; the model built differs")
+        array = self.arrays[name]
+        if shape is not None and tuple(array.shape) != tuple(shape):
+            raise UsageError(
+                f"the initial weights' {name!r} ({self.source}) are {tuple(array.shape)}, the model's {tuple(shape)}"
+            )
+        self.taken.add(name)
+        return array
+
+    def check_all_taken(self) -> None:
+        """One UsageError if some array was never taken: the framework's model has fewer layers
+        (or other names) than the weights, so it would not start where the others do."""
+        left = sorted(set(self.arrays) - self.taken)
+        if left:
+            shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+            raise UsageError(
+                f"the model built took {len(self.taken)} of {len(self.arrays)} initial arrays; unused: {shown}"
+            )
+
+
+def reference_weights(spec: ModelSpec, seed: int) -> InitialWeights:
+    """The reference draw for `spec` (its number of outputs included) and `seed`: the same arrays
+    in every process and every framework's interpreter (numpy's generator, seeded alone)."""
+    rng = np.random.default_rng([seed, 0x1A17])
+    arrays: dict[str, np.ndarray] = {}
+    for layer in reference_layers(spec):
+        for state, array in _draw_layer(rng, spec.name, layer).items():
+            arrays[f"{layer.name}.{state}"] = array
+    return InitialWeights(arrays, INIT_SAME)
+
+
+def read_weights_file(path: Path) -> InitialWeights:
+    """An `.npz` of named arrays (torchvision's names and layouts), as float32; one UsageError if
+    it cannot be read as one (no pickled objects are loaded)."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: np.asarray(archive[name], dtype=np.float32) for name in archive.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        raise UsageError(f"--init {path}: not a readable .npz of weights ({error})") from None
+    if not arrays:
+        raise UsageError(f"--init {path}: the file holds no arrays")
+    return InitialWeights(arrays, path.name)
+
+
+def initial_weights(init: str, spec: ModelSpec, seed: int) -> InitialWeights | None:
+    """The weights a run of `spec` starts from for `--init init` (None: the framework's own)."""
+    if init == INIT_FRAMEWORK:
+        return None
+    if init == INIT_SAME:
+        return reference_weights(spec, seed)
+    return read_weights_file(Path(init))
+
+
+def write_weights_file(weights: InitialWeights, path: Path) -> None:
+    """Save `weights` as an uncompressed `.npz` (what `--init FILE.npz` reads)."""
+    np.savez(path, **weights.arrays)

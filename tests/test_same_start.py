@@ -1,0 +1,66 @@
+"""`--init same`: every framework's build of a model, loaded with the shared initial weights,
+computes pytorch's logits on one fixed batch (fp32), in inference and in training mode."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import TESTS, framework_python
+
+MODELS = ("tiny", "resnet50", "densenet121")
+SIZE = {"tiny": 32, "resnet50": 64, "densenet121": 64}
+RELATIVE_TOLERANCE = 1e-4
+PROBES = {
+    "pytorch": "start_probe_pytorch.py",
+}
+"""The probe each framework's logits come from (the Keras probe serves every Keras backend)."""
+
+
+def probe_logits(framework: str, model: str, folder: Path) -> dict[str, np.ndarray]:
+    import subprocess
+
+    from conftest import cli_env
+
+    out = folder / f"{framework}-{model}.npz"
+    env = cli_env(PYTHONPATH=f"{TESTS.parent}:{TESTS}")
+    done = subprocess.run(
+        [framework_python(framework), str(TESTS / PROBES[framework]), model, str(SIZE[model]), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    with np.load(out) as logits:
+        return dict(logits)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, np.ndarray]]:
+    folder = tmp_path_factory.mktemp("reference")
+    return {model: probe_logits("pytorch", model, folder) for model in MODELS}
+
+
+def relative_difference(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", sorted(set(PROBES) - {"pytorch"}))
+@pytest.mark.parametrize("model", MODELS)
+def test_the_shared_start_gives_pytorchs_logits(framework: str, model: str, reference, tmp_path: Path) -> None:
+    logits = probe_logits(framework, model, tmp_path)
+    for mode in ("eval", "train"):
+        expected = reference[model][mode]
+        assert logits[mode].shape == expected.shape
+        assert relative_difference(logits[mode], expected) < RELATIVE_TOLERANCE, (mode, logits[mode], expected)
+
+
+def test_the_reference_logits_depend_on_the_weights(reference, tmp_path: Path) -> None:
+    """The comparison can fail: outputs differ between samples and, with batch-norm, between modes."""
+    for model in MODELS:
+        eval_logits, train_logits = reference[model]["eval"], reference[model]["train"]
+        assert np.abs(eval_logits[0] - eval_logits[1]).max() > 1e-3
+        if model != "tiny":
+            assert relative_difference(eval_logits, train_logits) > 1e-2

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from mgbench.common.kinds import DeviceKind
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
+from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import table_console
 from mgbench.reports.verdict import verdict
 
@@ -253,6 +254,8 @@ def print_summary(frame: pd.DataFrame, title: str, fmt: str = "table") -> None:
         console = table_console()
         print_compact(summary, console)
         console.print(Text(verdict(summary)))
+        if sentence := same_start_sentence(frame):
+            console.print(Text(sentence))
     else:
         sys.stdout.write(writers[fmt](summary))
         sys.stdout.flush()

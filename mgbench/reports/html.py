@@ -25,6 +25,7 @@ from mgbench.reports.figures import job_title
 from mgbench.reports.projection import PROJECTION_COLUMNS, read_projection, series_notes, series_rows, series_title
 from mgbench.reports.readings import breakdown_text, limits_details, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
+from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import display_table
 from mgbench.reports.training import training_table
 from mgbench.reports.verdict import verdict
@@ -153,6 +154,12 @@ def _answer_section(summary: CompactSummary) -> str:
     )
 
 
+def _same_start_paragraph(frame: pd.DataFrame) -> str:
+    """Whether the frameworks started from one point and took the same first step (`same_start`)."""
+    sentence = same_start_sentence(frame)
+    return f'<p class="same-start" id="same-start">{_e(sentence)}</p>' if sentence else ""
+
+
 def _summary_section(frame: pd.DataFrame) -> str:
     """Every run's figures, wider than the page: in a box of its own that scrolls sideways."""
     shown = display_table(frame)
@@ -275,6 +282,7 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
         f"<style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         _answer_section(compact_summary(data.frame)),
+        _same_start_paragraph(data.frame),
         f'<p class="meta">Run folder <code>{_e(data.root.name)}</code>, {len(data.frame)} runs, report generated {generated}.',
     ]
     if data.command:

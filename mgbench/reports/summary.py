@@ -23,6 +23,7 @@ from mgbench.common.schema import field_types
 from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
 from mgbench.reports.cells import MISSING, figure_text, number
 from mgbench.reports.readings import reading
+from mgbench.reports.same_start import same_start_sentence
 
 GROUP = ["framework", "strategy"]
 
@@ -167,7 +168,10 @@ def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
     frame = results_frame(results)
     files = RunFolder(folder)
     files.write(files.summary_csv, csv_frame(frame).to_csv(index=False))
-    files.write(files.summary_md, display_table(frame).to_markdown(index=False) + "\n")
+    sentence = same_start_sentence(frame)
+    files.write(
+        files.summary_md, display_table(frame).to_markdown(index=False) + "\n" + (f"\n{sentence}\n" if sentence else "")
+    )
     return frame
 
 

@@ -1,0 +1,126 @@
+"""The same-start check: did the frameworks train the same job from the same point?
+
+Every row records the digest of the weights it started from (`init_digest`) and its first
+training losses (`step_losses`). With one starting point (`--init same` or a weights file) and
+the same batches (synthetic data is drawn per sample from the seed; real data goes through the
+shared sampler), the first step's loss is the same function of the same numbers in every
+framework, so in fp32 the frameworks' first losses agree to rounding. The check sets each row
+against the reference framework's (pytorch where it ran) and names any that does not agree,
+with how far apart they are at the step the rows share last (the 10th where they ran 10).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+REFERENCE_FRAMEWORK = "pytorch"
+RELATIVE_TOLERANCE = 1e-3
+"""First-step losses within this share of the reference's agree: fp32 kernels differ between
+frameworks in their reduction order, which moves a loss by far less."""
+CHECKED_PRECISION = "fp32"
+"""Only fp32 rows are held to the tolerance: bf16 and fp16 round each framework's kernels differently."""
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    run_id: str
+    first: float
+    """Relative difference of the first step's loss from the reference's."""
+    last_step: int
+    last: float
+    """Relative difference at `last_step` (1-based), the last step both recorded."""
+
+
+@dataclass(frozen=True)
+class SameStart:
+    reference: str
+    compared: int
+    digests: tuple[str, ...]
+    own_initialisers: tuple[str, ...]
+    """Runs that started from their framework's own initialiser (no digest)."""
+    disagreements: tuple[Disagreement, ...]
+    checked: bool
+    """False where the rows are not fp32: their losses are shown, not held to the tolerance."""
+
+    def sentence(self) -> str:
+        """One line for the console, summary.md and the report."""
+        if not self.digests:
+            return (
+                "Same start: not checked, every run started from its framework's own initialiser "
+                "(--init framework); --init same gives them one starting point."
+            )
+        others = self.compared - 1
+        if not self.checked:
+            verdict = f"first losses are held to a tolerance in {CHECKED_PRECISION} only"
+        elif not self.disagreements:
+            verdict = (
+                f"the first-step losses of {others} runs agree with {self.reference}'s within "
+                f"{RELATIVE_TOLERANCE:.0e} (relative, {CHECKED_PRECISION})"
+            )
+        else:
+            verdict = (
+                f"{others - len(self.disagreements)} of {others} runs agree with {self.reference}'s first-step loss within {RELATIVE_TOLERANCE:.0e}; "
+                + "; ".join(
+                    f"{d.run_id} differs by {d.first:.1e} at step 1 and {d.last:.1e} at step {d.last_step}"
+                    for d in self.disagreements
+                )
+            )
+        parts = [verdict]
+        if len(self.digests) > 1:
+            parts.append(f"the runs started from {len(self.digests)} different weights ({', '.join(self.digests)})")
+        else:
+            parts.append(f"all from weights {self.digests[0]}")
+        if self.own_initialisers:
+            parts.append(f"{', '.join(self.own_initialisers)} started from its framework's own initialiser")
+        return "Same start: " + "; ".join(parts) + "."
+
+
+def _relative(value: float, reference: float) -> float:
+    return abs(value - reference) / max(abs(reference), 1e-12)
+
+
+def _losses(row: pd.Series) -> list[float]:
+    losses = row.get("step_losses")
+    return [float(v) for v in losses] if isinstance(losses, list) else []
+
+
+def same_start(frame: pd.DataFrame) -> SameStart | None:
+    """The check over a compare's rows (None: fewer than two ok rows with recorded losses)."""
+    if frame.empty or "step_losses" not in frame:
+        return None
+    rows = frame[frame["status"] == "ok"]
+    rows = rows[[bool(_losses(row)) and all(map(math.isfinite, _losses(row))) for _, row in rows.iterrows()]]
+    if len(rows) < 2:
+        return None
+    preferred = rows[rows["framework"] == REFERENCE_FRAMEWORK]
+    reference = (preferred if not preferred.empty else rows).sort_values("devices").iloc[0]
+    expected = _losses(reference)
+    disagreements = []
+    for _, row in rows.iterrows():
+        if row["run_id"] == reference["run_id"]:
+            continue
+        losses = _losses(row)
+        shared = min(len(losses), len(expected))
+        first = _relative(losses[0], expected[0])
+        if first > RELATIVE_TOLERANCE:
+            disagreements.append(
+                Disagreement(row["run_id"], first, shared, _relative(losses[shared - 1], expected[shared - 1]))
+            )
+    digests = rows["init_digest"] if "init_digest" in rows else pd.Series([None] * len(rows))
+    checked = bool((rows["precision"] == CHECKED_PRECISION).all())
+    return SameStart(
+        reference=str(reference["run_id"]),
+        compared=len(rows),
+        digests=tuple(sorted({str(d) for d in digests if isinstance(d, str)})),
+        own_initialisers=tuple(str(r) for r, d in zip(rows["run_id"], digests) if not isinstance(d, str)),
+        disagreements=tuple(disagreements) if checked else (),
+        checked=checked,
+    )
+
+
+def same_start_sentence(frame: pd.DataFrame) -> str | None:
+    check = same_start(frame)
+    return check.sentence() if check else None

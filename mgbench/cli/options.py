@@ -68,6 +68,13 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "--epochs", type=int, default=None, help="train whole epochs of a real dataset, validating after each"
     )
     job.add_argument(
+        "--target-metric",
+        default=None,
+        metavar="NAME=VALUE",
+        help="with --epochs: stop after the first epoch whose validation reaches it, e.g. auc=0.80 "
+        "(top1=0.7 on class folders); compares then rank by time to it",
+    )
+    job.add_argument(
         "--workers",
         type=int,
         default=None,
@@ -195,6 +202,7 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
         compile=args.compile,
         skip_bad_images=args.skip_bad_images,
         init=resolve_init(args.init, args.model),
+        target_metric=args.target_metric,
     )
     return job, size_note
 

@@ -58,6 +58,7 @@ class RunConfig:
     skipped_images: tuple[str, ...] = ()
     bit_depth: int | None = None
     init: str = INIT_FRAMEWORK
+    target_metric: str | None = None
 
     def __post_init__(self) -> None:
         self._check_names()

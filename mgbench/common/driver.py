@@ -39,6 +39,7 @@ from mgbench.common.protocol import Adapter
 from mgbench.common.results import RunResult
 from mgbench.common.schedule import learning_rate_at
 from mgbench.common.step_timer import Clock, StepTimer, step_sync_forced
+from mgbench.common.target import TargetMetric
 from mgbench.common.timing import host_phase_shares, summarise_steps
 from mgbench.common.workers import loader_workers
 
@@ -158,13 +159,33 @@ class EpochsTrained:
     last_validation: dict[str, float]
     time_to_train_seconds: float
     """Wall seconds from the first training step to the end of the last validation."""
+    target_epoch: int | None = None
+    """The epoch whose validation reached `--target-metric` (the last trained); None: not reached, or none set."""
+    target_warning: str | None = None
+    """Why a row with a target has no time to it: the target was not reached in `--epochs` epochs."""
+
+    def target_figures(self, startup_seconds: float) -> dict[str, Any]:
+        """The row's time-to-target figures: from the first training step (a compiled run's compile
+        step) to the end of the validation that reached the target, and from launch (with
+        `startup_seconds`); None where it was not reached, with the row's warning saying so."""
+        reached = self.time_to_train_seconds if self.target_epoch is not None else None
+        return {
+            "time_to_target_seconds": reached,
+            "time_to_target_with_startup_seconds": None if reached is None else startup_seconds + reached,
+            "target_epoch": self.target_epoch,
+            "warnings": [self.target_warning] if self.target_warning else [],
+        }
 
 
 def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> EpochsTrained:
-    """`config.epochs` epochs with the scaled, warmed-up learning rate and validation after each."""
+    """`config.epochs` epochs with the scaled, warmed-up learning rate and validation after each;
+    with `config.target_metric`, only up to the first epoch whose validation reaches it. Every
+    process stops alike: each is handed the same gathered validation (`Adapter.evaluate`)."""
+    target = TargetMetric.parse(config.target_metric) if config.target_metric else None
     per_epoch = trainer.steps_per_epoch()
     clock = StepClock(trainer, config, per_epoch * config.epochs, compiling=compiling)
     epoch_metrics: list[dict[str, float]] = []
+    target_epoch = None
     started = time.perf_counter()
     for epoch in range(config.epochs):
         batches = trainer.epoch_batches(epoch)
@@ -195,15 +216,24 @@ def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> Epochs
                 "val_seconds": val_seconds,
             }
         )
+        if target is not None and target.reached(metrics):
+            target_epoch = epoch + 1
         if trainer.placement.is_primary:
             row = epoch_metrics[-1]
             print(
                 f"epoch {epoch + 1}/{config.epochs}: train loss {row['train_loss']:.4f}, "
-                f"val loss {row['val_loss']:.4f}, val AUC {row['val_auc']:.4f} ({val_seconds:.1f} s)",
+                f"val loss {row['val_loss']:.4f}, val AUC {row['val_auc']:.4f} ({val_seconds:.1f} s)"
+                + (f": target {target} reached" if target_epoch else ""),
                 file=sys.stderr,
                 flush=True,
             )
-    return EpochsTrained(clock, epoch_metrics, metrics, time.perf_counter() - started)
+        if target_epoch:
+            break
+    warning = None
+    if target is not None and target_epoch is None:
+        last = metrics.get(target.name, float("nan"))
+        warning = f"target {target} not reached in {config.epochs} epoch(s) (last validation {target.name} {last:.4f})"
+    return EpochsTrained(clock, epoch_metrics, metrics, time.perf_counter() - started, target_epoch, warning)
 
 
 def run_training(
@@ -235,10 +265,13 @@ def run_training(
     epoch_metrics: list[dict[str, float]] = []
     test_metrics: dict[str, float] = {}
     time_to_train = None
+    target_figures: dict[str, Any] = {}
     profile, profile_seconds = None, None
     if config.epochs:
         trained = train_epochs(trainer, config, compiler is not None)
         clock, epoch_metrics, time_to_train = trained.clock, trained.epoch_metrics, trained.time_to_train_seconds
+        if config.target_metric:
+            target_figures = trained.target_figures(first_step_at - launched)
         test_metrics = trainer.evaluate("test")
     else:
         clock = StepClock(trainer, config, config.steps, compiling=compiler is not None, clock=step_clock)
@@ -293,6 +326,7 @@ def run_training(
         epoch_metrics=epoch_metrics,
         test_metrics=test_metrics,
         time_to_train_seconds=time_to_train,
+        **target_figures,
         final_loss=clock.losses[-1],
         peak_memory_bytes=peak,
         step_seconds=clock.step_seconds,

@@ -18,6 +18,7 @@ from mgbench.common.initial_weights import INIT_FRAMEWORK, INIT_SAME, shared_sta
 from mgbench.common.kinds import DataFormat, DeviceKind
 from mgbench.common.models import model_spec
 from mgbench.common.schema import check_fields
+from mgbench.common.target import TargetMetric
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
@@ -71,6 +72,9 @@ class Job:
     draw for all), `framework` (each framework's own initialiser), or the path of an `.npz` of
     weights. The command line defaults to `same`; a job or run read back without it (written
     before it existed) started from each framework's own."""
+    target_metric: str | None = None
+    """With `epochs`: stop after the first epoch whose validation reaches this level, as `auc=0.8`
+    (`common/target.py`), so a compare answers how long each framework takes to a model this good."""
 
     def __post_init__(self) -> None:
         check_fields(self.__dict__, Job, "not a training job")
@@ -108,6 +112,10 @@ def settle(job: Any) -> None:
             "--data-on-device keeps synthetic batches on the devices; a real dataset is decoded "
             "and augmented by the loader every step (compare a staged and an -unstaged strategy instead)"
         )
+    if job.target_metric is not None:
+        if job.epochs is None:
+            raise UsageError("--target-metric needs --epochs N (the most epochs to train towards it)")
+        TargetMetric.parse(job.target_metric)
     if job.workers is not None and job.workers < 0:
         raise UsageError(f"workers must be 0 or more, got {job.workers}")
     if not 0 <= job.seed < SEED_LIMIT:

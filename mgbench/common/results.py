@@ -72,6 +72,13 @@ class RunResult:
     time_to_train_seconds: float | None = None
     """With `--epochs`: wall seconds from the first training step to the end of the last
     validation (all epochs, validation included; the test split not)."""
+    time_to_target_seconds: float | None = None
+    """With `--target-metric`: wall seconds from the first training step to the end of the
+    validation that reached the target (None: not reached in `--epochs` epochs; `warnings` says so)."""
+    time_to_target_with_startup_seconds: float | None = None
+    """`time_to_target_seconds` from the launch: start-up and a compiled run's compile step included."""
+    target_epoch: int | None = None
+    """The epoch whose validation reached `--target-metric`, the last one trained."""
     final_loss: float | None = None
     requested_batch_per_device: int | None = None
     """The batch per device asked for; `batch_per_device` is the one that ran (lower after OOM retries)."""

@@ -17,6 +17,7 @@ from typing import TypeVar
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.job import Job
+from mgbench.common.target import TargetMetric
 from mgbench.datasets import chestxray, imagefolder, labelmap
 from mgbench.datasets.check import check_files
 from mgbench.datasets.description import DatasetDescription, parse_dataset, shown_names
@@ -55,11 +56,14 @@ def check_dataset(
     its labels, every image file (`check.check_files`), and each of `configs`' batches against
     what is left. Returns `config` with what the check found, for every run to read: the range of
     wide images and, with `skip_bad_images`, the files left out. Without it, files that cannot be
-    decoded are one UsageError naming them all. What reading the labels decided that the user
+    decoded are one UsageError naming them all, as is a `--target-metric` its validation does not
+    give (before the images are read). What reading the labels decided that the user
     should hear (`DatasetDescription.notes`) goes to `on_note`, a line each."""
     description = describe_dataset(config.dataset)
     if description is None:
         return config
+    if config.target_metric is not None:
+        TargetMetric.parse(config.target_metric).check_given(description.multi_label)
     for note in description.notes:
         on_note(note)
     files = description.files

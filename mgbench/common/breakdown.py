@@ -25,6 +25,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
+from mgbench.common.timing import HOST_PHASES
+
 COMPUTE = "compute"
 COMMUNICATION = "communication"
 HOST_TO_DEVICE = "host_to_device"
@@ -221,11 +223,17 @@ def bottleneck(shares: dict[str, float], categories: Sequence[str] = CATEGORIES,
     gain 7%), one of 83% compute and 14% idle is host-bound, and wherever compute is under
     COMPUTE_BOUND the largest of what is not compute is what stands between the row and its
     device-busy ceiling (`device_ceiling`). Host timing's phases take the same rule with the
-    step call as the work (`reports.readings.held_back`)."""
+    step call as the work (`host_bottleneck`)."""
     largest = max((name for name in categories if name != work), key=lambda name: shares[name])
     if shares[work] >= COMPUTE_BOUND and shares[largest] < MATERIAL:
         return work
     return largest
+
+
+def host_bottleneck(shares: dict[str, float]) -> str:
+    """`bottleneck`'s rule on host timing (`timing.HOST_PHASES`), the step call in compute's
+    place, so a row read from its host's clock names its bottleneck as a profiled one does."""
+    return bottleneck(shares, HOST_PHASES, "step")
 
 
 def bottleneck_note(shares: dict[str, float]) -> str | None:

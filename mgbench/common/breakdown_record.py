@@ -22,6 +22,12 @@ the orchestrator merges the ranks into `profiles/<run_id>/breakdown.json`:
 
 and copies `breakdown`, `bottleneck` and `clock` into the row (`breakdown_clock`), with the
 bottleneck's note and the device-busy ceiling (`breakdown.device_ceiling`) beside them.
+
+An ok row on CPU devices without a breakdown (not profiled, as by default there, or its profile
+failed) takes its `bottleneck` from its host timing (`breakdown.host_bottleneck` of
+`host_breakdown`) with `breakdown_clock` `host` (`attach_host_bottleneck`), so every ok CPU row
+names what holds it back in `results.jsonl` itself. A GPU row's host timing is of launching the
+step, not of the device's work: it names none without a profile.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from mgbench.common.breakdown import (
     clip,
     device_ceiling,
     device_times,
+    host_bottleneck,
     length,
     mean_shares,
     step_shares,
@@ -46,11 +53,14 @@ from mgbench.common.breakdown import (
     union,
 )
 from mgbench.common.results import RunResult, write_json_atomically
+from mgbench.common.timing import HOST_PHASES
 from mgbench.common.trace_events import TraceWindow
 
 RANK_BREAKDOWN_FILE = "rank{}-breakdown.json"
 RUN_BREAKDOWN_FILE = "breakdown.json"
 AGGREGATION = "mean over devices of each share"
+HOST_CLOCK = "host"
+"""`breakdown_clock` of a row whose bottleneck was read from its host timing, not a profile."""
 READ_ERRORS = (OSError, ValueError, KeyError, TypeError)
 
 
@@ -168,3 +178,14 @@ def attach_breakdown(result: RunResult, profile_dir: Path) -> None:
         )
         if ceiling is not None:
             result.device_ceiling_images_per_sec, result.ceiling_taken = ceiling.images_per_sec, ceiling.taken
+
+
+def attach_host_bottleneck(result: RunResult) -> None:
+    """The bottleneck of an ok CPU row without a breakdown, from its host timing (module doc);
+    rows with a breakdown, GPU rows and rows whose host timing has a share without a value
+    (written as null) stay as they are."""
+    shares = result.host_breakdown
+    if result.status != "ok" or result.breakdown is not None or result.config.device_kind.on_gpu or shares is None:
+        return
+    if all(isinstance(shares.get(name), int | float) for name in HOST_PHASES):
+        result.bottleneck, result.breakdown_clock = host_bottleneck(shares), HOST_CLOCK

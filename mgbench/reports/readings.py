@@ -2,8 +2,9 @@
 
 The categories are `mgbench.common.breakdown.CATEGORIES`; their labels and colours here are
 shared by the summary table and every chart that shows them. A CPU row without a breakdown
-reads its host timing instead (`mgbench.common.timing.HOST_PHASES`), by the same rule;
-`limits_details` words how close a row is to its device.
+reads its host timing instead (`mgbench.common.timing.HOST_PHASES`), by the rule that named the
+row's own `bottleneck` (`breakdown.host_bottleneck`), so folders written before rows held it read
+alike; `limits_details` words how close a row is to its device.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, bottleneck
+from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, host_bottleneck
 from mgbench.common.kinds import DeviceKind
 from mgbench.common.timing import HOST_PHASES
 from mgbench.common.work import MEASURED
@@ -95,12 +96,6 @@ def has_breakdown(value: object) -> bool:
 
 def has_host_timing(value: object) -> bool:
     return _has_shares(value, HOST_PHASES)
-
-
-def host_bottleneck(shares: dict[str, float]) -> str:
-    """`breakdown.bottleneck`'s rule on host timing, the step call in compute's place, so both
-    readings of a row name its bottleneck alike."""
-    return bottleneck(shares, HOST_PHASES, "step")
 
 
 def held_back(row: pd.Series) -> HeldBack | None:

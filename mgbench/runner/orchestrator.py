@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
-from mgbench.common.breakdown_record import attach_breakdown
+from mgbench.common.breakdown_record import attach_breakdown, attach_host_bottleneck
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
@@ -203,6 +203,7 @@ def execute_run(
         result.command = command_text
         if config.profile_steps:
             attach_breakdown(result, folder.profile_dir(config.run_id))
+        attach_host_bottleneck(result)
         return result
     status = classify_failure(outcome.timed_out, outcome.log_tail)
     if outcome.timed_out:

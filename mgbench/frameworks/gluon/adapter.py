@@ -18,7 +18,8 @@ when the step takes the batch.
 Without GPUs, N `mx.cpu(i)` contexts stand in for N devices in one process (they share the
 host's cores). MXNet 1.9.1 from PyPI is a CPU build; GPU runs need a CUDA build of MXNet.
 
-The models (`models.py`) are the Gluon model zoo's, adapted to the catalogue.
+The models (`models.py`) are torchvision's architectures in `gluon.nn` (Inception-v3 the model
+zoo's); `--init` sets their starting weights and the job's batch-norm settings (`weights.py`).
 """
 
 from __future__ import annotations
@@ -31,16 +32,28 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from mgbench.common.config import MOMENTUM, RunConfig
+from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import initial_weights
 from mgbench.common.metrics import gathered_metrics
+from mgbench.common.models import Hyperparameters
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
-from mgbench.frameworks.gluon import models
+from mgbench.frameworks.gluon import models, weights
 from mgbench.frameworks.gluon.data import build_loaders
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
+
+
+def sgd(hyperparameters: Hyperparameters, learning_rate: float) -> tuple[str, dict[str, float]]:
+    """The job's SGD as Gluon's optimizer name and settings. `sgd` is the heavy ball, decay added
+    to the gradient before the momentum as torch adds it; `nag` is torch's Nesterov form
+    (b = m b + g; w -= lr (g + m b)) except that its last term's g leaves the decay out, which
+    only a job with both Nesterov and weight decay would see."""
+    name = "nag" if hyperparameters.nesterov else "sgd"
+    momentum, decay = hyperparameters.sgd_momentum, hyperparameters.weight_decay
+    return name, {"learning_rate": learning_rate, "momentum": momentum, "wd": decay}
 
 
 class GluonTrainer(Adapter):
@@ -51,22 +64,24 @@ class GluonTrainer(Adapter):
         self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         net = models.build_model(spec, config.input_size, config.data_format)
+        weights.set_batch_norm(net, spec.hyperparameters)
         net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=self.contexts)
         size = config.input_size
         net(mx.nd.zeros((1, 3, size, size), ctx=self.contexts[0]))
+        start = initial_weights(config.init, spec, config.seed)
+        if start is not None:
+            weights.load_initial(net, start)
         net.hybridize(static_alloc=True, static_shape=True)
         self.net = net
         self.loss_fn = models.build_loss(spec)
         self.trainer = gluon.Trainer(
-            models.trainable(net),
-            "sgd",
-            {"learning_rate": config.learning_rate, "momentum": MOMENTUM, "wd": 0.0},
-            kvstore=KVSTORES[self.strategy],
+            models.trainable(net), *sgd(spec.hyperparameters, config.learning_rate), kvstore=KVSTORES[self.strategy]
         )
         self._losses: list[mx.nd.NDArray] = []
         if self.dataset is not None:
             self.loaders = build_loaders(self.dataset, config)
-        return ModelInfo(parameters=sum(p.data(self.contexts[0]).size for p in models.trainable(net).values()))
+        parameters = sum(p.data(self.contexts[0]).size for p in models.trainable(net).values())
+        return ModelInfo(parameters=parameters, init_digest=start.digest if start else None)
 
     def _contexts(self, config: RunConfig) -> list[mx.Context]:
         if self.use_cuda:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
 GLUON_MODELS = ModelBuilders("mgbench.frameworks.gluon.models", ("densenet121", "resnet50", "inception_v3", "tiny"))
-"""The model zoo's architectures, as `models.py` adapts them."""
+"""torchvision's architectures built in `gluon.nn` (Inception-v3 the model zoo's), as `models.py` builds them."""
 
 FRAMEWORK = FrameworkSpec(
     name="gluon",

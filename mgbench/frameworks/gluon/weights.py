@@ -1,0 +1,58 @@
+"""Where a Gluon net starts: the shared initial weights (`--init`), and the job's batch-norm
+settings. The nets' children carry torchvision's module names (`architectures.py`), so a layer's
+path in the net is its name in the shared weights; Gluon lays convolutions out OIHW and dense
+layers (out, in) as torch does, so the arrays are copied as they are."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import mxnet as mx
+from mxnet import gluon
+from mxnet.gluon import nn
+
+from mgbench.common.initial_weights import InitialWeights
+from mgbench.common.models import Hyperparameters
+
+TORCH_NAMES = {
+    nn.Conv2D: {"weight": "weight", "bias": "bias"},
+    nn.Dense: {"weight": "weight", "bias": "bias"},
+    nn.BatchNorm: {"gamma": "weight", "beta": "bias", "running_mean": "running_mean", "running_var": "running_var"},
+}
+"""Each weighted layer's Gluon parameters and torchvision's names for them."""
+
+
+def weighted_layers(block: gluon.Block, path: str = "") -> Iterator[tuple[str, gluon.Block, dict[str, str]]]:
+    """Every layer holding weights, with its path (children's names joined by dots, as torch
+    joins them) and its parameters' torchvision names, in the net's order."""
+    for name, child in block._children.items():
+        names = TORCH_NAMES.get(type(child))
+        if names is None:
+            yield from weighted_layers(child, f"{path}{name}.")
+        else:
+            yield f"{path}{name}", child, names
+
+
+def load_initial(net: gluon.Block, weights: InitialWeights) -> None:
+    """Set every parameter of the initialised `net` (on all its contexts) to the shared array of
+    its torchvision name, each checked by shape; an array left over or missing is one UsageError."""
+    for path, layer, names in weighted_layers(net):
+        for attribute, torch_name in names.items():
+            parameter = getattr(layer, attribute)
+            if parameter is not None:
+                parameter.set_data(mx.nd.array(weights.take(f"{path}.{torch_name}", parameter.shape)))
+    weights.check_all_taken()
+
+
+def set_batch_norm(net: gluon.Block, hyperparameters: Hyperparameters) -> None:
+    """The job's batch-norm momentum (Gluon keeps `momentum` of the old average: 1 minus torch's)
+    and epsilon on every batch-norm layer, before the net is hybridized. Gluon takes them only at
+    construction (into `_kwargs`, what its forward passes to the operator), and the model zoo's
+    Inception-v3 builds its own."""
+
+    def configure(block: gluon.Block) -> None:
+        if isinstance(block, nn.BatchNorm):
+            block._kwargs["momentum"] = 1.0 - hyperparameters.batch_norm_momentum
+            block._kwargs["eps"] = hyperparameters.batch_norm_epsilon
+
+    net.apply(configure)

@@ -7,6 +7,7 @@ shared sampler), the first step's loss is the same function of the same numbers 
 framework, so in fp32 the frameworks' first losses agree to rounding. The check sets each row
 against the reference framework's (pytorch where it ran) and names any that does not agree,
 with how far apart they are at the step the rows share last (the 10th where they ran 10).
+Rows are compared at one global batch (weak scaling's larger batches train on other samples).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ class Disagreement:
 @dataclass(frozen=True)
 class SameStart:
     reference: str
+    """The reference run of each global batch compared, by run id."""
     compared: int
+    """Runs set against a reference (the references not counted)."""
     digests: tuple[str, ...]
     own_initialisers: tuple[str, ...]
     """Runs that started from their framework's own initialiser (no digest)."""
@@ -52,22 +55,18 @@ class SameStart:
                 "Same start: not checked, every run started from its framework's own initialiser "
                 "(--init framework); --init same gives them one starting point."
             )
-        others = self.compared - 1
+        others = self.compared
+        against = f"within {RELATIVE_TOLERANCE:.0e} (relative, {CHECKED_PRECISION}) with the reference run of their global batch ({self.reference})"
         if not self.checked:
             verdict = f"first losses are held to a tolerance in {CHECKED_PRECISION} only"
         elif not self.disagreements:
-            verdict = (
-                f"the first-step losses of {others} runs agree with {self.reference}'s within "
-                f"{RELATIVE_TOLERANCE:.0e} (relative, {CHECKED_PRECISION})"
-            )
+            verdict = f"the first-step losses of {others} runs agree {against}"
         else:
-            verdict = (
-                f"{others - len(self.disagreements)} of {others} runs agree with {self.reference}'s first-step loss within {RELATIVE_TOLERANCE:.0e}; "
-                + "; ".join(
-                    f"{d.run_id} differs by {d.first:.1e} at step 1 and {d.last:.1e} at step {d.last_step}"
-                    for d in self.disagreements
-                )
+            differ = "; ".join(
+                f"{d.run_id} differs by {d.first:.1e} at step 1 and {d.last:.1e} at step {d.last_step}"
+                for d in self.disagreements
             )
+            verdict = f"the first-step losses of {others - len(self.disagreements)} of {others} runs agree {against}; {differ}"
         parts = [verdict]
         if len(self.digests) > 1:
             parts.append(f"the runs started from {len(self.digests)} different weights ({', '.join(self.digests)})")
@@ -87,34 +86,43 @@ def _losses(row: pd.Series) -> list[float]:
     return [float(v) for v in losses] if isinstance(losses, list) else []
 
 
+def _reference(rows: pd.DataFrame) -> pd.Series:
+    """The row the others are set against: the reference framework's, else the first."""
+    preferred = rows[rows["framework"] == REFERENCE_FRAMEWORK]
+    return (preferred if not preferred.empty else rows).sort_values("devices").iloc[0]
+
+
 def same_start(frame: pd.DataFrame) -> SameStart | None:
-    """The check over a compare's rows (None: fewer than two ok rows with recorded losses)."""
+    """The check over a compare's rows (None: no two ok rows of one global batch with recorded
+    losses). Rows are set against the reference's row of their own global batch: with weak
+    scaling a larger device count trains a larger batch, whose loss differs."""
     if frame.empty or "step_losses" not in frame:
         return None
     rows = frame[frame["status"] == "ok"]
     rows = rows[[bool(_losses(row)) and all(map(math.isfinite, _losses(row))) for _, row in rows.iterrows()]]
-    if len(rows) < 2:
+    groups = [group for _, group in rows.groupby("global_batch") if len(group) > 1]
+    if not groups:
         return None
-    preferred = rows[rows["framework"] == REFERENCE_FRAMEWORK]
-    reference = (preferred if not preferred.empty else rows).sort_values("devices").iloc[0]
-    expected = _losses(reference)
+    rows = pd.concat(groups)
+    references = [_reference(group) for group in groups]
     disagreements = []
-    for _, row in rows.iterrows():
-        if row["run_id"] == reference["run_id"]:
-            continue
-        losses = _losses(row)
-        shared = min(len(losses), len(expected))
-        first = _relative(losses[0], expected[0])
-        if first > RELATIVE_TOLERANCE:
-            disagreements.append(
-                Disagreement(row["run_id"], first, shared, _relative(losses[shared - 1], expected[shared - 1]))
-            )
-    digests = rows["init_digest"] if "init_digest" in rows else pd.Series([None] * len(rows))
+    for group, reference in zip(groups, references):
+        expected = _losses(reference)
+        for _, row in group.iterrows():
+            if row["run_id"] == reference["run_id"]:
+                continue
+            losses = _losses(row)
+            shared = min(len(losses), len(expected))
+            first = _relative(losses[0], expected[0])
+            if first > RELATIVE_TOLERANCE:
+                last = _relative(losses[shared - 1], expected[shared - 1])
+                disagreements.append(Disagreement(row["run_id"], first, shared, last))
+    digests = list(rows["init_digest"]) if "init_digest" in rows else [None] * len(rows)
     checked = bool((rows["precision"] == CHECKED_PRECISION).all())
     return SameStart(
-        reference=str(reference["run_id"]),
-        compared=len(rows),
-        digests=tuple(sorted({str(d) for d in digests if isinstance(d, str)})),
+        reference=", ".join(str(r["run_id"]) for r in references),
+        compared=len(rows) - len(references),
+        digests=tuple(sorted({d for d in digests if isinstance(d, str)})),
         own_initialisers=tuple(str(r) for r, d in zip(rows["run_id"], digests) if not isinstance(d, str)),
         disagreements=tuple(disagreements) if checked else (),
         checked=checked,

@@ -1,0 +1,85 @@
+"""The same-start check (`reports/same_start.py`) over rows, and `--init` end to end on CPU."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import mgbench
+
+from mgbench.reports.same_start import RELATIVE_TOLERANCE, same_start
+
+LOSSES = [2.30, 2.25, 2.20, 2.10]
+
+
+def row(framework: str, devices: int = 1, losses=LOSSES, digest="abc", precision="fp32", batch=8) -> dict:
+    return {
+        "run_id": f"{framework}-x-{devices}cpu",
+        "framework": framework,
+        "devices": devices,
+        "global_batch": batch,
+        "status": "ok",
+        "precision": precision,
+        "init_digest": digest,
+        "step_losses": list(losses),
+    }
+
+
+def test_rows_that_agree_pass_and_one_that_does_not_is_named_with_its_gap() -> None:
+    off = [v * (1 + 10 * RELATIVE_TOLERANCE) for v in LOSSES]
+    check = same_start(pd.DataFrame([row("gluon"), row("pytorch"), row("chainer", losses=off)]))
+    assert check.reference == "pytorch-x-1cpu" and check.compared == 2
+    assert [d.run_id for d in check.disagreements] == ["chainer-x-1cpu"]
+    assert check.disagreements[0].first == pytest.approx(10 * RELATIVE_TOLERANCE)
+    assert check.disagreements[0].last_step == len(LOSSES)
+    assert "chainer-x-1cpu differs by 1.0e-02 at step 1" in check.sentence()
+    close = [v * (1 + RELATIVE_TOLERANCE / 2) for v in LOSSES]
+    assert not same_start(pd.DataFrame([row("pytorch"), row("gluon", losses=close)])).disagreements
+
+
+def test_rows_are_compared_within_their_global_batch() -> None:
+    """Weak scaling: 2 devices train twice the batch, whose loss is another one."""
+    bigger = [v + 0.5 for v in LOSSES]
+    frame = pd.DataFrame(
+        [row("pytorch"), row("pytorch", 2, bigger, batch=16), row("gluon"), row("gluon", 2, bigger, batch=16)]
+    )
+    check = same_start(frame)
+    assert not check.disagreements and check.compared == 2
+    frame.loc[3, "step_losses"] = LOSSES
+    assert [d.run_id for d in same_start(frame).disagreements] == ["gluon-x-2cpu"]
+
+
+def test_other_starting_weights_and_own_initialisers_are_said() -> None:
+    check = same_start(pd.DataFrame([row("pytorch"), row("gluon", digest="def"), row("chainer", digest=None)]))
+    assert check.digests == ("abc", "def") and check.own_initialisers == ("chainer-x-1cpu",)
+    assert "2 different weights" in check.sentence()
+    none = same_start(pd.DataFrame([row("pytorch", digest=None), row("gluon", digest=None)]))
+    assert none.sentence().startswith("Same start: not checked")
+
+
+def test_bf16_rows_are_not_held_to_the_fp32_tolerance() -> None:
+    check = same_start(pd.DataFrame([row("pytorch", precision="bf16"), row("gluon", precision="bf16", losses=[3.0])]))
+    assert not check.checked and not check.disagreements
+    assert same_start(pd.DataFrame([row("pytorch")])) is None
+
+
+@pytest.mark.slow
+def test_compare_rows_carry_the_init_digest_and_first_losses(tmp_path: Path) -> None:
+    """pytorch and horovod from one start take the same first steps; --init framework says so."""
+    for init in ("same", "framework"):
+        out = tmp_path / init
+        done = mgbench(
+            "compare", "--frameworks", "pytorch,horovod", "--gpus", "1", "--model", "tiny", "--steps", "3",
+            "--init", init, "--seed", "3", "--out", str(out),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert {r["init"] for r in rows} == {init} and all(len(r["step_losses"]) == 3 for r in rows)
+        sentence = (out / "summary.md").read_text().splitlines()[-1]
+        if init == "same":
+            assert {r["init_digest"] for r in rows} == {rows[0]["init_digest"]} != {None}
+            assert "agree within" in sentence and "differs" not in sentence, sentence
+            assert "Same start:" in done.stdout
+        else:
+            assert {r["init_digest"] for r in rows} == {None}
+            assert "not checked" in sentence

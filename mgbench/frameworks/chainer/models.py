@@ -7,11 +7,16 @@ down-sampling bottleneck) and DenseNet-121 (growth 32, bottleneck width 4 x 32, 
 0.5). Parameter counts therefore equal torchvision's: 25,557,032 and, with the 14-output
 CheXNet head, 6,968,206. Convolutions followed by batch-norm have no bias, as in torchvision.
 Inception-v3 is not built for Chainer.
+
+Every link sits under the name torchvision gives the same module (`Named`, e.g. ResNet's
+`layer1/0/conv1`, DenseNet's `features/denseblock1/denselayer1/norm1`, tiny's `0`, `3`, `7`),
+so a parameter's path is its torchvision name with `/` for `.`: that is how the shared initial
+weights find their links (`weights.load_initial`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from mgbench.frameworks.chainer import compat as chainer_compat
 
@@ -29,15 +34,60 @@ DENSENET121_BLOCKS = (6, 12, 24, 16)
 DENSENET_GROWTH = 32
 DENSENET_BOTTLENECK = 4
 
-
-def conv_bn(in_channels: int, out_channels: int, ksize: int, stride: int = 1, pad: int = 0) -> chainer.Sequential:
-    return chainer.Sequential(
-        L.Convolution2D(in_channels, out_channels, ksize, stride, pad, nobias=True), L.BatchNormalization(out_channels)
-    )
+Layer = Callable[[chainer.Variable], chainer.Variable]
 
 
-def global_average(h: chainer.Variable) -> chainer.Variable:
-    return F.mean(h, axis=(2, 3))
+class Named(chainer.Chain):
+    """Layers applied in order, like torch's `nn.Sequential`: the links registered under the
+    names given (torchvision's), the functions (ReLU, pooling), which hold no weights, kept
+    apart. chainer.Sequential is no substitute: it numbers only the links, not every layer as
+    torch does, and (Chainer 7.8.1) from its third link on names them in another order than it
+    applies them, so names would not say which link is which."""
+
+    def __init__(self, layers: Iterable[tuple[str, Layer]]):
+        super().__init__()
+        self.order: tuple[str, ...] = ()
+        self.functions: dict[str, Layer] = {}
+        with self.init_scope():
+            for name, layer in layers:
+                self.order += (name,)
+                if isinstance(layer, chainer.Link):
+                    setattr(self, name, layer)
+                else:
+                    self.functions[name] = layer
+
+    def forward(self, x: chainer.Variable) -> chainer.Variable:
+        for name in self.order:
+            x = self.functions[name](x) if name in self.functions else self[name](x)
+        return x
+
+
+def numbered(*layers: Layer) -> list[tuple[str, Layer]]:
+    """Layers named by position, as `nn.Sequential` names them."""
+    return [(str(index), layer) for index, layer in enumerate(layers)]
+
+
+def convolution(in_channels: int, out_channels: int, ksize: int, stride: int = 1, pad: int = 0) -> L.Convolution2D:
+    """A convolution followed by batch-norm, hence without bias."""
+    return L.Convolution2D(in_channels, out_channels, ksize, stride, pad, nobias=True)
+
+
+def stem_pool(h: chainer.Variable) -> chainer.Variable:
+    """3x3 stride-2 max-pooling padded by 1 (with -inf, as torch pads), no partial windows."""
+    return F.max_pooling_2d(h, 3, 2, 1, cover_all=False)
+
+
+def halve(h: chainer.Variable) -> chainer.Variable:
+    """2x2 stride-2 max-pooling."""
+    return F.max_pooling_2d(h, 2, 2, cover_all=False)
+
+
+def global_average_pool(h: chainer.Variable) -> chainer.Variable:
+    return F.mean(h, axis=(2, 3), keepdims=True)
+
+
+def flatten(h: chainer.Variable) -> chainer.Variable:
+    return F.reshape(h, (h.shape[0], -1))
 
 
 class Bottleneck(chainer.Chain):
@@ -47,41 +97,44 @@ class Bottleneck(chainer.Chain):
         super().__init__()
         out_channels = width * 4
         with self.init_scope():
-            self.reduce = conv_bn(in_channels, width, 1)
-            self.conv = conv_bn(width, width, 3, stride, 1)
-            self.expand = conv_bn(width, out_channels, 1)
-            self.projection = (
-                conv_bn(in_channels, out_channels, 1, stride) if stride != 1 or in_channels != out_channels else None
+            self.conv1 = convolution(in_channels, width, 1)
+            self.bn1 = L.BatchNormalization(width)
+            self.conv2 = convolution(width, width, 3, stride, 1)
+            self.bn2 = L.BatchNormalization(width)
+            self.conv3 = convolution(width, out_channels, 1)
+            self.bn3 = L.BatchNormalization(out_channels)
+            self.downsample = (
+                Named(numbered(convolution(in_channels, out_channels, 1, stride), L.BatchNormalization(out_channels)))
+                if stride != 1 or in_channels != out_channels
+                else None
             )
 
     def forward(self, x: chainer.Variable) -> chainer.Variable:
-        h = F.relu(self.reduce(x))
-        h = F.relu(self.conv(h))
-        h = self.expand(h)
-        shortcut = x if self.projection is None else self.projection(x)
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = F.relu(self.bn2(self.conv2(h)))
+        h = self.bn3(self.conv3(h))
+        shortcut = x if self.downsample is None else self.downsample(x)
         return F.relu(h + shortcut)
 
 
-class ResNet50(chainer.Chain):
-    def __init__(self, num_classes: int):
-        super().__init__()
-        with self.init_scope():
-            self.stem = conv_bn(3, 64, 7, 2, 3)
-            self.stages = chainer.ChainList()
-            in_channels = 64
-            for stage, blocks in enumerate(RESNET50_BLOCKS):
-                width = 64 * 2**stage
-                for block in range(blocks):
-                    stride = 2 if stage > 0 and block == 0 else 1
-                    self.stages.add_link(Bottleneck(in_channels, width, stride))
-                    in_channels = width * 4
-            self.fc = L.Linear(in_channels, num_classes)
-
-    def forward(self, x: chainer.Variable) -> chainer.Variable:
-        h = F.max_pooling_2d(F.relu(self.stem(x)), 3, 2, 1, cover_all=False)
-        for block in self.stages:
-            h = block(h)
-        return self.fc(global_average(h))
+def resnet50(num_classes: int) -> Named:
+    layers: list[tuple[str, Layer]] = [
+        ("conv1", convolution(3, 64, 7, 2, 3)),
+        ("bn1", L.BatchNormalization(64)),
+        ("relu", F.relu),
+        ("maxpool", stem_pool),
+    ]
+    in_channels = 64
+    for stage, blocks in enumerate(RESNET50_BLOCKS, start=1):
+        width = 64 * 2 ** (stage - 1)
+        bottlenecks = []
+        for block in range(blocks):
+            stride = 2 if stage > 1 and block == 0 else 1
+            bottlenecks.append(Bottleneck(in_channels, width, stride))
+            in_channels = width * 4
+        layers.append((f"layer{stage}", Named(numbered(*bottlenecks))))
+    layers += [("avgpool", global_average_pool), ("flatten", flatten), ("fc", L.Linear(in_channels, num_classes))]
+    return Named(layers)
 
 
 class DenseLayer(chainer.Chain):
@@ -92,9 +145,9 @@ class DenseLayer(chainer.Chain):
         width = DENSENET_BOTTLENECK * DENSENET_GROWTH
         with self.init_scope():
             self.norm1 = L.BatchNormalization(in_channels)
-            self.conv1 = L.Convolution2D(in_channels, width, 1, nobias=True)
+            self.conv1 = convolution(in_channels, width, 1)
             self.norm2 = L.BatchNormalization(width)
-            self.conv2 = L.Convolution2D(width, DENSENET_GROWTH, 3, 1, 1, nobias=True)
+            self.conv2 = convolution(width, DENSENET_GROWTH, 3, 1, 1)
 
     def forward(self, x: chainer.Variable) -> chainer.Variable:
         h = self.conv1(F.relu(self.norm1(x)))
@@ -109,59 +162,62 @@ class Transition(chainer.Chain):
         super().__init__()
         with self.init_scope():
             self.norm = L.BatchNormalization(in_channels)
-            self.conv = L.Convolution2D(in_channels, in_channels // 2, 1, nobias=True)
+            self.conv = convolution(in_channels, in_channels // 2, 1)
 
     def forward(self, x: chainer.Variable) -> chainer.Variable:
         return F.average_pooling_2d(self.conv(F.relu(self.norm(x))), 2, 2)
 
 
-class DenseNet121(chainer.Chain):
-    def __init__(self, num_classes: int):
-        super().__init__()
-        with self.init_scope():
-            self.stem = conv_bn(3, 64, 7, 2, 3)
-            self.blocks = chainer.ChainList()
-            channels = 64
-            for index, layers in enumerate(DENSENET121_BLOCKS):
-                for _ in range(layers):
-                    self.blocks.add_link(DenseLayer(channels))
-                    channels += DENSENET_GROWTH
-                if index < len(DENSENET121_BLOCKS) - 1:
-                    self.blocks.add_link(Transition(channels))
-                    channels //= 2
-            self.norm = L.BatchNormalization(channels)
-            self.classifier = L.Linear(channels, num_classes)
-
-    def forward(self, x: chainer.Variable) -> chainer.Variable:
-        h = F.max_pooling_2d(F.relu(self.stem(x)), 3, 2, 1, cover_all=False)
-        for block in self.blocks:
-            h = block(h)
-        return self.classifier(global_average(F.relu(self.norm(h))))
-
-
-class Tiny(chainer.Chain):
-    """The catalogue's `tiny`: conv-relu-maxpool-conv-relu-global average-linear, 5,418 parameters."""
-
-    def __init__(self, num_classes: int):
-        super().__init__()
-        with self.init_scope():
-            self.conv1 = L.Convolution2D(3, 16, 3, 1, 1)
-            self.conv2 = L.Convolution2D(16, 32, 3, 1, 1)
-            self.fc = L.Linear(32, num_classes)
-
-    def forward(self, x: chainer.Variable) -> chainer.Variable:
-        h = F.max_pooling_2d(F.relu(self.conv1(x)), 2, 2, cover_all=False)
-        return self.fc(global_average(F.relu(self.conv2(h))))
+def densenet121(num_classes: int) -> Named:
+    features: list[tuple[str, Layer]] = [
+        ("conv0", convolution(3, 64, 7, 2, 3)),
+        ("norm0", L.BatchNormalization(64)),
+        ("relu0", F.relu),
+        ("pool0", stem_pool),
+    ]
+    channels = 64
+    for block, layers in enumerate(DENSENET121_BLOCKS, start=1):
+        dense_layers = []
+        for layer in range(1, layers + 1):
+            dense_layers.append((f"denselayer{layer}", DenseLayer(channels)))
+            channels += DENSENET_GROWTH
+        features.append((f"denseblock{block}", Named(dense_layers)))
+        if block < len(DENSENET121_BLOCKS):
+            features.append((f"transition{block}", Transition(channels)))
+            channels //= 2
+    features.append(("norm5", L.BatchNormalization(channels)))
+    return Named(
+        [
+            ("features", Named(features)),
+            ("relu", F.relu),
+            ("avgpool", global_average_pool),
+            ("flatten", flatten),
+            ("classifier", L.Linear(channels, num_classes)),
+        ]
+    )
 
 
-densenet121, resnet50, tiny = DenseNet121, ResNet50, Tiny
-"""The catalogue models `spec.py` declares (`CHAINER_MODELS`), each built by the callable of its
-name from its number of outputs (initialisers draw from numpy's global RNG)."""
+def tiny(num_classes: int) -> Named:
+    """The catalogue's `tiny`: conv-relu-maxpool-conv-relu-global average-linear, 5,418 parameters,
+    numbered as torch's `nn.Sequential` of it (convolutions 0 and 3, linear 7)."""
+    return Named(
+        numbered(
+            L.Convolution2D(3, 16, 3, 1, 1),
+            F.relu,
+            halve,
+            L.Convolution2D(16, 32, 3, 1, 1),
+            F.relu,
+            global_average_pool,
+            flatten,
+            L.Linear(32, num_classes),
+        )
+    )
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: str) -> chainer.Chain:
-    """The architecture for `spec` (Chainer's nets take any image size, in channels_first only,
-    which the registry holds them to)."""
+    """The architecture for `spec`, built by this module's function of its name (`CHAINER_MODELS`)
+    from its number of outputs; initialisers draw from numpy's global RNG. Chainer's nets take any
+    image size, in channels_first only, which the registry holds them to."""
     return CHAINER_MODELS.builder(spec.name, "chainer")(spec.num_classes)
 
 

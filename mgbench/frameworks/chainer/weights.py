@@ -1,0 +1,56 @@
+"""Where a Chainer model starts: the shared initial weights (`--init`), and the job's batch-norm
+settings. The models name every link as torchvision names the module (`models.Named`), so a
+link's path, `/` read as `.`, is the shared weights' prefix; each link kind says which of its
+arrays is which torchvision state. Layouts agree: Convolution2D's W is OIHW, Linear's (out, in)."""
+
+from __future__ import annotations
+
+from mgbench.frameworks.chainer import compat as chainer_compat
+
+chainer_compat.apply()
+
+import chainer  # noqa: E402
+import chainer.links as L  # noqa: E402
+
+from mgbench.common.errors import UsageError  # noqa: E402
+from mgbench.common.initial_weights import InitialWeights  # noqa: E402
+from mgbench.common.models import Hyperparameters  # noqa: E402
+
+TORCH_STATES: dict[type[chainer.Link], dict[str, str]] = {
+    L.Convolution2D: {"W": "weight", "b": "bias"},
+    L.Linear: {"W": "weight", "b": "bias"},
+    L.BatchNormalization: {"gamma": "weight", "beta": "bias", "avg_mean": "running_mean", "avg_var": "running_var"},
+}
+"""Each weighted link kind's arrays (parameters and batch-norm's moving averages) by the name of
+the same state in torch. Batch-norm's count of batches seen (`N`) is not a weight, as torch's
+`num_batches_tracked` is not; an absent bias (`nobias`) is None and has no shared array."""
+
+
+def torch_name(path: str, state: str) -> str:
+    """`/layer1/0/conv1` and `weight` -> `layer1.0.conv1.weight`."""
+    return ".".join((*path.strip("/").split("/"), state))
+
+
+def load_initial(model: chainer.Link, weights: InitialWeights) -> None:
+    """Copy every shared array into the link array of the same torchvision name, in place and
+    checked by shape; an array left over or missing, or a link whose parameters are not yet
+    initialised (a deferred input size), is one UsageError."""
+    for path, link in model.namedlinks(skipself=True):
+        for attribute, state in TORCH_STATES.get(type(link), {}).items():
+            value = getattr(link, attribute)
+            if value is None:
+                continue
+            array = value.array if isinstance(value, chainer.Variable) else value
+            if array is None:
+                raise UsageError(f"{path}/{attribute} is not initialised: give the link its input size")
+            array[...] = weights.take(torch_name(path, state), array.shape)
+    weights.check_all_taken()
+
+
+def set_batch_norm(model: chainer.Link, hyperparameters: Hyperparameters) -> None:
+    """The job's batch-norm settings on every batch-norm link: Chainer's decay is the weight of the
+    old average, 1 minus torch's momentum; its default epsilon (2e-5) is replaced too."""
+    for link in model.links():
+        if isinstance(link, L.BatchNormalization):
+            link.decay = 1.0 - hyperparameters.batch_norm_momentum
+            link.eps = hyperparameters.batch_norm_epsilon

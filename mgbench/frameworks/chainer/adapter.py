@@ -10,6 +10,10 @@
   instead of updating. `setup` does that broadcast itself and lets the optimizer record the
   parameter set, so every timed step is a real training step.
 
+Every process builds the model, sets the job's batch-norm settings and, under `--init same` or a
+weights file, loads the shared starting weights (`weights`) before that broadcast, so the
+broadcast hands over what every rank already holds.
+
 Real datasets are read by Chainer's MultiprocessIterator over the shared shards, scattered by
 ChainerMN (`mgbench.frameworks.chainer.data`); the model's head follows the dataset's labels.
 Input is unstaged: each batch is sent to the device when the step takes it.
@@ -41,13 +45,14 @@ import chainermn  # noqa: E402
 import mpi4py  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
-from mgbench.common.config import MOMENTUM, RunConfig  # noqa: E402
+from mgbench.common.config import RunConfig  # noqa: E402
 from mgbench.common.errors import UsageError  # noqa: E402
+from mgbench.common.initial_weights import initial_weights  # noqa: E402
 from mgbench.common.metrics import gathered_metrics  # noqa: E402
 from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
 from mgbench.datasets.resolve import dataset_for  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
-from mgbench.frameworks.chainer import cupy_compat, models  # noqa: E402
+from mgbench.frameworks.chainer import cupy_compat, models, weights  # noqa: E402
 from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
 
 KERNEL_PATCHES = cupy_compat.apply()
@@ -73,9 +78,13 @@ class ChainerTrainer(Adapter):
         self.dataset = dataset_for(config)
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         self.model = models.build_model(spec, config.input_size, config.data_format)
+        weights.set_batch_norm(self.model, spec.hyperparameters)
+        start = initial_weights(config.init, spec, config.seed)
+        if start is not None:
+            weights.load_initial(self.model, start)
         self.model.to_device(self.device)
         self.lossfun = models.build_loss(spec)
-        optimizer = chainer.optimizers.MomentumSGD(lr=config.learning_rate, momentum=MOMENTUM)
+        optimizer = chainer.optimizers.MomentumSGD(lr=config.learning_rate, momentum=spec.hyperparameters.sgd_momentum)
         self.optimizer = chainermn.create_multi_node_optimizer(optimizer, self.comm)
         self.optimizer.setup(self.model)
         self.comm.bcast_data(self.model)
@@ -83,7 +92,7 @@ class ChainerTrainer(Adapter):
         self._loss = 0.0
         if self.dataset is not None:
             self.loader = ChainerLoader(self.dataset, config, self.comm)
-        return ModelInfo(parameters=models.parameter_count(self.model))
+        return ModelInfo(parameters=models.parameter_count(self.model), init_digest=start.digest if start else None)
 
     def _join_device(self) -> chainer.backend.Device:
         if self.use_cuda:

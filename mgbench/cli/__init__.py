@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         bandwidth,
         catalog,
         compare,
+        convert_weights,
         envreport,
         make_sample,
         prepare,
@@ -55,7 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mgbench {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
-    for module in (compare, run, report, project, catalog, envreport, bandwidth, setup_env, prepare, make_sample):
+    for module in (
+        compare,
+        run,
+        report,
+        project,
+        catalog,
+        envreport,
+        bandwidth,
+        setup_env,
+        prepare,
+        make_sample,
+        convert_weights,
+    ):
         module.register(verbs)
     return parser
 

@@ -18,7 +18,9 @@ builds something else fails in one line instead of training from a partial start
 from __future__ import annotations
 
 import hashlib
+import io
 import math
+import re
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -249,6 +251,49 @@ def initial_weights(init: str, spec: ModelSpec, seed: int) -> InitialWeights | N
     return read_weights_file(Path(init))
 
 
-def write_weights_file(weights: InitialWeights, path: Path) -> None:
-    """Save `weights` as an uncompressed `.npz` (what `--init FILE.npz` reads)."""
-    np.savez(path, **weights.arrays)
+LEGACY_DENSENET_NAME = re.compile(
+    r"^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var))$"
+)
+"""torchvision's published DenseNet weights name `norm.1` what its modules call `norm1`."""
+WRAPPER_PREFIX = "module."
+"""What DistributedDataParallel and DataParallel put before every name of a saved state dict."""
+
+
+@dataclass(frozen=True)
+class Conformed:
+    weights: InitialWeights
+    redrawn: tuple[str, ...]
+    """The arrays of another shape than the catalogue model's (a 1000-way ImageNet head for the
+    14-output CheXNet one), drawn from the reference initialisation instead."""
+
+
+def conformed(arrays: dict[str, np.ndarray], spec: ModelSpec, seed: int, source: str) -> Conformed:
+    """Arrays of a saved torchvision model as the catalogue's `spec` names and shapes them:
+    DDP's `module.` prefixes and the legacy DenseNet names undone, torch's batch counters left
+    out, arrays whose shape differs (the classifier, for another number of outputs) drawn as
+    the reference draws them, as CheXNet replaces ImageNet's classifier. A name the model does
+    not have, or one it needs that is missing, is one UsageError."""
+    renamed = {}
+    for name, array in arrays.items():
+        name = name.removeprefix(WRAPPER_PREFIX)
+        name = LEGACY_DENSENET_NAME.sub(lambda m: m.group(1) + m.group(2), name)
+        if not name.endswith("num_batches_tracked"):
+            renamed[name] = np.asarray(array, dtype=np.float32)
+    reference = reference_weights(spec, seed).arrays
+    unknown = sorted(set(renamed) - set(reference))
+    missing = sorted(set(reference) - set(renamed))
+    if unknown or missing:
+        shown = ", ".join((unknown or missing)[:5])
+        what = "names the model does not have" if unknown else "misses arrays the model needs"
+        raise UsageError(f"{source} is not {spec.name}'s weights: it {what} ({shown})")
+    redrawn = tuple(name for name in reference if renamed[name].shape != reference[name].shape)
+    for name in redrawn:
+        renamed[name] = reference[name]
+    return Conformed(InitialWeights(renamed, source), redrawn)
+
+
+def weights_file_bytes(weights: InitialWeights) -> bytes:
+    """`weights` as an uncompressed `.npz` (what `--init FILE.npz` reads)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **weights.arrays)
+    return buffer.getvalue()

@@ -4,9 +4,14 @@ dict itself; Horovod and the FLOP count build the same modules."""
 
 from __future__ import annotations
 
+import pickle
+from pathlib import Path
+
+import numpy as np
 import torch
 from torch import nn
 
+from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import InitialWeights
 from mgbench.common.models import Hyperparameters
 
@@ -30,3 +35,16 @@ def set_batch_norm(model: nn.Module, hyperparameters: Hyperparameters) -> None:
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             module.momentum = hyperparameters.batch_norm_momentum
             module.eps = hyperparameters.batch_norm_epsilon
+
+
+def read_state_dict(path: Path) -> dict[str, np.ndarray]:
+    """A saved torch state dict (a checkpoint holding one under `state_dict` too) as numpy arrays,
+    loaded without running pickled code (`weights_only`)."""
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError, pickle.UnpicklingError) as error:
+        raise UsageError(f"{path}: not a torch state dict ({str(error).splitlines()[0]})") from None
+    state = saved.get("state_dict", saved) if isinstance(saved, dict) else None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise UsageError(f"{path}: not a torch state dict (no named tensors in it)")
+    return {name: tensor.float().numpy() for name, tensor in state.items()}

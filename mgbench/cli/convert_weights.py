@@ -1,0 +1,58 @@
+"""`mgbench convert-weights SRC DST.npz --model M`: a saved torchvision model as the `.npz` that
+`--init DST.npz` starts every framework from (e.g. ImageNet-pretrained DenseNet-121, as CheXNet)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import conformed, weights_file_bytes
+from mgbench.common.models import model_spec
+from mgbench.common.safe_files import write_file
+
+TORCH_SUFFIXES = (".pth", ".pt")
+
+
+def register(verbs: argparse._SubParsersAction) -> None:
+    parser = verbs.add_parser(
+        "convert-weights",
+        help="turn a torchvision state dict (.pth) into the .npz that --init FILE.npz starts every framework from",
+    )
+    parser.add_argument("src", type=Path, help="a torch state dict of the torchvision architecture (.pth or .pt)")
+    parser.add_argument("dst", type=Path, help="the .npz to write (not overwritten if it exists)")
+    parser.add_argument("--model", default="densenet121", help="the catalogue model the weights are for")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the reference draw for arrays of another shape (the classifier)"
+    )
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    spec = model_spec(args.model)
+    if args.src.suffix not in TORCH_SUFFIXES:
+        raise UsageError(f"{args.src}: convert-weights reads torch state dicts ({', '.join(TORCH_SUFFIXES)})")
+    if not args.src.is_file():
+        raise UsageError(f"{args.src}: no such file")
+    if args.dst.suffix != ".npz":
+        raise UsageError(f"{args.dst}: the weights are written as .npz (what --init reads)")
+    if args.dst.exists() or args.dst.is_symlink():
+        raise UsageError(f"{args.dst} exists: give a new name (it is not overwritten)")
+    try:
+        from mgbench.frameworks.pytorch.weights import read_state_dict
+    except ImportError:
+        raise UsageError("convert-weights reads torch files with PyTorch: make env-pytorch") from None
+    result = conformed(read_state_dict(args.src), spec, args.seed, args.src.name)
+    write_file(args.dst.absolute().parent, args.dst.name, weights_file_bytes(result.weights))
+    console = Console(stderr=True, soft_wrap=True)
+    if result.redrawn:
+        console.print(
+            f"{', '.join(result.redrawn)}: another shape than {spec.name}'s ({spec.num_classes} outputs), "
+            f"drawn from the reference initialisation (seed {args.seed})"
+        )
+    console.print(
+        f"{args.dst}: {len(result.weights.arrays)} arrays, digest {result.weights.digest} (--init {args.dst})"
+    )
+    return 0

@@ -4,13 +4,18 @@ rank by time rather than images/sec, and the console output fits the width it is
 
 from __future__ import annotations
 
+import dataclasses
+import io
+
 import pytest
+from rich.console import Console
 from test_cli import exit_code
 from test_driver import EpochTrainer, fake_config
 
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.errors import UsageError
+from mgbench.common.results import RunResult
 from mgbench.common.target import TargetMetric
 
 
@@ -85,3 +90,122 @@ def test_old_configs_without_a_target_read_back_as_none():
     data = config.to_dict()
     del data["target_metric"]
     assert RunConfig.from_dict(data).target_metric is None
+
+
+EPOCH_LINES = {
+    # (framework, strategy): (images/sec, seconds to train, seconds to the target or None, test AUC)
+    ("keras-jax", "jax-shard-map"): (900.0, 30.0, None, 0.58),
+    ("pytorch", "ddp"): (600.0, 19.4, 12.0, 0.601),
+    ("horovod", "horovod"): (500.0, 22.1, 15.0, 0.595),
+}
+"""keras-jax has the most images/sec but trains slowest and never reaches the target."""
+
+
+def epoch_rows(target: str | None = None) -> list[RunResult]:
+    from mgbench.common.timing import summarise_steps
+
+    rows = []
+    for (framework, strategy), (rate, seconds, to_target, auc) in EPOCH_LINES.items():
+        config = RunConfig(
+            framework, strategy, "densenet121", 1, "cuda", 32, 20, dataset="chestxray:/data", epochs=2,
+            target_metric=target,
+        )  # fmt: skip
+        stats = summarise_steps([config.global_batch / rate] * 20, [0.0] * 20, config.global_batch)
+        reached = target is not None and to_target is not None
+        rows.append(
+            RunResult(
+                config,
+                "ok",
+                **vars(stats),
+                time_to_train_seconds=seconds,
+                time_to_target_seconds=to_target if reached else None,
+                target_epoch=1 if reached else None,
+                test_metrics={"loss": 0.5, "auc": auc},
+                warnings=[] if reached or target is None else [f"target {target} not reached in 2 epoch(s)"],
+            )
+        )
+    return rows
+
+
+def steps_rows() -> list[RunResult]:
+    """The same lines timed by `--steps` on synthetic data: nothing trained in epochs."""
+    return [
+        dataclasses.replace(row, config=row.config.with_changes(epochs=None, dataset="synthetic"))
+        for row in epoch_rows()
+    ]
+
+
+def summary_of(target: str | None = None):
+    from mgbench.reports.compact import compact_summary
+    from mgbench.reports.summary import results_frame
+
+    return compact_summary(results_frame(epoch_rows(target)), "densenet121 fp32, chestxray, 2 epochs")
+
+
+def table_text(summary, width: int) -> str:
+    from mgbench.reports.compact import print_compact
+
+    buffer = io.StringIO()
+    print_compact(summary, Console(file=buffer, width=width, color_system=None))
+    return buffer.getvalue()
+
+
+def test_an_epochs_compare_ranks_by_time_to_train_not_images_per_sec():
+    from mgbench.reports.verdict import verdict
+
+    summary = summary_of()
+    assert list(summary.lines["framework"]) == ["pytorch", "horovod", "keras-jax"]
+    assert verdict(summary).startswith(
+        "pytorch ddp trained 2 epochs fastest on 1 GPU: 19.4 s (test AUC 0.601), 1.14x horovod horovod;"
+    )
+    lines = [line for line in table_text(summary, 120).splitlines() if "ddp" in line or "horovod " in line]
+    assert "pytorch" in lines[0] and "19.4" in lines[0] and "0.601" in lines[0] and "600.0" in lines[0]
+
+
+def test_with_a_target_lines_rank_by_time_to_it_and_those_that_missed_it_come_last():
+    from mgbench.reports.verdict import verdict
+
+    summary = summary_of("auc=0.6")
+    assert list(summary.lines["framework"]) == ["pytorch", "horovod", "keras-jax"]
+    assert verdict(summary).startswith(
+        "pytorch ddp reached val AUC 0.6 fastest on 1 GPU: 12.0 s (epoch 1 of 2, test AUC 0.601), 1.25x horovod"
+    )
+    text = table_text(summary, 120)
+    (missed,) = [line for line in text.splitlines() if "keras-jax" in line and "│" in line]
+    assert "not reached" in missed
+    assert any("target auc=0.6 not reached" in line for line in text.splitlines() if line.startswith("["))
+
+
+def test_summary_md_carries_time_to_train_and_test_auc_of_epochs_rows_only(tmp_path):
+    from mgbench.reports.summary import display_table, results_frame
+
+    table = display_table(results_frame(epoch_rows("auc=0.6")))
+    assert {"train s", "to target s", "target epoch", "test AUC"} <= set(table.columns)
+    assert "test top1" not in table.columns
+    pytorch = table[table["framework"] == "pytorch"].iloc[0]
+    assert (pytorch["train s"], pytorch["to target s"], pytorch["test AUC"]) == ("19.4", "12.0", "0.601")
+    assert table[table["framework"] == "keras-jax"].iloc[0]["to target s"] == "not reached"
+    assert not {"train s", "test AUC"} & set(display_table(results_frame(steps_rows())).columns)
+
+
+def test_piped_output_fits_the_width_columns_gives(monkeypatch, capsys):
+    from mgbench.reports.compact import print_summary
+    from mgbench.reports.summary import results_frame
+
+    monkeypatch.setenv("COLUMNS", "100")
+    rows = epoch_rows("auc=0.6")
+    rows[0].warnings = ["a warning long enough to need wrapping at one hundred columns " * 3]
+    print_summary(results_frame(rows), "densenet121 fp32, chestxray, 2 epochs, weak scaling, cuda")
+    out = capsys.readouterr().out
+    assert "pytorch ddp reached val AUC 0.6 fastest" in out.replace("\n", " ")
+    assert max(len(line) for line in out.splitlines()) <= 100 < len(rows[0].warnings[0])
+
+
+def test_a_steps_compare_still_ranks_by_images_per_sec():
+    from mgbench.reports.compact import compact_summary
+    from mgbench.reports.summary import results_frame
+    from mgbench.reports.verdict import verdict
+
+    summary = compact_summary(results_frame(steps_rows()))
+    assert list(summary.lines["framework"]) == ["keras-jax", "pytorch", "horovod"]
+    assert verdict(summary).startswith("keras-jax jax-shard-map is fastest on 1 GPU: 900.0 img/s, 1.50x pytorch ddp")

@@ -1,7 +1,10 @@
 """The compact summary: one line per framework/strategy, fastest first, that a reader takes in at a glance.
 
-Each device count gets a group of columns (images/sec, and scaling efficiency above the smallest
-count); "vs fastest" sets each line's throughput at the largest count against the best one there;
+Fastest is by the compare's ranking (`ranking`): images/sec for `--steps`; for `--epochs` the time
+to train (to the target, with `--target-metric`), lines that did not finish or reach it last.
+Each device count gets a group of columns (the ranked figure, with `--epochs` the test metric and
+images/sec beside it, and scaling efficiency above the smallest count); "vs fastest" sets each
+line's speed at the largest count against the fastest line's there;
 "holds back" is the bottleneck label of that row's breakdown, or of its host timing on CPU devices
 that were not profiled (marked "(host)"). Everything that needs a sentence
 (a failure's cause, a warning, what a bottleneck means) becomes a numbered note under the table, so
@@ -22,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mgbench.common.kinds import DeviceKind
+from mgbench.reports.ranking import Ranking, Throughput, ranking_of
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import table_console
@@ -50,7 +54,9 @@ class CompactSummary:
 
     title: str
     lines: pd.DataFrame
-    """Raw values: framework, strategy, images_per_sec_<n>dev, scaling_efficiency_pct_<n>dev,
+    """Raw values: framework, strategy, the ranking's figures per count (`<key>_<n>dev`:
+    images_per_sec, with `--epochs` time_to_train_seconds or time_to_target_seconds and
+    target_epoch, test_auc or test_top1), scaling_efficiency_pct_<n>dev,
     vs_fastest_ratio, bottleneck, bottleneck_pct, bottleneck_source (`readings.DEVICE`, `CPU_TRACE`,
     `HOST_TIMING`; "" without one), notes (note numbers)."""
     cells: pd.DataFrame
@@ -59,6 +65,8 @@ class CompactSummary:
     notes: list[str] = field(default_factory=list)
     on_gpus: bool = True
     """False where CPU devices stood in for GPUs."""
+    ranking: Ranking = field(default_factory=Throughput)
+    """What the lines are ranked by: throughput, or with `--epochs` time to train (to the target)."""
 
     def to_records(self) -> list[dict[str, object]]:
         """The lines as JSON-ready dicts (NaN as null)."""
@@ -112,6 +120,7 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     """The compact summary of a results frame (`mgbench.reports.summary.results_frame`)."""
     counts = sorted(int(d) for d in frame["devices"].unique())
     top, word = counts[-1], "GPU" if on_gpus(frame) else "dev"
+    ranking = ranking_of(frame)
     lines = []
     for (framework, strategy), group in frame.groupby(GROUP, sort=False):
         by_count = {int(row["devices"]): row for _, row in group.iterrows()}
@@ -119,7 +128,9 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
         for count in counts:
             row = by_count.get(count)
             ok = row is not None and row["status"] == "ok"
-            line[f"images_per_sec_{count}dev"] = float(row["images_per_sec"]) if ok else math.nan
+            values = ranking.line_figures(row) if ok else {}
+            for key in ranking.keys:
+                line[f"{key}_{count}dev"] = values.get(key, math.nan)
             line[f"status_{count}dev"] = "" if row is None else str(row["status"])
             if count != counts[0]:
                 efficiency = row["scaling_efficiency_fraction"] if ok else math.nan
@@ -132,27 +143,31 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
         line["notes"] = _notes_of(group, held)
         lines.append(line)
     table = pd.DataFrame(lines)
-    rates = [f"images_per_sec_{count}dev" for count in reversed(counts)]
-    table = table.sort_values(rates, ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    ranked = [f"{ranking.ranked}_{count}dev" for count in reversed(counts)]
+    ascending = not ranking.descending
+    table = table.sort_values(ranked, ascending=ascending, na_position="last", kind="stable").reset_index(drop=True)
     book = NoteBook()
     table["notes"] = [sorted({book.number(text) for text in texts}) for texts in table["notes"]]
-    best = table[f"images_per_sec_{top}dev"].max()
-    table["vs_fastest_ratio"] = table[f"images_per_sec_{top}dev"] / best if best and best > 0 else math.nan
-    columns = _columns(counts, word)
-    cells = pd.DataFrame([_cells(line, counts) for _, line in table.iterrows()], columns=[c.key for c in columns])
+    table["vs_fastest_ratio"] = ranking.vs_fastest(table[f"{ranking.ranked}_{top}dev"])
+    columns = _columns(counts, word, ranking)
+    cells = pd.DataFrame(
+        [_cells(line, counts, ranking) for _, line in table.iterrows()], columns=[c.key for c in columns]
+    )
     status_columns = [f"status_{count}dev" for count in counts]
     lines = table.drop(columns=status_columns)
-    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame))
+    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), ranking)
 
 
-def _columns(counts: list[int], word: str) -> list[Column]:
+def _columns(counts: list[int], word: str, ranking: Ranking) -> list[Column]:
     """The declared columns, left to right. Dropped first when space is short: the smaller counts'
-    efficiency and throughput, then the bottleneck, then "vs fastest"; never the names, the largest
-    count's throughput or the note numbers."""
+    efficiency and figures, then the bottleneck, then "vs fastest"; never the names, the largest
+    count's ranked figure (and with `--epochs` its test metric) or the note numbers."""
     columns = [Column("framework", "framework", False, 0), Column("strategy", "strategy", False, 0)]
     for count in counts:
         largest = count == counts[-1]
-        columns.append(Column(f"{count} {word}\nimg/s", f"rate_{count}", True, 0 if largest else 4))
+        for figure in ranking.figures:
+            drop = figure.drop_largest if largest else figure.drop_smaller
+            columns.append(Column(f"{count} {word}\n{figure.header}", f"{figure.cell}_{count}", True, drop))
         if count != counts[0]:
             columns.append(Column(f"{count} {word}\neff.", f"efficiency_{count}", True, 2 if largest else 5))
     columns += [
@@ -167,12 +182,17 @@ def _number(value: object, pattern: str) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else pattern.format(value)
 
 
-def _cells(line: pd.Series, counts: list[int]) -> dict[str, str]:
+def _cells(line: pd.Series, counts: list[int], ranking: Ranking) -> dict[str, str]:
+    """A line's cells: the ranked figure of a count a run did not finish shows its status (`oom`),
+    one that finished without it (a target not reached) `ranking.missing`; other figures a dash."""
     cells = {"framework": str(line["framework"]), "strategy": str(line["strategy"])}
     for count in counts:
         status = line[f"status_{count}dev"]
-        rate = _number(line[f"images_per_sec_{count}dev"], "{:,.1f}")
-        cells[f"rate_{count}"] = rate or (status if status not in ("", "ok") else "-")
+        for figure in ranking.figures:
+            text = _number(line[f"{figure.key}_{count}dev"], figure.pattern)
+            if figure.key == ranking.ranked:
+                text = text or (status if status not in ("", "ok") else ranking.missing)
+            cells[f"{figure.cell}_{count}"] = text or "-"
         if count != counts[0]:
             cells[f"efficiency_{count}"] = _number(line[f"scaling_efficiency_pct_{count}dev"], "{:.0f}%")
     cells["vs_fastest"] = _number(line["vs_fastest_ratio"], "{:.2f}x")

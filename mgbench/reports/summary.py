@@ -9,6 +9,7 @@ from the rows themselves (`mgbench.common.scaling`), so a partial results file s
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +23,13 @@ from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
 from mgbench.common.schema import field_types
 from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
 from mgbench.reports.cells import MISSING, figure_text, number
+from mgbench.reports.ranking import split_metric
 from mgbench.reports.readings import reading
 from mgbench.reports.same_start import same_start_sentence
 
 GROUP = ["framework", "strategy"]
+PIPED_WIDTH = 200
+"""The console's width when output is piped and `COLUMNS` does not say one."""
 
 TABLE_COLUMNS = {
     "framework": "framework",
@@ -41,12 +45,20 @@ TABLE_COLUMNS = {
     "input_wait_pct": "input wait %",
     "startup_seconds": "start-up s",
     "compile_seconds": "compile s",
+    "time_to_train_seconds": "train s",
+    "time_to_target_seconds": "to target s",
+    "target_epoch": "target epoch",
+    "test_auc": "test AUC",
+    "test_top1": "test top1",
     "peak_memory_gib": "peak mem GiB",
     "allreduce_pct": "all-reduce % (expected)",
     "reading": "what holds it back",
     "warning": "warning",
 }
 SCALING_COLUMNS = ("speedup", "efficiency")
+EPOCH_COLUMNS = ("time_to_train_seconds", "time_to_target_seconds", "target_epoch", "test_auc", "test_top1")
+"""Columns only rows trained in epochs fill (`_epoch_cells`): left out where no row does."""
+NOT_REACHED = "not reached"
 SUPERLINEAR_TOLERANCE = 1.05
 """A speed-up above the device ratio by more than this factor is not scaling: the runs were not
 measured under the same conditions (a busy machine during one of them)."""
@@ -122,10 +134,28 @@ def _ok_cells(r: pd.Series) -> dict[str, str]:
     }
 
 
+def _epoch_cells(r: pd.Series) -> dict[str, str]:
+    """What a row trained in epochs answers: its time to train (to `--target-metric`, and the
+    epoch that reached it) and the test split's metrics; nothing for a `--steps` row."""
+    if pd.isna(r.get("epochs")):
+        return {}
+    cells = {"time_to_train_seconds": figure_text(r["time_to_train_seconds"], "{:.1f}")}
+    if isinstance(r.get("target_metric"), str):
+        reached = number(r["target_epoch"]) is not None
+        cells["time_to_target_seconds"] = figure_text(r["time_to_target_seconds"], "{:.1f}") if reached else NOT_REACHED
+        cells["target_epoch"] = figure_text(r["target_epoch"], "{:.0f}") if reached else ""
+    tests = r.get("test_metrics")
+    for name in ("auc", "top1"):
+        if isinstance(tests, dict) and name in tests:
+            cells[f"test_{name}"] = figure_text(split_metric(tests, name), "{:.3f}")
+    return cells
+
+
 def display_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The human table: formatted strings, `MISSING` for a figure an ok row has no value for,
     failures showing their status and first error line (and no figures); without speed-up and
-    efficiency where every row ran on one device count (they would all read 1)."""
+    efficiency where every row ran on one device count (they would all read 1), and without the
+    time to train and test metrics where no row trained in epochs."""
     rows = []
     for _, r in frame.iterrows():
         ok = r["status"] == "ok"
@@ -137,12 +167,13 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "devices": str(r["devices"]),
                 "device_kind": r["device_kind"],
                 "status": status,
-                **(_ok_cells(r) if ok else {}),
+                **(_ok_cells(r) | _epoch_cells(r) if ok else {}),
                 "reading": reading(r),
                 "warning": r["warning"],
             }
         )
-    columns = list(TABLE_COLUMNS)
+    filled = {key for row in rows for key in row}
+    columns = [c for c in TABLE_COLUMNS if c not in EPOCH_COLUMNS or c in filled]
     if frame["devices"].nunique() == 1:
         columns = [c for c in columns if c not in SCALING_COLUMNS]
     return pd.DataFrame(rows, columns=columns).fillna("").rename(columns=TABLE_COLUMNS)
@@ -176,7 +207,9 @@ def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
 
 
 def table_console() -> Console:
-    """A console for wide tables: the terminal's width, or 200 columns when output is piped/logged
-    (rich would otherwise fold every column of a logged table into an unreadable 80)."""
+    """A console for wide tables: the terminal's width, or when output is piped/logged `COLUMNS`
+    where it is set (a script or CI log that says how wide it is, which rich reads), else 200
+    columns (rich would otherwise fold every column of a logged table into an unreadable 80).
+    Text printed to it (notes, the verdict) wraps at that width."""
     console = Console()
-    return console if console.is_terminal else Console(width=200)
+    return console if console.is_terminal or os.environ.get("COLUMNS", "").isdigit() else Console(width=PIPED_WIDTH)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from mgbench.reports.cells import figure_text, number
 from mgbench.reports.figures import job_title, new_figure, run_label, save
+from mgbench.reports.ranking import split_metric
 
 COLUMNS = (
     "framework",
@@ -28,12 +29,6 @@ COLUMNS = (
     "test_auc",
     "test_top1",
 )
-
-
-def _metric(value: object, name: str) -> float:
-    """A metric of a row's dict, NaN where absent or written as null (undefined on its split)."""
-    metric = value.get(name) if isinstance(value, dict) else None
-    return np.nan if metric is None else float(metric)
 
 
 def training_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -56,8 +51,8 @@ def training_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "time_to_train_seconds": float(row["time_to_train_seconds"]),
                 "epoch_images_per_sec": float(np.mean(rates)) if rates else np.nan,
                 "val_auc": epochs[-1].get("val_auc", np.nan) if epochs else np.nan,
-                "test_auc": _metric(row.get("test_metrics"), "auc"),
-                "test_top1": _metric(row.get("test_metrics"), "top1"),
+                "test_auc": split_metric(row.get("test_metrics"), "auc"),
+                "test_top1": split_metric(row.get("test_metrics"), "top1"),
             }
         )
     table = pd.DataFrame(lines, columns=list(COLUMNS))

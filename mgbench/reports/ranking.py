@@ -1,0 +1,237 @@
+"""What a compare's lines are ranked by, and how the verdict says who came first.
+
+A `--steps` compare measures throughput, so its lines rank by images/sec. A `--epochs` compare
+measures what a user training a model waits for: the time to train its epochs, or with
+`--target-metric` the time to the first validation that reached the target. There a framework
+with the most images/sec may still finish last (a slower loader between epochs, a longer
+validation, more epochs to the target), so its lines rank by that time, shortest first, with
+the test split's metric beside it. The compact table (`compact`) and the verdict (`verdict`)
+both read the ranking of the frame (`ranking_of`), so they always agree on the first line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import pandas as pd
+
+from mgbench.common.target import TargetMetric, metric_label
+
+
+@dataclass(frozen=True)
+class CountFigure:
+    """A figure a compact line shows per device count: `<key>_<n>dev` among the line's values,
+    `<cell>_<n>` among its cells, under `<n> GPU` and `header`. A column is dropped when the table
+    does not fit by `drop_largest` (the largest count's) or `drop_smaller` (0 never goes)."""
+
+    key: str
+    cell: str
+    header: str
+    pattern: str
+    drop_largest: int
+    drop_smaller: int
+
+
+RATE = CountFigure("images_per_sec", "rate", "img/s", "{:,.1f}", 0, 4)
+
+
+def line_name(line: dict[str, object]) -> str:
+    return f"{line['framework']} {line['strategy']}"
+
+
+def split_metric(value: object, name: str) -> float:
+    """A metric of a row's split metrics (`test_metrics`), NaN where absent or written as null
+    (undefined on its split)."""
+    metric = value.get(name) if isinstance(value, dict) else None
+    return math.nan if metric is None else float(metric)
+
+
+class Ranking(Protocol):
+    """How a compare's lines are ordered, shown and named in the verdict."""
+
+    ranked: str
+    """The per-count figure the lines are sorted by (the largest count's first)."""
+    descending: bool
+    missing: str
+    """What the ranked cell of an ok row without the figure shows."""
+
+    @property
+    def figures(self) -> tuple[CountFigure, ...]:
+        """The columns per device count, the ranked one first."""
+        ...
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every per-count value a line holds (`<key>_<n>dev`): the figures' and any the verdict reads."""
+        ...
+
+    @property
+    def nothing(self) -> str:
+        """The verdict where no line has the ranked figure at the largest count."""
+        ...
+
+    def line_figures(self, row: pd.Series) -> dict[str, float]:
+        """The `keys` of one ok row."""
+        ...
+
+    def vs_fastest(self, values: pd.Series) -> pd.Series:
+        """Each line's share of the first line's speed (1.00x for the first)."""
+        ...
+
+    def lead(self, first: dict[str, object], runner_up: dict[str, object] | None, top: int, unit: str) -> str:
+        """The verdict's first clause: the first line, its figure at `top` devices, its lead."""
+        ...
+
+    def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
+        """How the first line at the largest count compares with its smallest count (None: one count)."""
+        ...
+
+
+class Throughput:
+    """`--steps` compares: the most images/sec at the largest device count first."""
+
+    ranked = RATE.key
+    descending = True
+    missing = "-"
+    figures = (RATE,)
+    keys = (RATE.key,)
+    nothing = "No run finished: nothing to compare (the notes under the table say why)."
+
+    def line_figures(self, row: pd.Series) -> dict[str, float]:
+        return {RATE.key: float(row["images_per_sec"])}
+
+    def vs_fastest(self, values: pd.Series) -> pd.Series:
+        best = values.max()
+        return values / best if best and best > 0 else values * math.nan
+
+    def lead(self, first: dict[str, object], runner_up: dict[str, object] | None, top: int, unit: str) -> str:
+        rate = _figure(first, self.ranked, top)
+        text = f"{line_name(first)} is fastest on {top} {unit}: {rate:,.1f} img/s"
+        if runner_up is None:
+            return text + " (the only line that ran there)"
+        return text + f", {rate / _figure(runner_up, self.ranked, top):.2f}x {line_name(runner_up)}"
+
+    def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
+        top, base = counts[-1], first[f"{self.ranked}_{counts[0]}dev"]
+        if len(counts) < 2 or not base:
+            return None
+        rate, efficiency = _figure(first, self.ranked, top), first[f"scaling_efficiency_pct_{top}dev"]
+        return f"{rate / float(base):.2f}x its {counts[0]}-{word} throughput ({efficiency:.0f}% scaling efficiency)"
+
+
+class TimeToTrain:
+    """`--epochs` compares: the shortest time to train every epoch (validation included) first."""
+
+    ranked = "time_to_train_seconds"
+    header = "train s"
+    descending = False
+    missing = "-"
+
+    def __init__(self, epochs: int, metric: str):
+        self.epochs = epochs
+        self.metric = metric
+        """The test split's metric shown: `auc`, `top1` on class folders."""
+
+    @property
+    def figures(self) -> tuple[CountFigure, ...]:
+        return (
+            CountFigure(self.ranked, "time", self.header, "{:,.1f}", 0, 4),
+            CountFigure(f"test_{self.metric}", "test", f"test {metric_label(self.metric)}", "{:.3f}", 0, 4),
+            CountFigure(RATE.key, RATE.cell, RATE.header, RATE.pattern, 2, 5),
+        )
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(figure.key for figure in self.figures)
+
+    @property
+    def nothing(self) -> str:
+        return f"No run {self.achievement()}: nothing to compare (the notes under the table say why)."
+
+    def line_figures(self, row: pd.Series) -> dict[str, float]:
+        return {
+            self.ranked: _row_number(row, self.ranked),
+            f"test_{self.metric}": split_metric(row.get("test_metrics"), self.metric),
+            RATE.key: float(row["images_per_sec"]),
+        }
+
+    def vs_fastest(self, values: pd.Series) -> pd.Series:
+        best = values.min()
+        return best / values if best and best > 0 else values * math.nan
+
+    def achievement(self) -> str:
+        """What the first line did fastest."""
+        return f"trained {self.epochs} epoch{'s' if self.epochs != 1 else ''}"
+
+    def detail(self, first: dict[str, object], top: int) -> str:
+        """What the verdict says of the first line before its test metric."""
+        return ""
+
+    def lead(self, first: dict[str, object], runner_up: dict[str, object] | None, top: int, unit: str) -> str:
+        seconds = _figure(first, self.ranked, top)
+        test = first[f"test_{self.metric}_{top}dev"]
+        shown = "-" if test is None else f"{float(test):.3f}"
+        text = f"{line_name(first)} {self.achievement()} fastest on {top} {unit}: {seconds:,.1f} s "
+        text += f"({self.detail(first, top)}test {metric_label(self.metric)} {shown})"
+        if runner_up is None:
+            return text + " (the only line that finished there)"
+        return text + f", {_figure(runner_up, self.ranked, top) / seconds:.2f}x {line_name(runner_up)}"
+
+    def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
+        top, base = counts[-1], first[f"{self.ranked}_{counts[0]}dev"]
+        if len(counts) < 2 or not base:
+            return None
+        return f"{float(base) / _figure(first, self.ranked, top):.2f}x as fast as on {counts[0]} {word}"
+
+
+class TimeToTarget(TimeToTrain):
+    """`--epochs` with `--target-metric`: the shortest time to the validation that reached it
+    first; lines that never reached it after every line that did."""
+
+    ranked = "time_to_target_seconds"
+    header = "to target s"
+    missing = "not reached"
+
+    def __init__(self, target: TargetMetric, epochs: int, metric: str):
+        super().__init__(epochs, metric)
+        self.target = target
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (*super().keys, "target_epoch")
+
+    def line_figures(self, row: pd.Series) -> dict[str, float]:
+        return {**super().line_figures(row), "target_epoch": _row_number(row, "target_epoch")}
+
+    def achievement(self) -> str:
+        return f"reached {self.target.label}"
+
+    def detail(self, first: dict[str, object], top: int) -> str:
+        epoch = first.get(f"target_epoch_{top}dev")
+        return "" if epoch is None else f"epoch {int(epoch)} of {self.epochs}, "
+
+
+def _figure(line: dict[str, object], key: str, count: int) -> float:
+    """A line's figure at `count` devices (a line ranked first or second has it)."""
+    return float(line[f"{key}_{count}dev"])  # type: ignore[arg-type]
+
+
+def _row_number(row: pd.Series, key: str) -> float:
+    value = row.get(key)
+    return math.nan if value is None or pd.isna(value) else float(value)
+
+
+def ranking_of(frame: pd.DataFrame) -> Ranking:
+    """The ranking a results frame's compare asks for: by time where its rows trained in epochs
+    (to the target where one was set), else by throughput."""
+    if "epochs" not in frame or frame["epochs"].isna().all():
+        return Throughput()
+    epochs = int(frame["epochs"].max())
+    tests = frame["test_metrics"] if "test_metrics" in frame else []
+    metric = "top1" if any(isinstance(test, dict) and "top1" in test for test in tests) else "auc"
+    targets = frame["target_metric"].dropna() if "target_metric" in frame else []
+    if len(targets):
+        return TimeToTarget(TargetMetric.parse(str(targets.iloc[0])), epochs, metric)
+    return TimeToTrain(epochs, metric)

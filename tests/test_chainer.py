@@ -59,6 +59,44 @@ print(json.dumps({"numpy": np.__version__, "patched": patched, "loss": float(los
 """
 
 
+SHARED_START_BY_NAME = """
+import dataclasses, json
+import numpy as np
+from mgbench.frameworks.chainer import models, weights
+import chainer.links as L
+from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import reference_weights
+from mgbench.common.models import MODELS
+spec = MODELS["resnet50"]
+net = models.build_model(spec, 64, "channels_first")
+weights.set_batch_norm(net, spec.hyperparameters)
+reference = reference_weights(spec, 0)
+moving_var = "layer3.0.downsample.1.running_var"  # drawn as ones, Chainer's own start: made distinct
+reference.arrays[moving_var] = np.arange(1, 1025, dtype=np.float32)
+weights.load_initial(net, reference)
+stage = net["layer3"]
+applied = [stage[name].conv1.W.array for name in stage.order]
+norms = [link for link in net.links() if isinstance(link, L.BatchNormalization)]
+try:
+    weights.load_initial(models.build_model(spec, 64, "channels_first"),
+                         reference_weights(dataclasses.replace(spec, num_classes=10), 0))
+    refused = ""
+except UsageError as error:
+    refused = str(error)
+print(json.dumps({
+    "applied_in_torch_order": all(np.array_equal(w, reference.arrays[f"layer3.{i}.conv1.weight"])
+                                  for i, w in enumerate(applied)),
+    "blocks": len(applied),
+    "strided_3x3": list(stage["0"].conv2.stride),
+    "running_var": bool(np.array_equal(stage["0"].downsample["1"].avg_var,
+                                       reference.arrays[moving_var])),
+    "fc_bias": bool(np.array_equal(net["fc"].b.array, reference.arrays["fc.bias"])),
+    "decay_eps": sorted({(link.decay, link.eps) for link in norms}),
+    "refused": refused,
+}))
+"""
+
+
 PACKING_KERNEL_SOURCES = """
 import json, sys
 from pathlib import Path
@@ -178,6 +216,19 @@ def test_chainer_trains_on_numpy_2_with_the_compat_layer():
     assert "numpy.sctypes" in result["patched"] and "numpy.float" in result["patched"]
     assert result["loss"] > 0
     assert result["shapes"] == [[1, 3, 8, 8], [2, 2]]
+
+
+def test_shared_start_loads_each_torchvision_array_into_the_link_applied_at_its_place(chainer_python):
+    """ResNet-50's third stage: the blocks, applied in order, hold torchvision's layer3.0..5
+    weights (a container naming its links out of order would not); the stride sits in the 3x3
+    convolution; moving averages and biases are loaded; every batch-norm link takes torch's
+    momentum 0.1 as decay 0.9 and epsilon 1e-5; weights drawn for another head are refused."""
+    found = json.loads(run_in(chainer_python, SHARED_START_BY_NAME))
+    assert found["applied_in_torch_order"] and found["blocks"] == 6
+    assert found["strided_3x3"] == [2, 2]
+    assert found["running_var"] and found["fc_bias"]
+    assert found["decay_eps"] == [[0.9, 1e-5]]
+    assert "fc.weight" in found["refused"]
 
 
 def test_float16_header_is_needed_only_where_carray_lacks_cuda_fp16(tmp_path):

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from conftest import mgbench
 
+from mgbench.common.initial_weights import read_weights_file
 from mgbench.reports.same_start import RELATIVE_TOLERANCE, same_start
 
 LOSSES = [2.30, 2.25, 2.20, 2.10]
@@ -77,9 +78,9 @@ def test_compare_rows_carry_the_init_digest_and_first_losses(tmp_path: Path) -> 
         assert {r["init"] for r in rows} == {init} and all(len(r["step_losses"]) == 3 for r in rows)
         sentence = (out / "summary.md").read_text().splitlines()[-1]
         if init == "same":
-            assert {r["init_digest"] for r in rows} == {rows[0]["init_digest"]} != {None}
+            assert {r["init_digest"] for r in rows} == {read_weights_file(out / "initial-weights.npz").digest}
             assert "agree within" in sentence and "differs" not in sentence, sentence
             assert "Same start:" in done.stdout
         else:
-            assert {r["init_digest"] for r in rows} == {None}
+            assert {r["init_digest"] for r in rows} == {None} and not (out / "initial-weights.npz").exists()
             assert "not checked" in sentence

@@ -26,13 +26,15 @@ from mgbench.cli.report import add_format_option
 from mgbench.cli.values import folder_path, hosts_text, positive_seconds
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.common.compare_plan import ComparePlan
+from mgbench.common.config import RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import INIT_SAME, reference_weights, weights_file_bytes
 from mgbench.common.kinds import DeviceKind
 from mgbench.common.results import read_results, write_json_atomically, write_results
 from mgbench.common.runfolder import LOCK_FILE, RunFolder
 from mgbench.common.scaling import add_scaling_figures
-from mgbench.datasets.resolve import check_dataset, recheck_dataset
+from mgbench.datasets.resolve import check_dataset, dataset_for, recheck_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
 from mgbench.reports.compact import print_summary
 from mgbench.reports.html import write_report
@@ -235,6 +237,16 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
     return folder, plan, runs
 
 
+def record_initial_weights(folder: RunFolder, configs: list[RunConfig]) -> None:
+    """With `--init same`, the reference draw every run starts from, kept in the run folder: a
+    row's `init_digest` is this file's digest, and `--init` takes it for a later compare."""
+    if not configs or configs[0].init != INIT_SAME:
+        return
+    dataset = dataset_for(configs[0])
+    spec = dataset.task_spec(configs[0].spec) if dataset else configs[0].spec
+    folder.write(folder.initial_weights, weights_file_bytes(reference_weights(spec, configs[0].seed)))
+
+
 def plan_resume(
     folder: RunFolder, command: str, timeout: float | None, console: Console
 ) -> tuple[ComparePlan, list[PlannedRun]]:
@@ -292,6 +304,7 @@ def handle(args: argparse.Namespace) -> int:
         else:
             refuse_used_folder(folder.root)
             write_json_atomically(folder.compare_file, plan.to_json())
+            record_initial_weights(folder, plan.configs)
         hint = f"the rows written are kept; continue with: mgbench compare --resume {folder.root}"
         with folder.writing(hint):
             return run_planned(folder, plan, runs, console, args.format)

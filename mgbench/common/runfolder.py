@@ -114,6 +114,11 @@ class RunFolder:
     def summary_md(self) -> Path:
         return self.inside("summary.md")
 
+    @property
+    def initial_weights(self) -> Path:
+        """The weights every run of `--init same` starts from, as `--init FILE.npz` reads them."""
+        return self.inside("initial-weights.npz")
+
     def chart(self, name: str) -> Path:
         return self.inside(CHARTS_DIR, name)
 

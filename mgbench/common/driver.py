@@ -214,6 +214,7 @@ def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> Epochs
                 "images_per_sec": len(clock.step_seconds[first:]) * config.global_batch / train_seconds,
                 **{f"val_{name}": value for name, value in metrics.items()},
                 "val_seconds": val_seconds,
+                "elapsed_seconds": time.perf_counter() - started,
             }
         )
         if target is not None and target.reached(metrics):

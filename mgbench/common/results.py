@@ -66,7 +66,8 @@ class RunResult:
     epoch_metrics: list[dict[str, float]] = field(default_factory=list)
     """Per epoch on real data: epoch, train_loss, train_seconds, images_per_sec (the epoch's
     training images over its training seconds), val_loss, val_auc (val_top1 on class folders),
-    val_seconds."""
+    val_seconds, elapsed_seconds (from the first training step to the end of this validation:
+    the time to any target the epoch's validation reached)."""
     test_metrics: dict[str, float] = field(default_factory=dict)
     """With `--epochs`: `evaluate("test")` after the last epoch (loss, auc; top1 on class folders)."""
     time_to_train_seconds: float | None = None

@@ -117,3 +117,99 @@ def test_loader_reads_each_context_the_shared_shards_and_scores_both_held_out_sp
 def test_one_epoch_of_the_sample_through_gluons_loader_on_two_contexts(gluon_python, sample, tmp_path):
     rows = one_epoch_rows("gluon", "device", sample, tmp_path / "run")
     assert all(row["interpreter"] == gluon_python for row in rows)
+
+
+SHARED_START_ON_TWO_CONTEXTS = """
+import json, sys
+import numpy as np
+from mgbench.common.config import RunConfig
+from mgbench.common.initial_weights import reference_weights
+from mgbench.frameworks.gluon.adapter import create_trainer
+from mgbench.frameworks.gluon.weights import weighted_layers
+config = RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+                   batch_per_device=4, steps=1, init=sys.argv[1])
+trainer = create_trainer("device")
+info = trainer.setup(config)
+reference = reference_weights(config.spec, config.seed).arrays
+largest = 0.0
+for path, layer, names in weighted_layers(trainer.net):
+    for attribute, torch_name in names.items():
+        for copy in getattr(layer, attribute).list_data():
+            largest = max(largest, float(np.abs(copy.asnumpy() - reference[f"{path}.{torch_name}"]).max()))
+print(json.dumps({"digest": info.init_digest, "reference": reference_weights(config.spec, config.seed).digest,
+                  "difference": largest}))
+"""
+
+
+def test_init_same_starts_every_context_from_the_shared_weights_and_records_their_digest(gluon_python):
+    same = json.loads(run_in(gluon_python, SHARED_START_ON_TWO_CONTEXTS, "same"))
+    assert same["digest"] == same["reference"]
+    assert same["difference"] == 0.0
+    own = json.loads(run_in(gluon_python, SHARED_START_ON_TWO_CONTEXTS, "framework"))
+    assert own["digest"] is None
+    assert own["difference"] > 0.01
+
+
+LOAD_REFUSALS = """
+import json
+import mxnet as mx
+import numpy as np
+from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import InitialWeights, reference_weights
+from mgbench.common.kinds import DataFormat
+from mgbench.common.models import model_spec
+from mgbench.frameworks.gluon import models, weights
+spec = model_spec("tiny")
+arrays = reference_weights(spec, 0).arrays
+variants = {
+    "missing": {name: a for name, a in arrays.items() if name != "3.bias"},
+    "extra": {**arrays, "8.weight": np.zeros(3, np.float32)},
+    "reshaped": {**arrays, "7.weight": arrays["7.weight"].T.copy()},
+}
+errors = {}
+for variant, given in variants.items():
+    net = models.build_model(spec, 32, DataFormat.CHANNELS_FIRST)
+    net.initialize(ctx=mx.cpu())
+    try:
+        weights.load_initial(net, InitialWeights(given, "test"))
+    except UsageError as error:
+        errors[variant] = str(error)
+print(json.dumps(errors))
+"""
+
+
+def test_loading_names_the_array_a_net_lacks_leaves_over_or_shapes_otherwise(gluon_python):
+    errors = json.loads(run_in(gluon_python, LOAD_REFUSALS))
+    assert "'3.bias'" in errors["missing"]
+    assert "8.weight" in errors["extra"]
+    assert "'7.weight'" in errors["reshaped"] and "(32, 10)" in errors["reshaped"]
+
+
+BATCH_NORM_SETTINGS = """
+import json
+import mxnet as mx
+import numpy as np
+from mxnet import autograd
+from mxnet.gluon import nn
+from mgbench.common.models import Hyperparameters
+from mgbench.frameworks.gluon.weights import set_batch_norm
+net = nn.HybridSequential()
+net.add(nn.BatchNorm(in_channels=1))
+set_batch_norm(net, Hyperparameters(batch_norm_momentum=0.25, batch_norm_epsilon=0.5))
+net.initialize(ctx=mx.cpu())
+net.hybridize(static_alloc=True, static_shape=True)
+x = np.arange(8, dtype=np.float32).reshape(2, 1, 2, 2)
+with autograd.record():
+    y = net(mx.nd.array(x))
+y.backward()
+print(json.dumps({"running_mean": float(net[0].running_mean.data().asscalar()),
+                  "out": y.asnumpy().ravel().tolist(),
+                  "expected": ((x - x.mean()) / np.sqrt(x.var() + 0.5)).ravel().tolist()}))
+"""
+
+
+def test_batch_norm_takes_the_jobs_share_of_each_batch_and_epsilon(gluon_python):
+    """torch's momentum 0.25 is the batch's weight in the average: from 0, a batch of mean 3.5 leaves 0.875."""
+    found = json.loads(run_in(gluon_python, BATCH_NORM_SETTINGS))
+    assert found["running_mean"] == pytest.approx(0.25 * 3.5)
+    assert found["out"] == pytest.approx(found["expected"], abs=1e-5)

@@ -48,7 +48,8 @@ def set_batch_norm(net: gluon.Block, hyperparameters: Hyperparameters) -> None:
     """The job's batch-norm momentum (Gluon keeps `momentum` of the old average: 1 minus torch's)
     and epsilon on every batch-norm layer, before the net is hybridized. Gluon takes them only at
     construction (into `_kwargs`, what its forward passes to the operator), and the model zoo's
-    Inception-v3 builds its own."""
+    Inception-v3 builds its own. One difference stays: Gluon's moving variance averages the
+    batch's biased variance, torch's the unbiased one (n / (n - 1) larger over n values)."""
 
     def configure(block: gluon.Block) -> None:
         if isinstance(block, nn.BatchNorm):

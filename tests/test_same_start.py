@@ -13,6 +13,7 @@ SIZE = {"tiny": 32, "resnet50": 64, "densenet121": 64}
 RELATIVE_TOLERANCE = 1e-4
 PROBES = {
     "chainer": "start_probe_chainer.py",
+    "gluon": "start_probe_gluon.py",
     "pytorch": "start_probe_pytorch.py",
 }
 """The probe each framework's logits come from (the Keras probe serves every Keras backend)."""

@@ -29,7 +29,7 @@ class NamedSequential(nn.HybridBlock):
         for name, child in children.items():
             self.register_child(child, name)
 
-    def hybrid_forward(self, F, x):  # noqa: N803 (Gluon's signature)
+    def hybrid_forward(self, F, x):
         for child in self._children.values():
             x = child(x)
         return x
@@ -48,7 +48,7 @@ def stem(names: tuple[str, str, str, str]) -> dict[str, nn.HybridBlock]:
     """Both nets' first layers under the net's `names` for them: 7x7/2 convolution, batch-norm,
     ReLU, 3x3/2 max-pool padded 1 (after the ReLU, a zero pad gives torch's -inf pad's maximum)."""
     layers = (conv(STEM_CHANNELS, 3, 7, 2), batch_norm(STEM_CHANNELS), nn.Activation("relu"), nn.MaxPool2D(3, 2, 1))
-    return dict(zip(names, layers, strict=True))
+    return dict(zip(names, layers))
 
 
 class Bottleneck(nn.HybridBlock):
@@ -66,7 +66,7 @@ class Bottleneck(nn.HybridBlock):
             self.downsample = nn.HybridSequential()
             self.downsample.add(conv(out_channels, in_channels, 1, stride), batch_norm(out_channels))
 
-    def hybrid_forward(self, F, x):  # noqa: N803 (Gluon's signature)
+    def hybrid_forward(self, F, x):
         out = F.relu(self.bn1(self.conv1(x)))
         out = F.relu(self.bn2(self.conv2(out)))
         out = self.bn3(self.conv3(out))
@@ -101,7 +101,7 @@ class DenseLayer(nn.HybridBlock):
         self.norm1, self.conv1 = batch_norm(in_channels), conv(width, in_channels, 1)
         self.norm2, self.conv2 = batch_norm(width), conv(DENSENET_GROWTH, width, 3)
 
-    def hybrid_forward(self, F, x):  # noqa: N803 (Gluon's signature)
+    def hybrid_forward(self, F, x):
         out = self.conv1(F.relu(self.norm1(x)))
         out = self.conv2(F.relu(self.norm2(out)))
         return F.concat(x, out, dim=1)
@@ -139,5 +139,5 @@ class DenseNet121(nn.HybridBlock):
         self.pool = nn.GlobalAvgPool2D()
         self.classifier = nn.Dense(num_classes, in_units=channels)
 
-    def hybrid_forward(self, F, x):  # noqa: N803 (Gluon's signature)
+    def hybrid_forward(self, F, x):
         return self.classifier(self.pool(F.relu(self.features(x))))

@@ -6,11 +6,16 @@ chosen by KERAS_BACKEND before import (`mgbench.frameworks.keras.environment`).
 
 Parameter counts against the torchvision architectures (trainable parameters):
 - densenet121 (14 outputs): 6,968,206, equal.
-- resnet50: 25,583,592 = torchvision's 25,557,032 + 26,560, because keras.applications' ResNet50
-  gives every convolution a bias (use_bias=True before each batch-norm); torchvision's have none.
+- resnet50: 25,557,032, equal: written here as torchvision's v1.5 (`resnet50`), since
+  keras.applications' ResNet50 is v1 (the stride in a block's first 1x1 convolution) and gives
+  every convolution a bias.
 - inception_v3 (no auxiliary head): 23,817,352 = torchvision's 23,834,568 - 17,216, because
   keras.applications' InceptionV3 uses batch-norm with scale=False (no gamma, 17,216 channels).
 - tiny: 5,418, equal.
+
+The layers that hold weights are named so that the shared initial weights (`weights.py`, in
+torchvision's names) map onto them simply: `tiny` and `resnet50` carry torchvision's names
+("_" for "."), DenseNet-121 keeps keras.applications' names (`weights.densenet_torch_name`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from mgbench.common.config import MOMENTUM, RunConfig
+from mgbench.common.config import RunConfig
+from mgbench.common.initial_weights import RESNET50_STAGES
 from mgbench.common.kinds import DataFormat
 from mgbench.common.models import ModelSpec
 from mgbench.frameworks.keras.spec import KERAS_MODELS
@@ -35,17 +41,63 @@ def set_precision(precision: str) -> None:
 
 
 def tiny(input_shape: tuple[int, int, int], classes: int) -> keras.Model:
+    """The layers with weights are named by their index in torch's `nn.Sequential` (0, 3, 7)."""
     return keras.Sequential(
         [
             keras.Input(input_shape),
-            keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(16, 3, padding="same", activation="relu", name="0"),
             keras.layers.MaxPooling2D(2),
-            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(32, 3, padding="same", activation="relu", name="3"),
             keras.layers.GlobalAveragePooling2D(),
-            keras.layers.Dense(classes),
+            keras.layers.Dense(classes, name="7"),
         ],
         name="tiny",
     )
+
+
+def _channel_axis() -> int:
+    return -1 if keras.config.image_data_format() == "channels_last" else 1
+
+
+def _conv(x: keras.KerasTensor, filters: int, kernel: int, stride: int, name: str) -> keras.KerasTensor:
+    """torch's bias-free Conv2d padded kernel // 2 on every side. Keras' "same" pads a strided
+    convolution of an even size on the bottom and right only, so a strided one is zero-padded
+    explicitly and then "valid"; unstrided, "same" is that symmetric padding."""
+    padding = "same"
+    if stride > 1 and kernel > 1:
+        x = keras.layers.ZeroPadding2D(kernel // 2, name=f"{name}_pad")(x)
+        padding = "valid"
+    return keras.layers.Conv2D(filters, kernel, strides=stride, padding=padding, use_bias=False, name=name)(x)
+
+
+def _batch_norm(x: keras.KerasTensor, name: str) -> keras.KerasTensor:
+    return keras.layers.BatchNormalization(axis=_channel_axis(), name=name)(x)
+
+
+def _bottleneck(x: keras.KerasTensor, width: int, stride: int, project: bool, prefix: str) -> keras.KerasTensor:
+    """torchvision's Bottleneck (v1.5: the stride in the 3x3 convolution); the first block of a
+    stage projects its input (`downsample`, `project`) with the same stride."""
+    y = keras.layers.ReLU()(_batch_norm(_conv(x, width, 1, 1, f"{prefix}_conv1"), f"{prefix}_bn1"))
+    y = keras.layers.ReLU()(_batch_norm(_conv(y, width, 3, stride, f"{prefix}_conv2"), f"{prefix}_bn2"))
+    y = _batch_norm(_conv(y, width * 4, 1, 1, f"{prefix}_conv3"), f"{prefix}_bn3")
+    if project:
+        x = _batch_norm(_conv(x, width * 4, 1, stride, f"{prefix}_downsample_0"), f"{prefix}_downsample_1")
+    return keras.layers.ReLU()(keras.layers.Add()([y, x]))
+
+
+def resnet50(input_shape: tuple[int, int, int], classes: int) -> keras.Model:
+    """torchvision's ResNet-50 (v1.5), its layers named as torchvision's modules with "_" for
+    "." (Keras over PyTorch registers each variable under its path, where torch refuses a ".")."""
+    inputs = keras.Input(input_shape)
+    x = keras.layers.ReLU()(_batch_norm(_conv(inputs, 64, 7, 2, "conv1"), "bn1"))
+    # torch pads the max-pool with -inf; after the ReLU a zero pad never wins either.
+    x = keras.layers.MaxPooling2D(3, 2)(keras.layers.ZeroPadding2D(1, name="maxpool_pad")(x))
+    for stage, blocks in enumerate(RESNET50_STAGES, start=1):
+        for block in range(blocks):
+            stride = 2 if block == 0 and stage > 1 else 1
+            x = _bottleneck(x, 64 * 2 ** (stage - 1), stride, block == 0, f"layer{stage}_{block}")
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, keras.layers.Dense(classes, name="fc")(x), name="resnet50")
 
 
 def application(architecture: Callable[..., keras.Model]) -> Callable[[tuple[int, int, int], int], keras.Model]:
@@ -56,10 +108,9 @@ def application(architecture: Callable[..., keras.Model]) -> Callable[[tuple[int
 
 
 densenet121 = application(keras.applications.DenseNet121)
-resnet50 = application(keras.applications.ResNet50)
 inception_v3 = application(keras.applications.InceptionV3)
 """The catalogue models `spec.py` declares (`KERAS_MODELS`), each built by the callable of its
-name here from its input shape and number of outputs (`tiny` above)."""
+name here from its input shape and number of outputs (`tiny` and `resnet50` above)."""
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> keras.Model:
@@ -82,8 +133,12 @@ def build_loss(spec: ModelSpec, reduction: str = "sum_over_batch_size") -> keras
 
 
 def build_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
-    """SGD with momentum; under fp16 wrapped in dynamic loss scaling, as Keras' compile does."""
-    optimizer = keras.optimizers.SGD(learning_rate=config.learning_rate, momentum=MOMENTUM)
+    """SGD with the job's momentum (`ModelSpec.hyperparameters`); under fp16 wrapped in dynamic
+    loss scaling, as Keras' compile does."""
+    hyperparameters = config.spec.hyperparameters
+    optimizer = keras.optimizers.SGD(
+        learning_rate=config.learning_rate, momentum=hyperparameters.sgd_momentum, nesterov=hyperparameters.nesterov
+    )
     if config.precision == "fp16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer

@@ -1,9 +1,9 @@
 """What the Keras family's specs share, declared without importing Keras: its builder table
-(`models.py`, keras.applications) and the family's name.
+(`models.py`: keras.applications' DenseNet-121 and Inception-v3, torchvision's ResNet-50 and
+`tiny` written in Keras) and the family's name.
 
-keras.applications' DenseNet121 refuses channels_first; its ResNet-50 gives every convolution a
-bias (+26,560 parameters, +53 tensors) and its Inception-v3's batch-norms have no gamma
-(-17,216 parameters, -94 tensors)."""
+keras.applications' DenseNet121 refuses channels_first; its Inception-v3's batch-norms have no
+gamma (-17,216 parameters, -94 tensors)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ KERAS_MODELS = ModelBuilders(
     "mgbench.frameworks.keras.models",
     ("densenet121", "resnet50", "inception_v3", "tiny"),
     data_formats={"densenet121": ("channels_last",)},
-    parameter_offsets={"resnet50": 26_560, "inception_v3": -17_216},
-    tensor_offsets={"resnet50": 53, "inception_v3": -94},
+    parameter_offsets={"inception_v3": -17_216},
+    tensor_offsets={"inception_v3": -94},
 )
 """The models keras-tf, keras-jax, keras-torch and the tensorflow loop build, all four alike."""
 KERAS_FAMILY = "keras"

@@ -45,6 +45,7 @@ from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_jax.spec import FRAMEWORK
 from mgbench.frameworks.keras_jax.strategies import STRATEGIES, DeviceState
 
@@ -78,7 +79,7 @@ class JaxDataParallelTrainer(Adapter):
         dataset = dataset_for(config)
         self.real = data.RealData(dataset, config, loader_workers(config.workers, 1)) if dataset else None
         self.spec = dataset.task_spec(config.spec) if dataset else config.spec
-        self.model = keras_models.build_model(self.spec, config.input_size, config.data_format)
+        self.model, digest = keras_weights.started_model(self.spec, config)
         self.model.compile(
             optimizer=keras_models.build_optimizer(config), loss=keras_models.build_loss(self.spec), jit_compile=True
         )
@@ -90,7 +91,7 @@ class JaxDataParallelTrainer(Adapter):
         self.state = self.parallel.initial_state()
         self.learning_rate = config.learning_rate
         self._loss: Any = 0.0
-        return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
+        return ModelInfo(parameters=keras_models.trainable_parameters(self.model), init_digest=digest)
 
     def held_state(self) -> DeviceState:
         """The variables' current values, by group, wherever this strategy holds them."""

@@ -25,6 +25,7 @@ from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_tf import data as tf_data
 from mgbench.frameworks.keras_tf import strategies
 from mgbench.frameworks.specs import StrategySpec
@@ -49,10 +50,10 @@ class StrategyTrainer(Adapter):
         self.real = data.RealData(dataset, config, loader_workers(config.workers, 1)) if dataset else None
         self.spec = dataset.task_spec(config.spec) if dataset else config.spec
         with self.distribution.scope():
-            self.model = keras_models.build_model(self.spec, config.input_size, config.data_format)
+            self.model, digest = keras_weights.started_model(self.spec, config)
             self.build_step()
         self.forward = tf.function(lambda images: self.model(images, training=False))
-        return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
+        return ModelInfo(parameters=keras_models.trainable_parameters(self.model), init_digest=digest)
 
     def build_step(self) -> None:
         """Inside the strategy's scope: `self.optimizer`, the loss of `self.spec` and the compiled step."""

@@ -45,6 +45,7 @@ from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch import models as torch_models
 from mgbench.frameworks.pytorch.adapter import DevicePrefetcher, TorchProcess
@@ -90,7 +91,7 @@ class KerasTorchTrainer(TorchProcess):
         keras_models.set_precision(config.precision)
         # Keras creates variables on its default device: "cuda" is the current device, which
         # `_join_devices` set to this rank's; a CPU run names "cpu" (`torch_variables`).
-        self.model = keras_models.build_model(self.spec, config.input_size, config.data_format)
+        self.model, digest = keras_weights.started_model(self.spec, config)
         self.loss_fn = keras_models.build_loss(self.spec)
         # `--compile`: torch.compile of the DDP module, as the PyTorch adapter compiles its own.
         self.replicated = compiled(self.parallel.wrap(self.model, self.loss_fn, self.devices), config.compile)
@@ -99,7 +100,7 @@ class KerasTorchTrainer(TorchProcess):
         self.optimizer = torch_models.build_optimizer(trainable, config.learning_rate, self.spec.hyperparameters)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
-        return ModelInfo(parameters=keras_models.trainable_parameters(self.model))
+        return ModelInfo(parameters=keras_models.trainable_parameters(self.model), init_digest=digest)
 
     def batches(self) -> Iterator[Batch]:
         """This rank's shard of each batch: of the loader's endless stream on real data; of the

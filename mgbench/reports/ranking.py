@@ -34,6 +34,8 @@ class CountFigure:
     drop_smaller: int
 
 
+NOT_REACHED = "not reached"
+"""What a line shows for a time to a target its run did not reach."""
 RATE = CountFigure("images_per_sec", "rate", "img/s", "{:,.1f}", 0, 4)
 
 
@@ -192,7 +194,7 @@ class TimeToTarget(TimeToTrain):
 
     ranked = "time_to_target_seconds"
     header = "to target s"
-    missing = "not reached"
+    missing = NOT_REACHED
 
     def __init__(self, target: TargetMetric, epochs: int, metric: str):
         super().__init__(epochs, metric)

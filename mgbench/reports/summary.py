@@ -23,7 +23,7 @@ from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
 from mgbench.common.schema import field_types
 from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
 from mgbench.reports.cells import MISSING, figure_text, number
-from mgbench.reports.ranking import split_metric
+from mgbench.reports.ranking import NOT_REACHED, split_metric
 from mgbench.reports.readings import reading
 from mgbench.reports.same_start import same_start_sentence
 
@@ -58,7 +58,6 @@ TABLE_COLUMNS = {
 SCALING_COLUMNS = ("speedup", "efficiency")
 EPOCH_COLUMNS = ("time_to_train_seconds", "time_to_target_seconds", "target_epoch", "test_auc", "test_top1")
 """Columns only rows trained in epochs fill (`_epoch_cells`): left out where no row does."""
-NOT_REACHED = "not reached"
 SUPERLINEAR_TOLERANCE = 1.05
 """A speed-up above the device ratio by more than this factor is not scaling: the runs were not
 measured under the same conditions (a busy machine during one of them)."""

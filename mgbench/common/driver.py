@@ -168,7 +168,7 @@ class EpochsTrained:
         """The row's time-to-target figures: from the first training step (a compiled run's compile
         step) to the end of the validation that reached the target, and from launch (with
         `startup_seconds`); None where it was not reached, with the row's warning saying so."""
-        reached = self.time_to_train_seconds if self.target_epoch is not None else None
+        reached = None if self.target_epoch is None else self.epoch_metrics[self.target_epoch - 1]["elapsed_seconds"]
         return {
             "time_to_target_seconds": reached,
             "time_to_target_with_startup_seconds": None if reached is None else startup_seconds + reached,

@@ -5,13 +5,19 @@ and whiskers are."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 from conftest import mgbench, tiny_job
-from test_reports import BASE, ok_result
+from test_reports import BASE, fixture_folder, ok_result
 
 from mgbench.common.breakdown import CATEGORIES, host_bottleneck
 from mgbench.common.breakdown_record import HOST_CLOCK, attach_host_bottleneck
+from mgbench.common.results import append_result
 from mgbench.common.timing import HOST_PHASES
+from mgbench.reports.compare_charts import EPOCH_STALLS, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
+from mgbench.reports.html import COMPARED, DETAILS, write_report
+from mgbench.reports.summary import TABLE_COLUMNS
 
 INPUT_BOUND = {"input_wait": 0.31, "step": 0.66, "synchronize": 0.0, "loss_read": 0.03}
 STEP_BOUND = {"input_wait": 0.02, "step": 0.95, "synchronize": 0.0, "loss_read": 0.03}
@@ -55,3 +61,75 @@ def test_the_host_clock_names_a_bottleneck_only_where_no_profile_or_device_does(
     for row, expected in ((profiled, ("idle", "cpu")), (gpu, (None, None)), (nulled, (None, None))):
         attach_host_bottleneck(row)
         assert (row.bottleneck, row.breakdown_clock) == expected
+
+
+def test_every_run_keeps_the_compared_columns_and_links_each_row_to_its_details(tmp_path):
+    """The folded figures (warm-up, input wait, start-up, compile, peak memory, all-reduce, the
+    warning) are in each run's section, which its row links to, saying so where it has a warning."""
+    folder, run_ids = fixture_folder(tmp_path)
+    text = write_report(folder).read_text()
+    table = re.search(r'<table class="summary">(.*?)</table>', text).group(1)
+    headers = re.findall(r"<th>([^<]*)</th>", table)
+    assert headers == [TABLE_COLUMNS[key] for key in COMPARED] + [DETAILS]
+    for folded in ("warm-up", "input wait %", "start-up s", "peak mem GiB", "warning"):
+        assert folded not in headers
+    links = re.findall(r'<tr id="row-([^"]*)".*?<a href="#([^"]*)">([^<]*)</a></td></tr>', table)
+    assert [(row, target) for row, target, _ in links] == [(run_id, f"run-{run_id}") for run_id in run_ids]
+    sections = dict(re.findall(r'<section class="run" id="(run-[^"]*)">(.*?)</section>', text, re.DOTALL))
+    first = sections[f"run-{run_ids[0]}"]
+    assert "<td>start-up s</td><td>9.5</td>" in first and "<td>peak mem GiB</td><td>40.00</td>" in first
+    assert "<td>warm-up</td><td>3 st / " in first
+    assert "start-up s" not in sections[f"run-{run_ids[3]}"]  # failed: no figures to fold
+
+
+def test_a_rows_warning_shows_in_its_link_and_in_its_details(tmp_path):
+    folder = tmp_path / "warned"
+    result = ok_result(BASE, 0.2)
+    result.warnings = ["input_wait_fraction: no value (the adapter timed no wait)"]
+    append_result(folder / "results.jsonl", result)
+    append_result(folder / "results.jsonl", ok_result(BASE.with_changes(strategy="dp"), 0.3))
+    text = write_report(folder).read_text()
+    links = re.findall(r'<a href="#run-([^"]*)">([^<]*)</a>', text)
+    assert links == [(result.run_id, "details (warning)"), ("pytorch-dp-1cuda", "details")]
+    assert "<td>warning</td><td>input_wait_fraction: no value (the adapter timed no wait)</td>" in text
+
+
+def throughput_figure(tmp_path, monkeypatch, epochs: list[int | None]):
+    """The throughput chart's figure as drawn for two rows whose steady window's rate (900, 2100)
+    lies under the first's steps' p10 and inside the second's p10-p90."""
+    from mgbench.reports import compare_charts
+
+    ok = pd.DataFrame(
+        {
+            "framework": ["pytorch", "pytorch"],
+            "strategy": ["ddp", "ddp"],
+            "model": ["resnet50", "resnet50"],
+            "precision": ["bf16", "bf16"],
+            "data_format": ["channels_last", "channels_last"],
+            "devices": [1, 2],
+            "images_per_sec": [900.0, 2100.0],
+            "images_per_sec_p10": [1000.0, 1900.0],
+            "images_per_sec_p90": [1100.0, 2200.0],
+            "epochs": epochs,
+        }
+    )
+    drawn = []
+    monkeypatch.setattr(compare_charts, "save", lambda figure, path: drawn.append(figure) or path)
+    compare_charts.throughput_chart(ok, tmp_path / "throughput.png")
+    return drawn[0]
+
+
+def test_the_throughput_chart_draws_each_p10_p90_where_it_lies_and_says_what_bar_and_whiskers_are(
+    tmp_path, monkeypatch
+):
+    figure = throughput_figure(tmp_path, monkeypatch, [None, None])
+    (axes,) = figure.axes
+    whiskers = sorted((segment[0][1], segment[1][1]) for line in axes.collections for segment in line.get_segments())
+    assert whiskers == [(1000.0, 1100.0), (1900.0, 2200.0)]  # the first wholly above its bar of 900
+    caption = figure.get_supxlabel()
+    assert WHAT_BARS_SHOW in caption and WHAT_WHISKERS_SHOW in caption and EPOCH_STALLS not in caption
+
+
+def test_the_throughput_chart_says_why_an_epochs_rows_whiskers_sit_above_its_bar(tmp_path, monkeypatch):
+    caption = throughput_figure(tmp_path, monkeypatch, [2, 2]).get_supxlabel()
+    assert caption.startswith(WHAT_BARS_SHOW) and caption.endswith(EPOCH_STALLS)

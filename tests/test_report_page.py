@@ -1,5 +1,6 @@
 """The report's first screen: the verdict and the compact table within 1400x900, no sideways scroll;
-what planning noted (frameworks left out, the CPU job shrink) and 1-device folders shown as they are."""
+every table within a 1280-px window; what planning noted (frameworks left out, the CPU job shrink)
+and 1-device folders shown as they are."""
 
 from __future__ import annotations
 
@@ -13,17 +14,31 @@ from PIL import Image
 from test_reports import BASE, chromium, chromium_or_skip, fixture_folder, ok_result
 
 from mgbench.common.breakdown import CATEGORIES, bottleneck
+from mgbench.common.interconnects import preset_link
+from mgbench.common.projection import Interconnect
 from mgbench.common.results import RunResult, append_result
 from mgbench.reports.html import write_report
+from mgbench.reports.projection import project_folder, write_projection
+from mgbench.reports.runfolder import load_run_folder
 
 WINDOW = (1400, 900)
+NARROW_WINDOW = (1280, 900)
+"""A laptop's browser window: every table of the report fits it."""
 MEASURE = """<script>
 const box = (id) => document.getElementById(id).getBoundingClientRect();
+const room = (element) => {
+  const style = getComputedStyle(element);
+  return element.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+};
+const tables = [...document.querySelectorAll("table")].map((table) => ({
+  name: table.id || table.className || table.rows[0].textContent.slice(0, 40),
+  width: table.getBoundingClientRect().width, room: room(table.parentElement)}));
 document.body.setAttribute("data-layout", JSON.stringify({
   scroll_width: document.documentElement.scrollWidth, window_width: window.innerWidth,
-  verdict_bottom: box("verdict").bottom, compact_bottom: box("compact").bottom}));
+  verdict_bottom: box("verdict").bottom, compact_bottom: box("compact").bottom, tables}));
 </script>"""
-"""Added to a copy of the page (the report itself holds no script): writes its layout into the DOM."""
+"""Added to a copy of the page (the report itself holds no script): writes its layout into the DOM,
+each table's width beside the content width of the element holding it."""
 LEFT_OUT = "keras: keras-tf left out: tensorflow not installed (make env-keras-tf)"
 SHRINK = "CPU devices and no job size given: the job is shrunk to --image-size 64 --batch-per-gpu 8 --steps 20"
 
@@ -53,13 +68,18 @@ def cpu_folder(root: Path, profiled: bool = True) -> Path:
     return folder
 
 
-def first_screen(binary: str, report: Path, tmp_path: Path) -> dict[str, float]:
-    """The page's layout in a 1400x900 window, and a screenshot of that first screen."""
+def page_layout(binary: str, report: Path, tmp_path: Path, window: tuple[int, int]) -> dict:
+    """The page's layout (`MEASURE`) as Chromium lays it out in a window of `window` pixels."""
     probe = tmp_path / "probe.html"
     probe.write_text(report.read_text().replace("</body>", MEASURE + "</body>"))
-    dom = chromium(binary, "--dump-dom", f"--window-size={WINDOW[0]},{WINDOW[1]}", probe.as_uri())
+    dom = chromium(binary, "--dump-dom", f"--window-size={window[0]},{window[1]}", probe.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
-    layout = json.loads(re.search(r'data-layout="([^"]*)"', dom.stdout).group(1).replace("&quot;", '"'))
+    return json.loads(re.search(r'data-layout="([^"]*)"', dom.stdout).group(1).replace("&quot;", '"'))
+
+
+def first_screen(binary: str, report: Path, tmp_path: Path) -> dict:
+    """The page's layout in a 1400x900 window, and a screenshot of that first screen."""
+    layout = page_layout(binary, report, tmp_path, WINDOW)
     screenshot = tmp_path / "first-screen.png"
     chromium(binary, f"--screenshot={screenshot}", f"--window-size={WINDOW[0]},{WINDOW[1]}", report.as_uri())
     with Image.open(screenshot) as image:
@@ -76,6 +96,39 @@ def test_gpu_and_cpu_reports_open_on_the_verdict_and_the_compact_table_without_s
         layout = first_screen(binary, report, tmp_path)
         assert layout["scroll_width"] <= layout["window_width"] == WINDOW[0], (folder, layout)
         assert 0 < layout["verdict_bottom"] < layout["compact_bottom"] <= WINDOW[1], (folder, layout)
+
+
+def trained_and_projected_folder(root: Path) -> Path:
+    """The GPU fixture folder (a failed row among its runs) with every table a report can hold:
+    its rows with epochs also trained to a time and a test AUC on a real dataset's loader, and a
+    projection to 8 GPUs."""
+    folder, _ = fixture_folder(root)
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    for row in rows:
+        if row["epoch_metrics"]:
+            loader = {"loader": "torch.utils.data.DataLoader", "loader_workers": 8}
+            row.update(loader, time_to_train_seconds=550.0, test_metrics={"auc": 0.71, "top1": 0.64})
+    (folder / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    target = Interconnect(preset_link("nvlink4"), None, gpus_per_node=8)
+    write_projection(folder, project_folder(load_run_folder(folder), target, [2, 8], 1_000_000))
+    return folder
+
+
+def test_every_table_of_a_gpu_and_a_cpu_report_fits_a_1280_px_window(tmp_path):
+    """The tables of every run, time to train, the projection, the environment and each run's
+    details: no sideways scroll, and no table wider than what holds it (one in a scrolling box
+    would be)."""
+    binary = chromium_or_skip()
+    for folder in (trained_and_projected_folder(tmp_path), cpu_folder(tmp_path)):
+        report = write_report(folder)
+        layout = page_layout(binary, report, tmp_path, NARROW_WINDOW)
+        assert layout["scroll_width"] <= layout["window_width"] == NARROW_WINDOW[0], (folder, layout)
+        wide = [table for table in layout["tables"] if table["width"] > table["room"] + 0.5]
+        assert not wide, (folder, wide)
+        names = {table["name"] for table in layout["tables"]}
+        assert {"compact", "summary"} <= names, names
+    text = (tmp_path / "run" / "report.html").read_text()
+    assert "<h2>Time to train</h2>" in text and "Scaling past this machine" in text
 
 
 def test_the_verdict_names_the_fastest_line_its_lead_scaling_and_bottleneck(tmp_path):

@@ -546,6 +546,7 @@ def test_a_window_rate_outside_its_steps_p10_p90_still_charts(tmp_path):
             "images_per_sec": [900.0, 2100.0],
             "images_per_sec_p10": [1000.0, 1900.0],
             "images_per_sec_p90": [1100.0, 2000.0],
+            "epochs": [None, None],
         }
     )
     path = throughput_chart(ok, tmp_path / "throughput.png")

@@ -13,11 +13,18 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from mgbench.common.breakdown import CATEGORIES
+from mgbench.reports.cells import number
 from mgbench.reports.figures import job_title, new_figure, run_label, save
 from mgbench.reports.readings import COLORS, LABELS, has_breakdown
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
 
+WHAT_BARS_SHOW = "bar: the steady window's mean throughput (its images over the sum of its steps)"
+WHAT_WHISKERS_SHOW = "p10-p90 of single steps' rates"
+EPOCH_STALLS = (
+    "--epochs rows: the window holds each epoch's first step, stalled while its loader starts, "
+    "so their whiskers can sit above the bar"
+)
 UNSPLIT = "rest of the step (not profiled)"
 UNEXPLAINED = "unexplained"
 
@@ -26,17 +33,24 @@ def _group_label(key: tuple) -> str:
     return " ".join(str(part) for part in key)
 
 
+def throughput_caption(ok: pd.DataFrame) -> str:
+    """What the throughput chart's bars and whiskers are, said under it, and, where rows trained
+    in epochs, why their whiskers can sit above their bars."""
+    caption = f"{WHAT_BARS_SHOW}; whiskers: {WHAT_WHISKERS_SHOW}"
+    return caption + (f"\n{EPOCH_STALLS}" if ok["epochs"].notna().any() else "")
+
+
 def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     """Bars of images/sec per framework/strategy (the steady window's), one bar per device count,
-    whiskers to the p10 and p90 of single steps' rates. The window's rate can lie outside that
-    range (a few slow steps pull it under p10): a whisker then stops at the bar."""
+    whiskers from the p10 to the p90 of single steps' rates, wherever those lie against the bar
+    (`throughput_caption` says why they can lie above it)."""
     groups = list(ok.groupby(GROUP, sort=True))
     counts = sorted(ok["devices"].unique())
     width = min(0.8 / len(counts), 0.3)
     figure = new_figure()
     axes = figure.subplots()
     for position, count in enumerate(counts):
-        xs, heights, low, high = [], [], [], []
+        xs, heights, spreads = [], [], []
         for index, (_, group) in enumerate(groups):
             match = group[group["devices"] == count]
             if match.empty:
@@ -44,18 +58,19 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
             run = match.iloc[0]
             xs.append(index + width * (position - (len(counts) - 1) / 2))
             heights.append(run["images_per_sec"])
-            low.append(max(0.0, run["images_per_sec"] - run["images_per_sec_p10"]))
-            high.append(max(0.0, run["images_per_sec_p90"] - run["images_per_sec"]))
-        bars = axes.bar(
-            xs, heights, width, yerr=[low, high], capsize=3, label=f"{count} device{'s' if count > 1 else ''}"
-        )
+            spreads.append((xs[-1], number(run["images_per_sec_p10"]), number(run["images_per_sec_p90"])))
+        bars = axes.bar(xs, heights, width, label=f"{count} device{'s' if count > 1 else ''}")
         axes.bar_label(bars, fmt="%.0f", padding=2, fontsize="small")
+        for x, low, high in spreads:
+            if low is not None and high is not None:
+                axes.errorbar(x, (low + high) / 2, yerr=(high - low) / 2, fmt="none", ecolor="black", capsize=3)
     axes.set_xticks(range(len(groups)), [_group_label(key) for key, _ in groups])
     axes.set_xlim(-0.75, len(groups) - 0.25)
-    axes.set_ylabel("images/sec (steady window, whiskers p10-p90 of steps)")
+    axes.set_ylabel("images/sec")
     axes.grid(axis="y", alpha=0.3)
     axes.legend()
     axes.set_title(f"Throughput: {job_title(ok)}, {_devices_text(counts)}")
+    figure.supxlabel(throughput_caption(ok), fontsize="small")
     return save(figure, path)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from mgbench.reports.projection import PROJECTION_COLUMNS, read_projection, seri
 from mgbench.reports.readings import breakdown_text, limits_details, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.same_start import same_start_sentence
-from mgbench.reports.summary import display_table
+from mgbench.reports.summary import TABLE_COLUMNS, display_table
 from mgbench.reports.training import training_table
 from mgbench.reports.verdict import verdict
 
@@ -58,7 +59,9 @@ tr.ok td.status { color: #1a7f37; font-weight: 600; }
 tr.problem td { background: #fff4f2; }
 tr.problem td.status { color: #b42318; font-weight: 600; }
 table.summary td { white-space: nowrap; }
-table.summary td.status, table.summary td.wrap { white-space: normal; min-width: 12rem; }
+table.summary td.status { white-space: normal; min-width: 6rem; }
+table.summary td.link { white-space: normal; }
+table.summary td.wrap { white-space: normal; min-width: 12rem; }
 td { overflow-wrap: anywhere; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .notes { background: #fff8e1; border-left: 4px solid #f2b600; padding: 0.5rem 1rem; }
@@ -73,26 +76,43 @@ table.compact th { text-align: right; }
 table.compact th:first-child, table.compact th:nth-child(2) { text-align: left; }
 table.compact td { white-space: nowrap; }
 ol.notes-list { font-size: 0.85rem; color: #3d4654; margin-top: 0.2rem; }
-.scroll { overflow-x: auto; max-width: 100%; }
 """
-NUMERIC_COLUMNS = {
-    "devices",
-    "images/sec",
-    "p10-p90",
-    "speedup",
-    "efficiency",
-    "input wait %",
-    "start-up s",
-    "compile s",
-    "peak mem GiB",
-}
+DETAILS = "details"
+"""The "Every run" column linking each row to its run's details."""
+NUMERIC_COLUMNS = {"devices", "images/sec", "p10-p90", "speedup", "efficiency"}
 COLUMN_CLASSES = {
     **dict.fromkeys(NUMERIC_COLUMNS, "num"),
     "status": "status",
     "what holds it back": "wrap",
-    "warning": "wrap",
+    DETAILS: "link",
 }
-"""Summary cells styled by their column: numbers right-aligned, sentences wrapped."""
+"""Summary cells styled by their column: numbers right-aligned, sentences and links wrapped."""
+COMPARED = (
+    "framework",
+    "strategy",
+    "devices",
+    "device_kind",
+    "status",
+    "images_per_sec",
+    "spread",
+    "speedup",
+    "efficiency",
+    "reading",
+)
+"""The `summary.TABLE_COLUMNS` a reader compares across runs, kept in "Every run" so that it fits
+a 1280-px window; the row's other figures (warm-up, start-up, memory, warning, ...) are in its
+run's details, which the row links to."""
+
+
+@dataclass(frozen=True)
+class Link:
+    """A cell linking to a place on the page: the text is escaped, the target an id the page made."""
+
+    text: str
+    target: str
+
+    def html(self) -> str:
+        return f'<a href="#{_e(self.target)}">{_e(self.text)}</a>'
 
 
 def _e(value: object) -> str:
@@ -114,7 +134,8 @@ def _table(
         tds = []
         for name, cell in zip(header, cells):
             cls = COLUMN_CLASSES.get(name, "")
-            tds.append(f'<td class="{cls}">{_e(cell)}</td>' if cls else f"<td>{_e(cell)}</td>")
+            content = cell.html() if isinstance(cell, Link) else _e(cell)
+            tds.append(f'<td class="{cls}">{content}</td>' if cls else f"<td>{content}</td>")
         body.append(f"<tr{attr}>{''.join(tds)}</tr>")
     return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
@@ -160,15 +181,23 @@ def _same_start_paragraph(frame: pd.DataFrame) -> str:
     return f'<p class="same-start" id="same-start">{_e(sentence)}</p>' if sentence else ""
 
 
-def _summary_section(frame: pd.DataFrame) -> str:
-    """Every run's figures, wider than the page: in a box of its own that scrolls sideways."""
-    shown = display_table(frame)
-    attrs = []
-    for _, row in frame.iterrows():
+def _split_summary(shown: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """`display_table`'s columns as (those "Every run" keeps, `COMPARED`; those each run's details
+    show): a column the table gains later goes to the details, never widening the table."""
+    compared = [TABLE_COLUMNS[key] for key in COMPARED if TABLE_COLUMNS[key] in shown.columns]
+    return compared, [column for column in shown.columns if column not in compared]
+
+
+def _summary_section(frame: pd.DataFrame, compared: pd.DataFrame, details: pd.DataFrame) -> str:
+    """Every run's compared figures, one row each, linking to the run's details (where a row
+    with a warning says so in its link)."""
+    attrs, rows = [], []
+    for (_, row), cells, (_, extra) in zip(frame.iterrows(), compared.itertuples(index=False), details.iterrows()):
         state = "ok" if row["status"] == "ok" else "problem"
         attrs.append(f' id="row-{_e(row["run_id"])}" class="{state}" data-run-id="{_e(row["run_id"])}"')
-    rows = _table(list(shown.columns), shown.itertuples(index=False), attrs, "summary")
-    return f'<h2>Every run</h2><div class="scroll">{rows}</div>'
+        warned = bool(extra.get(TABLE_COLUMNS["warning"]))
+        rows.append([*cells, Link(f"{DETAILS} (warning)" if warned else DETAILS, f"run-{row['run_id']}")])
+    return "<h2>Every run</h2>" + _table([*compared.columns, DETAILS], rows, attrs, "summary")
 
 
 def _training_section(frame: pd.DataFrame) -> str:
@@ -190,7 +219,7 @@ def _training_section(frame: pd.DataFrame) -> str:
         "test top-1",
     ]
     rows = [[_fixed(value) for value in line] for line in table.itertuples(index=False)]
-    return f'<h2>Time to train</h2><div class="scroll">{_table(header, rows)}</div>'
+    return f"<h2>Time to train</h2>{_table(header, rows)}"
 
 
 def _fixed(value: object) -> object:
@@ -239,7 +268,9 @@ def profiler_slowdown(profile: object) -> str:
     return f"{slowdown:.2f}x" if isinstance(slowdown, int | float) else ""
 
 
-def _run_section(row: pd.Series, charts: ChartSet) -> str:
+def _run_section(row: pd.Series, figures: pd.Series, charts: ChartSet) -> str:
+    """The run's details: the summary figures "Every run" leaves out (`figures`), its config, how
+    it ran, what holds it back, and its own charts."""
     run_id = row["run_id"]
     parts = [f'<section class="run" id="run-{_e(run_id)}"><h3>{_e(run_id)}: {_e(row["status"])}</h3>']
     if row["status"] != "ok" and row["error"]:
@@ -253,7 +284,7 @@ def _run_section(row: pd.Series, charts: ChartSet) -> str:
         ("profiler slowdown of the step", profiler_slowdown(row.get("profile"))),
         *limits_details(row),
     ]
-    parts.append(_key_values(config + [(name, row[name]) for name in RUN_FIELDS] + profiled))
+    parts.append(_key_values([*figures.items(), *config, *((name, row[name]) for name in RUN_FIELDS), *profiled]))
     parts.extend(_image(chart) for chart in charts.runs.get(run_id, []))
     parts.extend(f'<p class="meta">{_e(note)}</p>' for note in charts.notes.get(run_id, []))
     parts.append("</section>")
@@ -290,7 +321,9 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
     parts.append("</p>")
     if data.notes:
         parts.append('<div class="notes">' + "".join(f"<p>{_e(n)}</p>" for n in data.notes) + "</div>")
-    parts.append(_summary_section(data.frame))
+    shown = display_table(data.frame)
+    compared, details = _split_summary(shown)
+    parts.append(_summary_section(data.frame, shown[compared], shown[details]))
     parts.append(_training_section(data.frame))
     if charts.compare:
         parts.append("<h2>Charts</h2>" + "".join(_image(chart) for chart in charts.compare))
@@ -300,7 +333,8 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
     if charts.projection is not None and projection is not None:
         parts.append(_projection_section(projection, charts.projection))
     parts.append(_environment_section(data.frame))
-    parts.append("<h2>Runs</h2>" + "".join(_run_section(row, charts) for _, row in data.frame.iterrows()))
+    runs = zip(data.frame.iterrows(), shown[details].iterrows())
+    parts.append("<h2>Runs</h2>" + "".join(_run_section(row, figures, charts) for (_, row), (_, figures) in runs))
     parts.append("</body></html>\n")
     return "".join(parts)
 

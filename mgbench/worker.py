@@ -10,6 +10,7 @@ the result row.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
     os.environ.update(spec.variables_for(config))
     trainer = create_trainer(config.framework, config.strategy)
     capabilities = spec.capabilities
-    return run_training(
+    result = run_training(
         trainer,
         config,
         state_path,
@@ -40,6 +41,7 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
         capabilities.compiled_by(config),
         capabilities.loader,
     )
+    return result and dataclasses.replace(result, unmatched=list(capabilities.builders.unmatched))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

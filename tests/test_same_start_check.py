@@ -58,6 +58,14 @@ def test_other_starting_weights_and_own_initialisers_are_said() -> None:
     assert none.sentence().startswith("Same start: not checked")
 
 
+def test_what_a_framework_cannot_match_is_named_once_with_its_frameworks() -> None:
+    frame = pd.DataFrame([row("pytorch"), row("gluon"), row("gluon", 2), row("keras-jax")])
+    frame["unmatched"] = [[], ["biased variance"], ["biased variance"], ["biased variance"]]
+    check = same_start(frame)
+    assert check.unmatched == {"biased variance": ("gluon", "keras-jax")}
+    assert check.sentence().endswith("gluon, keras-jax cannot match it: biased variance.")
+
+
 def test_bf16_rows_are_not_held_to_the_fp32_tolerance() -> None:
     check = same_start(pd.DataFrame([row("pytorch", precision="bf16"), row("gluon", precision="bf16", losses=[3.0])]))
     assert not check.checked and not check.disagreements

@@ -25,9 +25,6 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 """A framework or strategy name: one plain file-name part (no separator, no leading dot), since
 `run_id` names the run's files and a config read back from a run folder may come from anywhere."""
 
-MOMENTUM = 0.9
-"""The job every adapter trains: SGD with this momentum, no weight decay, `learning_rate` from the config."""
-
 
 @dataclass(frozen=True)
 class RunConfig:

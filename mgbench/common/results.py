@@ -39,6 +39,8 @@ class RunResult:
     framework_versions: dict[str, str] = field(default_factory=dict)
     device_names: list[str] = field(default_factory=list)
     parameters: int | None = None
+    unmatched: list[str] = field(default_factory=list)
+    """What this framework cannot match of the shared job (`ModelBuilders.unmatched`)."""
     init_digest: str | None = None
     """The digest of the initial weights loaded (None: the framework's own initialiser): rows with
     one digest started from the same weights."""

@@ -63,6 +63,13 @@ class Compiler:
         return None
 
 
+BIASED_MOVING_VARIANCE = (
+    "batch-norm's moving variance averages each batch's biased variance (torch's and Chainer's the "
+    "unbiased one), so evaluation after training differs slightly; training steps do not"
+)
+"""What Keras' and Gluon's batch-norm cannot be set to match (`ModelBuilders.unmatched`)."""
+
+
 @dataclass(frozen=True)
 class ModelBuilders:
     """The catalogue models one builder module builds, and how its builds differ from the
@@ -85,6 +92,9 @@ class ModelBuilders:
     architecture differs (keras.applications' ResNet-50 gives convolutions a bias)."""
     tensor_offsets: dict[str, int] = field(default_factory=dict)
     """Trainable tensors minus the catalogue's reference count, for the same differences."""
+    unmatched: tuple[str, ...] = ()
+    """What its builds cannot set as the shared job declares it (`ModelSpec.hyperparameters`,
+    torch's conventions), one sentence each: every row of the framework names them."""
 
     def builder(self, model: str, framework: str) -> Callable[..., Any]:
         """`model`'s builder (importing the module: adapters only), or one UsageError naming

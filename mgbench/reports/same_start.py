@@ -13,7 +13,7 @@ Rows are compared at one global batch (weak scaling's larger batches train on ot
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -47,6 +47,8 @@ class SameStart:
     disagreements: tuple[Disagreement, ...]
     checked: bool
     """False where the rows are not fp32: their losses are shown, not held to the tolerance."""
+    unmatched: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """What frameworks declare they cannot match of the job, and which frameworks declare it."""
 
     def sentence(self) -> str:
         """One line for the console, summary.md and the report."""
@@ -74,6 +76,7 @@ class SameStart:
             parts.append(f"all from weights {self.digests[0]}")
         if self.own_initialisers:
             parts.append(f"{', '.join(self.own_initialisers)} started from its framework's own initialiser")
+        parts += [f"{', '.join(names)} cannot match it: {what}" for what, names in self.unmatched.items()]
         return "Same start: " + "; ".join(parts) + "."
 
 
@@ -126,7 +129,17 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
         own_initialisers=tuple(str(r) for r, d in zip(rows["run_id"], digests) if not isinstance(d, str)),
         disagreements=tuple(disagreements) if checked else (),
         checked=checked,
+        unmatched=_unmatched(rows),
     )
+
+
+def _unmatched(rows: pd.DataFrame) -> dict[str, tuple[str, ...]]:
+    declared: dict[str, list[str]] = {}
+    for framework, sentences in zip(rows["framework"], rows.get("unmatched", pd.Series([[]] * len(rows)))):
+        for sentence in sentences if isinstance(sentences, list) else []:
+            if framework not in declared.setdefault(sentence, []):
+                declared[sentence].append(framework)
+    return {sentence: tuple(names) for sentence, names in declared.items()}
 
 
 def same_start_sentence(frame: pd.DataFrame) -> str | None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
+from mgbench.frameworks.specs import BIASED_MOVING_VARIANCE, Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
-GLUON_MODELS = ModelBuilders("mgbench.frameworks.gluon.models", ("densenet121", "resnet50", "inception_v3", "tiny"))
+GLUON_MODELS = ModelBuilders(
+    "mgbench.frameworks.gluon.models",
+    ("densenet121", "resnet50", "inception_v3", "tiny"),
+    unmatched=(BIASED_MOVING_VARIANCE,),
+)
 """torchvision's architectures built in `gluon.nn` (Inception-v3 the model zoo's), as `models.py` builds them."""
 
 FRAMEWORK = FrameworkSpec(

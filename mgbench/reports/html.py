@@ -28,6 +28,7 @@ from mgbench.reports.readings import breakdown_text, limits_details, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import TABLE_COLUMNS, display_table
+from mgbench.reports.training import COLUMNS as TRAINING_COLUMNS
 from mgbench.reports.training import training_table
 from mgbench.reports.verdict import verdict
 
@@ -205,19 +206,7 @@ def _training_section(frame: pd.DataFrame) -> str:
     table = training_table(frame)
     if table.empty:
         return ""
-    header = [
-        "framework",
-        "strategy",
-        "devices",
-        "loader",
-        "workers",
-        "epochs",
-        "time to train (s)",
-        "img/s per epoch",
-        "val AUC",
-        "test AUC",
-        "test top-1",
-    ]
+    header = list(TRAINING_COLUMNS.values())
     rows = [[_fixed(value) for value in line] for line in table.itertuples(index=False)]
     return f"<h2>Time to train</h2>{_table(header, rows)}"
 

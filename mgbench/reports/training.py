@@ -16,19 +16,21 @@ from mgbench.reports.cells import figure_text, number
 from mgbench.reports.figures import job_title, new_figure, run_label, save
 from mgbench.reports.ranking import split_metric
 
-COLUMNS = (
-    "framework",
-    "strategy",
-    "devices",
-    "loader",
-    "loader_workers",
-    "epochs",
-    "time_to_train_seconds",
-    "epoch_images_per_sec",
-    "val_auc",
-    "test_auc",
-    "test_top1",
-)
+COLUMNS = {
+    "framework": "framework",
+    "strategy": "strategy",
+    "devices": "devices",
+    "loader": "loader",
+    "loader_workers": "workers",
+    "epochs": "epochs",
+    "time_to_train_seconds": "time to train (s)",
+    "time_to_target_seconds": "time to target (s)",
+    "epoch_images_per_sec": "img/s per epoch",
+    "val_auc": "val AUC",
+    "test_auc": "test AUC",
+    "test_top1": "test top-1",
+}
+"""The table's columns and their headers in the report."""
 
 
 def training_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -49,6 +51,7 @@ def training_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "loader_workers": row.get("loader_workers"),
                 "epochs": len(epochs),
                 "time_to_train_seconds": float(row["time_to_train_seconds"]),
+                "time_to_target_seconds": row.get("time_to_target_seconds", np.nan),
                 "epoch_images_per_sec": float(np.mean(rates)) if rates else np.nan,
                 "val_auc": epochs[-1].get("val_auc", np.nan) if epochs else np.nan,
                 "test_auc": split_metric(row.get("test_metrics"), "auc"),

@@ -18,6 +18,7 @@ from conftest import (
     assert_compiled_equals_eager,
     framework_python,
     max_difference,
+    mgbench,
     profiled_two_cpu_compare,
     run_in,
     run_row,
@@ -60,18 +61,16 @@ def probe_finding(python: Path | str, script: str, env: dict[str, str], timeout:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_the_keras_parameter_offsets_are_resnet_biases_and_inception_gammas():
-    """The registry's Keras offsets from the catalogue's torchvision counts are exactly ResNet-50's
-    convolution biases and Inception-v3's missing batch-norm scales (the contract test checks
-    the counts themselves for every Keras adapter)."""
+def test_the_keras_parameter_offset_is_inception_gammas():
+    """The registry's one Keras offset from the catalogue's torchvision counts is exactly
+    Inception-v3's missing batch-norm scales; ResNet-50, written as torchvision's, has no
+    convolution bias (the contract test checks the counts themselves for every Keras adapter)."""
     python, backend = keras_probe_python()
     env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT)
     found = probe_finding(python, "keras_parameter_probe.py", env, timeout=600)
     offsets = framework_spec("keras-jax").capabilities.parameter_offsets
-    assert offsets == {
-        "resnet50": found["resnet50_conv_biases"],
-        "inception_v3": -found["inception_v3_unscaled_batchnorm_channels"],
-    }
+    assert found["resnet50_conv_biases"] == 0
+    assert offsets == {"inception_v3": -found["inception_v3_unscaled_batchnorm_channels"]}
     for name, count in found["parameters"].items():
         assert count == MODELS[name].reference_parameters + offsets.get(name, 0)
 
@@ -225,6 +224,26 @@ def test_keras_jax_profile_reads_every_devices_ops_from_the_jax_trace(tmp_path):
     assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 2
     assert sorted(kept["devices"]) == ["cpu:0", "cpu:1"]
     assert all(device["seconds"]["communication"] > 0 for device in kept["devices"].values())
+
+
+@pytest.mark.slow
+def test_every_keras_adapter_starts_where_pytorch_does_and_takes_its_first_steps(tmp_path):
+    """`--init same`: each Keras adapter loads the shared weights (pytorch's digest) and trains
+    with the job's momentum, so its first losses agree with pytorch's (the same-start check)."""
+    frameworks = ("keras-tf", "keras-jax", "keras-torch", "tensorflow")
+    for framework in frameworks:
+        framework_python(framework)
+    out = tmp_path / "same"
+    done = mgbench(
+        "compare", "--frameworks", ",".join(("pytorch", *frameworks)), "--gpus", "1", "--model", "tiny",
+        "--steps", "3", "--init", "same", "--seed", "3", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["framework"] for r in rows} == {"pytorch", *frameworks}
+    assert {r["init_digest"] for r in rows} == {rows[0]["init_digest"]} != {None}
+    sentence = (out / "summary.md").read_text().splitlines()[-1]
+    assert f"first-step losses of {len(frameworks)} runs agree within" in sentence, sentence
 
 
 def test_packed_state_holds_one_array_per_dtype_and_unpacks_exactly():

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import TESTS, framework_python
 
 MODELS = ("tiny", "resnet50", "densenet121")
@@ -15,6 +14,10 @@ PROBES = {
     "chainer": "start_probe_chainer.py",
     "gluon": "start_probe_gluon.py",
     "pytorch": "start_probe_pytorch.py",
+    "keras-tf": "start_probe_keras.py",
+    "keras-jax": "start_probe_keras.py",
+    "keras-torch": "start_probe_keras.py",
+    "tensorflow": "start_probe_keras.py",
 }
 """The probe each framework's logits come from (the Keras probe serves every Keras backend)."""
 
@@ -24,8 +27,14 @@ def probe_logits(framework: str, model: str, folder: Path) -> dict[str, np.ndarr
 
     from conftest import cli_env
 
+    from mgbench.common.config import RunConfig
+    from mgbench.frameworks.registry import framework_spec
+
     out = folder / f"{framework}-{model}.npz"
-    env = cli_env(PYTHONPATH=f"{TESTS.parent}:{TESTS}")
+    # The variables a run of the framework sets before importing it (Keras' backend among them).
+    spec = framework_spec(framework)
+    variables = spec.variables_for(RunConfig(framework, spec.defaults[0], model, 1, "cpu", 1, 1))
+    env = cli_env(PYTHONPATH=f"{TESTS.parent}:{TESTS}", **variables)
     done = subprocess.run(
         [framework_python(framework), str(TESTS / PROBES[framework]), model, str(SIZE[model]), str(out)],
         capture_output=True,

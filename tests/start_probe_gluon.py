@@ -31,4 +31,5 @@ def main(model: str, size: int, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+    for model, size, out in zip(*[iter(sys.argv[1:])] * 3, strict=True):
+        main(model, int(size), out)

@@ -6,12 +6,12 @@ import sys
 
 import numpy as np
 import torch
+from same_start import same_start_batch
 
 from mgbench.common.initial_weights import reference_weights
 from mgbench.common.kinds import DataFormat
 from mgbench.common.models import model_spec
 from mgbench.frameworks.pytorch import models, weights
-from same_start import same_start_batch
 
 
 def main(model: str, size: int, out: str) -> None:
@@ -26,4 +26,5 @@ def main(model: str, size: int, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+    for model, size, out in zip(*[iter(sys.argv[1:])] * 3, strict=True):
+        main(model, int(size), out)

@@ -18,7 +18,6 @@ from conftest import (
     assert_compiled_equals_eager,
     framework_python,
     max_difference,
-    mgbench,
     profiled_two_cpu_compare,
     run_in,
     run_row,
@@ -224,26 +223,6 @@ def test_keras_jax_profile_reads_every_devices_ops_from_the_jax_trace(tmp_path):
     assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 2
     assert sorted(kept["devices"]) == ["cpu:0", "cpu:1"]
     assert all(device["seconds"]["communication"] > 0 for device in kept["devices"].values())
-
-
-@pytest.mark.slow
-def test_every_keras_adapter_starts_where_pytorch_does_and_takes_its_first_steps(tmp_path):
-    """`--init same`: each Keras adapter loads the shared weights (pytorch's digest) and trains
-    with the job's momentum, so its first losses agree with pytorch's (the same-start check)."""
-    frameworks = ("keras-tf", "keras-jax", "keras-torch", "tensorflow")
-    for framework in frameworks:
-        framework_python(framework)
-    out = tmp_path / "same"
-    done = mgbench(
-        "compare", "--frameworks", ",".join(("pytorch", *frameworks)), "--gpus", "1", "--model", "tiny",
-        "--steps", "3", "--init", "same", "--seed", "3", "--out", str(out),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert {r["framework"] for r in rows} == {"pytorch", *frameworks}
-    assert {r["init_digest"] for r in rows} == {rows[0]["init_digest"]} != {None}
-    sentence = (out / "summary.md").read_text().splitlines()[-1]
-    assert f"first-step losses of {len(frameworks)} runs agree within" in sentence, sentence
 
 
 def test_packed_state_holds_one_array_per_dtype_and_unpacks_exactly():

@@ -20,6 +20,11 @@ from conftest import assert_two_devices_equal_one, framework_python, mgbench, on
 from mgbench.common.devices import visible_gpus
 from mgbench.frameworks.chainer.cupy_compat import CARRAY_INCLUDE, FLOAT16_INCLUDE, needs_float16_header
 
+RATES = (0.1, 0.05, 0.02, 0.01)
+"""A rate changed between steps, down as the warm-up's ramp may go."""
+START = np.array([1.0, -2.0, 0.5], dtype=np.float32)
+GRADIENTS = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5], [-2.0, 1.0, 0.75], [0.1, -0.3, 1.25]], dtype=np.float32)
+
 GPUS = len(visible_gpus())
 
 COMPAT_WITHOUT_DISTUTILS = """
@@ -272,6 +277,73 @@ def test_one_epoch_of_the_sample_through_chainers_loader_on_two_processes(chaine
     assert mgbench("make-sample-chestxray", str(sample), "--n", "64", "--size", "38").returncode == 0
     rows = one_epoch_rows("chainer", "chainermn", sample, tmp_path / "run")
     assert all(row["interpreter"] == chainer_python for row in rows)
+
+
+SGD_STEPS = """
+import json, sys
+import numpy as np
+from mgbench.frameworks.chainer import compat
+compat.apply()
+import chainer, chainermn
+from mgbench.frameworks.chainer.optimizer import TorchFormSGD
+device, form, nesterov, weight_decay, rates, start, gradients = json.loads(sys.argv[1])
+device = chainer.get_device(device)
+device.use()
+link = chainer.Link()
+with link.init_scope():
+    link.w = chainer.Parameter(np.array(start, dtype=np.float32))
+link.to_device(device)
+if form == "torch":
+    sgd = TorchFormSGD(rates[0], 0.9, nesterov=nesterov, weight_decay=weight_decay)
+else:
+    sgd = chainer.optimizers.MomentumSGD(rates[0], 0.9)
+optimizer = chainermn.create_multi_node_optimizer(sgd, chainermn.create_communicator("naive"))
+optimizer.setup(link)
+optimizer.is_changed(link)  # as the adapter does: its first update then steps
+weights = []
+for rate, gradient in zip(rates, gradients):
+    optimizer.lr = rate  # through ChainerMN's wrapper, as the adapter's set_learning_rate
+    link.w.grad = device.send(np.array(gradient, dtype=np.float32))
+    optimizer.update()
+    weights.append(chainer.get_device("@numpy").send(link.w.array).tolist())
+print(json.dumps(weights))
+"""
+
+
+def sgd_weights(python: str, device: str, form: str, nesterov: bool = False, weight_decay: float = 0.0) -> np.ndarray:
+    """The weight after each of `RATES`' steps from `START` with `GRADIENTS`, momentum 0.9."""
+    setting = [device, form, nesterov, weight_decay, RATES, START.tolist(), GRADIENTS.tolist()]
+    return np.array(json.loads(run_in(python, SGD_STEPS, json.dumps(setting))))
+
+
+def torch_form(nesterov: bool = False, weight_decay: float = 0.0) -> np.ndarray:
+    """torch.optim.SGD's steps (no dampening) in float64: b = m b + (g + wd w); w -= lr b
+    (Nesterov: w -= lr (g + wd w + m b))."""
+    w, buffer, weights = START.astype(np.float64), np.zeros(3), []
+    for rate, gradient in zip(RATES, GRADIENTS):
+        g = gradient + weight_decay * w
+        buffer = 0.9 * buffer + g
+        w = w - rate * (g + 0.9 * buffer if nesterov else buffer)
+        weights.append(w)
+    return np.array(weights)
+
+
+@pytest.mark.parametrize(("nesterov", "weight_decay"), [(False, 0.0), (True, 0.0), (False, 0.01)])
+def test_sgd_steps_in_torchs_form_with_the_rate_changed_every_step(chainer_python, nesterov, weight_decay):
+    found = sgd_weights(chainer_python, "@numpy", "torch", nesterov, weight_decay)
+    np.testing.assert_allclose(found, torch_form(nesterov, weight_decay), rtol=0, atol=1e-6)
+
+
+def test_chainers_own_momentum_sgd_steps_otherwise_once_the_rate_changes(chainer_python):
+    """Chainer's MomentumSGD (v = m v - lr g; w += v) takes torch's first step, then others."""
+    own = sgd_weights(chainer_python, "@numpy", "chainer")
+    np.testing.assert_allclose(own[0], torch_form()[0], rtol=0, atol=1e-6)
+    assert np.abs(own[1:] - torch_form()[1:]).min() > 1e-3
+
+
+def test_sgd_steps_in_torchs_form_on_gpu(chainer_gpu_python):
+    found = sgd_weights(chainer_gpu_python, "@cupy:0", "torch", True, 0.01)
+    np.testing.assert_allclose(found, torch_form(True, 0.01), rtol=0, atol=1e-6)
 
 
 LOADER_MATCHES_THE_SHARED_READER = """

@@ -6,6 +6,8 @@
 - Every process computes the mean loss of its own shard; ChainerMN's multi-node optimizer
   averages the gradients over processes, which equals the gradient of the mean loss over the
   global batch because the shards are equal.
+- The SGD steps in torch's form (`optimizer`), not Chainer's `MomentumSGD`, whose form drifts
+  from torch's once the rate changes between steps, as it does every step of the warm-up.
 - ChainerMN's multi-node optimizer spends its first `update()` broadcasting rank 0's weights
   instead of updating. `setup` does that broadcast itself and lets the optimizer record the
   parameter set, so every timed step is a real training step.
@@ -54,6 +56,7 @@ from mgbench.datasets.resolve import dataset_for  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
 from mgbench.frameworks.chainer import cupy_compat, models, weights  # noqa: E402
 from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
+from mgbench.frameworks.chainer.optimizer import build_optimizer  # noqa: E402
 
 KERNEL_PATCHES = cupy_compat.apply()
 COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}
@@ -84,7 +87,7 @@ class ChainerTrainer(Adapter):
             weights.load_initial(self.model, start)
         self.model.to_device(self.device)
         self.lossfun = models.build_loss(spec)
-        optimizer = chainer.optimizers.MomentumSGD(lr=config.learning_rate, momentum=spec.hyperparameters.sgd_momentum)
+        optimizer = build_optimizer(config.learning_rate, spec.hyperparameters)
         self.optimizer = chainermn.create_multi_node_optimizer(optimizer, self.comm)
         self.optimizer.setup(self.model)
         self.comm.bcast_data(self.model)

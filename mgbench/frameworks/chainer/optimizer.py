@@ -1,0 +1,76 @@
+"""SGD with momentum stepping as torch.optim.SGD does, for Chainer.
+
+Chainer's `MomentumSGD` keeps the rate inside the velocity (v = m v - lr g; w += v). torch keeps
+it out (b = m b + g; w -= lr b). The two give the same steps only while the rate is constant; the
+job changes it every step of its warm-up (`mgbench.common.schedule`), down as well as up, after
+which Chainer's form would have stepped by other amounts and its run would drift from every other
+framework's. `TorchFormSGD` steps in torch's form instead, with the rest of torch's SGD that
+`Hyperparameters` declares (Nesterov, weight decay added to the gradient before the momentum).
+
+The update is written once on the parameter's own array module, so the same code runs on numpy
+and on CuPy, and under ChainerMN's multi-node optimizer, which averages the gradients and then
+calls this optimizer's `update`.
+"""
+
+from __future__ import annotations
+
+from mgbench.frameworks.chainer import compat as chainer_compat
+
+chainer_compat.apply()
+
+import chainer  # noqa: E402
+from chainer import optimizer  # noqa: E402
+
+from mgbench.common.models import Hyperparameters  # noqa: E402
+
+
+class TorchFormRule(optimizer.UpdateRule):
+    """One parameter's step: b = m b + (g + wd w); w -= lr b, or lr ((g + wd w) + m b) with
+    Nesterov. The buffer starts at zero, so the first step sets it to the gradient as torch does."""
+
+    is_elementwise = True
+
+    def init_state(self, param: chainer.Parameter) -> None:
+        with chainer.using_device(param.device):
+            self.state["momentum_buffer"] = param.device.xp.zeros_like(param.array)
+
+    def update_core(self, param: chainer.Parameter) -> None:
+        """Overrides `UpdateRule.update_core` itself (not its CPU and GPU halves): the arithmetic
+        is the same on numpy and CuPy arrays."""
+        if param.grad is None:
+            return
+        hyperparam, weights = self.hyperparam, param.array
+        grad = param.grad + hyperparam.weight_decay * weights if hyperparam.weight_decay else param.grad
+        buffer = self.state["momentum_buffer"]
+        buffer *= hyperparam.momentum
+        buffer += grad
+        step = grad + hyperparam.momentum * buffer if hyperparam.nesterov else buffer
+        weights -= hyperparam.lr * step
+
+
+class TorchFormSGD(optimizer.GradientMethod):
+    """torch.optim.SGD (no dampening) as a Chainer optimizer; `lr` may be set before any update,
+    as the adapter does every step, directly or through ChainerMN's wrapper."""
+
+    lr = optimizer.HyperparameterProxy("lr")
+    momentum = optimizer.HyperparameterProxy("momentum")
+
+    def __init__(self, lr: float, momentum: float, nesterov: bool = False, weight_decay: float = 0.0):
+        super().__init__()
+        self.hyperparam.lr = lr
+        self.hyperparam.momentum = momentum
+        self.hyperparam.nesterov = nesterov
+        self.hyperparam.weight_decay = weight_decay
+
+    def create_update_rule(self) -> TorchFormRule:
+        return TorchFormRule(self.hyperparam)
+
+
+def build_optimizer(learning_rate: float, hyperparameters: Hyperparameters) -> TorchFormSGD:
+    """The job's SGD (`ModelSpec.hyperparameters`) starting at `learning_rate`."""
+    return TorchFormSGD(
+        learning_rate,
+        hyperparameters.sgd_momentum,
+        nesterov=hyperparameters.nesterov,
+        weight_decay=hyperparameters.weight_decay,
+    )

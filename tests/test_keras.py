@@ -253,3 +253,43 @@ print(json.dumps({"sizes": {k: int(v.size) for k, v in packed.items()}, "same": 
     )
     assert found["sizes"] == {"float32": 24 + 1 + 5, "int32": 1, "bfloat16": 6}
     assert found["same"] and found["structure"]
+
+
+SGD_PROBE = """
+import json, os, sys
+os.environ["KERAS_BACKEND"] = sys.argv[3]
+import numpy as np
+import keras
+from mgbench.frameworks.keras.models import TorchFormSGD
+
+rates, gradients = json.loads(sys.argv[1]), np.array(json.loads(sys.argv[2]), dtype="float32")
+result = {}
+for name, optimizer in (("torch_form", TorchFormSGD(momentum=0.9)), ("keras", keras.optimizers.SGD(momentum=0.9))):
+    weights = keras.Variable(np.ones(3, dtype="float32"))
+    steps = []
+    for rate, gradient in zip(rates, gradients):
+        optimizer.learning_rate = rate
+        optimizer.apply([keras.ops.convert_to_tensor(gradient)], [weights])
+        steps.append(np.asarray(keras.ops.convert_to_numpy(weights.value)).tolist())
+    result[name] = steps
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize(
+    ("framework", "backend"), [("keras-tf", "tensorflow"), ("keras-jax", "jax"), ("keras-torch", "torch")]
+)
+def test_keras_sgd_steps_in_torchs_form_when_the_rate_changes(framework, backend):
+    """b = m b + g; w -= lr b, step after step, under a rate that changes every step (the job's
+    warm-up): Keras' own form (v = m v - lr g) steps elsewhere, so its runs would drift."""
+    rates = [0.1, 0.05, 0.02, 0.01]
+    gradients = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    arguments = (json.dumps(rates), json.dumps(gradients.tolist()), backend)
+    found = json.loads(run_in(framework_python(framework), SGD_PROBE, *arguments))
+    weights, buffer, expected = np.ones(3, np.float32), np.zeros(3, np.float32), []
+    for rate, gradient in zip(rates, gradients):
+        buffer = 0.9 * buffer + gradient
+        weights = weights - rate * buffer
+        expected.append(weights.copy())
+    np.testing.assert_allclose(found["torch_form"], expected, rtol=1e-6)
+    assert np.abs(np.array(found["keras"]) - np.array(expected)).max() > 1e-2

@@ -28,8 +28,9 @@ class Hyperparameters:
     Keras', Gluon's and Chainer's momentum or decay is 1 minus this)."""
     batch_norm_epsilon: float = 1e-5
     sgd_momentum: float = 0.9
-    """Heavy-ball momentum, not Nesterov's. torch's form (b = m b + g; w -= lr b) and Keras',
-    Gluon's and Chainer's (v = m v - lr g; w += v) give the same steps at a constant rate."""
+    """Heavy-ball momentum, not Nesterov's, in torch's form (b = m b + g; w -= lr b) in every
+    framework: Keras', Gluon's and Chainer's own (v = m v - lr g; w += v) give the same steps only
+    at a constant rate, and the job's warm-up changes it every step."""
     nesterov: bool = False
     weight_decay: float = 0.0
     """Zero: frameworks apply it differently (torch, Gluon and Chainer add it to the gradient

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import keras
 import numpy as np
@@ -132,11 +133,32 @@ def build_loss(spec: ModelSpec, reduction: str = "sum_over_batch_size") -> keras
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=reduction)
 
 
+class TorchFormSGD(keras.optimizers.SGD):
+    """SGD with momentum stepping as torch's does: b = m b + g; w -= lr b (Nesterov: w -= lr (g + m b)).
+
+    Keras' own keeps the rate inside the velocity (v = m v - lr g; w += v), which gives the same
+    steps only while the rate is constant; the job changes it every step of its warm-up
+    (`common/schedule.py`), after which Keras' form would have stepped by other amounts and its
+    run would drift from every other framework's."""
+
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
+        learning_rate = keras.ops.cast(learning_rate, variable.dtype)
+        gradient = keras.ops.cast(gradient, variable.dtype)
+        if self.momentum == 0:
+            self.assign_sub(variable, keras.ops.multiply(gradient, learning_rate))
+            return
+        momentum = keras.ops.cast(self.momentum, variable.dtype)
+        buffer = self.momentums[self._get_variable_index(variable)]
+        self.assign(buffer, keras.ops.add(keras.ops.multiply(buffer, momentum), gradient))
+        step = keras.ops.add(gradient, keras.ops.multiply(buffer, momentum)) if self.nesterov else buffer
+        self.assign_sub(variable, keras.ops.multiply(step, learning_rate))
+
+
 def build_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
-    """SGD with the job's momentum (`ModelSpec.hyperparameters`); under fp16 wrapped in dynamic
-    loss scaling, as Keras' compile does."""
+    """SGD with the job's momentum (`ModelSpec.hyperparameters`) in torch's form (`TorchFormSGD`);
+    under fp16 wrapped in dynamic loss scaling, as Keras' compile does."""
     hyperparameters = config.spec.hyperparameters
-    optimizer = keras.optimizers.SGD(
+    optimizer = TorchFormSGD(
         learning_rate=config.learning_rate, momentum=hyperparameters.sgd_momentum, nesterov=hyperparameters.nesterov
     )
     if config.precision == "fp16":

@@ -11,9 +11,8 @@ code (Keras layers over torch operators against torchvision's modules) and Keras
 
 The optimizer is `torch.optim.SGD` over the Keras model's parameters, not
 `keras.optimizers.SGD`: fp16 loss scaling is then `torch.amp.GradScaler`, which steps torch
-optimizers only, and the update is the one the PyTorch adapter runs. It is the same job:
-Keras' momentum (m = 0.9 m - lr g; w += m) and torch's (b = 0.9 b + g; w -= lr b) give the
-same weights at a constant learning rate.
+optimizers only, and the update is the one the PyTorch adapter runs, in the momentum form every
+framework steps in (`keras.models.TorchFormSGD` gives the other Keras adapters the same).
 
 Batch-norm moving statistics are Keras variables that take no gradient, so DDP leaves them
 alone: each process keeps those of its own shards (they enter no training step, only

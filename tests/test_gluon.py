@@ -7,6 +7,7 @@ more than the two differ.
 
 import json
 
+import numpy as np
 import pytest
 from conftest import assert_two_devices_equal_one, framework_python, mgbench, one_epoch_rows, run_in, tiny_job
 
@@ -213,3 +214,69 @@ def test_batch_norm_takes_the_jobs_share_of_each_batch_and_epsilon(gluon_python)
     found = json.loads(run_in(gluon_python, BATCH_NORM_SETTINGS))
     assert found["running_mean"] == pytest.approx(0.25 * 3.5)
     assert found["out"] == pytest.approx(found["expected"], abs=1e-5)
+
+
+STEPS_UNDER_A_CHANGING_RATE = """
+import json, sys
+import mxnet as mx
+from mxnet import autograd, gluon
+from mgbench.common.models import Hyperparameters
+from mgbench.frameworks.gluon.sgd import TorchFormSGD
+case = json.loads(sys.argv[1])
+contexts = [mx.cpu(0), mx.cpu(1)]
+def optimizer(form, rate):
+    if form == "torch":
+        return TorchFormSGD.for_job(Hyperparameters(nesterov=case["nesterov"], weight_decay=case["decay"]), rate)
+    name = "nag" if case["nesterov"] else "sgd"
+    return mx.optimizer.create(name, learning_rate=rate, momentum=0.9, wd=case["decay"])
+found = {}
+for form in ("torch", "gluon"):
+    for on_kvstore in (True, False):
+        weight = gluon.Parameter("w", shape=(len(case["start"]),))
+        weight.initialize(mx.init.Constant(mx.nd.array(case["start"])), ctx=contexts)
+        trainer = gluon.Trainer({"w": weight}, optimizer(form, case["rates"][0]), kvstore="device",
+                                update_on_kvstore=on_kvstore)
+        steps = []
+        for rate, gradient in zip(case["rates"], case["gradients"]):
+            trainer.set_learning_rate(rate)
+            with autograd.record():
+                losses = [(w * mx.nd.array(gradient, ctx=w.context)).sum() for w in weight.list_data()]
+            autograd.backward(losses)
+            trainer.step(len(contexts))
+            steps.append([w.asnumpy().tolist() for w in weight.list_data()])
+        found[f"{form} on_kvstore={on_kvstore}"] = steps
+print(json.dumps(found))
+"""
+
+
+def torch_sgd_steps(start, rates, gradients, nesterov, decay, momentum=0.9):
+    """torch.optim.SGD's steps (no dampening), written out in numpy."""
+    weight, buffer, steps = np.array(start), np.zeros(len(start)), []
+    for rate, gradient in zip(rates, gradients):
+        gradient = np.array(gradient) + decay * weight
+        buffer = momentum * buffer + gradient
+        weight = weight - rate * (gradient + momentum * buffer if nesterov else buffer)
+        steps.append(weight)
+    return steps
+
+
+@pytest.mark.parametrize(("nesterov", "decay"), [(False, 0.0), (False, 0.01), (True, 0.01)])
+def test_sgd_steps_as_torch_while_the_rate_changes_on_every_context(gluon_python, nesterov, decay):
+    """With a rate changed before every step, each step's weights on both contexts are torch's
+    (whether the kvstore or each context updates), and Gluon's own momentum SGD leaves them:
+    its velocity carries the old rates."""
+    case = {
+        "start": [0.5, -1.0, 2.0],
+        "rates": [0.1, 0.05, 0.02, 0.01],
+        "gradients": [[1.0, -2.0, 0.5], [0.5, 1.0, -1.0], [2.0, 0.0, 1.0], [-1.0, 1.0, 0.25]],
+        "nesterov": nesterov,
+        "decay": decay,
+    }
+    found = json.loads(run_in(gluon_python, STEPS_UNDER_A_CHANGING_RATE, json.dumps(case)))
+    expected = torch_sgd_steps(case["start"], case["rates"], case["gradients"], nesterov, decay)
+    for on_kvstore in (True, False):
+        torch_form, gluon_form = found[f"torch on_kvstore={on_kvstore}"], found[f"gluon on_kvstore={on_kvstore}"]
+        for step, weights in enumerate(expected):
+            for context in (0, 1):
+                np.testing.assert_allclose(torch_form[step][context], weights, rtol=0, atol=1e-6)
+        assert np.abs(np.array(gluon_form[-1][0]) - expected[-1]).max() > 1e-3

@@ -8,7 +8,8 @@ run per device under `autograd.record`, and each device keeps its own per-sample
 (nothing is gathered to one device); backward runs on every device; `trainer.step(global_batch)`
 sums the devices' gradients through the kvstore and rescales them by 1 / global batch. Because
 backward starts from per-sample losses (summed), that is the gradient of the mean loss over the
-global batch: what one device computes on the whole batch.
+global batch: what one device computes on the whole batch. The step's optimizer is
+`sgd.TorchFormSGD`: momentum in torch's form, which Gluon's own SGD leaves once the rate changes.
 
 Real datasets are read by Gluon's DataLoader (`mgbench.frameworks.gluon.data`), a whole global
 batch at a time, split over the devices as the other frameworks' processes shard it; the net's
@@ -36,24 +37,14 @@ from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import initial_weights
 from mgbench.common.metrics import gathered_metrics
-from mgbench.common.models import Hyperparameters
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 from mgbench.frameworks.gluon import models, weights
 from mgbench.frameworks.gluon.data import build_loaders
+from mgbench.frameworks.gluon.sgd import TorchFormSGD
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
-
-
-def sgd(hyperparameters: Hyperparameters, learning_rate: float) -> tuple[str, dict[str, float]]:
-    """The job's SGD as Gluon's optimizer name and settings. `sgd` is the heavy ball, decay added
-    to the gradient before the momentum as torch adds it; `nag` is torch's Nesterov form
-    (b = m b + g; w -= lr (g + m b)) except that its last term's g leaves the decay out, which
-    only a job with both Nesterov and weight decay would see."""
-    name = "nag" if hyperparameters.nesterov else "sgd"
-    momentum, decay = hyperparameters.sgd_momentum, hyperparameters.weight_decay
-    return name, {"learning_rate": learning_rate, "momentum": momentum, "wd": decay}
 
 
 class GluonTrainer(Adapter):
@@ -75,7 +66,9 @@ class GluonTrainer(Adapter):
         self.net = net
         self.loss_fn = models.build_loss(spec)
         self.trainer = gluon.Trainer(
-            models.trainable(net), *sgd(spec.hyperparameters, config.learning_rate), kvstore=KVSTORES[self.strategy]
+            models.trainable(net),
+            TorchFormSGD.for_job(spec.hyperparameters, config.learning_rate),
+            kvstore=KVSTORES[self.strategy],
         )
         self._losses: list[mx.nd.NDArray] = []
         if self.dataset is not None:

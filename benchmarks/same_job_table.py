@@ -3,7 +3,8 @@
 Per ok row of each compare folder (`benchmarks/gpu_same_job.sh`): framework, start (`init` and
 its digest), first-step loss, validation AUC after each epoch, test AUC, time to train, and the
 time to the first validation at or above the target AUC, read off the epoch rows'
-`elapsed_seconds` (with and without start-up and compile). Then, per folder, the spread of the
+`elapsed_seconds` (from the first training step, a compiled run's compile step included), and
+with the run's start-up added. Then, per folder, the spread of the
 test AUCs (largest minus smallest).
 """
 
@@ -37,7 +38,7 @@ def lines(folder: Path, target: float) -> list[str]:
         test = row["test_metrics"].get("auc")
         aucs.append(test)
         reached = time_to_target(row, target)
-        extra = (row.get("startup_seconds") or 0.0) + (row.get("compile_seconds") or 0.0)
+        extra = row.get("startup_seconds") or 0.0
         to_target = f"{reached[1]:.1f} (+{extra:.1f}) at epoch {reached[0]}" if reached else "not reached"
         init = Path(row.get("init") or "framework").name
         out.append(

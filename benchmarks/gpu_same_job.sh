@@ -9,7 +9,7 @@
 # named, ~90-150 s); an entry INIT:F1,F2 names its own frameworks (INITS="same:chainer
 # framework:pytorch,chainer" splits the work over two calls). benchmarks/same_job_table.py then prints per row its start, first losses,
 # validation AUC per epoch, test AUC, time to train and time to TARGET (validation AUC, default
-# 0.75), read off the epoch rows, so every framework trains all EPOCHS and the test AUCs compare.
+# 0.70), read off the epoch rows, so every framework trains all EPOCHS and the test AUCs compare.
 # DEADLINE=S starts no compare once the script has run S seconds.
 set -uo pipefail
 source benchmarks/gpu_env.sh
@@ -28,12 +28,14 @@ for entry in ${INITS:-same framework}; do
   init=${entry%%:*} frameworks=$FRAMEWORKS
   [ "$entry" = "$init" ] || frameworks=${entry#*:}
   if [ $SECONDS -ge "${DEADLINE:-999999}" ]; then echo "init $init not started: past DEADLINE"; continue; fi
-  rm -rf "$OUT/same-job-$init"
+  rm -rf runs/same-job-$init
   echo "$(date +%T) --init $init: $frameworks"
   python3 -m mgbench compare --frameworks "$frameworks" --gpus 1 --model densenet121 --precision fp32 \
     --batch-per-gpu 64 --epochs "${EPOCHS:-5}" --dataset chestxray:$PNG --init "$init" --profile 0 --timeout 500 \
-    --out "$OUT/same-job-$init" >"$OUT/same-job-$init.log" 2>&1 || grep -h "rror" "$OUT/same-job-$init.log" | tail -3
+    --out runs/same-job-$init >"$OUT/same-job-$init.log" 2>&1 || grep -h "rror" "$OUT/same-job-$init.log" | tail -3
   grep -h "Same start" "$OUT/same-job-$init.log"
-  folders+=("$OUT/same-job-$init")
+  mkdir -p "$OUT/same-job-$init"
+  cp runs/same-job-$init/{results.jsonl,summary.md,report.html} "$OUT/same-job-$init/" 2>/dev/null
+  folders+=(runs/same-job-$init)
 done
-python3 benchmarks/same_job_table.py --target "${TARGET:-0.75}" "${folders[@]}" | tee "$OUT/same-job.txt"
+python3 benchmarks/same_job_table.py --target "${TARGET:-0.70}" "${folders[@]}" | tee "$OUT/same-job.txt"

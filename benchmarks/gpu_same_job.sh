@@ -18,7 +18,9 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch, jax; print("torch", torch.__version__, "cuda", torch.version.cuda, "jax", jax.__version__)'
 [ -d $PNG ] || python3 -m mgbench make-sample-chestxray $PNG --n "${IMAGES:-2000}" --size 264 | tail -1
 FRAMEWORKS=${FRAMEWORKS:-pytorch,horovod,keras-jax,keras-torch,chainer}
-case "$FRAMEWORKS ${INITS:-}" in *horovod*)
+named=""
+for entry in ${INITS:-same framework}; do [ "$entry" = "${entry%%:*}" ] && named+=" $FRAMEWORKS" || named+=" ${entry#*:}"; done
+case $named in *horovod*)
   python3 -c "import horovod.torch" 2>/dev/null || MGBENCH_WHEELHOUSE=$PWD/.wheelhouse HOROVOD_GPU_OPERATIONS=NCCL \
     HOROVOD_BUILD_CUDA_CC_LIST=90 bash scripts/build_horovod.sh python3 /tmp/site >"$OUT/horovod-build.log" 2>&1 \
     || tail -20 "$OUT/horovod-build.log" ;;

@@ -530,30 +530,6 @@ def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_betw
     assert details["activation memory (estimate)"] == "7.74 GiB per device"
 
 
-def test_a_window_rate_outside_its_steps_p10_p90_still_charts(tmp_path):
-    """The steady window's rate can lie under p10 (a few slow steps): the whisker stops at the bar."""
-    from mgbench.reports.compare_charts import throughput_chart
-
-    ok = pd.DataFrame(
-        {
-            "framework": ["pytorch", "pytorch"],
-            "strategy": ["ddp", "ddp"],
-            "model": ["resnet50", "resnet50"],
-            "precision": ["bf16", "bf16"],
-            "data_format": ["channels_last", "channels_last"],
-            "device_kind": ["cuda", "cuda"],
-            "devices": [1, 2],
-            "images_per_sec": [900.0, 2100.0],
-            "images_per_sec_p10": [1000.0, 1900.0],
-            "images_per_sec_p90": [1100.0, 2000.0],
-            "epochs": [None, None],
-        }
-    )
-    path = throughput_chart(ok, tmp_path / "throughput.png")
-    with Image.open(path) as image:
-        assert image.format == "PNG"
-
-
 def test_time_to_train_and_test_auc_are_tabled_and_charted_for_rows_trained_in_epochs(tmp_path):
     """The seeds' comparison: time to train N epochs with validation, and the test split's AUC."""
     from mgbench.reports.training import time_to_train_chart, training_table

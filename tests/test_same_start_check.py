@@ -66,6 +66,13 @@ def test_what_a_framework_cannot_match_is_named_once_with_its_frameworks() -> No
     assert check.sentence().endswith("gluon, keras-jax cannot match it: biased variance.")
 
 
+def test_rows_without_two_finished_runs_give_no_check() -> None:
+    """An interrupted compare's rows hold no figures (no global batch): no check, no error."""
+    interrupted = {"run_id": "pytorch-ddp-1cpu", "framework": "pytorch", "status": "interrupted", "step_losses": []}
+    assert same_start(pd.DataFrame([interrupted])) is None
+    assert same_start(pd.DataFrame([interrupted, {**interrupted, "run_id": "pytorch-ddp-2cpu"}])) is None
+
+
 def test_bf16_rows_are_not_held_to_the_fp32_tolerance() -> None:
     check = same_start(pd.DataFrame([row("pytorch", precision="bf16"), row("gluon", precision="bf16", losses=[3.0])]))
     assert not check.checked and not check.disagreements

@@ -103,6 +103,8 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
         return None
     rows = frame[frame["status"] == "ok"]
     rows = rows[[bool(_losses(row)) and all(map(math.isfinite, _losses(row))) for _, row in rows.iterrows()]]
+    if len(rows) < 2:
+        return None
     groups = [group for _, group in rows.groupby("global_batch") if len(group) > 1]
     if not groups:
         return None

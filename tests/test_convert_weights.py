@@ -71,4 +71,4 @@ def test_a_converted_densenet_starts_every_framework_and_their_first_steps_agree
     for row in ok:
         assert len(row["step_losses"]) >= STEPS_AGREED  # a compiled step (keras-jax) adds its compile step first
         np.testing.assert_allclose(row["step_losses"][:STEPS_AGREED], reference, rtol=1e-3, err_msg=row["run_id"])
-    assert "Same start: the first-step losses of" in done.stdout and "differs" not in done.stdout
+    assert "Same start: the first-step losses of" in done.stdout and " differs by " not in done.stdout

@@ -95,7 +95,7 @@ def test_compare_rows_carry_the_init_digest_and_first_losses(tmp_path: Path) -> 
         sentence = (out / "summary.md").read_text().splitlines()[-1]
         if init == "same":
             assert {r["init_digest"] for r in rows} == {read_weights_file(out / "initial-weights.npz").digest}
-            assert "agree within" in sentence and "differs" not in sentence, sentence
+            assert "agree within" in sentence and " differs by " not in sentence, sentence
             assert "Same start:" in done.stdout
         else:
             assert {r["init_digest"] for r in rows} == {None} and not (out / "initial-weights.npz").exists()

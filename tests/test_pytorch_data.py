@@ -125,6 +125,8 @@ def test_one_device_and_two_process_ddp_both_reach_auc_0_9(tmp_path):
         "strong",
         "--model",
         "tiny",
+        "--init",
+        "framework",
         "--image-size",
         "32",
         "--dataset",

@@ -20,7 +20,7 @@ def main(model: str, size: int, out: str) -> None:
     net = models.build_model(spec, size, DataFormat.CHANNELS_FIRST)
     weights.set_batch_norm(net, spec.hyperparameters)
     net.initialize(ctx=mx.cpu())
-    weights.load_initial(net, reference_weights(spec, 0))
+    weights.load_initial(net, reference_weights(spec, 0, size))
     net.hybridize(static_alloc=True, static_shape=True)
     images = mx.nd.array(same_start_batch(spec, size))
     with autograd.predict_mode():

@@ -19,7 +19,7 @@ def main(model: str, size: int, out: str) -> None:
     spec = model_spec(model)
     net = models.build_model(spec, size, DataFormat.CHANNELS_LAST)
     weights.set_batch_norm(net, spec.hyperparameters)
-    weights.load_initial(net, reference_weights(spec, 0))
+    weights.load_initial(net, reference_weights(spec, 0, size))
     images = same_start_batch(spec, size).transpose(0, 2, 3, 1)
     logits = {mode: net(images, training=mode == "train") for mode in ("eval", "train")}
     np.savez(out, **{mode: keras.ops.convert_to_numpy(value) for mode, value in logits.items()})

@@ -18,7 +18,7 @@ def main(model: str, size: int, out: str) -> None:
     spec = model_spec(model)
     net = models.build_model(spec, size, DataFormat.CHANNELS_FIRST)
     weights.set_batch_norm(net, spec.hyperparameters)
-    weights.load_initial(net, reference_weights(spec, 0))
+    weights.load_initial(net, reference_weights(spec, 0, size))
     images = torch.from_numpy(same_start_batch(spec, size))
     with torch.no_grad():
         logits = {"eval": net.eval()(images).numpy(), "train": net.train()(images).numpy()}

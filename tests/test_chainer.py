@@ -75,7 +75,7 @@ from mgbench.common.models import MODELS
 spec = MODELS["resnet50"]
 net = models.build_model(spec, 64, "channels_first")
 weights.set_batch_norm(net, spec.hyperparameters)
-reference = reference_weights(spec, 0)
+reference = reference_weights(spec, 0, 64)
 moving_var = "layer3.0.downsample.1.running_var"  # drawn as ones, Chainer's own start: made distinct
 reference.arrays[moving_var] = np.arange(1, 1025, dtype=np.float32)
 weights.load_initial(net, reference)
@@ -84,7 +84,7 @@ applied = [stage[name].conv1.W.array for name in stage.order]
 norms = [link for link in net.links() if isinstance(link, L.BatchNormalization)]
 try:
     weights.load_initial(models.build_model(spec, 64, "channels_first"),
-                         reference_weights(dataclasses.replace(spec, num_classes=10), 0))
+                         reference_weights(dataclasses.replace(spec, num_classes=10), 0, 64))
     refused = ""
 except UsageError as error:
     refused = str(error)

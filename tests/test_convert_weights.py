@@ -25,7 +25,7 @@ def test_published_densenet_names_and_a_ddp_checkpoint_convert_with_a_new_head(t
     assert done.returncode == 0, done.stderr
     converted = read_weights_file(tmp_path / "start.npz").arrays
     spec = model_spec("densenet121")
-    assert set(converted) == set(reference_weights(spec, 0).arrays)
+    assert set(converted) == set(reference_weights(spec, 0, spec.image_size).arrays)
     np.testing.assert_array_equal(converted["features.denseblock2.denselayer3.norm2.weight"],
                                   state["features.denseblock2.denselayer3.norm2.weight"].numpy())  # fmt: skip
     assert converted["classifier.weight"].shape == (spec.num_classes, 1024)

@@ -131,13 +131,13 @@ config = RunConfig(framework="gluon", strategy="device", model="tiny", devices=2
                    batch_per_device=4, steps=1, init=sys.argv[1])
 trainer = create_trainer("device")
 info = trainer.setup(config)
-reference = reference_weights(config.spec, config.seed).arrays
+reference = reference_weights(config.spec, config.seed, config.input_size).arrays
 largest = 0.0
 for path, layer, names in weighted_layers(trainer.net):
     for attribute, torch_name in names.items():
         for copy in getattr(layer, attribute).list_data():
             largest = max(largest, float(np.abs(copy.asnumpy() - reference[f"{path}.{torch_name}"]).max()))
-print(json.dumps({"digest": info.init_digest, "reference": reference_weights(config.spec, config.seed).digest,
+print(json.dumps({"digest": info.init_digest, "reference": reference_weights(config.spec, config.seed, config.input_size).digest,
                   "difference": largest}))
 """
 
@@ -161,7 +161,7 @@ from mgbench.common.kinds import DataFormat
 from mgbench.common.models import model_spec
 from mgbench.frameworks.gluon import models, weights
 spec = model_spec("tiny")
-arrays = reference_weights(spec, 0).arrays
+arrays = reference_weights(spec, 0, spec.image_size).arrays
 variants = {
     "missing": {name: a for name, a in arrays.items() if name != "3.bias"},
     "extra": {**arrays, "8.weight": np.zeros(3, np.float32)},

@@ -244,7 +244,9 @@ def record_initial_weights(folder: RunFolder, configs: list[RunConfig]) -> None:
         return
     dataset = dataset_for(configs[0])
     spec = dataset.task_spec(configs[0].spec) if dataset else configs[0].spec
-    folder.write(folder.initial_weights, weights_file_bytes(reference_weights(spec, configs[0].seed)))
+    folder.write(
+        folder.initial_weights, weights_file_bytes(reference_weights(spec, configs[0].seed, configs[0].input_size))
+    )
 
 
 def plan_resume(

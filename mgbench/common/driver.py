@@ -314,6 +314,7 @@ def run_training(
         device_names=placement.device_names,
         parameters=info.parameters,
         init_digest=info.init_digest,
+        attention_kernel=info.attention_kernel,
         startup_seconds=first_step_at - launched,
         compiler=compiler,
         compile_seconds=clock.compile_seconds,

@@ -121,22 +121,19 @@ def tiny_layers(num_classes: int) -> Iterator[Layer]:
 
 
 REFERENCE_LAYERS = {"resnet50": resnet50_layers, "densenet121": densenet121_layers, "tiny": tiny_layers}
-"""The models with a reference draw. Inception-v3 has none: torchvision draws it from truncated
-normals of per-layer widths that no other framework's build names alike, so its runs start from
-each framework's own initialiser (`shared_start_refusal`)."""
+"""The convolutional networks with a reference draw, layer by layer."""
+TRANSFORMERS_DRAWN = ("vit_b_16",)
+"""The vision transformers with a reference draw (`_transformer_arrays`). Inception-v3 has none:
+torchvision draws it from truncated normals of per-layer widths that no other framework's build
+names alike, so its runs start from each framework's own initialiser (`shared_start_refusal`)."""
 
 
 def shared_start_refusal(model: str) -> str | None:
     """Why `--init same` cannot give `model` one starting point (None: it can)."""
-    if model in REFERENCE_LAYERS:
+    drawn = (*REFERENCE_LAYERS, *TRANSFORMERS_DRAWN)
+    if model in drawn:
         return None
-    return f"{model} has no shared starting weights (models with them: {', '.join(REFERENCE_LAYERS)})"
-
-
-def reference_layers(spec: ModelSpec) -> list[Layer]:
-    if refusal := shared_start_refusal(spec.name):
-        raise UsageError(refusal)
-    return list(REFERENCE_LAYERS[spec.name](spec.num_classes))
+    return f"{model} has no shared starting weights (models with them: {', '.join(drawn)})"
 
 
 def _uniform_fan_in(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
@@ -218,12 +215,62 @@ class InitialWeights:
             )
 
 
-def reference_weights(spec: ModelSpec, seed: int) -> InitialWeights:
-    """The reference draw for `spec` (its number of outputs included) and `seed`: the same arrays
-    in every process and every framework's interpreter (numpy's generator, seeded alone)."""
+def _xavier_uniform(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """Glorot's uniform: within +-sqrt(6 / (fan_in + fan_out))."""
+    bound = math.sqrt(6.0 / (shape[0] + shape[1]))
+    return rng.uniform(-bound, bound, shape).astype(np.float32)
+
+
+def _normal(rng: np.random.Generator, shape: tuple[int, ...], std: float) -> np.ndarray:
+    return (rng.standard_normal(shape, dtype=np.float32) * np.float32(std)).astype(np.float32)
+
+
+def _transformer_arrays(rng: np.random.Generator, spec: ModelSpec, image_size: int) -> Iterator[tuple[str, np.ndarray]]:
+    """torchvision's `VisionTransformer` as it initialises itself, in its names: the patch
+    embedding normal over its fan-in (torch truncates at +-2, never reached at that width) with
+    a zero bias, a zero class token, position embeddings normal(0.02), layer norms at 1 and 0,
+    attention's input projection Glorot-uniform with a zero bias, its output projection torch's
+    default with a zero bias, MLP layers Glorot-uniform with biases normal(1e-6), a zero head."""
+    shape = spec.transformer
+    assert shape is not None
+    width, patch = shape.width, shape.patch_size
+    zeros = lambda *dims: np.zeros(dims, np.float32)  # noqa: E731
+    ones = lambda *dims: np.ones(dims, np.float32)  # noqa: E731
+    yield "class_token", zeros(1, 1, width)
+    yield "conv_proj.weight", _normal(rng, (width, 3, patch, patch), math.sqrt(1.0 / (3 * patch * patch)))
+    yield "conv_proj.bias", zeros(width)
+    yield "encoder.pos_embedding", _normal(rng, (1, shape.tokens(image_size), width), 0.02)
+    for index in range(shape.layers):
+        prefix = f"encoder.layers.encoder_layer_{index}"
+        yield f"{prefix}.ln_1.weight", ones(width)
+        yield f"{prefix}.ln_1.bias", zeros(width)
+        yield f"{prefix}.self_attention.in_proj_weight", _xavier_uniform(rng, (3 * width, width))
+        yield f"{prefix}.self_attention.in_proj_bias", zeros(3 * width)
+        yield f"{prefix}.self_attention.out_proj.weight", _uniform_fan_in(rng, (width, width), width)
+        yield f"{prefix}.self_attention.out_proj.bias", zeros(width)
+        yield f"{prefix}.ln_2.weight", ones(width)
+        yield f"{prefix}.ln_2.bias", zeros(width)
+        yield f"{prefix}.mlp.0.weight", _xavier_uniform(rng, (shape.mlp_width, width))
+        yield f"{prefix}.mlp.0.bias", _normal(rng, (shape.mlp_width,), 1e-6)
+        yield f"{prefix}.mlp.3.weight", _xavier_uniform(rng, (width, shape.mlp_width))
+        yield f"{prefix}.mlp.3.bias", _normal(rng, (width,), 1e-6)
+    yield "encoder.ln.weight", ones(width)
+    yield "encoder.ln.bias", zeros(width)
+    yield "heads.head.weight", zeros(spec.num_classes, width)
+    yield "heads.head.bias", zeros(spec.num_classes)
+
+
+def reference_weights(spec: ModelSpec, seed: int, image_size: int) -> InitialWeights:
+    """The reference draw for `spec` (its number of outputs included) at `image_size` px (a
+    transformer's position embedding has a row per patch) and `seed`: the same arrays in every
+    process and every framework's interpreter (numpy's generator, seeded alone)."""
+    if refusal := shared_start_refusal(spec.name):
+        raise UsageError(refusal)
     rng = np.random.default_rng([seed, 0x1A17])
+    if spec.transformer is not None:
+        return InitialWeights(dict(_transformer_arrays(rng, spec, image_size)), INIT_SAME)
     arrays: dict[str, np.ndarray] = {}
-    for layer in reference_layers(spec):
+    for layer in REFERENCE_LAYERS[spec.name](spec.num_classes):
         for state, array in _draw_layer(rng, spec.name, layer).items():
             arrays[f"{layer.name}.{state}"] = array
     return InitialWeights(arrays, INIT_SAME)
@@ -242,12 +289,13 @@ def read_weights_file(path: Path) -> InitialWeights:
     return InitialWeights(arrays, path.name)
 
 
-def initial_weights(init: str, spec: ModelSpec, seed: int) -> InitialWeights | None:
-    """The weights a run of `spec` starts from for `--init init` (None: the framework's own)."""
+def initial_weights(init: str, spec: ModelSpec, seed: int, image_size: int) -> InitialWeights | None:
+    """The weights a run of `spec` at `image_size` px starts from for `--init init` (None: the
+    framework's own)."""
     if init == INIT_FRAMEWORK:
         return None
     if init == INIT_SAME:
-        return reference_weights(spec, seed)
+        return reference_weights(spec, seed, image_size)
     return read_weights_file(Path(init))
 
 
@@ -279,7 +327,7 @@ def conformed(arrays: dict[str, np.ndarray], spec: ModelSpec, seed: int, source:
         name = LEGACY_DENSENET_NAME.sub(lambda m: m.group(1) + m.group(2), name)
         if not name.endswith("num_batches_tracked"):
             renamed[name] = np.asarray(array, dtype=np.float32)
-    reference = reference_weights(spec, seed).arrays
+    reference = reference_weights(spec, seed, spec.image_size).arrays
     unknown = sorted(set(renamed) - set(reference))
     missing = sorted(set(reference) - set(renamed))
     if unknown or missing:

@@ -130,6 +130,9 @@ def settle(job: Any) -> None:
         raise UsageError("--compile takes a mode name, got an empty one")
     if job.image_size is not None and job.image_size < 16:
         raise UsageError(f"image size must be at least 16 px, got {job.image_size}")
+    transformer = model_spec(job.model).transformer
+    if job.image_size is not None and transformer and (refusal := transformer.size_refusal(job.image_size)):
+        raise UsageError(f"{job.model} {refusal}")
     if job.init == INIT_SAME and (refusal := shared_start_refusal(job.model)):
         raise UsageError(f"--init same: {refusal}; use --init framework")
     if job.init not in (INIT_SAME, INIT_FRAMEWORK) and not job.init.endswith(".npz"):

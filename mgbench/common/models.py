@@ -44,6 +44,36 @@ HYPERPARAMETERS = Hyperparameters()
 
 
 @dataclass(frozen=True)
+class VisionTransformer:
+    """The shape of a vision transformer, declared once so that every framework builds the same
+    one (torchvision's `VisionTransformer`: pre-norm encoder blocks, a class token, a learned
+    position embedding, layer-norm epsilon 1e-6, exact GELU, no dropout)."""
+
+    patch_size: int
+    layers: int
+    width: int
+    heads: int
+    mlp_width: int
+    layer_norm_epsilon: float = 1e-6
+
+    def tokens(self, image_size: int) -> int:
+        """The sequence one image becomes: a token per patch, plus the class token."""
+        return (image_size // self.patch_size) ** 2 + 1
+
+    def size_refusal(self, image_size: int) -> str | None:
+        """Why an image of `image_size` px cannot be cut into this transformer's patches (None: it can)."""
+        if image_size % self.patch_size:
+            return f"cuts images into {self.patch_size}-px patches: the image size must be a multiple of {self.patch_size}, not {image_size}"
+        return None
+
+
+LAYOUT_NOTE = (
+    "a transformer: --data-format changes only the layout of the patch embedding's input; its "
+    "tokens are (batch, tokens, width) in every framework"
+)
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     image_size: int
@@ -58,6 +88,22 @@ class ModelSpec:
     many gradients a framework that exchanges them one by one hands over (`ModelBuilders.tensor_offsets`
     where its build differs)."""
     hyperparameters: Hyperparameters = HYPERPARAMETERS
+    transformer: VisionTransformer | None = None
+    """A vision transformer's shape (None: a convolutional network, whose parameters do not
+    depend on the image size)."""
+
+    def parameters_at(self, image_size: int) -> int:
+        """The reference parameter count at `image_size` px: a transformer's position embedding
+        holds a vector per token, so it grows with the image; a network with global pooling does not."""
+        if self.transformer is None:
+            return self.reference_parameters
+        extra_tokens = self.transformer.tokens(image_size) - self.transformer.tokens(self.image_size)
+        return self.reference_parameters + extra_tokens * self.transformer.width
+
+    @property
+    def layout_note(self) -> str | None:
+        """What `--data-format` means for this model, where it is not a convolutional network's layout."""
+        return LAYOUT_NOTE if self.transformer else None
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -81,6 +127,16 @@ MODELS: dict[str, ModelSpec] = {
             "Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
             23_834_568,
             284,
+        ),
+        ModelSpec(
+            "vit_b_16",
+            224,
+            1000,
+            "softmax",
+            "ViT-B/16: 16-px patches, 12 layers, width 768, 12 heads, MLP 3072, 1000-way softmax",
+            86_567_656,
+            152,
+            transformer=VisionTransformer(patch_size=16, layers=12, width=768, heads=12, mlp_width=3072),
         ),
         ModelSpec(
             "tiny",

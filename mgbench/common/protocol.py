@@ -33,11 +33,13 @@ class Placement:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What `setup` built: trainable parameter count (checked equal across frameworks), and the
-    digest of the initial weights it started from (None: the framework's own initialiser)."""
+    """What `setup` built: trainable parameter count (checked equal across frameworks), the
+    digest of the initial weights it started from (None: the framework's own initialiser), and
+    the kernel its attention runs in (None: a model without attention)."""
 
     parameters: int
     init_digest: str | None = None
+    attention_kernel: str | None = None
 
 
 @dataclass(frozen=True)

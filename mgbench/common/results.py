@@ -44,6 +44,10 @@ class RunResult:
     init_digest: str | None = None
     """The digest of the initial weights loaded (None: the framework's own initialiser): rows with
     one digest started from the same weights."""
+    attention_kernel: str | None = None
+    """What computes a transformer's attention in this run, as the framework chose it for the run's
+    device and precision (torch's SDPA backend, Keras' `dot_product_attention` on cuDNN or XLA, a
+    framework's own matrix products); None: the model has no attention."""
     startup_seconds: float | None = None
     compiler: str | None = None
     """What compiled the training step (`torch.compile (default)`, `xla`, `xla (always)`); None: nothing."""

@@ -165,9 +165,11 @@ class Capabilities:
     def default_data_format(self, model: str) -> str:
         return self.model_data_formats.get(model, self.data_formats)[0]
 
-    def expected_parameters(self, model: str) -> int:
-        """The trainable parameter count this framework's build of `model` must have."""
-        return model_spec(model).reference_parameters + self.parameter_offsets.get(model, 0)
+    def expected_parameters(self, model: str, image_size: int | None = None) -> int:
+        """The trainable parameter count this framework's build of `model` must have at
+        `image_size` px (None: the model's own size)."""
+        spec = model_spec(model)
+        return spec.parameters_at(image_size or spec.image_size) + self.parameter_offsets.get(model, 0)
 
     def expected_tensors(self, model: str) -> int:
         """The trainable tensors this framework's build of `model` has."""

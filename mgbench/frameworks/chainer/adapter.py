@@ -82,7 +82,7 @@ class ChainerTrainer(Adapter):
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         self.model = models.build_model(spec, config.input_size, config.data_format)
         weights.set_batch_norm(self.model, spec.hyperparameters)
-        start = initial_weights(config.init, spec, config.seed)
+        start = initial_weights(config.init, spec, config.seed, config.input_size)
         if start is not None:
             weights.load_initial(self.model, start)
         self.model.to_device(self.device)

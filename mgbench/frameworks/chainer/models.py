@@ -117,7 +117,7 @@ class Bottleneck(chainer.Chain):
         return F.relu(h + shortcut)
 
 
-def resnet50(num_classes: int) -> Named:
+def resnet50(spec: ModelSpec, image_size: int) -> Named:
     layers: list[tuple[str, Layer]] = [
         ("conv1", convolution(3, 64, 7, 2, 3)),
         ("bn1", L.BatchNormalization(64)),
@@ -133,7 +133,7 @@ def resnet50(num_classes: int) -> Named:
             bottlenecks.append(Bottleneck(in_channels, width, stride))
             in_channels = width * 4
         layers.append((f"layer{stage}", Named(numbered(*bottlenecks))))
-    layers += [("avgpool", global_average_pool), ("flatten", flatten), ("fc", L.Linear(in_channels, num_classes))]
+    layers += [("avgpool", global_average_pool), ("flatten", flatten), ("fc", L.Linear(in_channels, spec.num_classes))]
     return Named(layers)
 
 
@@ -168,7 +168,7 @@ class Transition(chainer.Chain):
         return F.average_pooling_2d(self.conv(F.relu(self.norm(x))), 2, 2)
 
 
-def densenet121(num_classes: int) -> Named:
+def densenet121(spec: ModelSpec, image_size: int) -> Named:
     features: list[tuple[str, Layer]] = [
         ("conv0", convolution(3, 64, 7, 2, 3)),
         ("norm0", L.BatchNormalization(64)),
@@ -192,12 +192,12 @@ def densenet121(num_classes: int) -> Named:
             ("relu", F.relu),
             ("avgpool", global_average_pool),
             ("flatten", flatten),
-            ("classifier", L.Linear(channels, num_classes)),
+            ("classifier", L.Linear(channels, spec.num_classes)),
         ]
     )
 
 
-def tiny(num_classes: int) -> Named:
+def tiny(spec: ModelSpec, image_size: int) -> Named:
     """The catalogue's `tiny`: conv-relu-maxpool-conv-relu-global average-linear, 5,418 parameters,
     numbered as torch's `nn.Sequential` of it (convolutions 0 and 3, linear 7)."""
     return Named(
@@ -209,7 +209,7 @@ def tiny(num_classes: int) -> Named:
             F.relu,
             global_average_pool,
             flatten,
-            L.Linear(32, num_classes),
+            L.Linear(32, spec.num_classes),
         )
     )
 
@@ -218,7 +218,7 @@ def build_model(spec: ModelSpec, image_size: int, data_format: str) -> chainer.C
     """The architecture for `spec`, built by this module's function of its name (`CHAINER_MODELS`)
     from its number of outputs; initialisers draw from numpy's global RNG. Chainer's nets take any
     image size, in channels_first only, which the registry holds them to."""
-    return CHAINER_MODELS.builder(spec.name, "chainer")(spec.num_classes)
+    return CHAINER_MODELS.builder(spec.name, "chainer")(spec, image_size)
 
 
 def build_loss(spec: ModelSpec) -> Callable[[chainer.Variable, chainer.Variable], chainer.Variable]:

@@ -59,7 +59,7 @@ class GluonTrainer(Adapter):
         net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=self.contexts)
         size = config.input_size
         net(mx.nd.zeros((1, 3, size, size), ctx=self.contexts[0]))
-        start = initial_weights(config.init, spec, config.seed)
+        start = initial_weights(config.init, spec, config.seed, config.input_size)
         if start is not None:
             weights.load_initial(net, start)
         net.hybridize(static_alloc=True, static_shape=True)

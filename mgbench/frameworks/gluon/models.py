@@ -20,7 +20,7 @@ from mgbench.frameworks.gluon import architectures
 from mgbench.frameworks.gluon.spec import GLUON_MODELS
 
 
-def tiny(num_classes: int) -> nn.HybridSequential:
+def tiny(spec: ModelSpec, image_size: int) -> nn.HybridSequential:
     """The catalogue's `tiny` laid out as torch's `nn.Sequential` (convolutions at 0 and 3, the
     linear head at 7), so its layers carry the shared weights' names."""
     net = nn.HybridSequential()
@@ -32,7 +32,7 @@ def tiny(num_classes: int) -> nn.HybridSequential:
         nn.Activation("relu"),
         nn.GlobalAvgPool2D(),
         nn.Flatten(),
-        nn.Dense(num_classes, in_units=32),
+        nn.Dense(spec.num_classes, in_units=32),
     )
     return net
 
@@ -46,22 +46,22 @@ def with_global_pooling(net: gluon.HybridBlock) -> gluon.HybridBlock:
     return net
 
 
-def densenet121(num_classes: int) -> gluon.HybridBlock:
-    return architectures.DenseNet121(num_classes)
+def densenet121(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:
+    return architectures.DenseNet121(spec.num_classes)
 
 
-def resnet50(num_classes: int) -> gluon.HybridBlock:
-    return architectures.resnet50(num_classes)
+def resnet50(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:
+    return architectures.resnet50(spec.num_classes)
 
 
-def inception_v3(num_classes: int) -> gluon.HybridBlock:
-    return with_global_pooling(vision.inception_v3(classes=num_classes))
+def inception_v3(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:
+    return with_global_pooling(vision.inception_v3(classes=spec.num_classes))
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> gluon.HybridBlock:
     """The architecture for `spec` (Gluon's nets take any image size, in channels_first only,
     which the registry holds them to)."""
-    return GLUON_MODELS.builder(spec.name, "gluon")(spec.num_classes)
+    return GLUON_MODELS.builder(spec.name, "gluon")(spec, image_size)
 
 
 def build_loss(spec: ModelSpec) -> gluon.loss.Loss:

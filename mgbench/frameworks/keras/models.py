@@ -41,7 +41,7 @@ def set_precision(precision: str) -> None:
     keras.mixed_precision.set_global_policy(PRECISION_POLICIES[precision])
 
 
-def tiny(input_shape: tuple[int, int, int], classes: int) -> keras.Model:
+def tiny(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
     """The layers with weights are named by their index in torch's `nn.Sequential` (0, 3, 7)."""
     return keras.Sequential(
         [
@@ -50,7 +50,7 @@ def tiny(input_shape: tuple[int, int, int], classes: int) -> keras.Model:
             keras.layers.MaxPooling2D(2),
             keras.layers.Conv2D(32, 3, padding="same", activation="relu", name="3"),
             keras.layers.GlobalAveragePooling2D(),
-            keras.layers.Dense(classes, name="7"),
+            keras.layers.Dense(spec.num_classes, name="7"),
         ],
         name="tiny",
     )
@@ -86,7 +86,7 @@ def _bottleneck(x: keras.KerasTensor, width: int, stride: int, project: bool, pr
     return keras.layers.ReLU()(keras.layers.Add()([y, x]))
 
 
-def resnet50(input_shape: tuple[int, int, int], classes: int) -> keras.Model:
+def resnet50(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
     """torchvision's ResNet-50 (v1.5), its layers named as torchvision's modules with "_" for
     "." (Keras over PyTorch registers each variable under its path, where torch refuses a ".")."""
     inputs = keras.Input(input_shape)
@@ -98,20 +98,20 @@ def resnet50(input_shape: tuple[int, int, int], classes: int) -> keras.Model:
             stride = 2 if block == 0 and stage > 1 else 1
             x = _bottleneck(x, 64 * 2 ** (stage - 1), stride, block == 0, f"layer{stage}_{block}")
     x = keras.layers.GlobalAveragePooling2D()(x)
-    return keras.Model(inputs, keras.layers.Dense(classes, name="fc")(x), name="resnet50")
+    return keras.Model(inputs, keras.layers.Dense(spec.num_classes, name="fc")(x), name="resnet50")
 
 
-def application(architecture: Callable[..., keras.Model]) -> Callable[[tuple[int, int, int], int], keras.Model]:
+def application(architecture: Callable[..., keras.Model]) -> Callable[[ModelSpec, tuple[int, int, int]], keras.Model]:
     """A keras.applications architecture with random weights, emitting logits."""
-    return lambda input_shape, classes: architecture(
-        weights=None, input_shape=input_shape, classes=classes, classifier_activation=None
+    return lambda spec, input_shape: architecture(
+        weights=None, input_shape=input_shape, classes=spec.num_classes, classifier_activation=None
     )
 
 
 densenet121 = application(keras.applications.DenseNet121)
 inception_v3 = application(keras.applications.InceptionV3)
 """The catalogue models `spec.py` declares (`KERAS_MODELS`), each built by the callable of its
-name here from its input shape and number of outputs (`tiny` and `resnet50` above)."""
+name here from its catalogue entry and input shape (`tiny` and `resnet50` above)."""
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> keras.Model:
@@ -124,7 +124,7 @@ def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> ke
     """
     keras.config.set_image_data_format(data_format)
     input_shape = (image_size, image_size, 3) if data_format.channels_last else (3, image_size, image_size)
-    return KERAS_MODELS.builder(spec.name, "the Keras family")(input_shape, spec.num_classes)
+    return KERAS_MODELS.builder(spec.name, "the Keras family")(spec, input_shape)
 
 
 def build_loss(spec: ModelSpec, reduction: str = "sum_over_batch_size") -> keras.losses.Loss:

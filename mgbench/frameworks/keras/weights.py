@@ -133,7 +133,7 @@ def started_model(spec: ModelSpec, config: RunConfig) -> tuple[keras.Model, str 
     Every Keras adapter starts its model here, inside whatever scope places its variables."""
     model = models.build_model(spec, config.input_size, config.data_format)
     set_batch_norm(model, spec.hyperparameters)
-    start = initial_weights(config.init, spec, config.seed)
+    start = initial_weights(config.init, spec, config.seed, config.input_size)
     if start is None:
         return model, None
     load_initial(model, start)

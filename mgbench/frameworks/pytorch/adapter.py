@@ -186,7 +186,7 @@ class TorchTrainer(TorchProcess):
         spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
         core = models.build_model(spec, config.input_size, config.data_format)
         weights.set_batch_norm(core, spec.hyperparameters)
-        start = initial_weights(config.init, spec, config.seed)
+        start = initial_weights(config.init, spec, config.seed, config.input_size)
         if start is not None:
             weights.load_initial(core, start)
         core = core.to(self.device)

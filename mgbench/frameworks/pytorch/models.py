@@ -1,7 +1,8 @@
 """The catalogue models in PyTorch: torchvision's architectures (random weights: nothing is
 downloaded) and their losses. Horovod trains these same modules, and `flops.py` counts their
 work. Each model `spec.py` declares (`TORCHVISION`) is built by the function of its name here,
-from its number of outputs."""
+from its catalogue entry and the image size (which only a transformer's position embedding
+depends on: the convolutional networks pool globally and take any size)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from mgbench.common.models import Hyperparameters, ModelSpec
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 
 
-def tiny(num_classes: int) -> nn.Module:
+def tiny(spec: ModelSpec, image_size: int) -> nn.Module:
     return nn.Sequential(
         nn.Conv2d(3, 16, 3, padding=1),
         nn.ReLU(),
@@ -25,26 +26,41 @@ def tiny(num_classes: int) -> nn.Module:
         nn.ReLU(),
         nn.AdaptiveAvgPool2d(1),
         nn.Flatten(),
-        nn.Linear(32, num_classes),
+        nn.Linear(32, spec.num_classes),
     )
 
 
-def densenet121(num_classes: int) -> nn.Module:
-    return torchvision.models.densenet121(weights=None, num_classes=num_classes)
+def densenet121(spec: ModelSpec, image_size: int) -> nn.Module:
+    return torchvision.models.densenet121(weights=None, num_classes=spec.num_classes)
 
 
-def resnet50(num_classes: int) -> nn.Module:
-    return torchvision.models.resnet50(weights=None, num_classes=num_classes)
+def resnet50(spec: ModelSpec, image_size: int) -> nn.Module:
+    return torchvision.models.resnet50(weights=None, num_classes=spec.num_classes)
 
 
-def inception_v3(num_classes: int) -> nn.Module:
-    return torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=True, num_classes=num_classes)
+def inception_v3(spec: ModelSpec, image_size: int) -> nn.Module:
+    return torchvision.models.inception_v3(
+        weights=None, aux_logits=False, init_weights=True, num_classes=spec.num_classes
+    )
+
+
+def vit_b_16(spec: ModelSpec, image_size: int) -> nn.Module:
+    """torchvision's ViT-B/16 (`vit_b_16` is this `VisionTransformer` at the catalogue's shape)."""
+    shape = spec.transformer
+    return torchvision.models.VisionTransformer(
+        image_size,
+        shape.patch_size,
+        shape.layers,
+        shape.heads,
+        shape.width,
+        shape.mlp_width,
+        num_classes=spec.num_classes,
+    )
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> nn.Module:
-    """The architecture for `spec`, in the memory format of `data_format` (torch's modules take
-    any image size)."""
-    model = TORCHVISION.builder(spec.name, "pytorch")(spec.num_classes)
+    """The architecture for `spec` at `image_size` px, in the memory format of `data_format`."""
+    model = TORCHVISION.builder(spec.name, "pytorch")(spec, image_size)
     return model.to(memory_format=torch.channels_last if data_format.channels_last else torch.contiguous_format)
 
 

@@ -21,7 +21,9 @@ TORCH_COMPILE = Compiler(
 )
 """torch.compile's modes (inductor); `reduce-overhead` adds CUDA graphs."""
 TORCH_LOADER = "torch.utils.data.DataLoader"
-TORCHVISION = ModelBuilders("mgbench.frameworks.pytorch.models", ("densenet121", "resnet50", "inception_v3", "tiny"))
+TORCHVISION = ModelBuilders(
+    "mgbench.frameworks.pytorch.models", ("densenet121", "resnet50", "inception_v3", "vit_b_16", "tiny")
+)
 """torchvision's architectures, which PyTorch, Horovod over it and the FLOP count build."""
 DATA_PARALLEL_NO_COMPILE = (
     "torch.compile composes with DistributedDataParallel, not with nn.DataParallel, which copies "

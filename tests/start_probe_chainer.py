@@ -5,9 +5,8 @@ batch statistics) mode, from the `--init same` weights."""
 import sys
 
 import numpy as np
-from same_start import same_start_batch
+from same_start import same_start_batch, start_weights
 
-from mgbench.common.initial_weights import reference_weights
 from mgbench.common.kinds import DataFormat
 from mgbench.common.models import model_spec
 from mgbench.frameworks.chainer import compat as chainer_compat
@@ -23,7 +22,7 @@ def main(model: str, size: int, out: str) -> None:
     spec = model_spec(model)
     net = models.build_model(spec, size, DataFormat.CHANNELS_FIRST)
     weights.set_batch_norm(net, spec.hyperparameters)
-    weights.load_initial(net, reference_weights(spec, 0, size))
+    weights.load_initial(net, start_weights(spec, size))
     images = same_start_batch(spec, size)
     logits = {}
     with chainer.no_backprop_mode():

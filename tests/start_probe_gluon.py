@@ -7,9 +7,8 @@ import sys
 import mxnet as mx
 import numpy as np
 from mxnet import autograd
-from same_start import same_start_batch
+from same_start import same_start_batch, start_weights
 
-from mgbench.common.initial_weights import reference_weights
 from mgbench.common.kinds import DataFormat
 from mgbench.common.models import model_spec
 from mgbench.frameworks.gluon import models, weights
@@ -20,7 +19,7 @@ def main(model: str, size: int, out: str) -> None:
     net = models.build_model(spec, size, DataFormat.CHANNELS_FIRST)
     weights.set_batch_norm(net, spec.hyperparameters)
     net.initialize(ctx=mx.cpu())
-    weights.load_initial(net, reference_weights(spec, 0, size))
+    weights.load_initial(net, start_weights(spec, size))
     net.hybridize(static_alloc=True, static_shape=True)
     images = mx.nd.array(same_start_batch(spec, size))
     with autograd.predict_mode():

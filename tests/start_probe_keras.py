@@ -7,9 +7,8 @@ import sys
 
 import keras
 import numpy as np
-from same_start import same_start_batch
+from same_start import same_start_batch, start_weights
 
-from mgbench.common.initial_weights import reference_weights
 from mgbench.common.kinds import DataFormat
 from mgbench.common.models import model_spec
 from mgbench.frameworks.keras import models, weights
@@ -19,7 +18,7 @@ def main(model: str, size: int, out: str) -> None:
     spec = model_spec(model)
     net = models.build_model(spec, size, DataFormat.CHANNELS_LAST)
     weights.set_batch_norm(net, spec.hyperparameters)
-    weights.load_initial(net, reference_weights(spec, 0, size))
+    weights.load_initial(net, start_weights(spec, size))
     images = same_start_batch(spec, size).transpose(0, 2, 3, 1)
     logits = {mode: net(images, training=mode == "train") for mode in ("eval", "train")}
     np.savez(out, **{mode: keras.ops.convert_to_numpy(value) for mode, value in logits.items()})

@@ -6,9 +6,8 @@ import sys
 
 import numpy as np
 import torch
-from same_start import same_start_batch
+from same_start import same_start_batch, start_weights
 
-from mgbench.common.initial_weights import reference_weights
 from mgbench.common.kinds import DataFormat
 from mgbench.common.models import model_spec
 from mgbench.frameworks.pytorch import models, weights
@@ -18,7 +17,7 @@ def main(model: str, size: int, out: str) -> None:
     spec = model_spec(model)
     net = models.build_model(spec, size, DataFormat.CHANNELS_FIRST)
     weights.set_batch_norm(net, spec.hyperparameters)
-    weights.load_initial(net, reference_weights(spec, 0, size))
+    weights.load_initial(net, start_weights(spec, size))
     images = torch.from_numpy(same_start_batch(spec, size))
     with torch.no_grad():
         logits = {"eval": net.eval()(images).numpy(), "train": net.train()(images).numpy()}

@@ -45,7 +45,7 @@ from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.step_timer import Clock, StepTimer
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
-from mgbench.frameworks.pytorch import models, weights
+from mgbench.frameworks.pytorch import attention, models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
 from mgbench.frameworks.pytorch.data import DevicePrefetcher, build_loaders, placed_images
 from mgbench.frameworks.pytorch.profiler import profile_with_torch
@@ -206,6 +206,9 @@ class TorchTrainer(TorchProcess):
         return ModelInfo(
             parameters=sum(p.numel() for p in core.parameters() if p.requires_grad),
             init_digest=start.digest if start else None,
+            attention_kernel=attention.attention_kernel(
+                spec, config.input_size, config.batch_per_device, self.device, autocast_dtype or torch.float32
+            ),
         )
 
     def _feed(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[Any]:

@@ -1,0 +1,61 @@
+"""Which kernel computes a transformer's attention in torch: `scaled_dot_product_attention`
+(SDPA, which `nn.MultiheadAttention` calls when no attention weights are asked for, as
+torchvision's ViT does) picks a backend per call from the device, dtype, shapes and mask:
+flash, memory-efficient, cuDNN or the unfused math. The choice is observed, not predicted:
+one call on tensors of the run's shape, device and dtype, under a dispatch mode that records
+the aten operator it reaches. Keras over PyTorch reaches the same function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from mgbench.common.models import ModelSpec
+
+SDPA_BACKENDS = {
+    "_scaled_dot_product_flash_attention": "flash",
+    "_scaled_dot_product_flash_attention_for_cpu": "flash (CPU)",
+    "_scaled_dot_product_efficient_attention": "memory-efficient",
+    "_scaled_dot_product_cudnn_attention": "cuDNN",
+    "_scaled_dot_product_fused_attention_overrideable": "the device's fused kernel",
+}
+"""SDPA's fused backends by the aten operator each runs as. The math backend has no operator
+of its own: it decomposes into matrix products and a softmax before reaching dispatch."""
+UNFUSED = "math (matmul, softmax, matmul)"
+
+
+class _Operators(TorchDispatchMode):
+    """Records the name of every aten operator that reaches dispatch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def sdpa_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> str:
+    """The backend SDPA runs for these (batch, heads, tokens, head width) tensors, as
+    `torch SDPA: <backend>`."""
+    with _Operators() as seen:
+        torch.nn.functional.scaled_dot_product_attention(query, key, value)
+    backend = next((SDPA_BACKENDS[name] for name in seen.names if name in SDPA_BACKENDS), UNFUSED)
+    return f"torch SDPA: {backend}"
+
+
+def attention_kernel(
+    spec: ModelSpec, image_size: int, batch: int, device: torch.device, dtype: torch.dtype
+) -> str | None:
+    """The SDPA backend a step of `spec` at `image_size` px runs its attention in, on `batch`
+    images of `dtype` on `device`; None for a model without attention. Gradients are asked for,
+    as in training: some backends serve inference only."""
+    shape = spec.transformer
+    if shape is None:
+        return None
+    size = (batch, shape.heads, shape.tokens(image_size), shape.width // shape.heads)
+    query, key, value = (torch.randn(size, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+    return sdpa_backend(query, key, value)

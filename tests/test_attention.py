@@ -1,0 +1,29 @@
+"""The attention kernel a PyTorch row names is the one SDPA ran, observed on the run's tensors."""
+
+import pytest
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from mgbench.common.models import model_spec
+from mgbench.frameworks.pytorch.attention import UNFUSED, attention_kernel, sdpa_backend
+
+VIT = model_spec("vit_b_16")
+
+
+def qkv(dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
+    return [torch.randn(2, 4, 17, 64, dtype=dtype, requires_grad=True) for _ in range(3)]
+
+
+def test_a_model_without_attention_names_none():
+    assert attention_kernel(model_spec("resnet50"), 64, 2, torch.device("cpu"), torch.float32) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_cpu_flash_kernel_is_named_where_sdpa_picks_it(dtype):
+    assert sdpa_backend(*qkv(dtype)) == "torch SDPA: flash (CPU)"
+    assert attention_kernel(VIT, 64, 2, torch.device("cpu"), dtype) == "torch SDPA: flash (CPU)"
+
+
+def test_the_unfused_path_is_named_math_when_only_math_is_allowed():
+    with sdpa_kernel([SDPBackend.MATH]):
+        assert sdpa_backend(*qkv()) == f"torch SDPA: {UNFUSED}"

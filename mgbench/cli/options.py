@@ -9,7 +9,7 @@ from mgbench.common.devices import AUTO, DEVICE_REQUESTS, resolve_device_kind
 from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import INIT_FRAMEWORK, INIT_SAME, read_weights_file, shared_start_refusal
 from mgbench.common.job import DEFAULT_COMPILE_MODE, PRECISIONS, Job
-from mgbench.common.kinds import DataFormat, DeviceKind
+from mgbench.common.kinds import DataFormat, Decode, DeviceKind
 from mgbench.common.models import MODELS, model_spec
 from mgbench.common.timing import FIRST_STEP_KEPT
 from mgbench.frameworks.registry import check_compile_mode
@@ -58,6 +58,18 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "--data-on-device",
         action="store_true",
         help="keep synthetic data on the device (compute-only ceiling); default feeds from host",
+    )
+    job.add_argument(
+        "--fused-optimizer",
+        action="store_true",
+        help="step the optimizer with the framework's own fused kernel where it has one (torch: SGD(fused=True))",
+    )
+    job.add_argument(
+        "--decode",
+        default=Decode.CPU,
+        choices=list(Decode),
+        help="where a real dataset's JPEGs are decoded: cpu (default: the loader's workers, Pillow) or gpu "
+        "(the workers read file bytes; the training GPU decodes them, nvJPEG, and crops there)",
     )
     job.add_argument(
         "--skip-bad-images",
@@ -192,6 +204,7 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
         data_format=args.data_format,
         dataset=args.dataset,
         data_on_device=args.data_on_device,
+        fused_optimizer=args.fused_optimizer,
         image_size=image_size,
         learning_rate=args.lr,
         seed=args.seed,
@@ -203,6 +216,7 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
         skip_bad_images=args.skip_bad_images,
         init=resolve_init(args.init, args.model),
         target_metric=args.target_metric,
+        decode=args.decode,
     )
     return job, size_note
 

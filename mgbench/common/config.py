@@ -17,7 +17,7 @@ from typing import Any
 from mgbench.common.errors import UnsafeNameError, UsageError
 from mgbench.common.initial_weights import INIT_FRAMEWORK
 from mgbench.common.job import Job, Precision, settle
-from mgbench.common.kinds import DataFormat, DeviceKind
+from mgbench.common.kinds import DataFormat, Decode, DeviceKind
 from mgbench.common.models import ModelSpec, model_spec
 from mgbench.common.schema import check_fields
 
@@ -43,6 +43,7 @@ class RunConfig:
     data_format: DataFormat = DataFormat.CHANNELS_FIRST
     dataset: str = "synthetic"
     data_on_device: bool = False
+    fused_optimizer: bool = False
     image_size: int | None = None
     learning_rate: float = 0.01
     seed: int = 0
@@ -56,6 +57,7 @@ class RunConfig:
     bit_depth: int | None = None
     init: str = INIT_FRAMEWORK
     target_metric: str | None = None
+    decode: Decode = Decode.CPU
 
     def __post_init__(self) -> None:
         self._check_names()

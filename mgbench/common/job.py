@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import INIT_FRAMEWORK, INIT_SAME, shared_start_refusal
-from mgbench.common.kinds import DataFormat, DeviceKind
+from mgbench.common.kinds import DataFormat, Decode, DeviceKind
 from mgbench.common.models import model_spec
 from mgbench.common.schema import check_fields
 from mgbench.common.target import TargetMetric
@@ -43,6 +43,9 @@ class Job:
     """The format asked for; None: each framework's own for the model, resolved per run."""
     dataset: str = "synthetic"
     data_on_device: bool = False
+    fused_optimizer: bool = False
+    """Step the optimizer with the framework's own fused kernel, where it offers one
+    (`Capabilities.fused_optimizer`; torch's `SGD(fused=True)`): the same arithmetic in fewer launches."""
     image_size: int | None = None
     learning_rate: float = 0.01
     seed: int = 0
@@ -75,6 +78,10 @@ class Job:
     target_metric: str | None = None
     """With `epochs`: stop after the first epoch whose validation reaches this level, as `auc=0.8`
     (`common/target.py`), so a compare answers how long each framework takes to a model this good."""
+    decode: Decode = Decode.CPU
+    """Where the dataset's JPEGs are decoded: `cpu`, by the loader's workers (Pillow); `gpu`, on
+    the training device from the file bytes the workers read, the crop and flip drawn on the host
+    from each image's header (frameworks that declare a device decoder, `Capabilities.gpu_decoder`)."""
 
     def __post_init__(self) -> None:
         check_fields(self.__dict__, Job, "not a training job")
@@ -96,6 +103,7 @@ def settle(job: Any) -> None:
     if job.data_format is not None:
         object.__setattr__(job, "data_format", DataFormat(job.data_format))
     object.__setattr__(job, "skipped_images", tuple(job.skipped_images))
+    object.__setattr__(job, "decode", Decode(job.decode))
     model_spec(job.model)
     if job.batch_per_device < 1:
         raise UsageError(f"batch per device must be at least 1, got {job.batch_per_device}")
@@ -112,6 +120,10 @@ def settle(job: Any) -> None:
             "--data-on-device keeps synthetic batches on the devices; a real dataset is decoded "
             "and augmented by the loader every step (compare a staged and an -unstaged strategy instead)"
         )
+    if job.decode.on_device and not job.device_kind.on_gpu:
+        raise UsageError("--decode gpu decodes on the GPUs, and this job runs on CPU devices; use --decode cpu")
+    if job.decode.on_device and job.dataset == "synthetic":
+        raise UsageError("--decode gpu decodes a real dataset's JPEGs; synthetic data has nothing to decode")
     if job.target_metric is not None:
         if job.epochs is None:
             raise UsageError("--target-metric needs --epochs N (the most epochs to train towards it)")

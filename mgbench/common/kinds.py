@@ -1,4 +1,4 @@
-"""The device kind and the data format as typed values, asked by property (`kind.on_gpu`).
+"""The device kind, the data format and where images are decoded as typed values, asked by property (`kind.on_gpu`).
 
 Both travel as plain strings (a config's JSON, a result row, a CSV column): a `StrEnum` member
 is its string there and compares equal to it, so run folders written before read alike. Code
@@ -30,3 +30,15 @@ class DataFormat(StrEnum):
     @property
     def channels_last(self) -> bool:
         return self is DataFormat.CHANNELS_LAST
+
+
+class Decode(StrEnum):
+    """Where a real dataset's JPEGs are decoded: by the loader's workers on the host (`cpu`), or
+    as file bytes handed to the training device, which decodes and crops them (`gpu`)."""
+
+    CPU = "cpu"
+    GPU = "gpu"
+
+    @property
+    def on_device(self) -> bool:
+        return self is Decode.GPU

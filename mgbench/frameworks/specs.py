@@ -130,6 +130,14 @@ class Capabilities:
     compiler: Compiler | None = None
     """What `--compile` does (None: the framework has no compiler here, `no_compiler` says why)."""
     no_compiler: str = "the framework has no compiler here"
+    fused_optimizer: str | None = None
+    """The framework's own fused optimizer step `--fused-optimizer` switches on, by its name (None:
+    it has none here)."""
+    gpu_decoder: str | None = None
+    """What decodes JPEGs on the training device under `--decode gpu`, by its own name (e.g.
+    `nvJPEG (torchvision.io.decode_jpeg)`); None: its loader decodes on the host only, and
+    `no_gpu_decoder` says why."""
+    no_gpu_decoder: str = "its loader decodes on the host only here"
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -154,8 +162,12 @@ class Capabilities:
             return f"trains {config.model} in {', '.join(formats)} only, not {config.data_format}"
         if config.dataset != "synthetic" and self.loader is None:
             return f"has no loader for real data (dataset {config.dataset!r}); it trains on synthetic data only"
+        if config.fused_optimizer and self.fused_optimizer is None:
+            return "has no fused optimizer step here (--fused-optimizer)"
         if config.compile is not None and self.compiler is None:
             return f"cannot compile its step (--compile): {self.no_compiler}"
+        if config.decode.on_device and self.gpu_decoder is None:
+            return f"cannot decode on the GPU (--decode gpu): {self.no_gpu_decoder}"
         return self.compiler.refusal(config) if self.compiler else None
 
     def compiled_by(self, config: RunConfig) -> str | None:

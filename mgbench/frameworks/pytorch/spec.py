@@ -29,8 +29,18 @@ DATA_PARALLEL_NO_COMPILE = (
     "torch.compile composes with DistributedDataParallel, not with nn.DataParallel, which copies "
     "the module into new replica threads every step"
 )
-TORCH_CAPABILITIES = Capabilities(TORCHVISION, loader=TORCH_LOADER, profiler="torch.profiler", compiler=TORCH_COMPILE)
-"""What PyTorch and Horovod over it train: torchvision's models, torch's loader, profiler and compiler."""
+NVJPEG = "nvJPEG (torchvision.io.decode_jpeg)"
+"""What decodes a JPEG dataset on the GPU with `--decode gpu` (`pytorch/device_decode.py`)."""
+TORCH_CAPABILITIES = Capabilities(
+    TORCHVISION,
+    loader=TORCH_LOADER,
+    profiler="torch.profiler",
+    compiler=TORCH_COMPILE,
+    gpu_decoder=NVJPEG,
+    fused_optimizer="torch.optim.SGD(fused=True)",
+)
+"""What PyTorch and Horovod over it train: torchvision's models, torch's loader, profiler,
+compiler and device decoder."""
 
 FRAMEWORK = FrameworkSpec(
     name="pytorch",

@@ -7,12 +7,18 @@ which is the GPU path's arithmetic on another device.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 from conftest import mgbench, one_line_error
+from PIL import Image
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.job import Job
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.images import header_size, open_image
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
 
@@ -49,3 +55,36 @@ def test_a_config_read_back_without_decode_decodes_on_the_host():
     assert RunConfig.from_json(config.with_changes(device_kind="cuda", dataset="imagefolder:/x", decode="gpu")
                                .to_json()).decode.on_device  # fmt: skip
     assert framework_spec("pytorch").capabilities.gpu_decoder == "nvJPEG (torchvision.io.decode_jpeg)"
+
+
+def photo(path: Path, size: tuple[int, int], mode: str = "RGB", seed: int = 0) -> str:
+    """A JPEG of smooth colour fields and grain: any crop or flip off by a pixel shows."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0 : size[1], 0 : size[0]].astype(np.float32)
+    field = np.stack([np.sin(x * f / 9 + f) + np.cos(y * f / 7) for f in (1, 2, 3)], axis=-1)
+    pixels = np.clip((field + rng.normal(0, 0.3, field.shape) + 2) * 63, 0, 255).astype(np.uint8)
+    image = Image.fromarray(pixels, "RGB").convert(mode)
+    image.save(path, quality=90)
+    return str(path)
+
+
+def test_the_window_drawn_from_the_header_is_the_crop_and_flip_train_pixels_takes(tmp_path):
+    """The window is what resizing the whole image and cropping it at the drawn place takes
+    (train_pixels resizes only the window: the same pixels within rounding), flipped as drawn."""
+    augmentation = Augmentation.for_input(64)
+    path = photo(tmp_path / "a.jpg", (120, 90))
+    image = open_image(path)
+    resized = image.resize(augmentation.resized_size(*image.size), Image.Resampling.BILINEAR)
+    flips = set()
+    for index in range(10):
+        window = augmentation.train_window(header_size(path), 5, 2, index)
+        left = round(window.box[0] * resized.width / image.width)
+        top = round(window.box[1] * resized.height / image.height)
+        expected = np.asarray(resized.crop((left, top, left + 64, top + 64)), dtype=np.int16)
+        expected = expected[:, ::-1] if window.flip else expected
+        assert np.abs(augmentation.train_pixels(path, 5, 2, index) - expected).max() <= 2
+        flips.add(window.flip)
+    assert flips == {False, True}
+    centre = augmentation.eval_window(header_size(path))
+    assert not centre.flip
+    assert centre.box[0] == pytest.approx(((resized.width - 64) // 2) * image.width / resized.width)

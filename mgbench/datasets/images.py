@@ -80,6 +80,16 @@ def decode(path: str | Path, grayscale: bool = False, bit_depth: int | None = No
         raise UsageError(f"cannot decode image {path}: {error}") from None
 
 
+def header_size(path: str | Path) -> tuple[int, int]:
+    """(width, height) from the file's header, without decoding its pixels: what the host needs to
+    draw an image's crop when the training device decodes it (`--decode gpu`)."""
+    try:
+        with Image.open(path) as image:
+            return image.size
+    except (OSError, UnidentifiedImageError, ValueError) as error:
+        raise UsageError(f"cannot read the header of image {path}: {error}") from None
+
+
 def open_image(path: str | Path, bit_depth: int | None = None) -> Image.Image:
     """`decode` for the training loaders, which take the pixels as they come."""
     return decode(path, bit_depth=bit_depth)[0]

@@ -6,9 +6,10 @@ here to torchvision's definitions: ResNet-50 v1.5 (stride in the 3x3 convolution
 down-sampling bottleneck) and DenseNet-121 (growth 32, bottleneck width 4 x 32, compression
 0.5). Parameter counts therefore equal torchvision's: 25,557,032 and, with the 14-output
 CheXNet head, 6,968,206. Convolutions followed by batch-norm have no bias, as in torchvision.
-Inception-v3 is not built for Chainer.
+ViT-B/16 is torchvision's `VisionTransformer` (`transformer`). Inception-v3 is not built for
+Chainer.
 
-Every link sits under the name torchvision gives the same module (`Named`, e.g. ResNet's
+Every link sits under the name torchvision gives the same module (`named.Named`, e.g. ResNet's
 `layer1/0/conv1`, DenseNet's `features/denseblock1/denselayer1/norm1`, tiny's `0`, `3`, `7`),
 so a parameter's path is its torchvision name with `/` for `.`: that is how the shared initial
 weights find their links (`weights.load_initial`).
@@ -16,7 +17,7 @@ weights find their links (`weights.load_initial`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from mgbench.frameworks.chainer import compat as chainer_compat
 
@@ -27,44 +28,14 @@ import chainer.functions as F  # noqa: E402
 import chainer.links as L  # noqa: E402
 
 from mgbench.common.models import ModelSpec  # noqa: E402
+from mgbench.frameworks.chainer.named import Layer, Named, numbered  # noqa: E402
 from mgbench.frameworks.chainer.spec import CHAINER_MODELS  # noqa: E402
+from mgbench.frameworks.chainer.transformer import ViT  # noqa: E402
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
 DENSENET121_BLOCKS = (6, 12, 24, 16)
 DENSENET_GROWTH = 32
 DENSENET_BOTTLENECK = 4
-
-Layer = Callable[[chainer.Variable], chainer.Variable]
-
-
-class Named(chainer.Chain):
-    """Layers applied in order, like torch's `nn.Sequential`: the links registered under the
-    names given (torchvision's), the functions (ReLU, pooling), which hold no weights, kept
-    apart. chainer.Sequential is no substitute: it numbers only the links, not every layer as
-    torch does, and (Chainer 7.8.1) from its third link on names them in another order than it
-    applies them, so names would not say which link is which."""
-
-    def __init__(self, layers: Iterable[tuple[str, Layer]]):
-        super().__init__()
-        self.order: tuple[str, ...] = ()
-        self.functions: dict[str, Layer] = {}
-        with self.init_scope():
-            for name, layer in layers:
-                self.order += (name,)
-                if isinstance(layer, chainer.Link):
-                    setattr(self, name, layer)
-                else:
-                    self.functions[name] = layer
-
-    def forward(self, x: chainer.Variable) -> chainer.Variable:
-        for name in self.order:
-            x = self.functions[name](x) if name in self.functions else self[name](x)
-        return x
-
-
-def numbered(*layers: Layer) -> list[tuple[str, Layer]]:
-    """Layers named by position, as `nn.Sequential` names them."""
-    return [(str(index), layer) for index, layer in enumerate(layers)]
 
 
 def convolution(in_channels: int, out_channels: int, ksize: int, stride: int = 1, pad: int = 0) -> L.Convolution2D:
@@ -212,6 +183,11 @@ def tiny(spec: ModelSpec, image_size: int) -> Named:
             L.Linear(32, spec.num_classes),
         )
     )
+
+
+def vit_b_16(spec: ModelSpec, image_size: int) -> ViT:
+    """torchvision's ViT-B/16 at the catalogue's shape, its position embedding sized for `image_size` px."""
+    return ViT(spec.transformer, image_size, spec.num_classes)
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: str) -> chainer.Chain:

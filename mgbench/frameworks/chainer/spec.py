@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
-CHAINER_MODELS = ModelBuilders("mgbench.frameworks.chainer.models", ("densenet121", "resnet50", "tiny"))
-"""torchvision's architectures rebuilt from chainer.links (no Inception-v3)."""
+CHAINER_MODELS = ModelBuilders("mgbench.frameworks.chainer.models", ("densenet121", "resnet50", "vit_b_16", "tiny"))
+"""torchvision's architectures rebuilt from chainer.links and chainer.functions (no Inception-v3)."""
 
 FRAMEWORK = FrameworkSpec(
     name="chainer",

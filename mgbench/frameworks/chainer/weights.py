@@ -1,7 +1,9 @@
 """Where a Chainer model starts: the shared initial weights (`--init`), and the job's batch-norm
-settings. The models name every link as torchvision names the module (`models.Named`), so a
-link's path, `/` read as `.`, is the shared weights' prefix; each link kind says which of its
-arrays is which torchvision state. Layouts agree: Convolution2D's W is OIHW, Linear's (out, in)."""
+settings. The models name every link as torchvision names the module (`named.Named`), so a
+link's path, `/` read as `.`, is the shared weights' prefix; each link kind of Chainer's says
+which of its arrays is which torchvision state, and the models' own chains hold their parameters
+under torchvision's names (the ViT's class token, position embedding, attention's input
+projection). Layouts agree: Convolution2D's W is OIHW, Linear's (out, in)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ TORCH_STATES: dict[type[chainer.Link], dict[str, str]] = {
     L.Convolution2D: {"W": "weight", "b": "bias"},
     L.Linear: {"W": "weight", "b": "bias"},
     L.BatchNormalization: {"gamma": "weight", "beta": "bias", "avg_mean": "running_mean", "avg_var": "running_var"},
+    L.LayerNormalization: {"gamma": "weight", "beta": "bias"},
 }
 """Each weighted link kind's arrays (parameters and batch-norm's moving averages) by the name of
 the same state in torch. Batch-norm's count of batches seen (`N`) is not a weight, as torch's
@@ -27,16 +30,26 @@ the same state in torch. Batch-norm's count of batches seen (`N`) is not a weigh
 
 
 def torch_name(path: str, state: str) -> str:
-    """`/layer1/0/conv1` and `weight` -> `layer1.0.conv1.weight`."""
-    return ".".join((*path.strip("/").split("/"), state))
+    """`/layer1/0/conv1` and `weight` -> `layer1.0.conv1.weight`; the model itself (`/`) and
+    `class_token` -> `class_token`."""
+    return ".".join((*filter(None, path.split("/")), state))
+
+
+def states(link: chainer.Link) -> dict[str, str]:
+    """The link's own arrays by their torch state's name: `TORCH_STATES` for Chainer's link kinds,
+    else the parameters it holds itself (not its children's), already named as torch names them."""
+    if type(link) in TORCH_STATES:
+        return TORCH_STATES[type(link)]
+    own = (name.lstrip("/") for name, _ in link.namedparams())
+    return {name: name for name in own if "/" not in name}
 
 
 def load_initial(model: chainer.Link, weights: InitialWeights) -> None:
     """Copy every shared array into the link array of the same torchvision name, in place and
     checked by shape; an array left over or missing, or a link whose parameters are not yet
     initialised (a deferred input size), is one UsageError."""
-    for path, link in model.namedlinks(skipself=True):
-        for attribute, state in TORCH_STATES.get(type(link), {}).items():
+    for path, link in model.namedlinks():
+        for attribute, state in states(link).items():
             value = getattr(link, attribute)
             if value is None:
                 continue

@@ -21,6 +21,8 @@ host's cores). MXNet 1.9.1 from PyPI is a CPU build; GPU runs need a CUDA build 
 
 The models (`models.py`) are torchvision's architectures in `gluon.nn` (Inception-v3 the model
 zoo's); `--init` sets their starting weights and the job's batch-norm settings (`weights.py`).
+A transformer's attention is MXNet's own operators on every device; the row names them
+(`transformer.SelfAttention.KERNEL`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from mgbench.common.metrics import gathered_metrics
 from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
-from mgbench.frameworks.gluon import models, weights
+from mgbench.frameworks.gluon import models, transformer, weights
 from mgbench.frameworks.gluon.data import build_loaders
 from mgbench.frameworks.gluon.sgd import TorchFormSGD
 
@@ -74,7 +76,11 @@ class GluonTrainer(Adapter):
         if self.dataset is not None:
             self.loaders = build_loaders(self.dataset, config)
         parameters = sum(p.data(self.contexts[0]).size for p in models.trainable(net).values())
-        return ModelInfo(parameters=parameters, init_digest=start.digest if start else None)
+        return ModelInfo(
+            parameters=parameters,
+            init_digest=start.digest if start else None,
+            attention_kernel=transformer.attention_kernel(net),
+        )
 
     def _contexts(self, config: RunConfig) -> list[mx.Context]:
         if self.use_cuda:

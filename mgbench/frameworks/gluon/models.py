@@ -5,7 +5,8 @@ ResNet-50 and DenseNet-121 are torchvision's, built from `gluon.nn` layers under
 module names (`architectures.py`), and so is `tiny` (its layers at torchvision's indices): the
 shared initial weights map onto them by name (`weights.py`). Inception-v3 is the model zoo's, its
 fixed 8x8 final average pooling made global (the same at its native 299 px) so `--image-size`
-works.
+works. ViT-B/16 is torchvision's `VisionTransformer` in `gluon.nn` (`transformer.py`), named as
+torchvision names it too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from mxnet.gluon.model_zoo import vision
 
 from mgbench.common.kinds import DataFormat
 from mgbench.common.models import ModelSpec
-from mgbench.frameworks.gluon import architectures
+from mgbench.frameworks.gluon import architectures, transformer
 from mgbench.frameworks.gluon.spec import GLUON_MODELS
 
 
@@ -56,6 +57,10 @@ def resnet50(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:
 
 def inception_v3(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:
     return with_global_pooling(vision.inception_v3(classes=spec.num_classes))
+
+
+def vit_b_16(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:
+    return transformer.vision_transformer(spec, image_size)
 
 
 def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> gluon.HybridBlock:

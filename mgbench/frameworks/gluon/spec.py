@@ -6,10 +6,11 @@ from mgbench.frameworks.specs import BIASED_MOVING_VARIANCE, Capabilities, Frame
 
 GLUON_MODELS = ModelBuilders(
     "mgbench.frameworks.gluon.models",
-    ("densenet121", "resnet50", "inception_v3", "tiny"),
+    ("densenet121", "resnet50", "inception_v3", "vit_b_16", "tiny"),
     unmatched=(BIASED_MOVING_VARIANCE,),
 )
-"""torchvision's architectures built in `gluon.nn` (Inception-v3 the model zoo's), as `models.py` builds them."""
+"""torchvision's architectures built in `gluon.nn` (Inception-v3 the model zoo's; ViT-B/16 with attention from
+MXNet's own operators), as `models.py` builds them."""
 
 FRAMEWORK = FrameworkSpec(
     name="gluon",

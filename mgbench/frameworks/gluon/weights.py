@@ -1,7 +1,7 @@
 """Where a Gluon net starts: the shared initial weights (`--init`), and the job's batch-norm
-settings. The nets' children carry torchvision's module names (`architectures.py`), so a layer's
-path in the net is its name in the shared weights; Gluon lays convolutions out OIHW and dense
-layers (out, in) as torch does, so the arrays are copied as they are."""
+settings. The nets' children carry torchvision's module names (`architectures.py`,
+`transformer.py`), so a layer's path in the net is its name in the shared weights; Gluon lays
+convolutions out OIHW and dense layers (out, in) as torch does, so the arrays are copied as they are."""
 
 from __future__ import annotations
 
@@ -13,24 +13,31 @@ from mxnet.gluon import nn
 
 from mgbench.common.initial_weights import InitialWeights
 from mgbench.common.models import Hyperparameters
+from mgbench.frameworks.gluon import transformer
 
+LAYER_NAMES = {"weight": "weight", "bias": "bias"}
 TORCH_NAMES = {
-    nn.Conv2D: {"weight": "weight", "bias": "bias"},
-    nn.Dense: {"weight": "weight", "bias": "bias"},
+    nn.Conv2D: LAYER_NAMES,
+    nn.Dense: LAYER_NAMES,
     nn.BatchNorm: {"gamma": "weight", "beta": "bias", "running_mean": "running_mean", "running_var": "running_var"},
+    nn.LayerNorm: {"gamma": "weight", "beta": "bias"},
+    transformer.VisionTransformer: {"class_token": "class_token"},
+    transformer.Encoder: {"pos_embedding": "pos_embedding"},
+    transformer.SelfAttention: {"in_proj_weight": "in_proj_weight", "in_proj_bias": "in_proj_bias"},
 }
-"""Each weighted layer's Gluon parameters and torchvision's names for them."""
+"""Each block holding weights of its own, its Gluon parameters and torchvision's names for them."""
 
 
 def weighted_layers(block: gluon.Block, path: str = "") -> Iterator[tuple[str, gluon.Block, dict[str, str]]]:
-    """Every layer holding weights, with its path (children's names joined by dots, as torch
-    joins them) and its parameters' torchvision names, in the net's order."""
+    """Every block holding weights of its own (`block` included), with its path (children's names
+    joined by dots, as torch joins them; the net's own is "") and its parameters' torchvision
+    names, in the net's order. A block's children are searched too: a transformer's attention
+    holds its input projection and has its output projection as a child."""
+    names = TORCH_NAMES.get(type(block))
+    if names is not None:
+        yield path, block, names
     for name, child in block._children.items():
-        names = TORCH_NAMES.get(type(child))
-        if names is None:
-            yield from weighted_layers(child, f"{path}{name}.")
-        else:
-            yield f"{path}{name}", child, names
+        yield from weighted_layers(child, f"{path}.{name}" if path else name)
 
 
 def load_initial(net: gluon.Block, weights: InitialWeights) -> None:
@@ -40,7 +47,8 @@ def load_initial(net: gluon.Block, weights: InitialWeights) -> None:
         for attribute, torch_name in names.items():
             parameter = getattr(layer, attribute)
             if parameter is not None:
-                parameter.set_data(mx.nd.array(weights.take(f"{path}.{torch_name}", parameter.shape)))
+                name = f"{path}.{torch_name}" if path else torch_name
+                parameter.set_data(mx.nd.array(weights.take(name, parameter.shape)))
     weights.check_all_taken()
 
 

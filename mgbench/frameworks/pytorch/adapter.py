@@ -197,7 +197,10 @@ class TorchTrainer(TorchProcess):
         casting = Autocasting(core, self.device.type, autocast_dtype)
         self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.compile)
         self.optimizer = self.parallel.distribute_optimizer(
-            models.build_optimizer(core.parameters(), config.learning_rate, spec.hyperparameters), core
+            models.build_optimizer(
+                core.parameters(), config.learning_rate, spec.hyperparameters, config.fused_optimizer
+            ),
+            core,
         )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)

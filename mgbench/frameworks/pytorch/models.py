@@ -65,15 +65,17 @@ def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> nn
 
 
 def build_optimizer(
-    parameters: Iterable[torch.Tensor], learning_rate: float, hyperparameters: Hyperparameters
+    parameters: Iterable[torch.Tensor], learning_rate: float, hyperparameters: Hyperparameters, fused: bool = False
 ) -> torch.optim.SGD:
-    """SGD as the job declares it (momentum, Nesterov, weight decay), for every torch-stepped model."""
+    """SGD as the job declares it (momentum, Nesterov, weight decay), for every torch-stepped model;
+    `fused`: torch's fused kernel steps every parameter at once (`--fused-optimizer`)."""
     return torch.optim.SGD(
         parameters,
         lr=learning_rate,
         momentum=hyperparameters.sgd_momentum,
         nesterov=hyperparameters.nesterov,
         weight_decay=hyperparameters.weight_decay,
+        fused=fused or None,
     )
 
 

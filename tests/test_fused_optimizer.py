@@ -1,0 +1,38 @@
+"""`--fused-optimizer`: torch's fused SGD where the framework declares it, the same steps as the
+unfused one; elsewhere an `unsupported` row decided before launching."""
+
+import torch
+
+from mgbench.common.config import RunConfig
+from mgbench.common.models import HYPERPARAMETERS
+from mgbench.frameworks.pytorch.models import build_optimizer
+from mgbench.frameworks.registry import framework_spec
+
+
+def stepped(fused: bool) -> tuple[torch.Tensor, torch.optim.SGD]:
+    torch.manual_seed(0)
+    weights = torch.nn.Parameter(torch.randn(64, 32))
+    directions = torch.randn(64, 32).sign()
+    optimizer = build_optimizer([weights], 0.1, HYPERPARAMETERS, fused=fused)
+    for step in range(3):
+        weights.grad = directions * (step + 1)
+        optimizer.step()
+    return weights.detach(), optimizer
+
+
+def test_the_fused_step_moves_the_weights_as_the_unfused_one():
+    fused, fused_optimizer = stepped(True)
+    plain, plain_optimizer = stepped(False)
+    assert fused_optimizer.defaults["fused"] is True and not plain_optimizer.defaults["fused"]
+    torch.manual_seed(0)
+    # torch's heavy ball: buffers 1, 2.9, 5.61 over gradients 1, 2, 3 at rate 0.1 move each weight 0.951
+    torch.testing.assert_close((fused - torch.randn(64, 32)).abs(), torch.full((64, 32), 0.951))
+    torch.testing.assert_close(fused, plain)
+
+
+def test_only_frameworks_declaring_a_fused_step_accept_it():
+    config = RunConfig("pytorch", "ddp", "resnet50", 1, "cpu", 2, 2, fused_optimizer=True)
+    assert framework_spec("pytorch").refusal(config) is None
+    assert framework_spec("horovod").refusal(config.with_changes(framework="horovod", strategy="hvd")) is None
+    refusal = framework_spec("keras-jax").refusal(config.with_changes(framework="keras-jax", strategy="jax-dp"))
+    assert "no fused optimizer" in refusal

@@ -20,6 +20,9 @@ Real datasets are read by Chainer's MultiprocessIterator over the shared shards,
 ChainerMN (`mgbench.frameworks.chainer.data`); the model's head follows the dataset's labels.
 Input is unstaged: each batch is sent to the device when the step takes it.
 
+A transformer's attention is unfused in Chainer; the row names the function nodes it runs and
+where (`attention`), observed on the run's device after cuDNN is allowed or not.
+
 Chainer is imported after `chainer_compat.apply()`, which lets Chainer 7.8.1 run on numpy 2
 (needed by CuPy 14 on GPU machines); on numpy 1.23 it does nothing. `cupy_compat.apply()` then
 lets ChainerMN's gradient-packing kernels compile on CuPy 14 (nothing without CuPy or on older
@@ -54,7 +57,7 @@ from mgbench.common.metrics import gathered_metrics  # noqa: E402
 from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
 from mgbench.datasets.resolve import dataset_for  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
-from mgbench.frameworks.chainer import cupy_compat, models, weights  # noqa: E402
+from mgbench.frameworks.chainer import attention, cupy_compat, models, weights  # noqa: E402
 from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
 from mgbench.frameworks.chainer.optimizer import build_optimizer  # noqa: E402
 
@@ -95,7 +98,11 @@ class ChainerTrainer(Adapter):
         self._loss = 0.0
         if self.dataset is not None:
             self.loader = ChainerLoader(self.dataset, config, self.comm)
-        return ModelInfo(parameters=models.parameter_count(self.model), init_digest=start.digest if start else None)
+        return ModelInfo(
+            parameters=models.parameter_count(self.model),
+            init_digest=start.digest if start else None,
+            attention_kernel=attention.attention_kernel(spec, config.input_size, config.batch_per_device, self.device),
+        )
 
     def _join_device(self) -> chainer.backend.Device:
         if self.use_cuda:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+import torchvision
 from conftest import mgbench, one_line_error
 from PIL import Image
 
@@ -19,6 +21,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.job import Job
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.images import header_size, open_image
+from mgbench.frameworks.pytorch.device_crop import cropped
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
 
@@ -88,3 +91,31 @@ def test_the_window_drawn_from_the_header_is_the_crop_and_flip_train_pixels_take
     centre = augmentation.eval_window(header_size(path))
     assert not centre.flip
     assert centre.box[0] == pytest.approx(((resized.width - 64) // 2) * image.width / resized.width)
+
+
+def encoded(paths: list[str]) -> list[torch.Tensor]:
+    return [torch.frombuffer(bytearray(Path(path).read_bytes()), dtype=torch.uint8) for path in paths]
+
+
+def test_the_device_crop_gives_the_host_pixels_within_2_levels(tmp_path):
+    """Reduced, enlarged, already at size, grayscale; flipped and not; training and centre
+    windows: the device half against Pillow's resize of the same window."""
+    sizes = [((120, 90), "RGB"), ((50, 40), "RGB"), ((90, 130), "L"), ((75, 75), "RGB")]
+    paths = [photo(tmp_path / f"{n}.jpg", size, mode, seed=n) for n, (size, mode) in enumerate(sizes)]
+    augmentation = Augmentation.for_input(64)
+    images = torchvision.io.decode_jpeg(encoded(paths), mode=torchvision.io.ImageReadMode.UNCHANGED)
+    assert images[2].shape[0] == 1
+    flips = set()
+    for index in range(3):
+        windows = [augmentation.train_window(header_size(path), 1, 0, index + n) for n, path in enumerate(paths)]
+        flips |= {window.flip for window in windows}
+        batch = cropped(images, torch.from_numpy(np.stack([w.as_array() for w in windows])), 64)
+        assert batch.shape == (4, 3, 64, 64) and batch.dtype == torch.uint8
+        for n, path in enumerate(paths):
+            host = augmentation.train_pixels(path, 1, 0, index + n).astype(np.int16)
+            assert np.abs(batch[n].permute(1, 2, 0).numpy() - host).max() <= 2, (path, windows[n])
+    assert flips == {False, True}
+    centres = np.stack([augmentation.eval_window(header_size(path)).as_array() for path in paths])
+    batch = cropped(images, torch.from_numpy(centres), 64)
+    for n, path in enumerate(paths):
+        assert np.abs(batch[n].permute(1, 2, 0).numpy() - augmentation.eval_pixels(path).astype(np.int16)).max() <= 2

@@ -38,8 +38,10 @@ class SelfAttention(nn.HybridBlock):
     """torch's `nn.MultiheadAttention` as torchvision's encoder calls it (self-attention, no mask,
     no dropout): `in_proj_weight` (3 x width, width) stacking q, k, v, and `out_proj`."""
 
-    KERNEL = "MXNet batch_dot (q k^T), softmax, batch_dot (x v): unfused, the heads folded into the batch"
-    """The operators `hybrid_forward` computes attention with, as a run's row names them."""
+    OPERATORS = ("batch_dot", "softmax", "batch_dot")
+    """The MXNet operators `hybrid_forward` computes attention with, in order: scores, weights, output."""
+    KERNEL = f"MXNet {', '.join(OPERATORS)} (unfused; the heads folded into the batch)"
+    """How a run's row names them."""
 
     def __init__(self, shape: Shape):
         super().__init__()

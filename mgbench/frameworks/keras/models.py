@@ -12,10 +12,13 @@ Parameter counts against the torchvision architectures (trainable parameters):
 - inception_v3 (no auxiliary head): 23,817,352 = torchvision's 23,834,568 - 17,216, because
   keras.applications' InceptionV3 uses batch-norm with scale=False (no gamma, 17,216 channels).
 - tiny: 5,418, equal.
+- vit_b_16: torchvision's `VisionTransformer` written in Keras layers (`transformer.py`), equal
+  at every image size (its position embedding has a row per patch).
 
 The layers that hold weights are named so that the shared initial weights (`weights.py`, in
-torchvision's names) map onto them simply: `tiny` and `resnet50` carry torchvision's names
-("_" for "."), DenseNet-121 keeps keras.applications' names (`weights.densenet_torch_name`).
+torchvision's names) map onto them simply: `tiny`, `resnet50` and `vit_b_16` carry torchvision's names
+("_" for "."; `weights.vit_torch_name` restores ViT's own "_"), DenseNet-121 keeps
+keras.applications' names (`weights.densenet_torch_name`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from mgbench.common.initial_weights import RESNET50_STAGES
 from mgbench.common.kinds import DataFormat
 from mgbench.common.models import ModelSpec
 from mgbench.frameworks.keras.spec import KERAS_MODELS
+from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, encoder_block
 
 PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -99,6 +103,24 @@ def resnet50(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
             x = _bottleneck(x, 64 * 2 ** (stage - 1), stride, block == 0, f"layer{stage}_{block}")
     x = keras.layers.GlobalAveragePooling2D()(x)
     return keras.Model(inputs, keras.layers.Dense(spec.num_classes, name="fc")(x), name="resnet50")
+
+
+def vit_b_16(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
+    """torchvision's ViT-B/16 at the catalogue's shape (`spec.transformer`): 16-px patches
+    embedded by a strided convolution, then tokens in torch's order (row-major patches, the
+    class token first) in either data format, the encoder blocks, a final layer norm, and the
+    head on the class token."""
+    shape = spec.transformer
+    inputs = keras.Input(input_shape)
+    patches = keras.layers.Conv2D(shape.width, shape.patch_size, strides=shape.patch_size, name="conv_proj")(inputs)
+    if _channel_axis() == 1:
+        patches = keras.layers.Permute((2, 3, 1))(patches)
+    tokens = ClassTokenAndPositions(name="class_token")(keras.layers.Reshape((-1, shape.width))(patches))
+    for index in range(shape.layers):
+        tokens = encoder_block(tokens, shape, f"encoder_layers_encoder_layer_{index}")
+    tokens = keras.layers.LayerNormalization(epsilon=shape.layer_norm_epsilon, name="encoder_ln")(tokens)
+    logits = keras.layers.Dense(spec.num_classes, name="heads_head")(tokens[:, 0])
+    return keras.Model(inputs, logits, name="vit_b_16")
 
 
 def application(architecture: Callable[..., keras.Model]) -> Callable[[ModelSpec, tuple[int, int, int]], keras.Model]:

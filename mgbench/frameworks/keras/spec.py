@@ -1,6 +1,6 @@
 """What the Keras family's specs share, declared without importing Keras: its builder table
-(`models.py`: keras.applications' DenseNet-121 and Inception-v3, torchvision's ResNet-50 and
-`tiny` written in Keras) and the family's name.
+(`models.py`: keras.applications' DenseNet-121 and Inception-v3, torchvision's ResNet-50, ViT-B/16
+and `tiny` written in Keras) and the family's name.
 
 keras.applications' DenseNet121 refuses channels_first; its Inception-v3's batch-norms have no
 gamma (-17,216 parameters, -94 tensors)."""
@@ -11,7 +11,7 @@ from mgbench.frameworks.specs import BIASED_MOVING_VARIANCE, ModelBuilders
 
 KERAS_MODELS = ModelBuilders(
     "mgbench.frameworks.keras.models",
-    ("densenet121", "resnet50", "inception_v3", "tiny"),
+    ("densenet121", "resnet50", "inception_v3", "vit_b_16", "tiny"),
     data_formats={"densenet121": ("channels_last",)},
     parameter_offsets={"inception_v3": -17_216},
     tensor_offsets={"inception_v3": -94},

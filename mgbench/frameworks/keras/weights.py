@@ -2,10 +2,10 @@
 settings, for every Keras backend.
 
 The shared weights are in torchvision's names and layouts; each Keras layer that holds weights
-is mapped to its torchvision module by name (`tiny` and `resnet50` are built with torchvision's
-names, "_" for ".": `torchvision_name`; DenseNet-121 keeps keras.applications' own:
-`densenet_torch_name`), and its arrays are
-converted to Keras' layouts. Every layer with weights takes its arrays and every array is taken
+is mapped to its torchvision module by name (`tiny`, `resnet50` and `vit_b_16` are built with
+torchvision's names, "_" for ".": `torchvision_name`, and `vit_torch_name` where torchvision's
+own names hold "_"; DenseNet-121 keeps keras.applications' own: `densenet_torch_name`), and its
+arrays are converted to Keras' layouts. Every layer with weights takes its arrays and every array is taken
 once, so a build that differs from torchvision's fails in one line.
 """
 
@@ -22,6 +22,7 @@ from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import InitialWeights, initial_weights
 from mgbench.common.models import Hyperparameters, ModelSpec
 from mgbench.frameworks.keras import models
+from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, SelfAttention
 
 DENSE_BLOCK_LAYER = re.compile(r"conv(\d)_block(\d+)_(\d_(?:bn|conv))")
 TRANSITION = re.compile(r"pool(\d)_(bn|conv)")
@@ -35,6 +36,24 @@ DENSENET_FIXED = {
     "bn": "features.norm5",
     "predictions": "classifier",
 }
+ENCODER_LAYER = re.compile(r"encoder_layers_encoder_layer_(\d+)_(\w+)")
+ENCODER_LAYER_PARTS = {
+    "ln_1": "ln_1",
+    "self_attention": "self_attention",
+    "ln_2": "ln_2",
+    "mlp_0": "mlp.0",
+    "mlp_3": "mlp.3",
+}
+"""The parts of ViT's encoder block (`encoder_layers_encoder_layer_{i}_{part}`) by torchvision's."""
+VIT_FIXED = {
+    "conv_proj": "conv_proj",
+    "class_token": "class_token",
+    "encoder_ln": "encoder.ln",
+    "heads_head": "heads.head",
+}
+POSITION_EMBEDDING = "encoder.pos_embedding"
+"""torchvision's ViT holds the position embedding on its encoder, the class token on the model;
+one Keras layer (`ClassTokenAndPositions`, named `class_token`) holds both."""
 BATCH_NORM_ARRAYS = (
     ("gamma", "weight"),
     ("beta", "bias"),
@@ -64,7 +83,18 @@ def densenet_torch_name(name: str) -> str:
     raise UsageError(f"the Keras DenseNet-121 has a layer {name!r} that torchvision's has not")
 
 
-TORCH_NAMES: dict[str, Callable[[str], str]] = {"densenet121": densenet_torch_name}
+def vit_torch_name(name: str) -> str:
+    """torchvision's module (or, for the class token, parameter) for a ViT layer: its names hold
+    "_" of their own (`encoder_layer_0`, `ln_1`), so "_" for "." is undone part by part."""
+    if name in VIT_FIXED:
+        return VIT_FIXED[name]
+    if (match := ENCODER_LAYER.fullmatch(name)) and match.group(2) in ENCODER_LAYER_PARTS:
+        index, part = match.groups()
+        return f"encoder.layers.encoder_layer_{index}.{ENCODER_LAYER_PARTS[part]}"
+    raise UsageError(f"the Keras ViT-B/16 has a layer {name!r} that torchvision's has not")
+
+
+TORCH_NAMES: dict[str, Callable[[str], str]] = {"densenet121": densenet_torch_name, "vit_b_16": vit_torch_name}
 """How a model's Keras layer names become torchvision's, where `torchvision_name` does not."""
 
 
@@ -80,12 +110,30 @@ def _load_conv(layer: keras.layers.Conv2D, name: str, weights: InitialWeights) -
         _assign(layer.bias, weights.take(f"{name}.bias", (outputs,)))
 
 
-def _load_dense(layer: keras.layers.Dense, name: str, weights: InitialWeights) -> None:
-    """Keras' kernel is (in, out), torch's weight (out, in)."""
+def _load_dense(layer: keras.layers.Dense, name: str, weights: InitialWeights, separator: str = ".") -> None:
+    """Keras' kernel is (in, out), torch's weight (out, in). `separator` joins the name to
+    `weight`/`bias` (torch's attention names its input projection `in_proj_weight`)."""
     inputs, outputs = layer.kernel.shape
-    _assign(layer.kernel, weights.take(f"{name}.weight", (outputs, inputs)).T)
+    _assign(layer.kernel, weights.take(f"{name}{separator}weight", (outputs, inputs)).T)
     if layer.use_bias:
-        _assign(layer.bias, weights.take(f"{name}.bias", (outputs,)))
+        _assign(layer.bias, weights.take(f"{name}{separator}bias", (outputs,)))
+
+
+def _load_layer_norm(layer: keras.layers.LayerNormalization, name: str, weights: InitialWeights) -> None:
+    _assign(layer.gamma, weights.take(f"{name}.weight", tuple(layer.gamma.shape)))
+    _assign(layer.beta, weights.take(f"{name}.bias", tuple(layer.beta.shape)))
+
+
+def _load_attention(layer: SelfAttention, name: str, weights: InitialWeights) -> None:
+    """torch's fused `in_proj_weight` (3 width, width), q, k, v stacked, is the fused Dense's
+    (width, 3 width) kernel transposed, as any Dense's; `out_proj` is a Dense of its own."""
+    _load_dense(layer.in_proj, f"{name}.in_proj", weights, separator="_")
+    _load_dense(layer.out_proj, f"{name}.out_proj", weights)
+
+
+def _load_tokens(layer: ClassTokenAndPositions, name: str, weights: InitialWeights) -> None:
+    _assign(layer.class_token, weights.take(name, tuple(layer.class_token.shape)))
+    _assign(layer.pos_embedding, weights.take(POSITION_EMBEDDING, tuple(layer.pos_embedding.shape)))
 
 
 def _load_batch_norm(layer: keras.layers.BatchNormalization, name: str, weights: InitialWeights) -> None:
@@ -101,6 +149,9 @@ LOADERS = {
     keras.layers.Conv2D: _load_conv,
     keras.layers.Dense: _load_dense,
     keras.layers.BatchNormalization: _load_batch_norm,
+    keras.layers.LayerNormalization: _load_layer_norm,
+    SelfAttention: _load_attention,
+    ClassTokenAndPositions: _load_tokens,
 }
 
 

@@ -46,6 +46,7 @@ from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras import weights as keras_weights
+from mgbench.frameworks.keras_jax import attention
 from mgbench.frameworks.keras_jax.spec import FRAMEWORK
 from mgbench.frameworks.keras_jax.strategies import STRATEGIES, DeviceState
 
@@ -91,7 +92,13 @@ class JaxDataParallelTrainer(Adapter):
         self.state = self.parallel.initial_state()
         self.learning_rate = config.learning_rate
         self._loss: Any = 0.0
-        return ModelInfo(parameters=keras_models.trainable_parameters(self.model), init_digest=digest)
+        return ModelInfo(
+            parameters=keras_models.trainable_parameters(self.model),
+            init_digest=digest,
+            attention_kernel=attention.attention_kernel(
+                self.spec, config.input_size, config.batch_per_device, devices[0], config.precision
+            ),
+        )
 
     def held_state(self) -> DeviceState:
         """The variables' current values, by group, wherever this strategy holds them."""

@@ -26,8 +26,8 @@ from mgbench.datasets.synthetic import Shard, held_out_batch
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras import weights as keras_weights
+from mgbench.frameworks.keras_tf import attention, strategies
 from mgbench.frameworks.keras_tf import data as tf_data
-from mgbench.frameworks.keras_tf import strategies
 from mgbench.frameworks.specs import StrategySpec
 
 
@@ -53,7 +53,11 @@ class StrategyTrainer(Adapter):
             self.model, digest = keras_weights.started_model(self.spec, config)
             self.build_step()
         self.forward = tf.function(lambda images: self.model(images, training=False))
-        return ModelInfo(parameters=keras_models.trainable_parameters(self.model), init_digest=digest)
+        return ModelInfo(
+            parameters=keras_models.trainable_parameters(self.model),
+            init_digest=digest,
+            attention_kernel=attention.attention_kernel(self.spec, compiled=config.compile is not None),
+        )
 
     def build_step(self) -> None:
         """Inside the strategy's scope: `self.optimizer`, the loss of `self.spec` and the compiled step."""

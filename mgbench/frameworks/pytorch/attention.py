@@ -7,6 +7,7 @@ the aten operator it reaches. Keras over PyTorch reaches the same function."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,13 +39,18 @@ class _Operators(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def sdpa_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> str:
-    """The backend SDPA runs for these (batch, heads, tokens, head width) tensors, as
-    `torch SDPA: <backend>`."""
+def reached_backend(attend: Callable[[], Any]) -> str:
+    """The backend SDPA runs in when `attend` calls it (directly, or through Keras' torch
+    backend), as `torch SDPA: <backend>`."""
     with _Operators() as seen:
-        torch.nn.functional.scaled_dot_product_attention(query, key, value)
+        attend()
     backend = next((SDPA_BACKENDS[name] for name in seen.names if name in SDPA_BACKENDS), UNFUSED)
     return f"torch SDPA: {backend}"
+
+
+def sdpa_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> str:
+    """The backend SDPA runs for these (batch, heads, tokens, head width) tensors."""
+    return reached_backend(lambda: torch.nn.functional.scaled_dot_product_attention(query, key, value))
 
 
 def attention_kernel(

@@ -20,6 +20,7 @@ from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult, write_json_atomically
+from mgbench.datasets.images import host_decoder
 from mgbench.frameworks.registry import create_trainer, framework_spec
 
 
@@ -40,6 +41,7 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
         capabilities.profiler,
         capabilities.compiled_by(config),
         capabilities.loader,
+        host_decoder=host_decoder(),
     )
     return result and dataclasses.replace(result, unmatched=list(capabilities.builders.unmatched))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import PIL
 import pytest
 import torch
 import torchvision
@@ -17,11 +18,18 @@ from conftest import mgbench, one_line_error
 from PIL import Image
 
 from mgbench.common.config import RunConfig
+from mgbench.common.driver import run_training
 from mgbench.common.errors import UsageError
 from mgbench.common.job import Job
-from mgbench.datasets.augment import Augmentation
+from mgbench.common.protocol import Placement
+from mgbench.datasets.augment import IMAGENET_STD, Augmentation
 from mgbench.datasets.images import header_size, open_image
+from mgbench.datasets.resolve import describe_dataset
+from mgbench.datasets.synthetic import Shard
+from mgbench.frameworks.pytorch.adapter import create_trainer
+from mgbench.frameworks.pytorch.data import HostDecoding, PlacedPixels, build_loaders, decoding_for
 from mgbench.frameworks.pytorch.device_crop import cropped
+from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
 
@@ -119,3 +127,74 @@ def test_the_device_crop_gives_the_host_pixels_within_2_levels(tmp_path):
     batch = cropped(images, torch.from_numpy(centres), 64)
     for n, path in enumerate(paths):
         assert np.abs(batch[n].permute(1, 2, 0).numpy() - augmentation.eval_pixels(path).astype(np.int16)).max() <= 2
+
+
+def jpeg_folder(root: Path, sizes: list[tuple[int, int]], suffix: str = ".jpg") -> Path:
+    """A class folder with train, val and test splits, each of two classes of photos of `sizes`
+    (the last grayscale)."""
+    for split in ("train", "val", "test"):
+        for n, size in enumerate(sizes):
+            folder = root / split / f"class{n % 2}"
+            folder.mkdir(parents=True, exist_ok=True)
+            photo(folder / f"{n:02d}{suffix}", size, "L" if n == len(sizes) - 1 else "RGB", seed=n + len(split))
+    return root
+
+
+def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batches(tmp_path):
+    """The GPU path's loader and placement with the CPU as the device: workers hand over bytes
+    and windows, the training process decodes and crops; batches and labels match the host
+    path's within 2 levels, for training (random windows, flips) and validation (centre)."""
+    root = jpeg_folder(tmp_path / "jpegs", [(120, 90), (50, 40), (90, 130), (75, 75), (64, 100), (200, 60)])
+    dataset = describe_dataset(f"imagefolder:{root}")
+    config = RunConfig(
+        "pytorch", "ddp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=1
+    )
+    cpu = torch.device("cpu")
+    shard = Shard.of_rank(0, 1, config.global_batch)
+    device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice(cpu, 32, False)))
+    host = build_loaders(dataset, config, Placement(0, 1), shard, HostDecoding(PlacedPixels(cpu, False)))
+    level = 2 / 255 / float(IMAGENET_STD.min())
+    pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
+    assert len(pairs) == 6
+    for encoded_batch, pixel_batch in pairs:
+        assert isinstance(encoded_batch[0], list)  # bytes, one tensor per image: nothing decoded yet
+        images, labels = device.decoding.place(encoded_batch)
+        expected, expected_labels = host.decoding.place(pixel_batch)
+        assert images.shape == expected.shape == (2, 3, 32, 32)
+        assert torch.equal(labels, expected_labels)
+        assert (images - expected).abs().max() <= level + 1e-6
+    assert device.decoding.decoder == "nvJPEG (torchvision.io.decode_jpeg) on cpu, crop on device"
+    assert host.decoding.decoder == f"Pillow {PIL.__version__} (host)"
+
+
+def test_gpu_decode_decodes_jpeg_datasets_on_the_device_and_others_on_the_host(tmp_path):
+    jpegs = jpeg_folder(tmp_path / "jpegs", [(40, 40)] * 4)
+    pngs = jpeg_folder(tmp_path / "pngs", [(40, 40)] * 4, ".png")
+    cpu = torch.device("cpu")
+
+    def decoding(root: Path, decode: str) -> HostDecoding | DeviceDecoding:
+        dataset = f"imagefolder:{root}"
+        config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=dataset, decode=decode)
+        return decoding_for(describe_dataset(dataset), config, cpu, True)
+
+    assert isinstance(decoding(jpegs, "gpu"), DeviceDecoding)
+    assert decoding(jpegs, "gpu").place.channels_last
+    assert isinstance(decoding(jpegs, "cpu"), HostDecoding)
+    on_host = decoding(pngs, "gpu")
+    assert isinstance(on_host, HostDecoding)
+    assert on_host.decoder == f"Pillow {PIL.__version__} (host): not all JPEGs, which --decode gpu decodes"
+
+
+def test_rows_of_real_data_name_the_decoder_and_rows_of_synthetic_data_none(tmp_path, fake_plugin):
+    """PyTorch names its loader's decoder; an adapter that names none gets the host's."""
+    import fakefw
+
+    root = jpeg_folder(tmp_path / "jpegs", [(40, 40)] * 4)
+    config = RunConfig("pytorch", "dp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0)
+    assert (
+        run_training(create_trainer("dp"), config, host_decoder="unused").decoder == f"Pillow {PIL.__version__} (host)"
+    )
+    synthetic = run_training(create_trainer("dp"), config.with_changes(dataset="synthetic"), host_decoder="unused")
+    assert synthetic.decoder is None
+    fake = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 3, dataset="chestxray:/data")
+    assert run_training(fakefw.create_trainer("steady"), fake, host_decoder="the host's").decoder == "the host's"

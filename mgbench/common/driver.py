@@ -246,6 +246,7 @@ def run_training(
     compiler: str | None = None,
     loader: str | None = None,
     step_clock: Clock = time.perf_counter,
+    host_decoder: str | None = None,
 ) -> RunResult | None:
     """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
 
@@ -257,6 +258,8 @@ def run_training(
     `loader` names the adapter's native loader, recorded on rows of real data. After the last of
     `config.epochs` epochs the test split is scored once (`test_metrics`), apart from the time to train.
     `step_clock` is the host clock the timed steps are read on (tests hand in a scripted one).
+    Rows of real data name what decoded the images: the adapter's decoder where it decodes off
+    the host (`ModelInfo.decoder`), else `host_decoder`, the loader workers' own.
     """
     launched = launch_time()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -320,6 +323,7 @@ def run_training(
         compile_seconds=clock.compile_seconds,
         **dataclasses.asdict(stats),
         loader=None if config.dataset == "synthetic" else loader,
+        decoder=None if config.dataset == "synthetic" else info.decoder or host_decoder,
         timing_method=clock.timing_method,
         host_breakdown=host_phase_shares(clock.host_phases[stats.warmup_steps :]),
         loader_workers=None if config.dataset == "synthetic" else loader_workers(config.workers, placement.world_size),

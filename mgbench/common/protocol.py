@@ -40,6 +40,9 @@ class ModelInfo:
     parameters: int
     init_digest: str | None = None
     attention_kernel: str | None = None
+    decoder: str | None = None
+    """What decodes the real dataset's images and where the crop runs, where the adapter decodes
+    off the host (`--decode gpu`); None: the loader's workers decode (the worker names them)."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import PIL
 from PIL import Image, UnidentifiedImageError
 
 from mgbench.common.errors import UsageError
@@ -78,6 +79,11 @@ def decode(path: str | Path, grayscale: bool = False, bit_depth: int | None = No
             return (image if image.mode == mode else image.convert(mode)), None
     except (OSError, UnidentifiedImageError, ValueError) as error:
         raise UsageError(f"cannot decode image {path}: {error}") from None
+
+
+def host_decoder() -> str:
+    """What decodes images in the loaders' workers, as rows of real data record it."""
+    return f"Pillow {PIL.__version__} (host)"
 
 
 def header_size(path: str | Path) -> tuple[int, int]:

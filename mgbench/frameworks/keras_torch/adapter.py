@@ -45,10 +45,12 @@ from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras import weights as keras_weights
+from mgbench.frameworks.keras_torch import attention
 from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch import models as torch_models
 from mgbench.frameworks.pytorch.adapter import DevicePrefetcher, TorchProcess
 from mgbench.frameworks.pytorch.compiling import compiled
+from mgbench.frameworks.pytorch.data import PlacedPixels
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -99,7 +101,13 @@ class KerasTorchTrainer(TorchProcess):
         self.optimizer = torch_models.build_optimizer(trainable, config.learning_rate, self.spec.hyperparameters)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
-        return ModelInfo(parameters=keras_models.trainable_parameters(self.model), init_digest=digest)
+        return ModelInfo(
+            parameters=keras_models.trainable_parameters(self.model),
+            init_digest=digest,
+            attention_kernel=attention.attention_kernel(
+                self.spec, config.input_size, config.batch_per_device, self.device, config.precision
+            ),
+        )
 
     def batches(self) -> Iterator[Batch]:
         """This rank's shard of each batch: of the loader's endless stream on real data; of the
@@ -114,7 +122,7 @@ class KerasTorchTrainer(TorchProcess):
         if not self.staged:
             return (self._to_device(batch) for batch in itertools.cycle(host))
         pinned = [(images.pin_memory(), labels.pin_memory()) for images, labels in host]
-        return DevicePrefetcher(itertools.cycle(pinned), self.device, self.channels_last)
+        return DevicePrefetcher(itertools.cycle(pinned), PlacedPixels(self.device, self.channels_last))
 
     def _fed(self, host: Iterator[data.HostBatch]) -> Iterator[Batch]:
         """Loader batches on the device in Keras' layout: staged on GPUs, pinned on a thread of
@@ -123,7 +131,7 @@ class KerasTorchTrainer(TorchProcess):
         tensors = (self._to_tensors(batch) for batch in host)
         if self.use_cuda and self.staged:
             pinned = Ahead((images.pin_memory(), labels.pin_memory()) for images, labels in tensors)
-            placed = DevicePrefetcher(pinned, self.device, self.channels_last)
+            placed = DevicePrefetcher(pinned, PlacedPixels(self.device, self.channels_last))
         else:
             placed = (self._to_device(batch) for batch in tensors)
         return ((self.keras_layout(images), labels) for images, labels in placed)

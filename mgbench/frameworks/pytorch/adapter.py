@@ -21,7 +21,8 @@ nn.DataParallel's strategies are refused it by the registry.
 
 Real datasets (`mgbench.datasets`) are read by torch's DataLoader over the shared description,
 augmentation and epoch sharding (`mgbench.frameworks.pytorch.data`); the model's head follows
-the dataset's labels. Input is staged (copied on a side stream one step ahead) by every
+the dataset's labels; with `--decode gpu` the workers read JPEG bytes and the device decodes
+and crops them (`device_decode.py`). Input is staged (copied on a side stream one step ahead) by every
 strategy but `ddp-unstaged`, which copies in line: the staged vs unstaged experiment.
 """
 
@@ -47,7 +48,8 @@ from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.pytorch import attention, models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
-from mgbench.frameworks.pytorch.data import DevicePrefetcher, build_loaders, placed_images
+from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, build_loaders, decoding_for, placed_images
+from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice
 from mgbench.frameworks.pytorch.profiler import profile_with_torch
 from mgbench.frameworks.pytorch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch.strategies import STRATEGIES, TorchStrategy
@@ -205,38 +207,46 @@ class TorchTrainer(TorchProcess):
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         if self.dataset is not None:
-            self.loaders = build_loaders(self.dataset, config, self._placement, self._shard())
+            decoding = decoding_for(self.dataset, config, self.device, self.channels_last)
+            self.loaders = build_loaders(self.dataset, config, self._placement, self._shard(), decoding)
         return ModelInfo(
             parameters=sum(p.numel() for p in core.parameters() if p.requires_grad),
             init_digest=start.digest if start else None,
             attention_kernel=attention.attention_kernel(
                 spec, config.input_size, config.batch_per_device, self.device, autocast_dtype or torch.float32
             ),
+            decoder=self.loaders.decoding.decoder if self.dataset is not None else None,
         )
 
-    def _feed(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> Iterator[Any]:
-        """Host batches to the device: staged (prefetched on a side stream) on GPU where the
-        strategy stages, else copied in line when the step takes each."""
+    def _feed(self, host_batches: Iterator[Any], place: PlacedPixels | DecodedOnDevice) -> Iterator[Any]:
+        """Host batches placed on the device by `place`: staged (on a side stream one step ahead)
+        on GPU where the strategy stages, else when the step takes each."""
         if self.use_cuda and self.staged:
-            return DevicePrefetcher(host_batches, self.device, self.channels_last)
-        return (self._to_device(batch) for batch in host_batches)
+            return DevicePrefetcher(host_batches, place)
+        return (place(batch) for batch in host_batches)
+
+    def _loaded(self, loader: torch.utils.data.DataLoader) -> Iterator[Any]:
+        """A loader's batches on the device, placed as its decoding says (pixels copied, or file
+        bytes decoded there)."""
+        return self._feed(iter(loader), self.loaders.decoding.place)
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
             self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
-            return self._feed(iter(self.loaders.train))
+            return self._loaded(self.loaders.train)
         pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
         host = [self._to_tensors(batch) for batch in pool]
         if self.config.data_on_device or not self.use_cuda:
             return itertools.cycle([self._to_device(batch) for batch in host])  # resident: copied once
-        return self._feed(itertools.cycle([(x.pin_memory(), y.pin_memory()) for x, y in host]))
+        pinned = itertools.cycle([(x.pin_memory(), y.pin_memory()) for x, y in host])
+        return self._feed(pinned, PlacedPixels(self.device, self.channels_last))
 
     def steps_per_epoch(self) -> int:
         return len(self.loaders.sampler)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
         self.loaders.sampler.epoch, self.loaders.sampler.endless = epoch, False
-        return self._feed(iter(self.loaders.train))
+        return self._loaded(self.loaders.train)
 
     def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.parallel.loss(self.model, self.criterion, images, labels)
@@ -257,7 +267,7 @@ class TorchTrainer(TorchProcess):
     def _score(self, casting: nn.Module, split: str) -> dict[str, float]:
         """Loss and `split_metrics` over the whole held-out `split`: each rank scores its shard, all gather."""
         scores, targets, loss_sum = [], [], 0.0
-        for images, labels in self._feed(iter(self.loaders.held_out[split])):
+        for images, labels in self._loaded(self.loaders.held_out[split]):
             logits = casting(images).float()
             loss_sum += float(self.criterion(logits, labels)) * len(labels)
             probabilities = torch.sigmoid(logits) if self.dataset.multi_label else torch.softmax(logits, dim=1)

@@ -4,33 +4,33 @@ staging of the strategies.
 The DataLoader's worker processes (persistent, pinned memory on CUDA) read `items.TrainItems`
 through the shared epoch sampler (`sampling.EpochBatchKeys`), so they decode, crop, flip and
 label exactly what every other framework's loader does; items travel as uint8 pixels and are
-normalised on the device (`placed_images`). Staged input (`ddp`, `dp`, `dp-loss`, Horovod's
+normalised on the device (`placed_images`). With `--decode gpu` on a JPEG dataset the workers
+read file bytes and windows instead (`encoded.EncodedTrainItems`) and the training process
+decodes and crops them on its device (`device_decode.py`); `decoding_for` picks. Staged input (`ddp`, `dp`, `dp-loss`, Horovod's
 `hvd`) copies batch k+1 on a side stream during step k (`DevicePrefetcher`); unstaged input
 (`ddp-unstaged`) copies each batch with a plain `.to(device)` when the step takes it.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from mgbench.common.config import RunConfig
 from mgbench.common.protocol import Placement
 from mgbench.common.workers import loader_workers
-from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
-from mgbench.datasets.description import HELD_OUT, DatasetDescription
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.description import HELD_OUT, DatasetDescription, Split
+from mgbench.datasets.encoded import all_jpeg
+from mgbench.datasets.images import host_decoder
 from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import EpochBatchKeys, validation_indices
 from mgbench.datasets.synthetic import Shard
-
-
-@functools.cache
-def _imagenet_statistics(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and standard deviation as (1, 3, 1, 1) tensors, made once per device."""
-    return tuple(torch.as_tensor(v, device=device).view(1, 3, 1, 1) for v in (IMAGENET_MEAN, IMAGENET_STD))
+from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding
+from mgbench.frameworks.pytorch.normalise import normalised_pixels
 
 
 def placed_images(
@@ -43,35 +43,49 @@ def placed_images(
     """
     images = images.to(device, non_blocking=non_blocking)
     if images.dtype == torch.uint8:
-        mean, std = _imagenet_statistics(device)
-        images = (images.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
+        return normalised_pixels(images.permute(0, 3, 1, 2), channels_last)
     return images.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
+@dataclass(frozen=True)
+class PlacedPixels:
+    """Places host batches of pixels (a loader's uint8 NHWC, a synthetic pool's float32) and their
+    labels on `device`: how a batch that the host decoded reaches the step."""
+
+    device: torch.device
+    channels_last: bool
+
+    def __call__(
+        self, batch: tuple[torch.Tensor, torch.Tensor], non_blocking: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        images, labels = batch
+        return (
+            placed_images(images, self.device, self.channels_last, non_blocking),
+            labels.to(self.device, non_blocking=non_blocking),
+        )
+
+
 class DevicePrefetcher:
-    """Copies batch k+1 from pinned host memory to the device on a side stream during step k.
+    """Places batch k+1 on the device on a side stream during step k: copies from pinned host
+    memory (`PlacedPixels`), or decodes and crops there (`DecodedOnDevice`).
 
     Takes any iterator of host batches (a cycled synthetic pool, or a DataLoader with
     `pin_memory`) and ends when it ends.
     """
 
-    def __init__(
-        self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]], device: torch.device, channels_last: bool
-    ):
+    def __init__(self, host_batches: Iterator[Any], place: PlacedPixels | DecodedOnDevice):
         self.host_batches = host_batches
-        self.device = device
-        self.channels_last = channels_last
-        self.stream = torch.cuda.Stream(device)
+        self.place = place
+        self.device = place.device
+        self.stream = torch.cuda.Stream(self.device)
         self.pending = self._start_copy()
 
     def _start_copy(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         batch = next(self.host_batches, None)
         if batch is None:
             return None
-        images, labels = batch
         with torch.cuda.stream(self.stream):
-            images = placed_images(images, self.device, self.channels_last, non_blocking=True)
-            return images, labels.to(self.device, non_blocking=True)
+            return self.place(batch, True)
 
     def __iter__(self) -> DevicePrefetcher:
         return self
@@ -88,42 +102,84 @@ class DevicePrefetcher:
 
 
 @dataclass(frozen=True)
+class HostDecoding:
+    """The loader's items, collation and placement where the workers decode (Pillow): uint8 pixels
+    through the queues, normalised on the device. `note` says why a `--decode gpu` job decodes here."""
+
+    place: PlacedPixels
+    note: str = ""
+
+    collate = None
+    """torch's default: the pixels stack into one batch."""
+
+    @property
+    def decoder(self) -> str:
+        return host_decoder() + self.note
+
+    def train_items(self, split: Split, augmentation: Augmentation, seed: int) -> TrainItems:
+        return TrainItems(split, augmentation, seed, pixels=True)
+
+    def eval_items(self, split: Split, augmentation: Augmentation, indices: list[int]) -> EvalItems:
+        return EvalItems(split, augmentation, indices, pixels=True)
+
+
+def decoding_for(
+    dataset: DatasetDescription, config: RunConfig, device: torch.device, channels_last: bool
+) -> HostDecoding | DeviceDecoding:
+    """On the device with `--decode gpu` where every image is a JPEG, else in the workers."""
+    if not config.decode.on_device:
+        return HostDecoding(PlacedPixels(device, channels_last))
+    if all_jpeg(dataset.files):
+        return DeviceDecoding(DecodedOnDevice(device, config.input_size, channels_last))
+    return HostDecoding(PlacedPixels(device, channels_last), ": not all JPEGs, which --decode gpu decodes")
+
+
+@dataclass(frozen=True)
 class Loaders:
     """One process's DataLoaders: training through `sampler` (epoch set before each), and its
-    share of each held-out split."""
+    share of each held-out split; `decoding` says where their images are decoded and places
+    their batches."""
 
     sampler: EpochBatchKeys
     train: torch.utils.data.DataLoader
     held_out: dict[str, torch.utils.data.DataLoader]
+    decoding: HostDecoding | DeviceDecoding
 
 
-def build_loaders(dataset: DatasetDescription, config: RunConfig, placement: Placement, shard: Shard) -> Loaders:
-    """Worker pools decoding with PIL: persistent for training and validation (used every epoch),
-    started anew for the test split (read once)."""
+def build_loaders(
+    dataset: DatasetDescription,
+    config: RunConfig,
+    placement: Placement,
+    shard: Shard,
+    decoding: HostDecoding | DeviceDecoding,
+) -> Loaders:
+    """Worker pools reading `decoding`'s items: persistent for training and validation (used
+    every epoch), started anew for the test split (read once)."""
     workers = loader_workers(config.workers, placement.world_size)
     augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
     pin = config.device_kind.on_gpu
     sampler = EpochBatchKeys(len(dataset.train), config.global_batch, shard, config.seed)
     train = torch.utils.data.DataLoader(
-        TrainItems(dataset.train, augmentation, config.seed, pixels=True),
+        decoding.train_items(dataset.train, augmentation, config.seed),
         batch_sampler=sampler,
         num_workers=workers,
+        collate_fn=decoding.collate,
         pin_memory=pin,
         persistent_workers=workers > 0,
     )
     held_out = {
         name: torch.utils.data.DataLoader(
-            EvalItems(
+            decoding.eval_items(
                 dataset.split(name),
                 augmentation,
                 validation_indices(len(dataset.split(name)), placement.rank, placement.world_size),
-                pixels=True,
             ),
             batch_size=config.batch_per_device,
             num_workers=workers,
+            collate_fn=decoding.collate,
             pin_memory=pin,
             persistent_workers=workers > 0 and name == "val",
         )
         for name in HELD_OUT
     }
-    return Loaders(sampler, train, held_out)
+    return Loaders(sampler, train, held_out, decoding)

@@ -1,0 +1,77 @@
+"""`--decode gpu` over torch's DataLoader: the workers read file bytes and draw each image's
+window (`datasets/encoded.py`); the training process decodes the batch on its device with
+torchvision's decoder (nvJPEG on CUDA) and crops it there (`device_crop.py`).
+
+The host then spends per image a header read and a file read instead of a decode and a resize,
+and the bus carries the compressed bytes. The decoded batch is normalised as the host path's
+device finish normalises its pixels (`normalise.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torchvision.io import ImageReadMode, decode_jpeg
+
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.description import Split
+from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems
+from mgbench.frameworks.pytorch.device_crop import cropped
+from mgbench.frameworks.pytorch.normalise import normalised_pixels
+from mgbench.frameworks.pytorch.spec import NVJPEG
+
+EncodedBatch = tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]
+"""The file bytes of each image, their windows (N, 5) and the targets, as the loader collates them."""
+
+
+def collate_encoded(items: list[EncodedItem]) -> EncodedBatch:
+    """A batch of encoded items: the bytes stay one tensor per image (their lengths differ)."""
+    data, windows, targets = zip(*items)
+    return [torch.from_numpy(d) for d in data], torch.from_numpy(np.stack(windows)), torch.from_numpy(np.stack(targets))
+
+
+def settled(device: torch.device) -> None:
+    """Wait for the work queued on the current stream before the CUDA decoder allocates: it writes
+    its outputs from a stream of its own that does not wait on the caller's, so a block the caching
+    allocator hands it may still be read by queued kernels (pytorch/vision#9606)."""
+    if device.type == "cuda":
+        torch.cuda.current_stream(device).synchronize()
+
+
+@dataclass(frozen=True)
+class DecodedOnDevice:
+    """Places encoded batches: decoded on `device`, cropped to `crop`, normalised in the model's
+    memory format, labels beside them."""
+
+    device: torch.device
+    crop: int
+    channels_last: bool
+
+    def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        data, windows, targets = batch
+        settled(self.device)
+        images = decode_jpeg(data, mode=ImageReadMode.RGB, device=self.device)
+        pixels = normalised_pixels(cropped(images, windows, self.crop), self.channels_last)
+        return pixels, targets.to(self.device, non_blocking=non_blocking)
+
+
+@dataclass(frozen=True)
+class DeviceDecoding:
+    """The loader's items, collation and placement where the training device decodes: what
+    `data.build_loaders` builds its DataLoaders from and the adapter places their batches with."""
+
+    place: DecodedOnDevice
+
+    collate = staticmethod(collate_encoded)
+
+    @property
+    def decoder(self) -> str:
+        return f"{NVJPEG} on {self.place.device}, crop on device"
+
+    def train_items(self, split: Split, augmentation: Augmentation, seed: int) -> EncodedTrainItems:
+        return EncodedTrainItems(split, augmentation, seed)
+
+    def eval_items(self, split: Split, augmentation: Augmentation, indices: list[int]) -> EncodedEvalItems:
+        return EncodedEvalItems(split, augmentation, indices)

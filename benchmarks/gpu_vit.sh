@@ -34,6 +34,7 @@ compare() {  # compare NAME OPTIONS...: one compare into runs/vit-NAME, the meas
   mkdir -p "runs/vit-$name" && cp runs/vit-peak/bandwidth.json "runs/vit-$name/" 2>/dev/null
   echo "$(date +%T) $name"
   python3 -m mgbench compare "$@" $JOB --out "runs/vit-$name" 2>&1 | grep -E "│ (pytorch|keras|horovod)|rror"
+  mkdir -p "$OUT/vit-$name" && cp runs/vit-$name/{results.jsonl,summary.md} "$OUT/vit-$name/"
 }
 timm_bench() {  # timm_bench NAME OPTIONS...: timm's train benchmark, its JSON result kept
   echo "$(date +%T) timm $1"
@@ -59,4 +60,3 @@ for folder in sorted(Path("runs").glob("vit-*")):
         print(f"{folder.name}: {c.framework} {c.strategy} {row.status} {row.images_per_sec} img/s, "
               f"attention {row.attention_kernel}, compiler {row.compiler}, parameters {row.parameters}")
 PY
-tar czf "$OUT/vit.tgz" --exclude="*-trace.json" runs/vit-*

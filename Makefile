@@ -12,10 +12,13 @@ TEST_ENVS := gluon chainer horovod keras-tf keras-jax keras-torch
 
 .PHONY: demo test browser env-% mpi
 
-$(STAMP): pyproject.toml requirements/base.txt requirements/pytorch.txt requirements/dev.txt
+## .venv is the pytorch framework's environment too: its loaders get pillow-simd where this machine
+## can compile it, as `mgbench setup` gives every framework environment (mgbench/runner/pillow_simd.py).
+$(STAMP): pyproject.toml requirements/base.txt requirements/pytorch.txt requirements/dev.txt requirements/pillow-simd.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements/base.txt -r requirements/pytorch.txt -r requirements/dev.txt
 	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m mgbench.runner.pillow_simd $(PY)
 	touch $(STAMP)
 
 ## The command mgbench exists for, as typed, on whatever devices exist (CPU devices stand in for
@@ -40,7 +43,7 @@ browser:
 env-%: $(VENVS)/%/.installed
 	@echo "$*: $(VENVS)/$*/bin/python"
 
-$(VENVS)/%/.installed: requirements/%.txt requirements/base.txt pyproject.toml | $(STAMP)
+$(VENVS)/%/.installed: requirements/%.txt requirements/base.txt requirements/pillow-simd.txt pyproject.toml | $(STAMP)
 	$(VENV)/bin/mgbench setup $*
 	touch $@
 

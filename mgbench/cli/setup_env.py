@@ -1,9 +1,11 @@
-"""`mgbench setup FRAMEWORK`: build the framework's own virtual environment under `.venvs/`."""
+"""`mgbench setup FRAMEWORK`: build the framework's own virtual environment under `.venvs/`, its
+loaders decoding with pillow-simd where this machine can compile it (else Pillow, saying why)."""
 
 from __future__ import annotations
 
 import argparse
 
+from mgbench.runner.pillow_simd import install_pillow_simd
 from mgbench.runner.venvs import create_environment, spec_for_setup
 
 
@@ -18,5 +20,6 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     python = create_environment(spec_for_setup(args.framework), args.python)
+    install_pillow_simd(str(python), args.framework)
     print(f"{args.framework}: ready, interpreter {python}")
     return 0

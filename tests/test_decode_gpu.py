@@ -157,7 +157,8 @@ def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batc
     pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
     assert len(pairs) == 6
     for encoded_batch, pixel_batch in pairs:
-        assert isinstance(encoded_batch[0], list)  # bytes, one tensor per image: nothing decoded yet
+        data, lengths = encoded_batch[:2]  # the files' bytes: nothing decoded yet
+        assert data.dtype == torch.uint8 and len(data) == int(lengths.sum()) and len(lengths) == 2
         images, labels = device.decoding.place(encoded_batch)
         expected, expected_labels = host.decoding.place(pixel_batch)
         assert images.shape == expected.shape == (2, 3, 32, 32)

@@ -54,20 +54,30 @@ def cropped(images: list[torch.Tensor], windows: torch.Tensor, crop: int) -> tor
     repeated into three) resized from its window's box and flipped as the window says.
 
     `windows` is (N, 5) on the host: left, top, right, bottom in the image's pixels, then 1 for a
-    flip (`Window.as_array`, stacked by the loader)."""
+    flip (`Window.as_array`, stacked by the loader). The pixels each window reads are copied into
+    one zero-padded batch (a copy per image), so both passes run as one batched product each
+    whatever the images' sizes."""
     device = images[0].device
-    heights = [image.shape[1] for image in images]
-    widths = [image.shape[2] for image in images]
-    boxes = windows.to(device=device, dtype=torch.float64)
-    x_weights = bilinear_weights(boxes[:, 0], boxes[:, 2], torch.tensor(widths, device=device), crop, max(widths))
-    y_weights = bilinear_weights(boxes[:, 1], boxes[:, 3], torch.tensor(heights, device=device), crop, max(heights))
-    flips = boxes[:, 4] > 0.5
+    spans = [
+        (source_span(left, right, crop, image.shape[2]), source_span(top, bottom, crop, image.shape[1]))
+        for image, (left, top, right, bottom, _) in zip(images, windows.tolist())
+    ]
+    width = max(x1 - x0 for (x0, x1), _ in spans)
+    height = max(y1 - y0 for _, (y0, y1) in spans)
+    sources = torch.zeros((len(images), 3, height, width), dtype=torch.uint8, device=device)
+    for source, image, ((x0, x1), (y0, y1)) in zip(sources, images, spans):
+        source[:, : y1 - y0, : x1 - x0] = image[:, y0:y1, x0:x1]
+    # Each box relative to its slice, with the slice's size and the flip: one copy to the device.
+    axes = torch.tensor(
+        [
+            (left - x0, right - x0, x1 - x0, top - y0, bottom - y0, y1 - y0, flip)
+            for ((x0, x1), (y0, y1)), (left, top, right, bottom, flip) in zip(spans, windows.tolist())
+        ],
+        dtype=torch.float64,
+    ).to(device)
+    x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width)
+    y_weights = bilinear_weights(axes[:, 3], axes[:, 4], axes[:, 5], crop, height)
+    flips = axes[:, 6] > 0.5
     x_weights = torch.where(flips[:, None, None], x_weights.flip(1), x_weights)
-    batch = torch.empty((len(images), 3, crop, crop), dtype=torch.uint8, device=device)
-    for n, (image, (left, top, right, bottom, _)) in enumerate(zip(images, windows.tolist())):
-        x0, x1 = source_span(left, right, crop, widths[n])
-        y0, y1 = source_span(top, bottom, crop, heights[n])
-        source = image[:, y0:y1, x0:x1].expand(3, -1, -1).float()
-        rows = rounded(source @ x_weights[n, :, x0:x1].T)
-        batch[n] = rounded(y_weights[n, :, y0:y1] @ rows)
-    return batch
+    rows = rounded(sources.float() @ x_weights.transpose(1, 2)[:, None])
+    return rounded(y_weights[:, None] @ rows).to(torch.uint8)

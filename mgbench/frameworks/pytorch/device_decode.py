@@ -22,14 +22,22 @@ from mgbench.frameworks.pytorch.device_crop import cropped
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 from mgbench.frameworks.pytorch.spec import NVJPEG
 
-EncodedBatch = tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]
-"""The file bytes of each image, their windows (N, 5) and the targets, as the loader collates them."""
+EncodedBatch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+"""The images' file bytes end to end, each file's length, their windows (N, 5) and the targets,
+as the loader collates them."""
 
 
 def collate_encoded(items: list[EncodedItem]) -> EncodedBatch:
-    """A batch of encoded items: the bytes stay one tensor per image (their lengths differ)."""
+    """A batch of encoded items with the files' bytes in one tensor: a worker hands a batch over
+    as one shared-memory block per tensor, and pinning copies one buffer, not one per image."""
     data, windows, targets = zip(*items)
-    return [torch.from_numpy(d) for d in data], torch.from_numpy(np.stack(windows)), torch.from_numpy(np.stack(targets))
+    lengths = torch.tensor([len(d) for d in data])
+    return (
+        torch.from_numpy(np.concatenate(data)),
+        lengths,
+        torch.from_numpy(np.stack(windows)),
+        torch.from_numpy(np.stack(targets)),
+    )
 
 
 def settled(device: torch.device) -> None:
@@ -50,9 +58,10 @@ class DecodedOnDevice:
     channels_last: bool
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        data, windows, targets = batch
+        data, lengths, windows, targets = batch
         settled(self.device)
-        images = decode_jpeg(data, mode=ImageReadMode.RGB, device=self.device)
+        files = list(torch.split(data, lengths.tolist()))
+        images = decode_jpeg(files, mode=ImageReadMode.RGB, device=self.device)
         pixels = normalised_pixels(cropped(images, windows, self.crop), self.channels_last)
         return pixels, targets.to(self.device, non_blocking=non_blocking)
 

@@ -27,3 +27,17 @@ def test_the_cpu_flash_kernel_is_named_where_sdpa_picks_it(dtype):
 def test_the_unfused_path_is_named_math_when_only_math_is_allowed():
     with sdpa_kernel([SDPBackend.MATH]):
         assert sdpa_backend(*qkv()) == f"torch SDPA: {UNFUSED}"
+
+
+def test_the_summary_shows_the_attention_kernel_only_where_a_row_names_one():
+    from mgbench.common.config import RunConfig
+    from mgbench.common.results import RunResult
+    from mgbench.reports.summary import display_table, results_frame
+
+    def row(model: str, kernel: str | None) -> RunResult:
+        config = RunConfig("pytorch", "ddp", model, 1, "cpu", 2, 2)
+        return RunResult(config, "ok", images_per_sec=10.0, attention_kernel=kernel)
+
+    with_vit = display_table(results_frame([row("vit_b_16", "torch SDPA: flash (CPU)"), row("tiny", None)]))
+    assert with_vit["attention"].tolist() == ["torch SDPA: flash (CPU)", ""]
+    assert "attention" not in display_table(results_frame([row("tiny", None)]))

@@ -79,6 +79,9 @@ def handle(args: argparse.Namespace) -> int:
     for column in ("model", "input", "outputs", "loss", "description"):
         models.add_column(column)
     for model in catalogue().values():
-        models.add_row(model.name, f"{model.image_size} px", str(model.num_classes), model.loss, model.description)
+        note = f" ({model.layout_note})" if model.layout_note else ""
+        models.add_row(
+            model.name, f"{model.image_size} px", str(model.num_classes), model.loss, model.description + note
+        )
     console.print(models)
     return 0

@@ -336,7 +336,8 @@ def run_planned(
     if results:
         frame = write_summary(folder.root, results)
         first = results[0].config
-        title = f"{first.model} {first.precision} {first.data_format}, {plan.scaling} scaling, {first.device_kind}"
+        layout = "any layout (a transformer)" if first.spec.transformer else first.data_format
+        title = f"{first.model} {first.precision} {layout}, {plan.scaling} scaling, {first.device_kind}"
         print_summary(frame, title, summary_format)
         console.print(f"report: {write_report(folder.root)}")
     console.print(f"results: {folder.results}\nsummary: {folder.summary_md}")

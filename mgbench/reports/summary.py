@@ -45,6 +45,7 @@ TABLE_COLUMNS = {
     "input_wait_pct": "input wait %",
     "startup_seconds": "start-up s",
     "compile_seconds": "compile s",
+    "attention_kernel": "attention",
     "time_to_train_seconds": "train s",
     "time_to_target_seconds": "to target s",
     "target_epoch": "target epoch",
@@ -58,6 +59,9 @@ TABLE_COLUMNS = {
 SCALING_COLUMNS = ("speedup", "efficiency")
 EPOCH_COLUMNS = ("time_to_train_seconds", "time_to_target_seconds", "target_epoch", "test_auc", "test_top1")
 """Columns only rows trained in epochs fill (`_epoch_cells`): left out where no row does."""
+SOMETIMES_FILLED = (*EPOCH_COLUMNS, "attention_kernel")
+"""Columns left out where no row fills them: the epoch columns, and the attention kernel that only
+a transformer's rows name."""
 SUPERLINEAR_TOLERANCE = 1.05
 """A speed-up above the device ratio by more than this factor is not scaling: the runs were not
 measured under the same conditions (a busy machine during one of them)."""
@@ -128,6 +132,7 @@ def _ok_cells(r: pd.Series) -> dict[str, str]:
         "input_wait_pct": figure_text(r["input_wait_fraction"] * 100, "{:.1f}"),
         "startup_seconds": figure_text(r["startup_seconds"], "{:.1f}"),
         "compile_seconds": figure_text(r["compile_seconds"], "{:.1f}"),
+        **({"attention_kernel": r["attention_kernel"]} if isinstance(r.get("attention_kernel"), str) else {}),
         "peak_memory_gib": figure_text(peak / 2**30 if peak else None, "{:.2f}"),
         "allreduce_pct": figure_text(r["allreduce_step_fraction"] * 100, "{:.1f}"),
     }
@@ -154,7 +159,8 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The human table: formatted strings, `MISSING` for a figure an ok row has no value for,
     failures showing their status and first error line (and no figures); without speed-up and
     efficiency where every row ran on one device count (they would all read 1), and without the
-    time to train and test metrics where no row trained in epochs."""
+    time to train and test metrics where no row trained in epochs, and without the attention
+    kernel where no row's model has attention."""
     rows = []
     for _, r in frame.iterrows():
         ok = r["status"] == "ok"
@@ -172,7 +178,7 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
             }
         )
     filled = {key for row in rows for key in row}
-    columns = [c for c in TABLE_COLUMNS if c not in EPOCH_COLUMNS or c in filled]
+    columns = [c for c in TABLE_COLUMNS if c not in SOMETIMES_FILLED or c in filled]
     if frame["devices"].nunique() == 1:
         columns = [c for c in columns if c not in SCALING_COLUMNS]
     return pd.DataFrame(rows, columns=columns).fillna("").rename(columns=TABLE_COLUMNS)

@@ -36,7 +36,8 @@ compare() {  # compare NAME OPTIONS...: one compare into runs/vit-NAME, the meas
   python3 -m mgbench compare "$@" $JOB --out "runs/vit-$name" 2>&1 | grep -E "│ (pytorch|keras|horovod)|rror"
   mkdir -p "$OUT/vit-$name" && cp runs/vit-$name/{results.jsonl,summary.md} "$OUT/vit-$name/"
 }
-timm_bench() {  # timm_bench NAME OPTIONS...: timm's train benchmark, its JSON result kept
+timm_bench() {  # timm_bench NAME OPTIONS...: timm's train benchmark, its CSV result kept
+  [ -f .whl/timm_benchmark.py ] || { echo "no .whl/timm_benchmark.py (scripts/fetch_gpu_deps.sh): timm $1 left out"; return; }
   echo "$(date +%T) timm $1"
   python3 .whl/timm_benchmark.py --bench train --model vit_base_patch16_224 -b 128 --amp --amp-dtype bfloat16 \
     --num-warm-iter 10 --num-bench-iter 40 --results-file "$OUT/timm-$1.csv" "${@:2}" 2>&1 | grep -E "samples/sec|rror" | tail -2

@@ -21,4 +21,8 @@ python=${PYTHON:-python3}
 PIP_CONSTRAINT="$root/requirements/chainer-build-constraints.txt" \
 PIP_BUILD_CONSTRAINT="$root/requirements/chainer-build-constraints.txt" \
     "$python" -m pip wheel --quiet --no-deps chainer==7.8.1 -w "$dir"
+# timm's training benchmark (benchmark.py, in its repository but not in its wheel or sdist), run
+# unchanged by benchmarks/gpu_vit.sh beside mgbench's ViT-B/16 rows; its tag near the image's timm.
+curl -fsSL "https://raw.githubusercontent.com/huggingface/pytorch-image-models/${TIMM_TAG:-v1.0.28}/benchmark.py" \
+    -o "$dir/timm_benchmark.py" || echo "timm's benchmark.py not fetched: benchmarks/gpu_vit.sh leaves out timm's rows"
 du -ch "$dir"/*.whl "$dir"/*.tar.gz | tail -1

@@ -20,3 +20,8 @@ KERAS_MODELS = ModelBuilders(
 """The models keras-tf, keras-jax, keras-torch and the tensorflow loop build, all four alike."""
 KERAS_FAMILY = "keras"
 """`--frameworks keras`: Keras 3 on every backend (keras-tf, keras-jax, keras-torch)."""
+KERAS_LOADER_DECODES = (
+    "its loader (keras.utils.PyDataset, data.py) hands over pixels its workers decoded; the device "
+    "decode is wired into torch's DataLoader (pytorch, horovod)"
+)
+"""Why the Keras family's loaders do not decode on the GPU (`Capabilities.no_gpu_decoder`)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mgbench.common.projection import ONE_PROCESS_PER_NODE, XLA_EXCHANGE
 from mgbench.frameworks.keras.environment import jax_variables
-from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_LOADER_DECODES, KERAS_MODELS
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 FRAMEWORK = FrameworkSpec(
@@ -46,6 +46,10 @@ FRAMEWORK = FrameworkSpec(
     default_strategies=("jax-shard-map",),
     family=KERAS_FAMILY,
     capabilities=Capabilities(
-        KERAS_MODELS, loader="keras.utils.PyDataset", profiler="jax.profiler", compiler=Compiler("xla", always=True)
+        KERAS_MODELS,
+        loader="keras.utils.PyDataset",
+        profiler="jax.profiler",
+        compiler=Compiler("xla", always=True),
+        no_gpu_decoder=f"JAX has no JPEG decoder and its environment (requirements/keras-jax.txt) no torchvision; {KERAS_LOADER_DECODES}",
     ),
 )

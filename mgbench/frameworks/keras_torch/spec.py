@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mgbench.common.projection import DDP_EXCHANGE
 from mgbench.frameworks.keras.environment import torch_variables
-from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_LOADER_DECODES, KERAS_MODELS
 from mgbench.frameworks.pytorch.spec import TORCH_COMPILE
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, StrategySpec, with_unstaged_twin
 
@@ -33,6 +33,10 @@ FRAMEWORK = FrameworkSpec(
     default_strategies=("ddp",),
     family=KERAS_FAMILY,
     capabilities=Capabilities(
-        KERAS_MODELS, loader="keras.utils.PyDataset", profiler="torch.profiler", compiler=TORCH_COMPILE
+        KERAS_MODELS,
+        loader="keras.utils.PyDataset",
+        profiler="torch.profiler",
+        compiler=TORCH_COMPILE,
+        no_gpu_decoder=KERAS_LOADER_DECODES,
     ),
 )

@@ -2,7 +2,8 @@
 
 The convergence test trains the `tiny` model in epochs through `compare` (1 process, and
 DDP over 2 gloo processes on the same global batch) on a generated sample whose labels are
-drawn into the pixels, and requires a validation AUC of at least 0.9 from both.
+drawn into the pixels, and requires a validation AUC of at least 0.9 from both. Its runs start
+from torch's own draw (`--init framework`), whose rows and summary say no start was shared.
 """
 
 import json
@@ -160,6 +161,10 @@ def test_one_device_and_two_process_ddp_both_reach_auc_0_9(tmp_path):
         assert row["loader_workers"] == 0
     one, two = sorted(rows, key=lambda row: row["devices"])
     assert np.isclose(one["epoch_metrics"][-1]["val_auc"], two["epoch_metrics"][-1]["val_auc"], atol=0.02)
+    # --init framework: each run drew its own start, so none is kept, carried or checked
+    assert {row["init"] for row in rows} == {"framework"} and {row["init_digest"] for row in rows} == {None}
+    assert not (out / "initial-weights.npz").exists()
+    assert "Same start: not checked" in (out / "summary.md").read_text().splitlines()[-1]
 
 
 @pytest.mark.slow

@@ -43,7 +43,9 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
         capabilities.loader,
         host_decoder=host_decoder(),
     )
-    return result and dataclasses.replace(result, unmatched=list(capabilities.builders.unmatched))
+    return result and dataclasses.replace(
+        result, unmatched=list(capabilities.builders.unmatched.get(result.config.model, ()))
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

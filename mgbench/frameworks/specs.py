@@ -68,6 +68,8 @@ BIASED_MOVING_VARIANCE = (
     "unbiased one), so evaluation after training differs slightly; training steps do not"
 )
 """What Keras' and Gluon's batch-norm cannot be set to match (`ModelBuilders.unmatched`)."""
+BATCH_NORM_UNMATCHED = {model: (BIASED_MOVING_VARIANCE,) for model in ("densenet121", "resnet50", "inception_v3")}
+"""`BIASED_MOVING_VARIANCE` for the catalogue's models with batch-norm (`tiny` and `vit_b_16` have none)."""
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,9 @@ class ModelBuilders:
     architecture differs (keras.applications' ResNet-50 gives convolutions a bias)."""
     tensor_offsets: dict[str, int] = field(default_factory=dict)
     """Trainable tensors minus the catalogue's reference count, for the same differences."""
-    unmatched: tuple[str, ...] = ()
-    """What its builds cannot set as the shared job declares it (`ModelSpec.hyperparameters`,
-    torch's conventions), one sentence each: every row of the framework names them."""
+    unmatched: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """What its build of each model cannot set as the shared job declares it
+    (`ModelSpec.hyperparameters`, torch's conventions), one sentence each: the model's rows name them."""
 
     def builder(self, model: str, framework: str) -> Callable[..., Any]:
         """`model`'s builder (importing the module: adapters only), or one UsageError naming

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from mgbench.frameworks.specs import BIASED_MOVING_VARIANCE, Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
+from mgbench.frameworks.specs import BATCH_NORM_UNMATCHED, Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
 GLUON_MODELS = ModelBuilders(
     "mgbench.frameworks.gluon.models",
     ("densenet121", "resnet50", "inception_v3", "vit_b_16", "tiny"),
-    unmatched=(BIASED_MOVING_VARIANCE,),
+    unmatched=BATCH_NORM_UNMATCHED,
 )
 """torchvision's architectures built in `gluon.nn` (Inception-v3 the model zoo's; ViT-B/16 with attention from
 MXNet's own operators), as `models.py` builds them."""

@@ -7,7 +7,7 @@ gamma (-17,216 parameters, -94 tensors)."""
 
 from __future__ import annotations
 
-from mgbench.frameworks.specs import BIASED_MOVING_VARIANCE, ModelBuilders
+from mgbench.frameworks.specs import BATCH_NORM_UNMATCHED, ModelBuilders
 
 KERAS_MODELS = ModelBuilders(
     "mgbench.frameworks.keras.models",
@@ -15,7 +15,7 @@ KERAS_MODELS = ModelBuilders(
     data_formats={"densenet121": ("channels_last",)},
     parameter_offsets={"inception_v3": -17_216},
     tensor_offsets={"inception_v3": -94},
-    unmatched=(BIASED_MOVING_VARIANCE,),
+    unmatched=BATCH_NORM_UNMATCHED,
 )
 """The models keras-tf, keras-jax, keras-torch and the tensorflow loop build, all four alike."""
 KERAS_FAMILY = "keras"

@@ -48,9 +48,9 @@ from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_torch import attention
 from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch import models as torch_models
-from mgbench.frameworks.pytorch.adapter import DevicePrefetcher, TorchProcess
+from mgbench.frameworks.pytorch.adapter import TorchProcess
 from mgbench.frameworks.pytorch.compiling import compiled
-from mgbench.frameworks.pytorch.data import PlacedPixels
+from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
 
 Batch = tuple[torch.Tensor, torch.Tensor]

@@ -48,7 +48,7 @@ from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.pytorch import attention, models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
-from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, build_loaders, decoding_for, placed_images
+from mgbench.frameworks.pytorch.data import PlacedPixels, build_loaders, decoding_for, placed_images
 from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice
 from mgbench.frameworks.pytorch.profiler import profile_with_torch
 from mgbench.frameworks.pytorch.spec import FRAMEWORK
@@ -219,10 +219,10 @@ class TorchTrainer(TorchProcess):
         )
 
     def _feed(self, host_batches: Iterator[Any], place: PlacedPixels | DecodedOnDevice) -> Iterator[Any]:
-        """Host batches placed on the device by `place`: staged (on a side stream one step ahead)
-        on GPU where the strategy stages, else when the step takes each."""
+        """Host batches placed on the device by `place`: staged (on a side stream ahead of the step,
+        as `place` stages) on GPU where the strategy stages, else when the step takes each."""
         if self.use_cuda and self.staged:
-            return DevicePrefetcher(host_batches, place)
+            return place.staged(host_batches)
         return (place(batch) for batch in host_batches)
 
     def _loaded(self, loader: torch.utils.data.DataLoader) -> Iterator[Any]:

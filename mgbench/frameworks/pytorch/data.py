@@ -64,16 +64,20 @@ class PlacedPixels:
             labels.to(self.device, non_blocking=non_blocking),
         )
 
+    def staged(self, host_batches: Iterator[tuple[torch.Tensor, torch.Tensor]]) -> DevicePrefetcher:
+        """The batches copied one step ahead on a side stream, from pinned memory."""
+        return DevicePrefetcher(host_batches, self)
+
 
 class DevicePrefetcher:
-    """Places batch k+1 on the device on a side stream during step k: copies from pinned host
-    memory (`PlacedPixels`), or decodes and crops there (`DecodedOnDevice`).
+    """Copies batch k+1 from pinned host memory to the device on a side stream during step k
+    (`PlacedPixels`).
 
     Takes any iterator of host batches (a cycled synthetic pool, or a DataLoader with
     `pin_memory`) and ends when it ends.
     """
 
-    def __init__(self, host_batches: Iterator[Any], place: PlacedPixels | DecodedOnDevice):
+    def __init__(self, host_batches: Iterator[Any], place: PlacedPixels):
         self.host_batches = host_batches
         self.place = place
         self.device = place.device

@@ -9,12 +9,14 @@ device finish normalises its pixels (`normalise.py`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torchvision.io import ImageReadMode, decode_jpeg
 
+from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
 from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems
@@ -64,6 +66,42 @@ class DecodedOnDevice:
         images = decode_jpeg(files, mode=ImageReadMode.RGB, device=self.device)
         pixels = normalised_pixels(cropped(images, windows, self.crop), self.channels_last)
         return pixels, targets.to(self.device, non_blocking=non_blocking)
+
+    def staged(self, host_batches: Iterator[EncodedBatch]) -> DecodedAhead:
+        """The batches decoded ahead of the step that takes them, off the training thread."""
+        return DecodedAhead(host_batches, self)
+
+
+class DecodedAhead:
+    """Decodes and crops batch k+1 on a side stream, on a thread of its own, during step k.
+
+    The decoder blocks the thread that calls it (it waits for its own stream before returning, and
+    `settled` waits before it starts): on the training thread that would hold back the launches of
+    the step, so the device's queue would run dry; here only this thread waits. The step's stream
+    waits for each batch's event before reading it."""
+
+    def __init__(self, host_batches: Iterator[EncodedBatch], place: DecodedOnDevice):
+        self.place = place
+        self.stream = torch.cuda.Stream(place.device)
+        self.ahead = Ahead(self._placed(batch) for batch in host_batches)
+
+    def _placed(self, batch: EncodedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:
+        with torch.cuda.stream(self.stream):
+            images, labels = self.place(batch, True)
+            done = torch.cuda.Event()
+            done.record(self.stream)
+        return images, labels, done
+
+    def __iter__(self) -> DecodedAhead:
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        images, labels, done = next(self.ahead)
+        step_stream = torch.cuda.current_stream(self.place.device)
+        step_stream.wait_event(done)
+        images.record_stream(step_stream)
+        labels.record_stream(step_stream)
+        return images, labels
 
 
 @dataclass(frozen=True)

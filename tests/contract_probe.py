@@ -1,17 +1,20 @@
-"""Run by tests/test_contract.py under a strategy's own launcher, one process on the CPU: every
-catalogue model its framework can build goes through the adapter's `setup` as a run would,
-and the adapter's methods and its builder module are compared with what the registry declares.
+"""Run by tests/test_contract.py under a strategy's own launcher, one process on the CPU: the
+models named go through the adapter's `setup` as a run would, their trainable weights are
+counted from what `save_state` writes (the tensors a per-tensor exchange hands over), and the
+adapter's methods and its builder module are compared with what the registry declares.
 
-    LAUNCHER... python tests/contract_probe.py FRAMEWORK STRATEGY OUT.json
+    LAUNCHER... python tests/contract_probe.py FRAMEWORK STRATEGY OUT.json MODEL...
 """
 
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from mgbench.common.config import RunConfig
-from mgbench.common.models import MODELS
 from mgbench.common.protocol import Adapter
 from mgbench.frameworks.registry import create_trainer, framework_spec
 
@@ -22,10 +25,19 @@ def overrides(adapter: Adapter, names: tuple[str, ...]) -> list[bool]:
     return [getattr(type(adapter), name) is not getattr(Adapter, name) for name in names]
 
 
-def main(framework: str, strategy: str, out: Path) -> None:
+def trainable_tensors(adapter: Adapter) -> int:
+    """How many named arrays the adapter's `save_state` writes: its trainable tensors."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "state.npz"
+        adapter.save_state(path)
+        with np.load(path) as saved:
+            return len(saved.files)
+
+
+def main(framework: str, strategy: str, out: Path, models: list[str]) -> None:
     spec = framework_spec(framework)
-    parameters, adapter = {}, None
-    for model in MODELS:
+    parameters, tensors, adapter = {}, {}, None
+    for model in models:
         config = RunConfig(framework, strategy, model, 1, "cpu", 1, 1)
         config = config.with_changes(data_format=spec.capabilities.default_data_format(model))
         if spec.refusal(config):
@@ -33,6 +45,7 @@ def main(framework: str, strategy: str, out: Path) -> None:
         os.environ.update(spec.variables_for(config))
         adapter = create_trainer(framework, strategy)
         parameters[model] = adapter.setup(config).parameters
+        tensors[model] = trainable_tensors(adapter)
         primary = adapter.placement.is_primary
         adapter.close()
     declared = {"loader": spec.capabilities.loader is not None, "profiler": spec.capabilities.profiler is not None}
@@ -44,6 +57,7 @@ def main(framework: str, strategy: str, out: Path) -> None:
                     "is_adapter": isinstance(adapter, Adapter),
                     "builders": sorted(spec.capabilities.builders.defined()),
                     "parameters": parameters,
+                    "tensors": tensors,
                     "declared": declared,
                     "implemented": implemented,
                 }
@@ -52,4 +66,4 @@ def main(framework: str, strategy: str, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4:])

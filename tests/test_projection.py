@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import framework_python, mgbench, run_in
+from conftest import mgbench
 from PIL import Image
 
 from mgbench.cli import main
@@ -602,25 +602,3 @@ def test_the_catalogues_tensor_counts_are_torchvisions(name):
     with torch.device("meta"):
         model = getattr(torchvision.models, name)(weights=None, **options.get(name, {}))
     assert len([p for p in model.parameters() if p.requires_grad]) == MODELS[name].reference_tensors
-
-
-KERAS_TENSORS = """
-import os, sys
-os.environ["KERAS_BACKEND"] = "jax"
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import MODELS
-from mgbench.frameworks.keras.models import build_model
-for name in sys.argv[1:]:
-    print(name, len(build_model(MODELS[name], MODELS[name].image_size, DataFormat.CHANNELS_LAST).trainable_weights))
-"""
-
-
-@pytest.mark.slow
-def test_keras_builds_the_tensor_counts_the_registry_declares():
-    """keras.applications as keras-jax builds them (about a minute on 2 CPU cores)."""
-    capabilities = framework_spec("keras-jax").capabilities
-    names = ["resnet50", "densenet121", "inception_v3", "tiny"]
-    found = dict(line.split() for line in run_in(framework_python("keras-jax"), KERAS_TENSORS, *names).splitlines())
-    assert {name: int(count) for name, count in found.items()} == {
-        name: capabilities.expected_tensors(name) for name in names
-    }

@@ -3,17 +3,21 @@
 # loader's workers (--decode cpu: Pillow) and against synthetic data, on one H100/H200, from the
 # repo root with .whl/ carried (Keras for keras-jax and keras-torch; scripts/fetch_gpu_deps.sh).
 # ResNet-50, bf16, channels_last, 128 per GPU, on an ImageNet-style class folder of JPEGs
-# (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it): pytorch, keras-torch and
-# keras-jax in one compare each on --decode gpu, --decode cpu and synthetic data (a framework
-# without a device decoder gets an `unsupported` row saying so), then pytorch with --compile
-# reduce-overhead on the same three.
+# (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it), each part on --decode gpu,
+# --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
+# saying so). PARTS picks them, in order (default all three; their compares take longer than one
+# 9-minute call, so DEADLINE leaves the last out, and a second call with PARTS=torch-ro runs it):
+#   torch     pytorch, eager
+#   keras     keras-torch and keras-jax in one compare each
+#   torch-ro  pytorch with --compile reduce-overhead
 # Writes $OUT/decode.txt (benchmarks/decode_table.py) and $OUT/decode.tgz (run folders, logs).
-# Scale with STEPS (default 30), BATCH (128), JPEG_CLASSES (100, 60 images each), WORKERS (the
-# loader's default). DEADLINE=S (default 420) starts no compare once the script has run S
-# seconds, so the whole ends within 9 minutes (a compare left out says so).
+# Scale with STEPS (default 30), BATCH (128), JPEG_CLASSES (40, 60 images each: every run also
+# scores the validation split once), WORKERS (the loader's default). DEADLINE=S (default 420)
+# starts no compare once the script has run S seconds, so the whole ends within 9 minutes (a
+# compare left out says so).
 set -uo pipefail
 source benchmarks/gpu_env.sh
-JPEG=${JPEG:-/tmp/jpeg-folder}
+JPEG=${JPEG:-/tmp/jpeg-folder-${JPEG_CLASSES:-40}}
 LOGS=runs/decode-logs
 JOB=(--gpus 1 --model resnet50 --precision bf16 --data-format channels_last --batch-per-gpu "${BATCH:-128}"
   --steps "${STEPS:-30}" --timeout 300 --profile 0)
@@ -21,7 +25,7 @@ JOB=(--gpus 1 --model resnet50 --precision bf16 --data-format channels_last --ba
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)'
 rm -rf runs/dec-*; mkdir -p $LOGS
-[ -d "$JPEG" ] || python3 benchmarks/make_jpeg_folder.py "$JPEG" --classes "${JPEG_CLASSES:-100}" --per-class 60
+[ -d "$JPEG" ] || python3 benchmarks/make_jpeg_folder.py "$JPEG" --classes "${JPEG_CLASSES:-40}" --per-class 60
 
 # compare NAME ARGS...: one compare into runs/dec-NAME, its output in $LOGS/dec-NAME.log
 compare() {
@@ -31,7 +35,7 @@ compare() {
   python3 -m mgbench compare "${JOB[@]}" --out runs/dec-$name "$@" >"$LOGS/dec-$name.log" 2>&1 \
     || grep -h "rror" "$LOGS/dec-$name.log" | tail -3
 }
-# three NAME ARGS...: the JPEGs decoded by the GPU and by the workers, then synthetic data
+# three NAME ARGS...: NAME on the JPEGs decoded by the GPU and by the workers, then on synthetic data
 three() {
   local name=$1; shift
   compare "$name-gpu" --dataset "imagefolder:$JPEG" --decode gpu "$@"
@@ -39,7 +43,13 @@ three() {
   compare "$name-synthetic" --dataset synthetic "$@"
 }
 
-three all --frameworks pytorch,keras-torch,keras-jax
-three torch-ro --frameworks pytorch --compile reduce-overhead
+for part in ${PARTS:-torch keras torch-ro}; do
+  case $part in
+  torch) three torch --frameworks pytorch ;;
+  keras) three keras --frameworks keras-torch,keras-jax ;;
+  torch-ro) three torch-ro --frameworks pytorch --compile reduce-overhead ;;
+  *) echo "unknown part $part" ;;
+  esac
+done
 python3 benchmarks/decode_table.py runs/dec-*/ | tee "$OUT/decode.txt"
-tar czf "$OUT/decode.tgz" --exclude="*-trace.json" runs/dec-* $LOGS
+tar czf "$OUT/decode.tgz" --exclude="*-trace.json" --exclude="*.npz" runs/dec-* $LOGS

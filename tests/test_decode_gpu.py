@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import PIL
 import pytest
 import torch
 import torchvision
@@ -24,6 +23,7 @@ from mgbench.common.job import Job
 from mgbench.common.protocol import Placement
 from mgbench.datasets.augment import IMAGENET_STD, Augmentation
 from mgbench.datasets.images import header_size, open_image
+from mgbench.datasets.pillow_build import pillow_build
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.pytorch.adapter import create_trainer
@@ -169,7 +169,7 @@ def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batc
         assert torch.equal(labels, expected_labels)
         assert (images - expected).abs().max() <= level + 1e-6
     assert device.decoding.decoder == "nvJPEG (torchvision.io.decode_jpeg) on cpu, crop on device"
-    assert host.decoding.decoder == f"Pillow {PIL.__version__} (host)"
+    assert host.decoding.decoder == f"{pillow_build()} (host)"
 
 
 def test_gpu_decode_decodes_jpeg_datasets_on_the_device_and_others_on_the_host(tmp_path):
@@ -187,7 +187,7 @@ def test_gpu_decode_decodes_jpeg_datasets_on_the_device_and_others_on_the_host(t
     assert isinstance(decoding(jpegs, "cpu"), HostDecoding)
     on_host = decoding(pngs, "gpu")
     assert isinstance(on_host, HostDecoding)
-    assert on_host.decoder == f"Pillow {PIL.__version__} (host): not all JPEGs, which --decode gpu decodes"
+    assert on_host.decoder == f"{pillow_build()} (host): not all JPEGs, which --decode gpu decodes"
 
 
 def test_rows_of_real_data_name_the_decoder_and_rows_of_synthetic_data_none(tmp_path, fake_plugin):
@@ -196,9 +196,7 @@ def test_rows_of_real_data_name_the_decoder_and_rows_of_synthetic_data_none(tmp_
 
     root = jpeg_folder(tmp_path / "jpegs", [(40, 40)] * 4)
     config = RunConfig("pytorch", "dp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0)
-    assert (
-        run_training(create_trainer("dp"), config, host_decoder="unused").decoder == f"Pillow {PIL.__version__} (host)"
-    )
+    assert run_training(create_trainer("dp"), config, host_decoder="unused").decoder == f"{pillow_build()} (host)"
     synthetic = run_training(create_trainer("dp"), config.with_changes(dataset="synthetic"), host_decoder="unused")
     assert synthetic.decoder is None
     fake = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 3, dataset="chestxray:/data")

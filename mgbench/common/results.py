@@ -67,7 +67,7 @@ class RunResult:
     loader_workers: int | None = None
     """Data-loader worker processes per training process on real data (None: synthetic data)."""
     decoder: str | None = None
-    """What decoded the real dataset's images and where the crop ran (`Pillow 11.3.0 (host)`,
+    """What decoded the real dataset's images and where the crop ran (`pillow 13.0.0 (host)`,
     `nvJPEG (torchvision.io.decode_jpeg) on cuda:0, crop on device`); None: synthetic data."""
     train_seconds: float | None = None
     eval_seconds: float | None = None

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 import numpy as np
-import PIL
 from PIL import Image, UnidentifiedImageError
 
 from mgbench.common.errors import UsageError
+from mgbench.datasets.pillow_build import pillow_build
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
@@ -82,8 +82,9 @@ def decode(path: str | Path, grayscale: bool = False, bit_depth: int | None = No
 
 
 def host_decoder() -> str:
-    """What decodes images in the loaders' workers, as rows of real data record it."""
-    return f"Pillow {PIL.__version__} (host)"
+    """What decodes images in the loaders' workers, as rows of real data record it: the Pillow
+    build (`pillow 13.0.0`, `pillow-simd 12.1.1.post0`) on the host."""
+    return f"{pillow_build()} (host)"
 
 
 def header_size(path: str | Path) -> tuple[int, int]:

@@ -50,6 +50,9 @@ FRAMEWORK = FrameworkSpec(
         loader="keras.utils.PyDataset",
         profiler="jax.profiler",
         compiler=Compiler("xla", always=True),
-        no_gpu_decoder=f"JAX has no JPEG decoder and its environment (requirements/keras-jax.txt) no torchvision; {KERAS_LOADER_DECODES}",
+        no_gpu_decoder=(
+            "JAX has no JPEG decoder, and its environment (requirements/keras-jax.txt) has no torchvision to "
+            f"decode with and hand the batch over by DLPack; {KERAS_LOADER_DECODES}"
+        ),
     ),
 )

@@ -6,9 +6,10 @@ through the shared epoch sampler (`sampling.EpochBatchKeys`), so they decode, cr
 label exactly what every other framework's loader does; items travel as uint8 pixels and are
 normalised on the device (`placed_images`). With `--decode gpu` on a JPEG dataset the workers
 read file bytes and windows instead (`encoded.EncodedTrainItems`) and the training process
-decodes and crops them on its device (`device_decode.py`); `decoding_for` picks. Staged input (`ddp`, `dp`, `dp-loss`, Horovod's
-`hvd`) copies batch k+1 on a side stream during step k (`DevicePrefetcher`); unstaged input
-(`ddp-unstaged`) copies each batch with a plain `.to(device)` when the step takes it.
+decodes and crops them on its device (`device_decode.py`); `decoding_for` picks. Staged input
+(`ddp`, `dp`, `dp-loss`, Horovod's `hvd`) places batch k+1 on a side stream during step k (the
+placement's `staged`: `DevicePrefetcher` for copies); unstaged input (`ddp-unstaged`) places
+each batch when the step takes it.
 """
 
 from __future__ import annotations

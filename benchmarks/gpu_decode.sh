@@ -5,8 +5,9 @@
 # ResNet-50, bf16, channels_last, 128 per GPU, on an ImageNet-style class folder of JPEGs
 # (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it), each part on --decode gpu,
 # --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
-# saying so). PARTS picks them, in order (default all three; their compares take longer than one
+# saying so). PARTS picks them, in order (default all four; their compares take longer than one
 # 9-minute call, so DEADLINE leaves the last out, and a second call with PARTS=torch-ro runs it):
+#   rates     Pillow's, pillow-simd's and nvJPEG's decode rates (benchmarks/decode_rate.py)
 #   torch     pytorch, eager
 #   keras     keras-torch and keras-jax in one compare each
 #   torch-ro  pytorch with --compile reduce-overhead
@@ -43,8 +44,22 @@ three() {
   compare "$name-synthetic" --dataset synthetic "$@"
 }
 
-for part in ${PARTS:-torch keras torch-ro}; do
+# The decode rates of this machine: Pillow (the image's), pillow-simd (built from the carried sdist
+# into a venv over the image's packages) and nvJPEG on one GPU, on the same JPEGs.
+rates() {
+  local simd=/tmp/pillow-simd interpreters=(--python python3)
+  if ls .whl/pillow_simd-*.tar.gz >/dev/null 2>&1; then
+    python3 -m venv --system-site-packages $simd && $simd/bin/python -m pip install -q --no-index \
+      --no-build-isolation --no-deps .whl/pillow_simd-*.tar.gz >"$LOGS/pillow-simd.log" 2>&1 \
+      && interpreters+=(--python $simd/bin/python) || tail -3 "$LOGS/pillow-simd.log"
+  fi
+  python3 benchmarks/decode_rate.py "imagefolder:$JPEG" --processes 1,15 --images 1500 "${interpreters[@]}" \
+    | tee "$OUT/decode-rates.txt"
+}
+
+for part in ${PARTS:-rates torch keras torch-ro}; do
   case $part in
+  rates) rates ;;
   torch) three torch --frameworks pytorch ;;
   keras) three keras --frameworks keras-torch,keras-jax ;;
   torch-ro) three torch-ro --frameworks pytorch --compile reduce-overhead ;;

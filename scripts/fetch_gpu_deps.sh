@@ -18,6 +18,7 @@ python=${PYTHON:-python3}
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -r "$root/requirements/gpu-carry.txt" -d "$dir"
 "$python" -m pip download --quiet --no-deps --no-binary :all: horovod==0.28.1 -d "$dir"
+"$python" -m pip download --quiet --no-deps --no-binary :all: -r "$root/requirements/pillow-simd.txt" -d "$dir"
 PIP_CONSTRAINT="$root/requirements/chainer-build-constraints.txt" \
 PIP_BUILD_CONSTRAINT="$root/requirements/chainer-build-constraints.txt" \
     "$python" -m pip wheel --quiet --no-deps chainer==7.8.1 -w "$dir"

@@ -27,15 +27,11 @@ import chainer  # noqa: E402
 import chainer.functions as F  # noqa: E402
 import chainer.links as L  # noqa: E402
 
+from mgbench.common.initial_weights import DENSENET121_BLOCKS, DENSENET_BOTTLENECK, DENSENET_GROWTH, RESNET50_STAGES  # noqa: E402
 from mgbench.common.models import ModelSpec  # noqa: E402
 from mgbench.frameworks.chainer.named import Layer, Named, numbered  # noqa: E402
 from mgbench.frameworks.chainer.spec import CHAINER_MODELS  # noqa: E402
 from mgbench.frameworks.chainer.transformer import ViT  # noqa: E402
-
-RESNET50_BLOCKS = (3, 4, 6, 3)
-DENSENET121_BLOCKS = (6, 12, 24, 16)
-DENSENET_GROWTH = 32
-DENSENET_BOTTLENECK = 4
 
 
 def convolution(in_channels: int, out_channels: int, ksize: int, stride: int = 1, pad: int = 0) -> L.Convolution2D:
@@ -96,7 +92,7 @@ def resnet50(spec: ModelSpec, image_size: int) -> Named:
         ("maxpool", stem_pool),
     ]
     in_channels = 64
-    for stage, blocks in enumerate(RESNET50_BLOCKS, start=1):
+    for stage, blocks in enumerate(RESNET50_STAGES, start=1):
         width = 64 * 2 ** (stage - 1)
         bottlenecks = []
         for block in range(blocks):

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from mxnet.gluon import nn
 
-RESNET50_STAGES = (3, 4, 6, 3)
+from mgbench.common.initial_weights import DENSENET121_BLOCKS, DENSENET_BOTTLENECK, DENSENET_GROWTH, RESNET50_STAGES
+
 RESNET_EXPANSION = 4
-DENSENET121_BLOCKS = (6, 12, 24, 16)
-DENSENET_GROWTH = 32
-DENSENET_BOTTLENECK = 4
 STEM_CHANNELS = 64
 
 

@@ -6,7 +6,7 @@
 # (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it), each part on --decode gpu,
 # --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
 # saying so). PARTS picks them, in order (default all four; their compares take longer than one
-# 9-minute call, so DEADLINE leaves the last out, and a second call with PARTS=torch-ro runs it):
+# 9-minute run, so DEADLINE leaves the last out, and a second run with PARTS=torch-ro runs it):
 #   rates     Pillow's, pillow-simd's and nvJPEG's decode rates (benchmarks/decode_rate.py)
 #   torch     pytorch, eager
 #   keras     keras-torch and keras-jax in one compare each

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ViT-B/16 through the frameworks on one GPU, beside timm's own training benchmark of the same
-# architecture, in one call, from the repo root with .whl/ carried (scripts/fetch_gpu_deps.sh fills
+# architecture, in one run, from the repo root with .whl/ carried (scripts/fetch_gpu_deps.sh fills
 # it: Keras, Horovod's sdist, timm's benchmark.py); writes under $OUT.
 #
 # bf16, 128 per GPU, --gpus 1, synthetic data, STEPS (default 40) steps, no profiled window:
@@ -9,10 +9,10 @@
 #   compiled  pytorch --compile (torch.compile's default mode)
 #   horovod   horovod, built from the sdist in the background while the others run (~90-150 s)
 #   timm      timm's benchmark.py --bench train on vit_base_patch16_224 (the same architecture:
-#             86.6M parameters, fused SDPA attention), eager and --torchcompile, in this call
+#             86.6M parameters, fused SDPA attention), eager and --torchcompile, in the same run
 # `mgbench bandwidth` first measures the dense matmul peak, so each row's share of it is taken
 # against this GPU. Ends with benchmarks/limits_table.py (img/s, achieved TFLOP/s, share of peak)
-# and each row's attention kernel. PARTS (any of: eager compiled horovod timm) scales the call;
+# and each row's attention kernel. PARTS (any of: eager compiled horovod timm) scales the run;
 # DEADLINE=S starts nothing once the script has run S seconds.
 set -uo pipefail
 source benchmarks/gpu_env.sh

@@ -6,7 +6,7 @@
 # and no network: benchmarks/gpu_env.sh installs the carried wheels into /tmp/site, then
 # Horovod's NCCL flavour is built from the carried sdist against the image's torch
 # (scripts/build_horovod.sh, sm_90 only; log in $OUT/horovod-build.log) and installed there too.
-# The wheel is cached in .wheelhouse/, which a warm machine keeps between calls (it is too large
+# The wheel is cached in .wheelhouse/, which the machine keeps between runs (it is too large
 # to come back through $OUT). Then the 2-GPU equivalence test (GPU_TESTS=0 skips it) and, per
 # model, one compare of horovod and pytorch (their default strategies: hvd and ddp) on 1 and N
 # GPUs: bf16, channels_last, 128 images per GPU. Scale with MODELS, STEPS, BATCH.

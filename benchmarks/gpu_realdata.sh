@@ -60,7 +60,7 @@ compare() {
 }
 # rounds NAME VARIANT... -- ARGS...: each variant's compare as NAME-<dataset>[-w<workers>]-r<round>,
 # the variants alternating within each of ROUNDS rounds. A variant is a --dataset string, with
-# %N appended for --workers N. Folders of an earlier call on a warm machine are removed first.
+# %N appended for --workers N. Folders of an earlier run on the machine are removed first.
 rounds() {
   local name=$1 variants=(); shift
   while [ "$1" != "--" ]; do variants+=("$1"); shift; done; shift

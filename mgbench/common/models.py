@@ -56,6 +56,11 @@ class VisionTransformer:
     mlp_width: int
     layer_norm_epsilon: float = 1e-6
 
+    @property
+    def head_width(self) -> int:
+        """The width of each attention head's queries, keys and values."""
+        return self.width // self.heads
+
     def tokens(self, image_size: int) -> int:
         """The sequence one image becomes: a token per patch, plus the class token."""
         return (image_size // self.patch_size) ** 2 + 1

@@ -68,6 +68,6 @@ def attention_kernel(spec: ModelSpec, image_size: int, batch: int, device: chain
     shape = spec.transformer
     if shape is None:
         return None
-    size = (batch, shape.heads, shape.tokens(image_size), shape.width // shape.heads)
+    size = (batch, shape.heads, shape.tokens(image_size), shape.head_width)
     query, key, value = (chainer.Variable(device.send(np.zeros(size, np.float32))) for _ in range(3))
     return kernels_run(query, key, value)

@@ -46,7 +46,7 @@ class SelfAttention(nn.HybridBlock):
     def __init__(self, shape: Shape):
         super().__init__()
         self.width, self.heads = shape.width, shape.heads
-        self.scale = 1.0 / math.sqrt(shape.width // shape.heads)
+        self.scale = 1.0 / math.sqrt(shape.head_width)
         self.in_proj_weight = self.params.get("in_proj_weight", shape=(3 * shape.width, shape.width))
         self.in_proj_bias = self.params.get("in_proj_bias", shape=(3 * shape.width,), init=mx.init.Zero())
         self.out_proj = token_dense(shape.width, shape.width)

@@ -30,7 +30,7 @@ def attention_shape(spec: ModelSpec, image_size: int, batch: int) -> tuple[int, 
     shape = spec.transformer
     if shape is None:
         return None
-    return batch, shape.tokens(image_size), shape.heads, shape.width // shape.heads
+    return batch, shape.tokens(image_size), shape.heads, shape.head_width
 
 
 def compute_dtype(precision: str) -> str:

@@ -62,6 +62,6 @@ def attention_kernel(
     shape = spec.transformer
     if shape is None:
         return None
-    size = (batch, shape.heads, shape.tokens(image_size), shape.width // shape.heads)
+    size = (batch, shape.heads, shape.tokens(image_size), shape.head_width)
     query, key, value = (torch.randn(size, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
     return sdpa_backend(query, key, value)

@@ -109,9 +109,11 @@ def encoded(paths: list[str]) -> list[torch.Tensor]:
     return [torch.frombuffer(bytearray(Path(path).read_bytes()), dtype=torch.uint8) for path in paths]
 
 
-def test_the_device_crop_gives_the_host_pixels_within_2_levels(tmp_path):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_the_device_crop_gives_the_host_pixels_within_2_levels(tmp_path, dtype):
     """Reduced, enlarged, already at size, grayscale; flipped and not; training and centre
-    windows: the device half against Pillow's resize of the same window."""
+    windows: the device half against Pillow's resize of the same window, in float32 (the CPU's)
+    and float16 (CUDA's products)."""
     sizes = [((120, 90), "RGB"), ((50, 40), "RGB"), ((90, 130), "L"), ((75, 75), "RGB")]
     paths = [photo(tmp_path / f"{n}.jpg", size, mode, seed=n) for n, (size, mode) in enumerate(sizes)]
     augmentation = Augmentation.for_input(64)
@@ -121,14 +123,14 @@ def test_the_device_crop_gives_the_host_pixels_within_2_levels(tmp_path):
     for index in range(3):
         windows = [augmentation.train_window(header_size(path), 1, 0, index + n) for n, path in enumerate(paths)]
         flips |= {window.flip for window in windows}
-        batch = cropped(images, torch.from_numpy(np.stack([w.as_array() for w in windows])), 64)
+        batch = cropped(images, torch.from_numpy(np.stack([w.as_array() for w in windows])), 64, dtype)
         assert batch.shape == (4, 3, 64, 64) and batch.dtype == torch.uint8
         for n, path in enumerate(paths):
             host = augmentation.train_pixels(path, 1, 0, index + n).astype(np.int16)
             assert np.abs(batch[n].permute(1, 2, 0).numpy() - host).max() <= 2, (path, windows[n])
     assert flips == {False, True}
     centres = np.stack([augmentation.eval_window(header_size(path)).as_array() for path in paths])
-    batch = cropped(images, torch.from_numpy(centres), 64)
+    batch = cropped(images, torch.from_numpy(centres), 64, dtype)
     for n, path in enumerate(paths):
         assert np.abs(batch[n].permute(1, 2, 0).numpy() - augmentation.eval_pixels(path).astype(np.int16)).max() <= 2
 

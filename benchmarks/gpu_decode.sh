@@ -7,6 +7,7 @@
 # --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
 # saying so). PARTS picks them, in order (default all four; their compares take longer than one
 # 9-minute run, so DEADLINE leaves the last out, and a second run with PARTS=torch-ro runs it):
+#   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py)
 #   rates     Pillow's, pillow-simd's and nvJPEG's decode rates (benchmarks/decode_rate.py)
 #   torch     pytorch, eager
 #   keras     keras-torch and keras-jax in one compare each
@@ -51,7 +52,7 @@ rates() {
   if ls .whl/pillow_simd-*.tar.gz >/dev/null 2>&1; then
     python3 -m venv --system-site-packages $simd && $simd/bin/python -m pip install -q --no-index \
       --no-build-isolation --no-deps .whl/pillow_simd-*.tar.gz >"$LOGS/pillow-simd.log" 2>&1 \
-      && interpreters+=(--python $simd/bin/python) || tail -3 "$LOGS/pillow-simd.log"
+      && interpreters+=(--python $simd/bin/python) || tail -25 "$LOGS/pillow-simd.log"
   fi
   python3 benchmarks/decode_rate.py "imagefolder:$JPEG" --processes 1,15 --images 1500 "${interpreters[@]}" \
     | tee "$OUT/decode-rates.txt"
@@ -59,6 +60,7 @@ rates() {
 
 for part in ${PARTS:-rates torch keras torch-ro}; do
   case $part in
+  overlap) python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead | tee "$OUT/overlap.txt" ;;
   rates) rates ;;
   torch) three torch --frameworks pytorch ;;
   keras) three keras --frameworks keras-torch,keras-jax ;;

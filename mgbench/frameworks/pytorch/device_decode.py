@@ -78,11 +78,19 @@ class DecodedAhead:
     The decoder blocks the thread that calls it (it waits for its own stream before returning, and
     `settled` waits before it starts): on the training thread that would hold back the launches of
     the step, so the device's queue would run dry; here only this thread waits. The step's stream
-    waits for each batch's event before reading it."""
+    waits for each batch's event before reading it.
+
+    The side stream has the high priority: the step's kernels fill the GPU, and a crop kernel
+    queued behind them at equal priority waits for SMs to drain, which this thread waits out
+    kernel by kernel (`settled`, the decoder's own waits). At high priority each crop kernel takes
+    the next free SMs; the crop's work is small beside a step's."""
+
+    priority = -1
+    """The side stream's CUDA priority (lower is higher; 0 is the default)."""
 
     def __init__(self, host_batches: Iterator[EncodedBatch], place: DecodedOnDevice):
         self.place = place
-        self.stream = torch.cuda.Stream(place.device)
+        self.stream = torch.cuda.Stream(place.device, priority=self.priority)
         self.ahead = Ahead(self._placed(batch) for batch in host_batches)
 
     def _placed(self, batch: EncodedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:

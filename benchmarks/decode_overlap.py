@@ -1,0 +1,134 @@
+"""What `--decode gpu` takes from the training step it shares the GPU with, part by part:
+`python3 benchmarks/decode_overlap.py imagefolder:DIR [--batch 128] [--steps 40] [--compile reduce-overhead]`.
+
+One process, one GPU, no loader workers: the JPEGs' bytes are read beforehand and their windows
+drawn from their headers (as `--decode gpu`'s workers hand them over), so what separates the
+rows is the GPU and the training process's threads, not the host's reading. Rows, images/s:
+
+- decode alone, crop alone, decode + crop alone (`DecodedOnDevice`, what a step would take),
+  each batch waited for before the next;
+- ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
+  fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream of
+  high priority), then fed the same way from a side stream of the default priority, eager and
+  with each `--compile` mode (torch.compile of the model).
+
+A fed row at its resident row's rate means the decode is hidden behind the step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from collections.abc import Callable, Iterator
+
+import torch
+import torchvision
+from torchvision.io import ImageReadMode, decode_jpeg
+
+from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.encoded import EncodedTrainItems
+from mgbench.datasets.resolve import describe_dataset
+from mgbench.frameworks.pytorch.device_crop import cropped
+from mgbench.frameworks.pytorch.device_decode import DecodedAhead, DecodedOnDevice, EncodedBatch, collate_encoded
+
+INPUT_SIZE = 224
+
+
+class DefaultPriority(DecodedAhead):
+    """`DecodedAhead` with its side stream at the default priority: the A/B of its high one."""
+
+    priority = 0
+
+
+def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:
+    """`count` batches of the training split's first images, as the loader collates them."""
+    split = describe_dataset(dataset).train
+    items = EncodedTrainItems(split, Augmentation.for_input(INPUT_SIZE), 0)
+    keys = [(0, index) for index in range(min(len(split), batch * count))]
+    return [
+        collate_encoded([items[key] for key in keys[i : i + batch]]) for i in range(0, len(keys) - batch + 1, batch)
+    ]
+
+
+def alone(batches: list[EncodedBatch], work: Callable[[EncodedBatch], object], device: torch.device) -> float:
+    """Images/s of `work` over the batches, each waited for (one pass to warm up first)."""
+    for batch in batches[:2]:
+        work(batch)
+    torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for batch in batches:
+        work(batch)
+        torch.cuda.synchronize(device)
+    return sum(len(b[1]) for b in batches) / (time.perf_counter() - start)
+
+
+def trained(
+    step: Callable[[torch.Tensor], None], feed: Iterator[torch.Tensor], steps: int, warmup: int, batch: int
+) -> float:
+    """Images/s of `steps` steps fed by `feed`, after `warmup` steps."""
+    for _ in range(warmup):
+        step(next(feed))
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(next(feed))
+    torch.cuda.synchronize()
+    return steps * batch / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--batches", type=int, default=12, help="distinct encoded batches, cycled")
+    parser.add_argument("--compile", action="append", default=[], help="a torch.compile mode (repeatable)")
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    torch.backends.cudnn.benchmark = True
+    print(torch.cuda.get_device_name(device), "torch", torch.__version__, "torchvision", torchvision.__version__)
+    batches = encoded_batches(args.dataset, args.batch, args.batches)
+    place = DecodedOnDevice(device, INPUT_SIZE, channels_last=True)
+
+    def decoded(batch: EncodedBatch) -> list[torch.Tensor]:
+        data, lengths = batch[:2]
+        return decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=device)
+
+    images = {id(batch): decoded(batch) for batch in batches}
+    rows = {
+        "decode alone": alone(batches, decoded, device),
+        "crop alone": alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device),
+        "decode + crop alone": alone(batches, place, device),
+    }
+    model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    labels = torch.randint(0, 1000, (args.batch,), device=device)
+    resident = torch.randn(args.batch, 3, INPUT_SIZE, INPUT_SIZE, device=device).to(memory_format=torch.channels_last)
+    for mode in ["eager", *args.compile]:
+        forward = model if mode == "eager" else torch.compile(model, mode=mode)
+
+        def step(images: torch.Tensor, forward=forward) -> None:
+            with torch.autocast("cuda", torch.bfloat16):
+                loss = torch.nn.functional.cross_entropy(forward(images), labels)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        rows[f"{mode}: resident batch"] = trained(step, itertools.repeat(resident), args.steps, args.warmup, args.batch)
+        for name, ahead in (
+            ("high-priority side stream", DecodedAhead),
+            ("default-priority side stream", DefaultPriority),
+        ):
+            fed = ahead(itertools.cycle(batches), place)
+            pixels = (images for images, _ in fed)
+            rows[f"{mode}: fed, {name}"] = trained(step, pixels, args.steps, args.warmup, args.batch)
+            fed.ahead.close()
+    print(f"{args.dataset}: ResNet-50, {args.batch} a batch, {args.steps} steps after {args.warmup}")
+    for name, rate in rows.items():
+        print(f"{name:<48} {rate:>8.0f} img/s")
+
+
+if __name__ == "__main__":
+    main()

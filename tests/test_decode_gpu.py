@@ -50,16 +50,15 @@ def test_gpu_decode_of_synthetic_data_is_refused():
 
 def test_a_framework_without_a_device_decoder_gets_an_unsupported_row_with_its_reason():
     job = Job("tiny", "cuda", 2, 4, dataset="imagefolder:/x", decode="gpu", data_format="channels_first")
-    runs = plan_runs(job, ["pytorch", "horovod", "gluon", "keras-torch", "keras-jax"], None, [1], "weak")
-    refused = {run.config.framework: run.refusal for run in runs}
-    assert refused["pytorch"] is None and refused["horovod"] is None
+    frameworks = ["pytorch", "horovod", "gluon", "keras-torch", "keras-jax", "keras-tf", "tensorflow"]
+    refused = {run.config.framework: run.refusal for run in plan_runs(job, frameworks, None, [1], "weak")}
+    assert [name for name, refusal in refused.items() if refusal is None] == frameworks[:2] + frameworks[3:5]
     status, reason = refused["gluon"]
     assert status == "unsupported"
     assert reason == "gluon cannot decode on the GPU (--decode gpu): its loader decodes on the host only here"
-    for keras in ("keras-torch", "keras-jax"):
-        status, reason = refused[keras]
-        assert status == "unsupported" and "its loader (keras.utils.PyDataset, data.py) hands over pixels" in reason
-    assert "JAX has no JPEG decoder" in refused["keras-jax"][1]
+    for tf_data in ("keras-tf", "tensorflow"):
+        status, reason = refused[tf_data]
+        assert status == "unsupported" and "tf.data decodes the images on the host" in reason
 
 
 def test_a_config_read_back_without_decode_decodes_on_the_host():

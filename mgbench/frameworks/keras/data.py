@@ -12,14 +12,18 @@ tf.data pipeline over the same sample keys instead (`keras_tf/data.py`).
 
 Loaders hand out uint8 NHWC pixels (a quarter of float32's bytes through the worker queues and
 the bus); `normalised` turns them into the model's float input where they land, computing what
-`augment.normalise` computes on the host. Evaluation logits from every device or process end in
-`split_metrics`, the one place the Keras adapters score a split.
+`augment.normalise` computes on the host. With `--decode gpu` on a JPEG dataset the same samples
+travel undecoded instead (`FileBytes`: each file's bytes, the window the augmentation drew from
+its header and the target, `datasets/encoded.py`), for the adapter to decode and crop on its
+devices. Evaluation logits from every device or process end in `split_metrics`, the one place
+the Keras adapters score a split.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import keras
 import numpy as np
@@ -30,12 +34,19 @@ from mgbench.common.config import RunConfig
 from mgbench.common.metrics import split_metrics
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
+from mgbench.datasets.encoded import EncodedArrays, EncodedEvalItems, EncodedTrainItems, collated, decode_site
+from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras.handoff import HandOff
 
 HostBatch = tuple[np.ndarray, np.ndarray]
+"""uint8 NHWC pixels and their targets."""
+LoadedBatch = HostBatch | EncodedArrays
+"""What a loader hands its adapter: pixels or the encoded files, the targets last in either."""
+PyDatasetItem = tuple
+"""(inputs, targets): what a PyDataset's item may be (Keras' adapter takes at most three parts)."""
 
 
 def normalised(pixels, channels_last: bool):
@@ -56,29 +67,84 @@ def sample_keys(
             yield from ((epoch, index) for index in batch)
 
 
-class Batches(keras.utils.PyDataset):
-    """A PyDataset of uint8 pixel batches, run by `workers` processes (a thread without them),
-    whose pixels reach the training process through shared memory when `handoff` is set."""
+@dataclass(frozen=True)
+class HostPixels:
+    """The workers decode, crop and flip (Pillow): a batch is uint8 NHWC pixels and targets, the
+    pixels handed over through a file in shared memory (`handoff.py`)."""
 
-    def __init__(self, workers: int):
-        super().__init__(workers=max(1, workers), use_multiprocessing=workers > 0, max_queue_size=2 * max(1, workers))
-        self.handoff: HandOff | None = None
+    def handoff(self) -> HandOff:
+        return HandOff()
 
-    def batch(self, pixels: list[np.ndarray], targets: np.ndarray) -> HostBatch:
+    def train_items(self, split: Split, augmentation: Augmentation, seed: int) -> TrainItems:
+        return TrainItems(split, augmentation, seed, pixels=True)
+
+    def eval_items(self, split: Split, augmentation: Augmentation, indices: list[int]) -> EvalItems:
+        return EvalItems(split, augmentation, indices, pixels=True)
+
+    def batch(self, items: list[tuple[np.ndarray, np.ndarray]], handoff: HandOff | None) -> PyDatasetItem:
+        pixels, targets = zip(*items)
         images = np.stack(pixels)
-        return (self.handoff.shared(images) if self.handoff else images), targets
+        return (handoff.shared(images) if handoff else images), np.stack(targets)
+
+    def received(self, batch: PyDatasetItem) -> HostBatch:
+        """The batch as the enqueuer returned it, its pixels a plain array."""
+        images, targets = batch
+        return np.asarray(images), targets
+
+
+@dataclass(frozen=True)
+class FileBytes:
+    """The workers read each JPEG's bytes and draw its window from the header; the adapter decodes
+    and crops them on its devices (`--decode gpu`). A batch is pickled through the enqueuer's pipe,
+    with no shared-memory hand-off: the compressed files are a fraction of the pixels they decode
+    to, small enough that the pipe's reads cost less than writing and mapping a file per batch."""
+
+    def handoff(self) -> None:
+        return None
+
+    def train_items(self, split: Split, augmentation: Augmentation, seed: int) -> EncodedTrainItems:
+        return EncodedTrainItems(split, augmentation, seed)
+
+    def eval_items(self, split: Split, augmentation: Augmentation, indices: list[int]) -> EncodedEvalItems:
+        return EncodedEvalItems(split, augmentation, indices)
+
+    def batch(self, items: list[tuple[np.ndarray, np.ndarray, np.ndarray]], handoff: None) -> PyDatasetItem:
+        data, lengths, windows, targets = collated(items)
+        return (data, lengths, windows), targets
+
+    def received(self, batch: PyDatasetItem) -> EncodedArrays:
+        """The batch as `collated` gives it."""
+        (data, lengths, windows), targets = batch
+        return data, lengths, windows, targets
+
+
+Loading = HostPixels | FileBytes
+"""What a loader's workers hand over: decoded pixels, or the files for the devices to decode."""
+
+
+class Batches(keras.utils.PyDataset):
+    """A PyDataset of batches of `loading`'s items, run by `workers` processes (a thread without
+    them), which hand them over through `handoff` where the loading has one."""
+
+    def __init__(self, loading: Loading, workers: int):
+        super().__init__(workers=max(1, workers), use_multiprocessing=workers > 0, max_queue_size=2 * max(1, workers))
+        self.loading = loading
+        self.handoff: HandOff | None = None
 
 
 class TrainBatches(Batches):
-    """Item b: this shard of global batch b of the epoch as uint8 pixels and targets.
+    """Item b: this shard of global batch b of the epoch, as `loading` hands its samples over.
 
     With `epoch` set, the items are that epoch's batches; with `epoch=None` the dataset is
     endless (item b is batch b % steps of epoch b // steps), so a run timed by steps reads one
     stream through the epochs and its workers never restart."""
 
-    def __init__(self, split: Split, augmentation: Augmentation, config: RunConfig, shard: Shard, workers: int):
-        super().__init__(workers)
-        self.split, self.augmentation, self.shard = split, augmentation, shard
+    def __init__(
+        self, split: Split, augmentation: Augmentation, config: RunConfig, shard: Shard, loading: Loading, workers: int
+    ):
+        super().__init__(loading, workers)
+        self.split, self.shard = split, shard
+        self.items = loading.train_items(split, augmentation, config.seed)
         self.global_batch, self.seed = config.global_batch, config.seed
         self.steps = len(split) // config.global_batch
         self.epoch: int | None = None
@@ -94,28 +160,27 @@ class TrainBatches(Batches):
             self._orders = {epoch: epoch_batches(len(self.split), self.global_batch, self.shard, epoch, self.seed)}
         return self._orders[epoch][batch]
 
-    def __getitem__(self, item: int) -> HostBatch:
+    def __getitem__(self, item: int) -> PyDatasetItem:
         epoch, batch = (self.epoch, item) if self.epoch is not None else divmod(item, self.steps)
-        indices = self.indices(epoch, batch)
-        pixels = [self.augmentation.train_pixels(self.split.files[i], self.seed, epoch, i) for i in indices]
-        return self.batch(pixels, self.split.targets[indices])
+        return self.loading.batch([self.items[(epoch, i)] for i in self.indices(epoch, batch)], self.handoff)
 
 
 class EvalBatches(Batches):
-    """Item b: batch b of the given images of a split, centre-cropped, as uint8 pixels and targets."""
+    """Item b: batch b of the given images of a split, centre-cropped, as `loading` hands them over."""
 
-    def __init__(self, split: Split, augmentation: Augmentation, indices: list[int], size: int, workers: int):
-        super().__init__(workers)
-        self.split, self.augmentation, self.indices, self.size = split, augmentation, indices, size
+    def __init__(
+        self, split: Split, augmentation: Augmentation, indices: list[int], size: int, loading: Loading, workers: int
+    ):
+        super().__init__(loading, workers)
+        self.items, self.count, self.size = loading.eval_items(split, augmentation, indices), len(indices), size
 
     @property
     def num_batches(self) -> int:
-        return -(-len(self.indices) // self.size)
+        return -(-self.count // self.size)
 
-    def __getitem__(self, item: int) -> HostBatch:
-        indices = self.indices[item * self.size : (item + 1) * self.size]
-        pixels = [self.augmentation.eval_pixels(self.split.files[i]) for i in indices]
-        return self.batch(pixels, self.split.targets[indices])
+    def __getitem__(self, item: int) -> PyDatasetItem:
+        positions = range(item * self.size, min((item + 1) * self.size, self.count))
+        return self.loading.batch([self.items[position] for position in positions], self.handoff)
 
 
 def clean_worker_start() -> None:
@@ -132,18 +197,18 @@ def clean_worker_start() -> None:
         multiprocessing.set_start_method("forkserver", force=True)
 
 
-def enqueued(dataset: Batches) -> Iterator[HostBatch]:
+def enqueued(dataset: Batches) -> Iterator[LoadedBatch]:
     """The dataset's batches in order through Keras' own data adapter (the ordered enqueuer with
     its worker pool that `fit` runs a PyDataset through), stopped when the iterator is; worker
-    processes hand their pixels over through shared memory (`handoff`)."""
+    processes hand pixels over through shared memory (`handoff`)."""
     if dataset.use_multiprocessing:
         clean_worker_start()
-        dataset.handoff = HandOff()
+        dataset.handoff = dataset.loading.handoff()
     adapter = PyDatasetAdapter(dataset, shuffle=False)
     adapter.on_epoch_begin()
     try:
-        for images, targets in adapter.get_numpy_iterator():
-            yield np.asarray(images), targets
+        for batch in adapter.get_numpy_iterator():
+            yield dataset.loading.received(batch)
     finally:
         adapter.on_epoch_end()
         if dataset.handoff:
@@ -152,19 +217,23 @@ def enqueued(dataset: Batches) -> Iterator[HostBatch]:
 
 class RealData:
     """One process's view of a real dataset under a Keras adapter: its training batches per
-    epoch or endless, its share of an evaluation split, and the split's metrics."""
+    epoch or endless, its share of an evaluation split, and the split's metrics. `site` says
+    where the images are decoded (`encoded.decode_site`), and so what the batches hold: pixels
+    (`HostPixels`) or the files for the adapter's devices to decode (`FileBytes`)."""
 
     def __init__(self, dataset: DatasetDescription, config: RunConfig, workers: int):
         self.dataset, self.config, self.workers = dataset, config, workers
         self.augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
         self.loss = keras_models.build_loss(dataset.task_spec(config.spec))
+        self.site = decode_site(config.decode.on_device, dataset.files)
+        self.loading: Loading = FileBytes() if self.site.on_device else HostPixels()
 
     def steps_per_epoch(self) -> int:
         return self.dataset.steps_per_epoch(self.config.global_batch)
 
-    def train(self, shard: Shard, epoch: int | None) -> Iterator[HostBatch]:
+    def train(self, shard: Shard, epoch: int | None) -> Iterator[LoadedBatch]:
         """`shard` of every global batch of `epoch` (None: of every epoch from the first on)."""
-        batches = TrainBatches(self.dataset.train, self.augmentation, self.config, shard, self.workers)
+        batches = TrainBatches(self.dataset.train, self.augmentation, self.config, shard, self.loading, self.workers)
         batches.epoch = epoch
         return enqueued(batches)
 
@@ -172,11 +241,11 @@ class RealData:
         """An evaluation split (`val` or `test`)."""
         return self.dataset.split(name)
 
-    def evaluation(self, name: str, rank: int, world_size: int, batch: int) -> Iterator[HostBatch]:
+    def evaluation(self, name: str, rank: int, world_size: int, batch: int) -> Iterator[LoadedBatch]:
         """This process's share of split `name` in batches of `batch` (every image once over the processes)."""
         split = self.split(name)
         indices = validation_indices(len(split), rank, world_size)
-        return enqueued(EvalBatches(split, self.augmentation, indices, batch, self.workers))
+        return enqueued(EvalBatches(split, self.augmentation, indices, batch, self.loading, self.workers))
 
     def metrics(self, logits: np.ndarray, targets: np.ndarray) -> dict[str, float]:
         """Loss (Keras' own, over the whole split) and `split_metrics` from every process's logits."""

@@ -2,7 +2,7 @@
 
 Keras picks its backend from KERAS_BACKEND at import. Under the TF and JAX backends one process
 drives every device, and JAX makes N host devices only when XLA_FLAGS says so before its
-backend starts. These functions are named in the registry's `FrameworkSpec.environment_variables`,
+backend starts, and reserves GPU memory then unless told not to. These functions are named in the registry's `FrameworkSpec.environment_variables`,
 so the orchestrator puts them in the run's environment and an in-process worker sets them
 before the adapter is imported. They import nothing. (TensorFlow splits the CPU with
 `tf.config` after import, so it needs no variable for that.)
@@ -39,8 +39,18 @@ def torch_variables(config: RunConfig) -> dict[str, str]:
     return variables
 
 
+JAX_ALLOCATES_AS_NEEDED = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+"""With `--decode gpu` JAX shares each GPU with torch's decoder (`keras_jax/device_decode.py`).
+JAX otherwise reserves a fixed share of the memory when its backend starts (75%) and torch's
+caching allocator has the rest; what the decoder needs grows with the images' size and the
+batch, so no fixed share fits every dataset. Allocating on demand, each framework holds what it
+uses: JAX's pool grows during the warm-up steps, before any timed step."""
+
+
 def jax_variables(config: RunConfig) -> dict[str, str]:
     variables = {"KERAS_BACKEND": "jax"}
+    if config.decode.on_device:
+        variables.update(JAX_ALLOCATES_AS_NEEDED)
     if not config.device_kind.on_gpu:
         kept = [flag for flag in os.environ.get("XLA_FLAGS", "").split() if not flag.startswith(XLA_HOST_DEVICES_FLAG)]
         variables["XLA_FLAGS"] = " ".join([*kept, f"{XLA_HOST_DEVICES_FLAG}={config.devices}"])

@@ -20,8 +20,6 @@ KERAS_MODELS = ModelBuilders(
 """The models keras-tf, keras-jax, keras-torch and the tensorflow loop build, all four alike."""
 KERAS_FAMILY = "keras"
 """`--frameworks keras`: Keras 3 on every backend (keras-tf, keras-jax, keras-torch)."""
-KERAS_LOADER_DECODES = (
-    "its loader (keras.utils.PyDataset, data.py) hands over pixels its workers decoded; the device "
-    "decode is wired into torch's DataLoader (pytorch, horovod)"
-)
-"""Why the Keras family's loaders do not decode on the GPU (`Capabilities.no_gpu_decoder`)."""
+TF_DATA_DECODES = "tf.data decodes the images on the host (keras_tf/data.py); its pipeline has no device decoder"
+"""Why keras-tf and the tensorflow loop do not decode on the GPU (`Capabilities.no_gpu_decoder`):
+keras-jax and keras-torch do, their PyDataset handing the files over (`data.FileBytes`)."""

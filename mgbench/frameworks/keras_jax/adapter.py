@@ -16,7 +16,10 @@ host arrays when the step takes it.
 Real data (`--dataset`) is read by `keras.utils.PyDataset` with worker processes (`data.py`):
 uint8 pixels of the global batch, sharded over the devices as the synthetic batches are (device
 d holds the shared shard of rank d) and normalised there by one compiled function; staged, the
-batches are placed on a thread of their own (`common/ahead.py`), two ahead of the step.
+batches are placed on a thread of their own (`common/ahead.py`), two ahead of the step. With
+`--decode gpu` on a JPEG dataset the loader hands over the files instead, and each device's
+share is decoded on that device by torchvision and handed to JAX by DLPack
+(`device_decode.py`, which imports torch: only such a run loads it).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import cycle
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax
 import jaxlib
@@ -41,14 +44,19 @@ from mgbench.common.protocol import Adapter, ModelInfo, Placement
 from mgbench.common.safe_files import write_file
 from mgbench.common.trace_events import STEP_MARK
 from mgbench.common.workers import loader_workers
+from mgbench.datasets.encoded import DecodeSite
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_jax import attention
+from mgbench.frameworks.keras_jax.placement import ShardedPixels
 from mgbench.frameworks.keras_jax.spec import FRAMEWORK
 from mgbench.frameworks.keras_jax.strategies import STRATEGIES, DeviceState
+
+if TYPE_CHECKING:
+    from mgbench.frameworks.keras_jax.device_decode import DecodedByTorch
 
 DeviceBatch = tuple[jax.Array, jax.Array]
 Batch = TypeVar("Batch")
@@ -88,6 +96,7 @@ class JaxDataParallelTrainer(Adapter):
         self.model.make_train_function()
         self.forward = jax.jit(self._inference)
         self.normalise = jax.jit(partial(data.normalised, channels_last=config.data_format.channels_last))
+        self.place = self._loader_placement(self.real.site) if self.real else None
         self.parallel.prepare(self.model, self.mesh)
         self.state = self.parallel.initial_state()
         self.learning_rate = config.learning_rate
@@ -98,7 +107,17 @@ class JaxDataParallelTrainer(Adapter):
             attention_kernel=attention.attention_kernel(
                 self.spec, config.input_size, config.batch_per_device, devices[0], config.precision
             ),
+            decoder=self.place.decoder if self.place else None,
         )
+
+    def _loader_placement(self, site: DecodeSite) -> ShardedPixels | DecodedByTorch:
+        """How the loader's batches reach the devices: their pixels sharded, or their files decoded
+        on the devices (`device_decode.DecodedByTorch`, imported only then: it loads torch)."""
+        if not site.on_device:
+            return ShardedPixels(self.sharding(), site.note)
+        from mgbench.frameworks.keras_jax.device_decode import DecodedByTorch
+
+        return DecodedByTorch(self.sharding(), self.config.input_size)
 
     def held_state(self) -> DeviceState:
         """The variables' current values, by group, wherever this strategy holds them."""
@@ -109,11 +128,15 @@ class JaxDataParallelTrainer(Adapter):
         dispatches layer by layer, minutes for DenseNet-121)."""
         return self.model.stateless_call(trainable, non_trainable, images, training=False)[0]
 
-    def shard(self, batch: tuple[Any, Any], memory_kind: str = "device") -> DeviceBatch:
-        """Split along the batch axis over the devices (the layout DataParallel gives data), into
+    def sharding(self, memory_kind: str = "device") -> jax.sharding.NamedSharding:
+        """Split along the batch axis over the devices (the layout DataParallel gives data), in
         the devices' memory or, with `memory_kind="pinned_host"`, page-locked host memory."""
         axis = self.mesh.axis_names[0]
-        sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec(axis), memory_kind=memory_kind)
+        return jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec(axis), memory_kind=memory_kind)
+
+    def shard(self, batch: tuple[Any, ...], memory_kind: str = "device") -> DeviceBatch:
+        """Each array of `batch` placed as `sharding` says."""
+        sharded = self.sharding(memory_kind)
         return tuple(jax.device_put(array, sharded) for array in batch)
 
     def batches(self) -> Iterator[DeviceBatch]:
@@ -136,12 +159,13 @@ class JaxDataParallelTrainer(Adapter):
         # from page-locked memory each device's share is one DMA.
         return one_ahead(self.shard(batch) for batch in cycle([self.shard(b, "pinned_host") for b in pool]))
 
-    def _placed(self, batch: data.HostBatch) -> DeviceBatch:
-        """A loader's uint8 batch sharded onto the devices and normalised there."""
-        pixels, targets = self.shard(batch)
-        return self.normalise(pixels), targets
+    def _placed(self, batch: data.LoadedBatch) -> DeviceBatch:
+        """A loader's batch as uint8 pixels on the devices (`place`), normalised there, and its
+        targets sharded alike."""
+        (targets,) = self.shard(batch[-1:])
+        return self.normalise(self.place.pixels(batch)), targets
 
-    def _fed(self, host: Iterator[data.HostBatch]) -> Iterator[DeviceBatch]:
+    def _fed(self, host: Iterator[data.LoadedBatch]) -> Iterator[DeviceBatch]:
         """Loader batches placed ahead of the step on a thread of their own (staged: a numpy
         batch's `device_put` copies it through a staging buffer, which would otherwise lengthen
         every step), or on the training thread when the step takes them (unstaged)."""
@@ -199,13 +223,12 @@ class JaxDataParallelTrainer(Adapter):
     def _score(self, split: str, trainable: list[jax.Array], non_trainable: list[jax.Array]) -> dict[str, float]:
         """Every image of the split through the compiled forward, each batch padded to the global
         batch so it shards evenly and the forward compiles once."""
-        batch = self.config.global_batch
+        size = self.config.global_batch
         logits, targets = [], []
-        for pixels, labels in self.real.evaluation(split, 0, 1, batch):
-            padded = np.zeros((batch, *pixels.shape[1:]), pixels.dtype)
-            padded[: len(pixels)] = pixels
-            images = self.normalise(self.shard((padded,))[0])
-            logits.append(np.asarray(self.forward(trainable, non_trainable, images))[: len(pixels)])
+        for batch in self.real.evaluation(split, 0, 1, size):
+            labels = batch[-1]
+            images = self.normalise(self.place.pixels(batch, padded_to=size))
+            logits.append(np.asarray(self.forward(trainable, non_trainable, images))[: len(labels)])
             targets.append(labels)
         return self.real.metrics(np.concatenate(logits), np.concatenate(targets))
 

@@ -4,7 +4,7 @@ tf.distribute; what the tensorflow loop shares with it (staging, its text) is bo
 from __future__ import annotations
 
 from mgbench.frameworks.keras.environment import tensorflow_variables
-from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS, TF_DATA_DECODES
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 KERAS_XLA = Compiler(
@@ -50,5 +50,5 @@ FRAMEWORK = FrameworkSpec(
     environment_variables=tensorflow_variables,
     default_strategies=("mirrored",),
     family=KERAS_FAMILY,
-    capabilities=Capabilities(KERAS_MODELS, loader="tf.data", compiler=KERAS_XLA),
+    capabilities=Capabilities(KERAS_MODELS, loader="tf.data", compiler=KERAS_XLA, no_gpu_decoder=TF_DATA_DECODES),
 )

@@ -23,6 +23,10 @@ step ahead, PyTorch's `DevicePrefetcher`); `ddp-unstaged` copies it with a plain
 when the step takes it. Real data (`--dataset`) is read by `keras.utils.PyDataset` with worker
 processes (`data.py`), this rank's shard of each global batch as uint8 pixels, normalised on
 the device as the PyTorch adapter does (`placed_images`) and handed to Keras in its data format.
+With `--decode gpu` on a JPEG dataset the workers hand over the files' bytes and windows
+instead, and PyTorch's device decoding places them (`pytorch/device_decode.py`: decoded and
+cropped on the device, one step ahead on a side stream when staged); `pytorch/data.py`'s
+`decoding_for` picks the placement, as it does for PyTorch's own loader.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch import models as torch_models
 from mgbench.frameworks.pytorch.adapter import TorchProcess
 from mgbench.frameworks.pytorch.compiling import compiled
-from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels
+from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, decoding_for
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -88,6 +92,7 @@ class KerasTorchTrainer(TorchProcess):
         self.real = data.RealData(dataset, config, workers) if dataset else None
         self.spec = dataset.task_spec(config.spec) if dataset else config.spec
         self.channels_last = self.nhwc and self.real is not None
+        self.decoding = decoding_for(dataset, config, self.device, self.channels_last) if dataset else None
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
         # Keras creates variables on its default device: "cuda" is the current device, which
@@ -107,6 +112,7 @@ class KerasTorchTrainer(TorchProcess):
             attention_kernel=attention.attention_kernel(
                 self.spec, config.input_size, config.batch_per_device, self.device, config.precision
             ),
+            decoder=self.decoding.decoder if self.decoding else None,
         )
 
     def batches(self) -> Iterator[Batch]:
@@ -124,16 +130,17 @@ class KerasTorchTrainer(TorchProcess):
         pinned = [(images.pin_memory(), labels.pin_memory()) for images, labels in host]
         return DevicePrefetcher(itertools.cycle(pinned), PlacedPixels(self.device, self.channels_last))
 
-    def _fed(self, host: Iterator[data.HostBatch]) -> Iterator[Batch]:
-        """Loader batches on the device in Keras' layout: staged on GPUs, pinned on a thread of
-        their own (as torch's DataLoader pins) and copied one step ahead on a side stream; else
-        copied when the step takes them."""
-        tensors = (self._to_tensors(batch) for batch in host)
+    def _fed(self, host: Iterator[data.LoadedBatch]) -> Iterator[Batch]:
+        """Loader batches on the device in Keras' layout, placed as `decoding` places them (pixels
+        copied, or files decoded there): staged on GPUs, pinned on a thread of their own (as
+        torch's DataLoader pins) and placed one step ahead on a side stream; else placed when the
+        step takes them."""
+        tensors = (as_tensors(batch) for batch in host)
+        place = self.decoding.place
         if self.use_cuda and self.staged:
-            pinned = Ahead((images.pin_memory(), labels.pin_memory()) for images, labels in tensors)
-            placed = DevicePrefetcher(pinned, PlacedPixels(self.device, self.channels_last))
+            placed = place.staged(Ahead(tuple(part.pin_memory() for part in batch) for batch in tensors))
         else:
-            placed = (self._to_device(batch) for batch in tensors)
+            placed = (place(batch) for batch in tensors)
         return ((self.keras_layout(images), labels) for images, labels in placed)
 
     def keras_layout(self, images: torch.Tensor) -> torch.Tensor:
@@ -168,9 +175,9 @@ class KerasTorchTrainer(TorchProcess):
         logits, targets = [], []
         with torch.no_grad():
             for batch in self.real.evaluation(split, rank, world, self.config.batch_per_device):
-                images, labels = self._to_device(self._to_tensors(batch))
+                images, _ = self.decoding.place(as_tensors(batch))
                 logits.append(self.model(self.keras_layout(images), training=False).float().cpu().numpy())
-                targets.append(batch[1])
+                targets.append(batch[-1])
         shards = self.parallel.gather((np.concatenate(logits), np.concatenate(targets)))
         return self.real.metrics(*(np.concatenate(part) for part in zip(*shards)))
 
@@ -179,6 +186,11 @@ class KerasTorchTrainer(TorchProcess):
 
     def save_state(self, path: Path) -> None:
         keras_models.save_trainable_weights(self.model, path)
+
+
+def as_tensors(batch: data.LoadedBatch) -> tuple[torch.Tensor, ...]:
+    """A loader's numpy batch as the host tensors torch's placements take, sharing the arrays."""
+    return tuple(torch.from_numpy(part) for part in batch)
 
 
 def create_trainer(strategy: str) -> KerasTorchTrainer:

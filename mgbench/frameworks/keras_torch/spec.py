@@ -1,12 +1,13 @@
 """Keras 3 over PyTorch, declared without importing either: the Keras family's models in PyTorch's
-DDP, compiled by torch.compile (borrowed from `pytorch/spec.py`)."""
+DDP, compiled by torch.compile and decoding JPEGs on the GPU with PyTorch's decoder (both
+borrowed from `pytorch/spec.py`)."""
 
 from __future__ import annotations
 
 from mgbench.common.projection import DDP_EXCHANGE
 from mgbench.frameworks.keras.environment import torch_variables
-from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_LOADER_DECODES, KERAS_MODELS
-from mgbench.frameworks.pytorch.spec import TORCH_COMPILE
+from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.pytorch.spec import NVJPEG, TORCH_COMPILE
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 FRAMEWORK = FrameworkSpec(
@@ -37,6 +38,6 @@ FRAMEWORK = FrameworkSpec(
         loader="keras.utils.PyDataset",
         profiler="torch.profiler",
         compiler=TORCH_COMPILE,
-        no_gpu_decoder=KERAS_LOADER_DECODES,
+        gpu_decoder=NVJPEG,
     ),
 )

@@ -9,8 +9,13 @@ rows is the GPU and the training process's threads, not the host's reading. Rows
   each batch waited for before the next;
 - ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
   fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream of
-  high priority), then fed the same way from a side stream of the default priority, eager and
-  with each `--compile` mode (torch.compile of the model).
+  high priority); the same with the side stream at the default priority; with the thread only
+  decoding (the step takes the resident batch) and only cropping (images decoded beforehand);
+  and with Python's thread switch interval at 0.5 ms; eager and with each `--compile` mode
+  (torch.compile of the model). Each fed row gives the share of its time the training thread
+  waited for a batch.
+- `--profile DIR`: torch.profiler over a few steps of the last mode fed as `--decode gpu` feeds
+  them: the top operators by GPU and by CPU time, and the trace.
 
 A fed row at its resident row's rate means the decode is hidden behind the step.
 """
@@ -19,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import torch
 import torchvision
@@ -30,7 +37,13 @@ from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.encoded import EncodedTrainItems
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.frameworks.pytorch.device_crop import cropped
-from mgbench.frameworks.pytorch.device_decode import DecodedAhead, DecodedOnDevice, EncodedBatch, collate_encoded
+from mgbench.frameworks.pytorch.device_decode import (
+    DecodedAhead,
+    DecodedOnDevice,
+    EncodedBatch,
+    collate_encoded,
+    settled,
+)
 
 INPUT_SIZE = 224
 
@@ -39,6 +52,39 @@ class DefaultPriority(DecodedAhead):
     """`DecodedAhead` with its side stream at the default priority: the A/B of its high one."""
 
     priority = 0
+
+
+@dataclass(frozen=True)
+class DecodeOnly:
+    """A `DecodedOnDevice` stand-in that decodes each batch and hands over `images` instead."""
+
+    place: DecodedOnDevice
+    images: torch.Tensor
+
+    @property
+    def device(self) -> torch.device:
+        return self.place.device
+
+    def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        settled(self.device)
+        data, lengths = batch[:2]
+        decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=self.device)
+        return self.images, batch[3]
+
+
+@dataclass(frozen=True)
+class CropOnly:
+    """A `DecodedOnDevice` stand-in that crops images decoded beforehand (`decoded[id(batch)]`)."""
+
+    place: DecodedOnDevice
+    decoded: dict[int, list[torch.Tensor]]
+
+    @property
+    def device(self) -> torch.device:
+        return self.place.device
+
+    def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        return cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), batch[3]
 
 
 def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:
@@ -65,16 +111,39 @@ def alone(batches: list[EncodedBatch], work: Callable[[EncodedBatch], object], d
 
 def trained(
     step: Callable[[torch.Tensor], None], feed: Iterator[torch.Tensor], steps: int, warmup: int, batch: int
-) -> float:
-    """Images/s of `steps` steps fed by `feed`, after `warmup` steps."""
+) -> tuple[float, float]:
+    """Images/s of `steps` steps fed by `feed`, after `warmup` steps, and the share of the time
+    the training thread waited for `feed`."""
     for _ in range(warmup):
         step(next(feed))
     torch.cuda.synchronize()
     start = time.perf_counter()
+    waited = 0.0
     for _ in range(steps):
+        asked = time.perf_counter()
+        images = next(feed)
+        waited += time.perf_counter() - asked
+        step(images)
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    return steps * batch / elapsed, waited / elapsed
+
+
+def profiled(step: Callable[[torch.Tensor], None], feed: Iterator[torch.Tensor], folder: str) -> None:
+    """Prints the top operators of 4 fed steps (after 3) by GPU and by CPU time; the trace to `folder`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
         step(next(feed))
     torch.cuda.synchronize()
-    return steps * batch / (time.perf_counter() - start)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(4):
+            step(next(feed))
+        torch.cuda.synchronize()
+    averages = prof.key_averages()
+    print(averages.table(sort_by="device_time_total", row_limit=25, max_name_column_width=60))
+    print(averages.table(sort_by="self_cpu_time_total", row_limit=20, max_name_column_width=60))
+    prof.export_chrome_trace(f"{folder}/decode-overlap-trace.json.gz")
 
 
 def main() -> None:
@@ -85,6 +154,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--batches", type=int, default=12, help="distinct encoded batches, cycled")
     parser.add_argument("--compile", action="append", default=[], help="a torch.compile mode (repeatable)")
+    parser.add_argument("--profile", metavar="DIR", help="profile the last mode's fed steps, the trace into DIR")
     args = parser.parse_args()
     device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
@@ -117,17 +187,30 @@ def main() -> None:
             optimizer.zero_grad(set_to_none=True)
 
         rows[f"{mode}: resident batch"] = trained(step, itertools.repeat(resident), args.steps, args.warmup, args.batch)
-        for name, ahead in (
-            ("high-priority side stream", DecodedAhead),
-            ("default-priority side stream", DefaultPriority),
-        ):
-            fed = ahead(itertools.cycle(batches), place)
+        switch = sys.getswitchinterval()
+        feeds = {  # name: the thread's class, its work, Python's thread switch interval
+            "decoded + cropped": (DecodedAhead, place, switch),
+            "the same, default priority": (DefaultPriority, place, switch),
+            "decoded only": (DecodedAhead, DecodeOnly(place, resident), switch),
+            "cropped only": (DecodedAhead, CropOnly(place, images), switch),
+            "decoded + cropped, switch 0.5 ms": (DecodedAhead, place, 0.0005),
+        }
+        for name, (ahead, work, interval) in feeds.items():
+            sys.setswitchinterval(interval)
+            fed = ahead(itertools.cycle(batches), work)
             pixels = (images for images, _ in fed)
             rows[f"{mode}: fed, {name}"] = trained(step, pixels, args.steps, args.warmup, args.batch)
             fed.ahead.close()
+            sys.setswitchinterval(switch)
+        if args.profile and mode == [*args.compile, "eager"][0]:
+            fed = DecodedAhead(itertools.cycle(batches), place)
+            profiled(step, (images for images, _ in fed), args.profile)
+            fed.ahead.close()
     print(f"{args.dataset}: ResNet-50, {args.batch} a batch, {args.steps} steps after {args.warmup}")
-    for name, rate in rows.items():
-        print(f"{name:<48} {rate:>8.0f} img/s")
+    for name, measured in rows.items():
+        rate, waited = measured if isinstance(measured, tuple) else (measured, None)
+        wait = "" if waited is None else f"  waited {waited:6.1%}"
+        print(f"{name:<52} {rate:>8.0f} img/s{wait}")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ rates() {
 
 for part in ${PARTS:-rates torch keras torch-ro}; do
   case $part in
-  overlap) python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead | tee "$OUT/overlap.txt" ;;
+  overlap) python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead --profile "$OUT" | tee "$OUT/overlap.txt" ;;
   rates) rates ;;
   torch) three torch --frameworks pytorch ;;
   keras) three keras --frameworks keras-torch,keras-jax ;;

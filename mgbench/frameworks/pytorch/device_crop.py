@@ -25,7 +25,7 @@ import torch
 def bilinear_weights(
     starts: torch.Tensor, ends: torch.Tensor, sizes: torch.Tensor, out: int, span: int
 ) -> torch.Tensor:
-    """(N, out, span) float32: for image n, the weight of source pixel j (j < span) in output pixel
+    """(N, out, span), in the boxes' dtype: for image n, the weight of source pixel j (j < span) in output pixel
     i when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized to `out` pixels
     with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`)."""
     scale = (ends - starts) / out
@@ -35,7 +35,7 @@ def bilinear_weights(
     distance = (pixels[None, None, :] - centres[:, :, None]) / support[:, None, None]
     weights = (1.0 - distance.abs()).clamp(min=0.0)
     weights = weights * (pixels[None, None, :] < sizes[:, None, None])
-    return (weights / weights.sum(dim=2, keepdim=True)).float()
+    return weights / weights.sum(dim=2, keepdim=True)
 
 
 CENTRE = 128
@@ -88,7 +88,7 @@ def cropped(
             (left - x0, right - x0, x1 - x0, top - y0, bottom - y0, y1 - y0, flip)
             for ((x0, x1), (y0, y1)), (left, top, right, bottom, flip) in zip(spans, windows.tolist())
         ],
-        dtype=torch.float64,
+        dtype=torch.float32,
     ).to(device)
     x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width)
     y_weights = bilinear_weights(axes[:, 3], axes[:, 4], axes[:, 5], crop, height)

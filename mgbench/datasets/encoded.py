@@ -5,7 +5,7 @@ Nothing is decoded here: the window is drawn from the image's size, read from it
 (`Augmentation.train_window`, the draw `train_pixels` makes), so the device crops exactly what
 the host path would. Framework-free map-style datasets like `items.py`'s, for any loader, with
 what every loader shares around them: where a run decodes (`decode_site`) and a batch of them
-in four arrays (`collated`), split per device or padded.
+in four arrays (`collated`), sliced or padded.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def collated(items: list[EncodedItem]) -> EncodedArrays:
 
 
 def encoded_items(batch: EncodedArrays, start: int, stop: int) -> EncodedArrays:
-    """Items [start, stop) of a collated batch: one device's share of a global batch."""
+    """Items [start, stop) of a collated batch."""
     data, lengths, windows, targets = batch
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     return data[offsets[start] : offsets[stop]], lengths[start:stop], windows[start:stop], targets[start:stop]

@@ -17,8 +17,8 @@ Real data (`--dataset`) is read by `keras.utils.PyDataset` with worker processes
 uint8 pixels of the global batch, sharded over the devices as the synthetic batches are (device
 d holds the shared shard of rank d) and normalised there by one compiled function; staged, the
 batches are placed on a thread of their own (`common/ahead.py`), two ahead of the step. With
-`--decode gpu` on a JPEG dataset the loader hands over the files instead, and each device's
-share is decoded on that device by torchvision and handed to JAX by DLPack
+`--decode gpu` on a JPEG dataset the loader hands over the files instead, decoded and cropped
+on the first device by torchvision, each device's share handed to JAX by DLPack
 (`device_decode.py`, which imports torch: only such a run loads it).
 """
 

@@ -69,7 +69,7 @@ class DecodeOnly:
         settled(self.device)
         data, lengths = batch[:2]
         decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=self.device)
-        return self.images, batch[3]
+        return self.images, batch[3].to(self.device, non_blocking=non_blocking)
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,8 @@ class CropOnly:
         return self.place.device
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        return cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), batch[3]
+        labels = batch[3].to(self.device, non_blocking=non_blocking)
+        return cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), labels
 
 
 def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:

@@ -46,13 +46,15 @@ three() {
 }
 
 # The decode rates of this machine: Pillow (the image's), pillow-simd (built from the carried sdist
-# into a venv over the image's packages) and nvJPEG on one GPU, on the same JPEGs.
+# into a folder put before the image's packages, run by a wrapper of the image's interpreter: a venv
+# would not see the image's own venv's packages) and nvJPEG on one GPU, on the same JPEGs.
 rates() {
   local simd=/tmp/pillow-simd interpreters=(--python python3)
   if ls .whl/pillow_simd-*.tar.gz >/dev/null 2>&1; then
-    python3 -m venv --system-site-packages $simd && $simd/bin/python -m pip install -q --no-index \
-      --no-build-isolation --no-deps .whl/pillow_simd-*.tar.gz >"$LOGS/pillow-simd.log" 2>&1 \
-      && interpreters+=(--python $simd/bin/python) || tail -25 "$LOGS/pillow-simd.log"
+    mkdir -p $simd && python3 -m pip install -q --no-index --no-build-isolation --no-deps --target $simd/site \
+      .whl/pillow_simd-*.tar.gz >"$LOGS/pillow-simd.log" 2>&1 \
+      && printf '#!/bin/sh\nPYTHONPATH=%s/site:$PYTHONPATH exec python3 "$@"\n' $simd >$simd/python && chmod +x $simd/python \
+      && interpreters+=(--python $simd/python) || tail -25 "$LOGS/pillow-simd.log"
   fi
   python3 benchmarks/decode_rate.py "imagefolder:$JPEG" --processes 1,15 --images 1500 "${interpreters[@]}" \
     | tee "$OUT/decode-rates.txt"

@@ -17,7 +17,6 @@ Framework-neutral over torch tensors: any device torch runs on (tests run it on 
 from __future__ import annotations
 
 import math
-import warnings
 
 import torch
 
@@ -55,6 +54,45 @@ def source_span(start: float, end: float, out: int, size: int) -> tuple[int, int
     return max(0, math.floor(start - reach)), min(size, math.ceil(end + reach))
 
 
+def gathered(images: list[torch.Tensor], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> torch.Tensor:
+    """(N, 3, height, width) uint8 on the images' device: image n's pixels [y0, y1) x [x0, x1) of
+    its `spans[n]` ((x0, x1), (y0, y1)) at the top left, its span's last row and column repeated
+    to the largest span's size (the resize gives them no weight); one channel is repeated into
+    three by a channel stride of 0.
+
+    One concatenation and one gather by indices computed for the whole batch: the device's work
+    for a batch is a few kernels however many images it has, where a copy per image would queue
+    one kernel per image beside the step's (and take the allocator's and the driver's locks from
+    the training thread once per image)."""
+    device = images[0].device
+    flat = torch.cat([image.reshape(-1) for image in images])
+    starts = [0]
+    for image in images[:-1]:
+        starts.append(starts[-1] + image.numel())
+    # Per image: first element, channel stride, row stride, span's x0, y0, width, height.
+    table = torch.tensor(
+        [
+            (
+                start,
+                image.shape[1] * image.shape[2] if image.shape[0] == 3 else 0,
+                image.shape[2],
+                x0,
+                y0,
+                x1 - x0,
+                y1 - y0,
+            )
+            for start, image, ((x0, x1), (y0, y1)) in zip(starts, images, spans)
+        ],
+        dtype=torch.int64,
+    ).to(device)
+    start, channel, row, x0, y0, width, height = table.T[:, :, None]
+    kind = torch.int32 if flat.numel() < 2**31 else torch.int64
+    ys = torch.minimum(torch.arange(int(height.max()), device=device), height - 1) + y0
+    xs = torch.minimum(torch.arange(int(width.max()), device=device), width - 1) + x0
+    rows = start[:, :, None] + torch.arange(3, device=device)[None, :, None] * channel[:, :, None] + (ys * row)[:, None]
+    return flat[rows.to(kind)[..., None] + xs.to(kind)[:, None, None, :]]
+
+
 def cropped(
     images: list[torch.Tensor], windows: torch.Tensor, crop: int, dtype: torch.dtype | None = None
 ) -> torch.Tensor:
@@ -63,9 +101,8 @@ def cropped(
 
     `windows` is (N, 5) on the host: left, top, right, bottom in the image's pixels, then 1 for a
     flip (`Window.as_array`, stacked by the loader). The pixels each window reads are gathered
-    into one zero-padded batch by a nested tensor (one call, however many images), so both passes
-    run as one batched product each whatever the images' sizes, and the work a batch adds to the
-    host is a slice per image.
+    into one batch (`gathered`), so both passes run as one batched product each whatever the
+    images' sizes.
 
     `dtype` is what the products run in: float16 on CUDA (tensor cores: the step the decode shares
     the GPU with loses the least), float32 elsewhere. Levels are exact in float16 and each pass
@@ -73,20 +110,18 @@ def cropped(
     within a few hundredths of a half (`CENTRE`)."""
     device = images[0].device
     dtype = dtype or (torch.float16 if device.type == "cuda" else torch.float32)
+    boxes = windows.tolist()
     spans = [
         (source_span(left, right, crop, image.shape[2]), source_span(top, bottom, crop, image.shape[1]))
-        for image, (left, top, right, bottom, _) in zip(images, windows.tolist())
+        for image, (left, top, right, bottom, _) in zip(images, boxes)
     ]
-    regions = [image[:, y0:y1, x0:x1].expand(3, -1, -1) for image, ((x0, x1), (y0, y1)) in zip(images, spans)]
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "The PyTorch API of nested tensors is in prototype", UserWarning)
-        sources = torch.nested.as_nested_tensor(regions).to(dtype).to_padded_tensor(0.0) - CENTRE
+    sources = gathered(images, spans).to(dtype) - CENTRE
     width, height = sources.shape[3], sources.shape[2]
-    # Each box relative to its slice, with the slice's size and the flip: one copy to the device.
+    # Each box relative to its span, with the span's size and the flip: one copy to the device.
     axes = torch.tensor(
         [
             (left - x0, right - x0, x1 - x0, top - y0, bottom - y0, y1 - y0, flip)
-            for ((x0, x1), (y0, y1)), (left, top, right, bottom, flip) in zip(spans, windows.tolist())
+            for ((x0, x1), (y0, y1)), (left, top, right, bottom, flip) in zip(spans, boxes)
         ],
         dtype=torch.float32,
     ).to(device)

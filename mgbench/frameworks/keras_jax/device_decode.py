@@ -43,6 +43,13 @@ def finished(stream: torch.cuda.Stream | None) -> None:
         done.synchronize()
 
 
+def exported(share: torch.Tensor, device: jax.Device) -> jax.Array:
+    """`share` as a JAX array on `device`, by DLPack: torch exports a GPU tensor only while its GPU
+    is the current one."""
+    with torch.cuda.device(share.device.index if share.is_cuda else -1):
+        return jax.dlpack.from_dlpack(share, device=device)
+
+
 class DecodedByTorch:
     """Places batches of files (`encoded.collated`) as uint8 NHWC pixels of `crop` px sharded like
     `sharding`, decoded and cropped on its first device."""
@@ -74,5 +81,5 @@ class DecodedByTorch:
             pixels = cropped(images, torch.from_numpy(windows), self.crop).permute(0, 2, 3, 1).contiguous()
             shares = {device: pixels[index[0]].to(torch_device(device)) for device, index in rows.items()}
             finished(self.stream)
-            arrays = [jax.dlpack.from_dlpack(share, device=device) for device, share in shares.items()]
+            arrays = [exported(share, device) for device, share in shares.items()]
         return jax.make_array_from_single_device_arrays(shape, self.sharding, arrays)

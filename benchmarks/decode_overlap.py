@@ -44,6 +44,7 @@ from mgbench.frameworks.pytorch.device_decode import (
     collate_encoded,
     settled,
 )
+from mgbench.frameworks.pytorch.normalise import normalised_pixels
 
 INPUT_SIZE = 224
 
@@ -85,7 +86,7 @@ class CropOnly:
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         labels = batch[3].to(self.device, non_blocking=non_blocking)
-        return cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), labels
+        return normalised_pixels(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), True), labels
 
 
 def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:

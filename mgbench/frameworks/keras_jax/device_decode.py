@@ -8,9 +8,9 @@ it normalises host-decoded pixels, in one compiled function.
 One GPU decodes for all because torchvision keeps one nvJPEG decoder per process, bound to one
 device and built anew whenever a call names another (`decode_jpegs_cuda.cpp`): PyTorch's one
 process per device never switches, but one process decoding each share on its own device would
-rebuild the decoder on every call. The decoding queues its work on a CUDA stream of its own and
-waits for it before handing the pixels over, since JAX reads them from streams of its own that do
-not wait on torch's. The placement runs where the adapter places batches: staged, on the thread
+rebuild the decoder on every call. The decoding queues its work on a CUDA stream of its own (at
+the high priority of PyTorch's `DecodedAhead`, for its reason) and waits for it before handing
+the pixels over, since JAX reads them from streams of its own that do not wait on torch's. The placement runs where the adapter places batches: staged, on the thread
 that places them ahead of the step, never the training thread.
 
 Imports torch: the adapter imports this module only when its loader hands over files.
@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import jax
 import torch
-from torchvision.io import ImageReadMode, decode_jpeg
 
 from mgbench.datasets.encoded import EncodedArrays, padded_items
 from mgbench.frameworks.keras_jax.spec import HANDED_TO_JAX
-from mgbench.frameworks.pytorch.device_crop import cropped
-from mgbench.frameworks.pytorch.device_decode import settled
+from mgbench.frameworks.pytorch.device_decode import DecodedAhead, decoded_crops
 from mgbench.frameworks.pytorch.spec import NVJPEG
 
 
@@ -58,7 +56,9 @@ class DecodedByTorch:
         self.sharding, self.crop = sharding, crop
         first = min(sharding.addressable_devices, key=lambda device: device.id)
         self.device = torch_device(first)
-        self.stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        self.stream = (
+            torch.cuda.Stream(self.device, priority=DecodedAhead.priority) if self.device.type == "cuda" else None
+        )
 
     @property
     def decoder(self) -> str:
@@ -75,10 +75,10 @@ class DecodedByTorch:
         shape = (len(lengths), self.crop, self.crop, 3)
         rows = self.sharding.addressable_devices_indices_map(shape)
         with torch.cuda.stream(self.stream):
-            settled(self.device)
-            files = list(torch.split(torch.from_numpy(data), lengths.tolist()))
-            images = decode_jpeg(files, mode=ImageReadMode.RGB, device=self.device)
-            pixels = cropped(images, torch.from_numpy(windows), self.crop).permute(0, 2, 3, 1).contiguous()
+            crops = decoded_crops(
+                torch.from_numpy(data), torch.from_numpy(lengths), torch.from_numpy(windows), self.device, self.crop
+            )
+            pixels = crops.permute(0, 2, 3, 1).contiguous()
             shares = {device: pixels[index[0]].to(torch_device(device)) for device, index in rows.items()}
             finished(self.stream)
             arrays = [exported(share, device) for device, share in shares.items()]

@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from torchvision.io import ImageReadMode, decode_jpeg
 
 from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
-from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems
+from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated
 from mgbench.frameworks.pytorch.device_crop import cropped
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 from mgbench.frameworks.pytorch.spec import NVJPEG
@@ -30,16 +29,9 @@ as the loader collates them."""
 
 
 def collate_encoded(items: list[EncodedItem]) -> EncodedBatch:
-    """A batch of encoded items with the files' bytes in one tensor: a worker hands a batch over
-    as one shared-memory block per tensor, and pinning copies one buffer, not one per image."""
-    data, windows, targets = zip(*items)
-    lengths = torch.tensor([len(d) for d in data])
-    return (
-        torch.from_numpy(np.concatenate(data)),
-        lengths,
-        torch.from_numpy(np.stack(windows)),
-        torch.from_numpy(np.stack(targets)),
-    )
+    """`encoded.collated` as tensors: a worker hands a batch over as one shared-memory block per
+    tensor, and pinning copies one buffer, not one per image."""
+    return tuple(torch.from_numpy(array) for array in collated(items))
 
 
 def settled(device: torch.device) -> None:
@@ -48,6 +40,17 @@ def settled(device: torch.device) -> None:
     allocator hands it may still be read by queued kernels (pytorch/vision#9606)."""
     if device.type == "cuda":
         torch.cuda.current_stream(device).synchronize()
+
+
+def decoded_crops(
+    data: torch.Tensor, lengths: torch.Tensor, windows: torch.Tensor, device: torch.device, crop: int
+) -> torch.Tensor:
+    """(N, 3, crop, crop) uint8 on `device`: the files end to end in `data` (host), split by
+    `lengths`, decoded there by torchvision's decoder and cropped to their `windows`
+    (`device_crop.cropped`), on the current stream."""
+    settled(device)
+    files = list(torch.split(data, lengths.tolist()))
+    return cropped(decode_jpeg(files, mode=ImageReadMode.RGB, device=device), windows, crop)
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,8 @@ class DecodedOnDevice:
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         data, lengths, windows, targets = batch
-        settled(self.device)
-        files = list(torch.split(data, lengths.tolist()))
-        images = decode_jpeg(files, mode=ImageReadMode.RGB, device=self.device)
-        pixels = normalised_pixels(cropped(images, windows, self.crop), self.channels_last)
-        return pixels, targets.to(self.device, non_blocking=non_blocking)
+        crops = decoded_crops(data, lengths, windows, self.device, self.crop)
+        return normalised_pixels(crops, self.channels_last), targets.to(self.device, non_blocking=non_blocking)
 
     def staged(self, host_batches: Iterator[EncodedBatch]) -> DecodedAhead:
         """The batches decoded ahead of the step that takes them, off the training thread."""

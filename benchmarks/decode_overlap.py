@@ -11,7 +11,8 @@ rows is the GPU and the training process's threads, not the host's reading. Rows
   fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream of
   high priority); the same with the side stream at the default priority; with the thread only
   decoding (the step takes the resident batch) and only cropping (images decoded beforehand);
-  and with Python's thread switch interval at 0.5 ms; eager and with each `--compile` mode
+  with Python's thread switch interval at 0.5 ms; and with batch k+1 decoded on one thread while
+  a second crops batch k; eager and with each `--compile` mode
   (torch.compile of the model). Each fed row gives the share of its time the training thread
   waited for a batch.
 - `--profile DIR`: torch.profiler over a few steps of the last mode fed as `--decode gpu` feeds
@@ -33,6 +34,7 @@ import torch
 import torchvision
 from torchvision.io import ImageReadMode, decode_jpeg
 
+from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.encoded import EncodedTrainItems
 from mgbench.datasets.resolve import describe_dataset
@@ -87,6 +89,48 @@ class CropOnly:
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         labels = batch[3].to(self.device, non_blocking=non_blocking)
         return normalised_pixels(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), True), labels
+
+
+Decoded = tuple[list[torch.Tensor], torch.Tensor, torch.Tensor, torch.cuda.Event]
+"""A batch decoded on the decoding thread's stream: images, windows, targets, its end's event."""
+
+
+def decoded_ahead(batches: list[EncodedBatch], device: torch.device) -> Ahead[Decoded]:
+    """The batches, cycled, decoded on a thread and a high-priority stream of their own: the first
+    stage of the two-thread feed, whose second (`CropStage`) crops batch k while this decodes k+1."""
+    stream = torch.cuda.Stream(device, priority=DecodedAhead.priority)
+
+    def produce() -> Iterator[Decoded]:
+        for data, lengths, windows, targets in itertools.cycle(batches):
+            with torch.cuda.stream(stream):
+                settled(device)
+                images = decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=device)
+                done = torch.cuda.Event()
+                done.record(stream)
+            yield images, windows, targets, done
+
+    return Ahead(produce())
+
+
+@dataclass(frozen=True)
+class CropStage:
+    """A `DecodedOnDevice` stand-in for batches `decoded_ahead` decoded: waits for their decode,
+    marks the images as read on this stream (the allocator keeps them until it is done), crops."""
+
+    place: DecodedOnDevice
+
+    @property
+    def device(self) -> torch.device:
+        return self.place.device
+
+    def __call__(self, batch: Decoded, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        images, windows, targets, done = batch
+        stream = torch.cuda.current_stream(self.device)
+        stream.wait_event(done)
+        for image in images:
+            image.record_stream(stream)
+        labels = targets.to(self.device, non_blocking=non_blocking)
+        return normalised_pixels(cropped(images, windows, INPUT_SIZE), True), labels
 
 
 def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:
@@ -190,16 +234,23 @@ def main() -> None:
 
         rows[f"{mode}: resident batch"] = trained(step, itertools.repeat(resident), args.steps, args.warmup, args.batch)
         switch = sys.getswitchinterval()
-        feeds = {  # name: the thread's class, its work, Python's thread switch interval
-            "decoded + cropped": (DecodedAhead, place, switch),
-            "the same, default priority": (DefaultPriority, place, switch),
-            "decoded only": (DecodedAhead, DecodeOnly(place, resident), switch),
-            "cropped only": (DecodedAhead, CropOnly(place, images), switch),
-            "decoded + cropped, switch 0.5 ms": (DecodedAhead, place, 0.0005),
+        encoded = lambda: itertools.cycle(batches)  # noqa: E731
+        feeds = {  # name: the thread's class, what it reads, its work, Python's thread switch interval
+            "decoded + cropped": (DecodedAhead, encoded, place, switch),
+            "the same, default priority": (DefaultPriority, encoded, place, switch),
+            "decoded only": (DecodedAhead, encoded, DecodeOnly(place, resident), switch),
+            "cropped only": (DecodedAhead, encoded, CropOnly(place, images), switch),
+            "decoded + cropped, switch 0.5 ms": (DecodedAhead, encoded, place, 0.0005),
+            "decoded, cropped on a second thread": (
+                DecodedAhead,
+                lambda: decoded_ahead(batches, device),
+                CropStage(place),
+                switch,
+            ),
         }
-        for name, (ahead, work, interval) in feeds.items():
+        for name, (ahead, source, work, interval) in feeds.items():
             sys.setswitchinterval(interval)
-            fed = ahead(itertools.cycle(batches), work)
+            fed = ahead(source(), work)
             pixels = (images for images, _ in fed)
             rows[f"{mode}: fed, {name}"] = trained(step, pixels, args.steps, args.warmup, args.batch)
             fed.ahead.close()

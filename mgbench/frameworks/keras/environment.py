@@ -2,9 +2,9 @@
 
 Keras picks its backend from KERAS_BACKEND at import. Under the TF and JAX backends one process
 drives every device, and JAX makes N host devices only when XLA_FLAGS says so before its
-backend starts, and reserves GPU memory then unless told not to. These functions are named in the registry's `FrameworkSpec.environment_variables`,
-so the orchestrator puts them in the run's environment and an in-process worker sets them
-before the adapter is imported. They import nothing. (TensorFlow splits the CPU with
+backend starts, and reserves GPU memory then unless told not to. These functions are named in
+the registry's `FrameworkSpec.environment_variables`, so the orchestrator puts them in the
+run's environment and an in-process worker sets them before the adapter is imported. They import nothing. (TensorFlow splits the CPU with
 `tf.config` after import, so it needs no variable for that.)
 """
 

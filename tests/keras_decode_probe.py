@@ -42,11 +42,11 @@ def keras_torch_feeds(config: RunConfig, real, staged: bool):
     import torch
 
     from mgbench.frameworks.keras_torch.adapter import KerasTorchTrainer, as_tensors
-    from mgbench.frameworks.pytorch.data import decoding_for
+    from mgbench.frameworks.pytorch.data import decoding_at
 
     trainer = KerasTorchTrainer(STRATEGIES["keras-torch"])
     trainer.use_cuda, trainer.staged, trainer.nhwc = False, staged, True
-    trainer.decoding = decoding_for(real.dataset, config, torch.device("cpu"), channels_last=True)
+    trainer.decoding = decoding_at(real.site, config.input_size, torch.device("cpu"), channels_last=True)
     train = [(images.numpy(), labels.numpy()) for images, labels in trainer._fed(real.train(Shard(0, 2), 0))]
     val = [trainer.decoding.place(as_tensors(batch)) for batch in real.evaluation("val", 0, 1, 2)]
     val = [(trainer.keras_layout(images).numpy(), labels.numpy()) for images, labels in val]

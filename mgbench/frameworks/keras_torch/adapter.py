@@ -26,7 +26,7 @@ the device as the PyTorch adapter does (`placed_images`) and handed to Keras in 
 With `--decode gpu` on a JPEG dataset the workers hand over the files' bytes and windows
 instead, and PyTorch's device decoding places them (`pytorch/device_decode.py`: decoded and
 cropped on the device, one step ahead on a side stream when staged); `pytorch/data.py`'s
-`decoding_for` picks the placement, as it does for PyTorch's own loader.
+`decoding_at` builds the placement for where the loader decodes, as PyTorch's own loader's.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch import models as torch_models
 from mgbench.frameworks.pytorch.adapter import TorchProcess
 from mgbench.frameworks.pytorch.compiling import compiled
-from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, decoding_for
+from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, decoding_at
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -92,7 +92,9 @@ class KerasTorchTrainer(TorchProcess):
         self.real = data.RealData(dataset, config, workers) if dataset else None
         self.spec = dataset.task_spec(config.spec) if dataset else config.spec
         self.channels_last = self.nhwc and self.real is not None
-        self.decoding = decoding_for(dataset, config, self.device, self.channels_last) if dataset else None
+        self.decoding = (
+            decoding_at(self.real.site, config.input_size, self.device, self.channels_last) if self.real else None
+        )
         keras.utils.set_random_seed(config.seed)
         keras_models.set_precision(config.precision)
         # Keras creates variables on its default device: "cuda" is the current device, which

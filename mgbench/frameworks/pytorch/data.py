@@ -25,7 +25,7 @@ from mgbench.common.protocol import Placement
 from mgbench.common.workers import loader_workers
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import HELD_OUT, DatasetDescription, Split
-from mgbench.datasets.encoded import decode_site
+from mgbench.datasets.encoded import DecodeSite, decode_site
 from mgbench.datasets.images import host_decoder
 from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import EpochBatchKeys, validation_indices
@@ -131,10 +131,16 @@ class HostDecoding:
 def decoding_for(
     dataset: DatasetDescription, config: RunConfig, device: torch.device, channels_last: bool
 ) -> HostDecoding | DeviceDecoding:
-    """On the device with `--decode gpu` where every image is a JPEG, else in the workers (`decode_site`)."""
-    site = decode_site(config.decode.on_device, dataset.files)
+    """On the device with `--decode gpu` where every image is a JPEG, else in the workers."""
+    return decoding_at(decode_site(config.decode.on_device, dataset.files), config.input_size, device, channels_last)
+
+
+def decoding_at(
+    site: DecodeSite, crop: int, device: torch.device, channels_last: bool
+) -> HostDecoding | DeviceDecoding:
+    """The decoding `site` says (`encoded.decode_site`), for a loader that has decided it already."""
     if site.on_device:
-        return DeviceDecoding(DecodedOnDevice(device, config.input_size, channels_last))
+        return DeviceDecoding(DecodedOnDevice(device, crop, channels_last))
     return HostDecoding(PlacedPixels(device, channels_last), site.note)
 
 

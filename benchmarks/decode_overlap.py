@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import torch
 import torchvision
-from torchvision.io import ImageReadMode, decode_jpeg
 
 from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
@@ -44,7 +43,7 @@ from mgbench.frameworks.pytorch.device_decode import (
     DecodedOnDevice,
     EncodedBatch,
     collate_encoded,
-    settled,
+    decoded_images,
 )
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 
@@ -69,9 +68,7 @@ class DecodeOnly:
         return self.place.device
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        settled(self.device)
-        data, lengths = batch[:2]
-        decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=self.device)
+        decoded_images(batch[0], batch[1], self.device)
         return self.images, batch[3].to(self.device, non_blocking=non_blocking)
 
 
@@ -103,8 +100,7 @@ def decoded_ahead(batches: list[EncodedBatch], device: torch.device) -> Ahead[De
     def produce() -> Iterator[Decoded]:
         for data, lengths, windows, targets in itertools.cycle(batches):
             with torch.cuda.stream(stream):
-                settled(device)
-                images = decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=device)
+                images = decoded_images(data, lengths, device)
                 done = torch.cuda.Event()
                 done.record(stream)
             yield images, windows, targets, done
@@ -210,7 +206,7 @@ def main() -> None:
 
     def decoded(batch: EncodedBatch) -> list[torch.Tensor]:
         data, lengths = batch[:2]
-        return decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=device)
+        return decoded_images(data, lengths, device)
 
     images = {id(batch): decoded(batch) for batch in batches}
     rows = {

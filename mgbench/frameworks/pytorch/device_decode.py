@@ -42,15 +42,19 @@ def settled(device: torch.device) -> None:
         torch.cuda.current_stream(device).synchronize()
 
 
+def decoded_images(data: torch.Tensor, lengths: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+    """The files end to end in `data` (host), split by `lengths`, decoded on `device` by
+    torchvision's decoder as CHW uint8 RGB images, on the current stream (`settled` first)."""
+    settled(device)
+    return decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=device)
+
+
 def decoded_crops(
     data: torch.Tensor, lengths: torch.Tensor, windows: torch.Tensor, device: torch.device, crop: int
 ) -> torch.Tensor:
-    """(N, 3, crop, crop) uint8 on `device`: the files end to end in `data` (host), split by
-    `lengths`, decoded there by torchvision's decoder and cropped to their `windows`
+    """(N, 3, crop, crop) uint8 on `device`: `decoded_images` cropped to their `windows`
     (`device_crop.cropped`), on the current stream."""
-    settled(device)
-    files = list(torch.split(data, lengths.tolist()))
-    return cropped(decode_jpeg(files, mode=ImageReadMode.RGB, device=device), windows, crop)
+    return cropped(decoded_images(data, lengths, device), windows, crop)
 
 
 @dataclass(frozen=True)

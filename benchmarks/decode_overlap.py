@@ -1,22 +1,20 @@
-"""What `--decode gpu` takes from the training step it shares the GPU with, part by part:
+"""What `--decode gpu` takes from the training step it shares the GPU with, decoder by decoder:
 `python3 benchmarks/decode_overlap.py imagefolder:DIR [--batch 128] [--steps 40] [--compile reduce-overhead]`.
 
 One process, one GPU, no loader workers: the JPEGs' bytes are read beforehand and their windows
 drawn from their headers (as `--decode gpu`'s workers hand them over), so what separates the
-rows is the GPU and the training process's threads, not the host's reading. Rows, images/s:
+rows is the GPU and the training process's threads, not the host's reading. Rows, images/s, for
+each installed decoder (`jpeg_decoders.py`: nvImageCodec's hardware decoder, torchvision's nvJPEG):
 
-- decode alone, crop alone, decode + crop alone (`DecodedOnDevice`, what a step would take),
-  each batch waited for before the next;
+- decode alone and decode + crop alone (`DecodedOnDevice`, what a step would take), each batch
+  waited for before the next; crop alone (images decoded beforehand);
 - ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
   fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream of
-  high priority); the same with the side stream at the default priority; with the thread only
-  decoding (the step takes the resident batch) and only cropping (images decoded beforehand);
-  with Python's thread switch interval at 0.5 ms; and with batch k+1 decoded on one thread while
-  a second crops batch k; eager and with each `--compile` mode
-  (torch.compile of the model). Each fed row gives the share of its time the training thread
-  waited for a batch.
-- `--profile DIR`: torch.profiler over a few steps of the last mode fed as `--decode gpu` feeds
-  them: the top operators by GPU and by CPU time, and the trace.
+  high priority), and with the thread only decoding (the step takes the resident batch), eager
+  and with each `--compile` mode (torch.compile of the model); cropped only, once. Each fed row
+  gives the share of its time the training thread waited for a batch.
+- `--profile DIR`: torch.profiler over a few steps of the last mode fed by the first decoder: the
+  top operators by GPU and by CPU time, and the trace.
 
 A fed row at its resident row's rate means the decode is hidden behind the step.
 """
@@ -25,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,27 +30,15 @@ from dataclasses import dataclass
 import torch
 import torchvision
 
-from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.encoded import EncodedTrainItems
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.frameworks.pytorch.device_crop import cropped
-from mgbench.frameworks.pytorch.device_decode import (
-    DecodedAhead,
-    DecodedOnDevice,
-    EncodedBatch,
-    collate_encoded,
-    decoded_images,
-)
+from mgbench.frameworks.pytorch.device_decode import DecodedAhead, DecodedOnDevice, EncodedBatch, collate_encoded
+from mgbench.frameworks.pytorch.jpeg_decoders import JpegDecoder, NvImageCodecDecoder, TorchvisionDecoder
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 
 INPUT_SIZE = 224
-
-
-class DefaultPriority(DecodedAhead):
-    """`DecodedAhead` with its side stream at the default priority: the A/B of its high one."""
-
-    priority = 0
 
 
 @dataclass(frozen=True)
@@ -68,7 +53,7 @@ class DecodeOnly:
         return self.place.device
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        decoded_images(batch[0], batch[1], self.device)
+        self.place.decoder(batch[0], batch[1])
         return self.images, batch[3].to(self.device, non_blocking=non_blocking)
 
 
@@ -86,47 +71,6 @@ class CropOnly:
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         labels = batch[3].to(self.device, non_blocking=non_blocking)
         return normalised_pixels(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), True), labels
-
-
-Decoded = tuple[list[torch.Tensor], torch.Tensor, torch.Tensor, torch.cuda.Event]
-"""A batch decoded on the decoding thread's stream: images, windows, targets, its end's event."""
-
-
-def decoded_ahead(batches: list[EncodedBatch], device: torch.device) -> Ahead[Decoded]:
-    """The batches, cycled, decoded on a thread and a high-priority stream of their own: the first
-    stage of the two-thread feed, whose second (`CropStage`) crops batch k while this decodes k+1."""
-    stream = torch.cuda.Stream(device, priority=DecodedAhead.priority)
-
-    def produce() -> Iterator[Decoded]:
-        for data, lengths, windows, targets in itertools.cycle(batches):
-            with torch.cuda.stream(stream):
-                images = decoded_images(data, lengths, device)
-                done = torch.cuda.Event()
-                done.record(stream)
-            yield images, windows, targets, done
-
-    return Ahead(produce())
-
-
-@dataclass(frozen=True)
-class CropStage:
-    """A `DecodedOnDevice` stand-in for batches `decoded_ahead` decoded: waits for their decode,
-    marks the images as read on this stream (the allocator keeps them until it is done), crops."""
-
-    place: DecodedOnDevice
-
-    @property
-    def device(self) -> torch.device:
-        return self.place.device
-
-    def __call__(self, batch: Decoded, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        images, windows, targets, done = batch
-        stream = torch.cuda.current_stream(self.device)
-        stream.wait_event(done)
-        for image in images:
-            image.record_stream(stream)
-        labels = targets.to(self.device, non_blocking=non_blocking)
-        return normalised_pixels(cropped(images, windows, INPUT_SIZE), True), labels
 
 
 def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:
@@ -188,6 +132,55 @@ def profiled(step: Callable[[torch.Tensor], None], feed: Iterator[torch.Tensor],
     prof.export_chrome_trace(f"{folder}/decode-overlap-trace.json.gz")
 
 
+class PlanarYuv(NvImageCodecDecoder):
+    """nvImageCodec's hardware decode to planar YCbCr, chroma as the file subsamples it: what the
+    decode takes when nvJPEG converts no colours (the images are not handed on: decode-only rows)."""
+
+    def __init__(self, device: torch.device):
+        super().__init__(device, ("HW_GPU_ONLY",), parts=1)
+        self.params = self.codec.DecodeParams(
+            apply_exif_orientation=False, color_spec=self.codec.SYCC, sample_format=self.codec.P_YUV
+        )
+        self.name += ", planar YCbCr"
+        self.shown = False
+
+    def as_tensor(self, image: object) -> torch.Tensor:
+        if not self.shown:
+            print(f"P_YUV image: shape {image.shape}, strides {image.strides}, {image.sample_format}")
+            self.shown = True
+        return torch.empty(0)
+
+
+DECODERS: dict[str, Callable[[torch.device], JpegDecoder]] = {
+    "nvimgcodec-yuv": PlanarYuv,
+    "nvimgcodec": NvImageCodecDecoder,
+    "nvimgcodec-1": lambda device: NvImageCodecDecoder(device, parts=1),
+    "nvimgcodec-8": lambda device: NvImageCodecDecoder(device, parts=8),
+    "nvimgcodec-hw": lambda device: NvImageCodecDecoder(device, ("HW_GPU_ONLY",)),
+    "torchvision": TorchvisionDecoder,
+}
+"""The decoders `--decoders` names: nvImageCodec as `--decode gpu` uses it, with a batch in one
+part or in 8 instead of its default, with its hardware decoder only; and torchvision's."""
+
+
+def pinned(batches: list[EncodedBatch]) -> list[EncodedBatch]:
+    """The batches with their files' bytes in pinned memory, as the loader pins them on CUDA."""
+    return [(data.pin_memory(), *rest) for data, *rest in batches]
+
+
+def kernels(decoder: JpegDecoder, batch: EncodedBatch) -> str:
+    """What one batch's decode runs on the GPU: its kernels and copies by count, most first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        decoder(*batch[:2])
+        torch.cuda.synchronize()
+    counts = sorted(
+        ((event.count, event.key[:50]) for event in prof.key_averages() if event.device_time_total > 0), reverse=True
+    )
+    return "; ".join(f"{count}x {name}" for count, name in counts[:5])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
@@ -197,23 +190,34 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=12, help="distinct encoded batches, cycled")
     parser.add_argument("--compile", action="append", default=[], help="a torch.compile mode (repeatable)")
     parser.add_argument("--profile", metavar="DIR", help="profile the last mode's fed steps, the trace into DIR")
+    parser.add_argument("--decoders", default="nvimgcodec,torchvision", help=f"of {', '.join(DECODERS)}")
     args = parser.parse_args()
     device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(device), "torch", torch.__version__, "torchvision", torchvision.__version__)
     batches = encoded_batches(args.dataset, args.batch, args.batches)
-    place = DecodedOnDevice(device, INPUT_SIZE, channels_last=True)
-
-    def decoded(batch: EncodedBatch) -> list[torch.Tensor]:
-        data, lengths = batch[:2]
-        return decoded_images(data, lengths, device)
-
-    images = {id(batch): decoded(batch) for batch in batches}
-    rows = {
-        "decode alone": alone(batches, decoded, device),
-        "crop alone": alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device),
-        "decode + crop alone": alone(batches, place, device),
-    }
+    memories = {"pageable": batches, "pinned": pinned(batches)}
+    names = args.decoders.split(",")
+    places = {}
+    for name in names:
+        try:
+            place = DecodedOnDevice(device, INPUT_SIZE, True, DECODERS[name](device))
+            print(f"{name}: {place.decoder.name}: {kernels(place.decoder, batches[0])}")
+            places[name] = place
+        except Exception as error:  # a decoder this machine lacks leaves its rows out, the others run
+            print(f"{name}: left out: {error}")
+    first = next(iter(places.values()))
+    # Copies: a decoder may decode into the images of its earlier batches.
+    images = {id(batch): [image.clone() for image in first.decoder(*batch[:2])] for batch in batches}
+    rows: dict[str, float | tuple[float, float]] = {}
+    for name, place in places.items():
+        for memory, source in memories.items():
+            rows[f"{name}: decode alone, {memory}"] = alone(
+                source, lambda batch, place=place: place.decoder(*batch[:2]), device
+            )
+        if not isinstance(place.decoder, PlanarYuv):
+            rows[f"{name}: decode + crop alone, pinned"] = alone(memories["pinned"], place, device)
+    rows["crop alone"] = alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device)
     model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     labels = torch.randint(0, 1000, (args.batch,), device=device)
@@ -229,30 +233,24 @@ def main() -> None:
             optimizer.zero_grad(set_to_none=True)
 
         rows[f"{mode}: resident batch"] = trained(step, itertools.repeat(resident), args.steps, args.warmup, args.batch)
-        switch = sys.getswitchinterval()
-        encoded = lambda: itertools.cycle(batches)  # noqa: E731
-        feeds = {  # name: the thread's class, what it reads, its work, Python's thread switch interval
-            "decoded + cropped": (DecodedAhead, encoded, place, switch),
-            "the same, default priority": (DefaultPriority, encoded, place, switch),
-            "decoded only": (DecodedAhead, encoded, DecodeOnly(place, resident), switch),
-            "cropped only": (DecodedAhead, encoded, CropOnly(place, images), switch),
-            "decoded + cropped, switch 0.5 ms": (DecodedAhead, encoded, place, 0.0005),
-            "decoded, cropped on a second thread": (
-                DecodedAhead,
-                lambda: decoded_ahead(batches, device),
-                CropStage(place),
-                switch,
-            ),
+        feeds = {
+            f"{name}, decoded + cropped, pinned": (place, "pinned")
+            for name, place in places.items()
+            if not isinstance(place.decoder, PlanarYuv)
         }
-        for name, (ahead, source, work, interval) in feeds.items():
-            sys.setswitchinterval(interval)
-            fed = ahead(source(), work)
+        feeds |= {
+            f"{name}, decoded only, {memory}": (DecodeOnly(place, resident), memory)
+            for name, place in places.items()
+            for memory in memories
+        }
+        feeds["cropped only"] = (CropOnly(first, images), "pageable")
+        for name, (work, memory) in feeds.items():
+            fed = DecodedAhead(itertools.cycle(memories[memory]), work)
             pixels = (images for images, _ in fed)
             rows[f"{mode}: fed, {name}"] = trained(step, pixels, args.steps, args.warmup, args.batch)
             fed.ahead.close()
-            sys.setswitchinterval(switch)
         if args.profile and mode == [*args.compile, "eager"][0]:
-            fed = DecodedAhead(itertools.cycle(batches), place)
+            fed = DecodedAhead(itertools.cycle(memories["pinned"]), first)
             profiled(step, (images for images, _ in fed), args.profile)
             fed.ahead.close()
     print(f"{args.dataset}: ResNet-50, {args.batch} a batch, {args.steps} steps after {args.warmup}")

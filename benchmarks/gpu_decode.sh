@@ -26,6 +26,7 @@ JOB=(--gpus 1 --model resnet50 --precision bf16 --data-format channels_last --ba
 [ -n "${WORKERS:-}" ] && JOB+=(--workers "$WORKERS")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)'
+python3 -c 'from nvidia import nvimgcodec; print("nvImageCodec", nvimgcodec.__version__)' 2>&1 | tail -1
 rm -rf runs/dec-*; mkdir -p $LOGS
 [ -d "$JPEG" ] || python3 benchmarks/make_jpeg_folder.py "$JPEG" --classes "${JPEG_CLASSES:-40}" --per-class 60
 
@@ -62,7 +63,8 @@ rates() {
 
 for part in ${PARTS:-rates torch keras torch-ro}; do
   case $part in
-  overlap) python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead --profile "$OUT" | tee "$OUT/overlap.txt" ;;
+  overlap) python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead --profile "$OUT" \
+    --decoders "${DECODERS:-nvimgcodec,torchvision}" | tee "$OUT/overlap.txt" ;;
   rates) rates ;;
   torch) three torch --frameworks pytorch ;;
   keras) three keras --frameworks keras-torch,keras-jax ;;

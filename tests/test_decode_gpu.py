@@ -156,7 +156,7 @@ def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batc
     )
     cpu = torch.device("cpu")
     shard = Shard.of_rank(0, 1, config.global_batch)
-    device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice(cpu, 32, False)))
+    device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice.on(cpu, 32, False)))
     host = build_loaders(dataset, config, Placement(0, 1), shard, HostDecoding(PlacedPixels(cpu, False)))
     level = 2 / 255 / float(IMAGENET_STD.min())
     pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]

@@ -22,19 +22,27 @@ import torch
 
 
 def bilinear_weights(
-    starts: torch.Tensor, ends: torch.Tensor, sizes: torch.Tensor, out: int, span: int
+    starts: torch.Tensor, ends: torch.Tensor, sizes: torch.Tensor, out: int, span: int, flips: torch.Tensor
 ) -> torch.Tensor:
     """(N, out, span), in the boxes' dtype: for image n, the weight of source pixel j (j < span) in output pixel
     i when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized to `out` pixels
-    with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`)."""
+    with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`), the outputs in reverse order
+    where `flips[n]`.
+
+    Pillow's weight is max(0, 1 - d / support) over the distance d from the output pixel's centre,
+    normalised over the pixels inside the image; min(0, d - support) is the same times -support,
+    which the normalisation cancels. The (N, out, span) tensor is made once and changed in place:
+    its passes over memory are the crop's largest cost beside the products."""
     scale = (ends - starts) / out
     support = scale.clamp(min=1.0)
-    centres = starts[:, None] + (torch.arange(out, device=starts.device) + 0.5) * scale[:, None]
+    steps = torch.arange(out, device=starts.device) + 0.5
+    steps = torch.where(flips[:, None], out - steps, steps)
+    centres = starts[:, None] + steps * scale[:, None]
     pixels = torch.arange(span, device=starts.device) + 0.5
-    distance = (pixels[None, None, :] - centres[:, :, None]) / support[:, None, None]
-    weights = (1.0 - distance.abs()).clamp(min=0.0)
-    weights = weights * (pixels[None, None, :] < sizes[:, None, None])
-    return weights / weights.sum(dim=2, keepdim=True)
+    weights = (pixels[None, None, :] - centres[:, :, None]).abs_()
+    weights.sub_(support[:, None, None]).clamp_(max=0.0)
+    weights.mul_(pixels[None, None, :] < sizes[:, None, None])
+    return weights.div_(weights.sum(dim=2, keepdim=True))
 
 
 CENTRE = 128
@@ -54,10 +62,20 @@ def source_span(start: float, end: float, out: int, size: int) -> tuple[int, int
     return max(0, math.floor(start - reach)), min(size, math.ceil(end + reach))
 
 
+ALIGNMENT = 8
+"""Gathered sources are padded to a multiple of this many pixels along each axis: the products'
+operands then have rows aligned for the tensor-core kernels, which unaligned rows fall back from."""
+
+
+def aligned(size: int) -> int:
+    """`size` rounded up to a multiple of `ALIGNMENT`."""
+    return -(-size // ALIGNMENT) * ALIGNMENT
+
+
 def gathered(images: list[torch.Tensor], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> torch.Tensor:
     """(N, 3, height, width) uint8 on the images' device: image n's pixels [y0, y1) x [x0, x1) of
     its `spans[n]` ((x0, x1), (y0, y1)) at the top left, its span's last row and column repeated
-    to the largest span's size (the resize gives them no weight); one channel is repeated into
+    to the largest span's size, `aligned` (the resize gives them no weight); one channel is repeated into
     three by a channel stride of 0.
 
     One concatenation and one gather by indices computed for the whole batch: the device's work
@@ -87,8 +105,8 @@ def gathered(images: list[torch.Tensor], spans: list[tuple[tuple[int, int], tupl
     ).to(device)
     start, channel, row, x0, y0, width, height = table.T[:, :, None]
     kind = torch.int32 if flat.numel() < 2**31 else torch.int64
-    ys = torch.minimum(torch.arange(int(height.max()), device=device), height - 1) + y0
-    xs = torch.minimum(torch.arange(int(width.max()), device=device), width - 1) + x0
+    ys = torch.minimum(torch.arange(aligned(int(height.max())), device=device), height - 1) + y0
+    xs = torch.minimum(torch.arange(aligned(int(width.max())), device=device), width - 1) + x0
     rows = start[:, :, None] + torch.arange(3, device=device)[None, :, None] * channel[:, :, None] + (ys * row)[:, None]
     return flat[rows.to(kind)[..., None] + xs.to(kind)[:, None, None, :]]
 
@@ -125,9 +143,8 @@ def cropped(
         ],
         dtype=torch.float32,
     ).to(device)
-    x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width)
-    y_weights = bilinear_weights(axes[:, 3], axes[:, 4], axes[:, 5], crop, height)
     flips = axes[:, 6] > 0.5
-    x_weights = torch.where(flips[:, None, None], x_weights.flip(1), x_weights).to(dtype)
+    x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width, flips).to(dtype)
+    y_weights = bilinear_weights(axes[:, 3], axes[:, 4], axes[:, 5], crop, height, torch.zeros_like(flips))
     rows = rounded(sources @ x_weights.transpose(1, 2)[:, None])
     return (rounded(y_weights.to(dtype)[:, None] @ rows) + CENTRE).to(torch.uint8)

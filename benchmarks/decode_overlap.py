@@ -1,28 +1,31 @@
-"""What `--decode gpu` takes from the training step it shares the GPU with, decoder by decoder:
+"""What `--decode gpu` takes from the training step it shares the GPU with, part by part:
 `python3 benchmarks/decode_overlap.py imagefolder:DIR [--batch 128] [--steps 40] [--compile reduce-overhead]`.
 
 One process, one GPU, no loader workers: the JPEGs' bytes are read beforehand and their windows
 drawn from their headers (as `--decode gpu`'s workers hand them over), so what separates the
-rows is the GPU and the training process's threads, not the host's reading. Rows, images/s, for
-each installed decoder (`jpeg_decoders.py`: nvImageCodec's hardware decoder, torchvision's nvJPEG):
+rows is the GPU and the training process's threads, not the host's reading. Rows, images/s:
 
-- decode alone and decode + crop alone (`DecodedOnDevice`, what a step would take), each batch
-  waited for before the next; crop alone (images decoded beforehand);
+- decode alone (bytes in pageable and in pinned memory), decode + crop alone
+  (`DecodedOnDevice`, what a step would take), crop alone (images decoded beforehand), each batch
+  waited for before the next; the kernels and copies one batch's decode runs;
 - ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
   fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream of
-  high priority), and with the thread only decoding (the step takes the resident batch), eager
-  and with each `--compile` mode (torch.compile of the model); cropped only, once. Each fed row
-  gives the share of its time the training thread waited for a batch.
-- `--profile DIR`: torch.profiler over a few steps of the last mode fed by the first decoder: the
-  top operators by GPU and by CPU time, and the trace.
+  high priority), with the thread only decoding (the step takes the resident batch) and only
+  cropping, eager and with each `--compile` mode (torch.compile of the model). Each fed row gives
+  the share of its time the training thread waited for a batch.
+- `--profile DIR`: torch.profiler over a few steps of the last mode fed as `--decode gpu` feeds
+  them: the top operators by GPU and by CPU time, and the trace.
 
-A fed row at its resident row's rate means the decode is hidden behind the step.
+A fed row at its resident row's rate means the decode is hidden behind the step. The hardware
+queues CUDA gives the process (`CUDA_DEVICE_MAX_CONNECTIONS`, which `--decode gpu` raises) are
+what this process starts with: `gpu_decode.sh` runs it at CUDA's default and at the raised count.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,8 +37,13 @@ from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.encoded import EncodedTrainItems
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.frameworks.pytorch.device_crop import cropped
-from mgbench.frameworks.pytorch.device_decode import DecodedAhead, DecodedOnDevice, EncodedBatch, collate_encoded
-from mgbench.frameworks.pytorch.jpeg_decoders import JpegDecoder, NvImageCodecDecoder, TorchvisionDecoder
+from mgbench.frameworks.pytorch.device_decode import (
+    DecodedAhead,
+    DecodedOnDevice,
+    EncodedBatch,
+    collate_encoded,
+    decoded_images,
+)
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 
 INPUT_SIZE = 224
@@ -53,7 +61,7 @@ class DecodeOnly:
         return self.place.device
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        self.place.decoder(batch[0], batch[1])
+        decoded_images(batch[0], batch[1], self.device)
         return self.images, batch[3].to(self.device, non_blocking=non_blocking)
 
 
@@ -132,48 +140,17 @@ def profiled(step: Callable[[torch.Tensor], None], feed: Iterator[torch.Tensor],
     prof.export_chrome_trace(f"{folder}/decode-overlap-trace.json.gz")
 
 
-class PlanarYuv(NvImageCodecDecoder):
-    """nvImageCodec's hardware decode to planar YCbCr, chroma as the file subsamples it: what the
-    decode takes when nvJPEG converts no colours (the images are not handed on: decode-only rows)."""
-
-    def __init__(self, device: torch.device):
-        super().__init__(device, ("HW_GPU_ONLY",), parts=1)
-        self.params = self.codec.DecodeParams(
-            apply_exif_orientation=False, color_spec=self.codec.SYCC, sample_format=self.codec.P_YUV
-        )
-        self.name += ", planar YCbCr"
-        self.shown = False
-
-    def as_tensor(self, image: object) -> torch.Tensor:
-        if not self.shown:
-            print(f"P_YUV image: shape {image.shape}, strides {image.strides}, {image.sample_format}")
-            self.shown = True
-        return torch.empty(0)
-
-
-DECODERS: dict[str, Callable[[torch.device], JpegDecoder]] = {
-    "nvimgcodec-yuv": PlanarYuv,
-    "nvimgcodec": NvImageCodecDecoder,
-    "nvimgcodec-1": lambda device: NvImageCodecDecoder(device, parts=1),
-    "nvimgcodec-8": lambda device: NvImageCodecDecoder(device, parts=8),
-    "nvimgcodec-hw": lambda device: NvImageCodecDecoder(device, ("HW_GPU_ONLY",)),
-    "torchvision": TorchvisionDecoder,
-}
-"""The decoders `--decoders` names: nvImageCodec as `--decode gpu` uses it, with a batch in one
-part or in 8 instead of its default, with its hardware decoder only; and torchvision's."""
-
-
 def pinned(batches: list[EncodedBatch]) -> list[EncodedBatch]:
     """The batches with their files' bytes in pinned memory, as the loader pins them on CUDA."""
     return [(data.pin_memory(), *rest) for data, *rest in batches]
 
 
-def kernels(decoder: JpegDecoder, batch: EncodedBatch) -> str:
+def kernels(batch: EncodedBatch, device: torch.device) -> str:
     """What one batch's decode runs on the GPU: its kernels and copies by count, most first."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        decoder(*batch[:2])
+        decoded_images(batch[0], batch[1], device)
         torch.cuda.synchronize()
     counts = sorted(
         ((event.count, event.key[:50]) for event in prof.key_averages() if event.device_time_total > 0), reverse=True
@@ -190,33 +167,22 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=12, help="distinct encoded batches, cycled")
     parser.add_argument("--compile", action="append", default=[], help="a torch.compile mode (repeatable)")
     parser.add_argument("--profile", metavar="DIR", help="profile the last mode's fed steps, the trace into DIR")
-    parser.add_argument("--decoders", default="nvimgcodec,torchvision", help=f"of {', '.join(DECODERS)}")
     args = parser.parse_args()
     device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(device), "torch", torch.__version__, "torchvision", torchvision.__version__)
+    print("CUDA_DEVICE_MAX_CONNECTIONS:", os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "unset (CUDA's default)"))
     batches = encoded_batches(args.dataset, args.batch, args.batches)
     memories = {"pageable": batches, "pinned": pinned(batches)}
-    names = args.decoders.split(",")
-    places = {}
-    for name in names:
-        try:
-            place = DecodedOnDevice(device, INPUT_SIZE, True, DECODERS[name](device))
-            print(f"{name}: {place.decoder.name}: {kernels(place.decoder, batches[0])}")
-            places[name] = place
-        except Exception as error:  # a decoder this machine lacks leaves its rows out, the others run
-            print(f"{name}: left out: {error}")
-    first = next(iter(places.values()))
-    # Copies: a decoder may decode into the images of its earlier batches.
-    images = {id(batch): [image.clone() for image in first.decoder(*batch[:2])] for batch in batches}
+    place = DecodedOnDevice(device, INPUT_SIZE, channels_last=True)
+    print(f"one batch's decode on the GPU: {kernels(batches[0], device)}")
+    images = {id(batch): decoded_images(batch[0], batch[1], device) for batch in batches}
     rows: dict[str, float | tuple[float, float]] = {}
-    for name, place in places.items():
-        for memory, source in memories.items():
-            rows[f"{name}: decode alone, {memory}"] = alone(
-                source, lambda batch, place=place: place.decoder(*batch[:2]), device
-            )
-        if not isinstance(place.decoder, PlanarYuv):
-            rows[f"{name}: decode + crop alone, pinned"] = alone(memories["pinned"], place, device)
+    for memory, source in memories.items():
+        rows[f"decode alone, {memory}"] = alone(
+            source, lambda batch: decoded_images(batch[0], batch[1], device), device
+        )
+    rows["decode + crop alone, pinned"] = alone(memories["pinned"], place, device)
     rows["crop alone"] = alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device)
     model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -233,24 +199,16 @@ def main() -> None:
             optimizer.zero_grad(set_to_none=True)
 
         rows[f"{mode}: resident batch"] = trained(step, itertools.repeat(resident), args.steps, args.warmup, args.batch)
-        feeds = {
-            f"{name}, decoded + cropped, pinned": (place, "pinned")
-            for name, place in places.items()
-            if not isinstance(place.decoder, PlanarYuv)
-        }
-        feeds |= {
-            f"{name}, decoded only, {memory}": (DecodeOnly(place, resident), memory)
-            for name, place in places.items()
-            for memory in memories
-        }
-        feeds["cropped only"] = (CropOnly(first, images), "pageable")
+        feeds = {"decoded + cropped, pinned": (place, "pinned")}
+        feeds |= {f"decoded only, {memory}": (DecodeOnly(place, resident), memory) for memory in memories}
+        feeds["cropped only"] = (CropOnly(place, images), "pageable")
         for name, (work, memory) in feeds.items():
             fed = DecodedAhead(itertools.cycle(memories[memory]), work)
             pixels = (images for images, _ in fed)
             rows[f"{mode}: fed, {name}"] = trained(step, pixels, args.steps, args.warmup, args.batch)
             fed.ahead.close()
         if args.profile and mode == [*args.compile, "eager"][0]:
-            fed = DecodedAhead(itertools.cycle(memories["pinned"]), first)
+            fed = DecodedAhead(itertools.cycle(memories["pinned"]), place)
             profiled(step, (images for images, _ in fed), args.profile)
             fed.ahead.close()
     print(f"{args.dataset}: ResNet-50, {args.batch} a batch, {args.steps} steps after {args.warmup}")

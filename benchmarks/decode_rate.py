@@ -13,11 +13,10 @@ that interpreter imports (`pillow_build`): Pillow and pillow-simd install the sa
 package, so comparing them takes two interpreters, e.g. `.venv/bin/python` and a framework
 environment that `mgbench setup` gave pillow-simd.
 
-GPU rows, where this interpreter's torch sees CUDA: the same images as `--decode gpu` takes them,
-file bytes read beforehand and windows drawn from their headers, decoded on one GPU in batches
-of `--gpu-batch` by each installed decoder (`jpeg_decoders.py`: nvImageCodec's hardware decoder,
-torchvision's nvJPEG) and cropped there (`device_crop.cropped`): images/s of one GPU, the host's
-file reads not counted.
+GPU row, where this interpreter's torch sees CUDA: the same images as `--decode gpu` takes them,
+file bytes read beforehand and windows drawn from their headers, decoded on one GPU with
+`torchvision.io.decode_jpeg(device="cuda")` in lists of `--gpu-batch` and cropped there
+(`device_crop.cropped`): images/s of one GPU, the host's file reads not counted.
 """
 
 from __future__ import annotations
@@ -93,47 +92,41 @@ def host_rows(python: str, argv: list[str]) -> list[Row]:
     ]
 
 
-def gpu_rows(jobs: list[tuple[str, int]], batch: int) -> list[Row]:
-    """One GPU's images/s decoding and cropping `jobs` in batches of `batch`, for each installed
-    decoder; none without CUDA."""
+def gpu_row(jobs: list[tuple[str, int]], batch: int) -> Row | None:
+    """One GPU's images/s decoding and cropping `jobs` in lists of `batch`; None without CUDA."""
     try:
         import torch
+        import torchvision
+        from torchvision.io import ImageReadMode, decode_jpeg, read_file
     except ImportError:
-        return []
+        return None
     if not torch.cuda.is_available():
-        return []
+        return None
     from mgbench.datasets.images import header_size
-    from mgbench.frameworks.pytorch.device_decode import decoded_crops
-    from mgbench.frameworks.pytorch.jpeg_decoders import NvImageCodecDecoder, TorchvisionDecoder, nvimgcodec_installed
+    from mgbench.frameworks.pytorch.device_crop import cropped
 
     augmentation = Augmentation.for_input(INPUT_SIZE)
     device = torch.device("cuda")
-    encoded = [np.fromfile(path, dtype=np.uint8) for path, _ in jobs]
+    encoded = [read_file(path) for path, _ in jobs]
     drawn = [augmentation.train_window(header_size(path), 0, 0, index) for path, index in jobs]
     windows = torch.from_numpy(np.stack([window.as_array() for window in drawn]))
-    batches = [
-        (
-            torch.from_numpy(np.concatenate(encoded[i : i + batch])),
-            torch.tensor([len(file) for file in encoded[i : i + batch]]),
-            windows[i : i + batch],
-        )
-        for i in range(0, len(jobs) - batch + 1, batch)
-    ]
+    batches = [(encoded[i : i + batch], windows[i : i + batch]) for i in range(0, len(jobs) - batch + 1, batch)]
     if not batches:
         raise SystemExit(f"--gpu-batch {batch} is more than the {len(jobs)} images")
-    decoders = [NvImageCodecDecoder(device)] if nvimgcodec_installed() else []
-    rows = []
-    for decoder in [*decoders, TorchvisionDecoder(device)]:
-        decoded_crops(*batches[0], decoder, INPUT_SIZE)
+
+    def decode(data: list[torch.Tensor], boxes: torch.Tensor) -> None:
         torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        for data, lengths, boxes in batches:
-            decoded_crops(data, lengths, boxes, decoder, INPUT_SIZE)
-        torch.cuda.synchronize(device)
-        total = len(batches) * batch / (time.perf_counter() - start)
-        where = f"1 GPU ({torch.cuda.get_device_name(device)}), batches of {batch}"
-        rows.append(Row(decoder.name, where, total, total, None, sys.executable))
-    return rows
+        cropped(decode_jpeg(data, mode=ImageReadMode.RGB, device=device), boxes, INPUT_SIZE)
+
+    decode(*batches[0])
+    torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for data, boxes in batches:
+        decode(data, boxes)
+    torch.cuda.synchronize(device)
+    total = len(batches) * batch / (time.perf_counter() - start)
+    where = f"1 GPU ({torch.cuda.get_device_name(device)}), lists of {batch}"
+    return Row(f"torchvision {torchvision.__version__} decode_jpeg", where, total, total, None, sys.executable)
 
 
 def main() -> None:
@@ -142,7 +135,7 @@ def main() -> None:
     parser.add_argument("--processes", default="1,15", help="comma-separated process counts")
     parser.add_argument("--images", type=int, default=1500)
     parser.add_argument("--python", action="append", help="an interpreter to time the host in (repeatable)")
-    parser.add_argument("--gpu-batch", type=int, default=128, help="images per decoder call on the GPU")
+    parser.add_argument("--gpu-batch", type=int, default=128, help="images per decode_jpeg call on the GPU")
     parser.add_argument("--host-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     description = describe_dataset(args.dataset)
@@ -155,13 +148,13 @@ def main() -> None:
         return
     shared = [args.dataset, "--processes", args.processes, "--images", str(args.images)]
     rows = [row for python in args.python or [sys.executable] for row in host_rows(python, shared)]
-    rows += gpu_rows(jobs, args.gpu_batch)
+    rows += [row for row in [gpu_row(jobs, args.gpu_batch)] if row is not None]
     print(f"{args.dataset}: {len(jobs)} images, decode + {INPUT_SIZE} px crop + flip")
-    print(f"{'decoder':<58} {'where':<44} {'img/s':>7} {'per process/GPU':>15} {'CPU ms/img':>10}  interpreter")
+    print(f"{'decoder':<34} {'where':<44} {'img/s':>7} {'per process/GPU':>15} {'CPU ms/img':>10}  interpreter")
     for row in rows:
         cpu = "-" if row.cpu_ms_per_image is None else f"{row.cpu_ms_per_image:.2f}"
         print(
-            f"{row.decoder:<58} {row.where:<44} {row.images_per_second:>7.0f} {row.per_unit:>15.0f} {cpu:>10}"
+            f"{row.decoder:<34} {row.where:<44} {row.images_per_second:>7.0f} {row.per_unit:>15.0f} {cpu:>10}"
             f"  {row.interpreter}"
         )
 

@@ -7,7 +7,8 @@
 # --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
 # saying so). PARTS picks them, in order (default all four; their compares take longer than one
 # 9-minute run, so DEADLINE leaves the last out, and a second run with PARTS=torch-ro runs it):
-#   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py)
+#   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py),
+#             at CUDA's default hardware queues and at --decode gpu's
 #   rates     Pillow's, pillow-simd's and nvJPEG's decode rates (benchmarks/decode_rate.py)
 #   torch     pytorch, eager
 #   keras     keras-torch and keras-jax in one compare each
@@ -26,7 +27,6 @@ JOB=(--gpus 1 --model resnet50 --precision bf16 --data-format channels_last --ba
 [ -n "${WORKERS:-}" ] && JOB+=(--workers "$WORKERS")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)'
-python3 -c 'from nvidia import nvimgcodec; print("nvImageCodec", nvimgcodec.__version__)' 2>&1 | tail -1
 rm -rf runs/dec-*; mkdir -p $LOGS
 [ -d "$JPEG" ] || python3 benchmarks/make_jpeg_folder.py "$JPEG" --classes "${JPEG_CLASSES:-40}" --per-class 60
 
@@ -63,8 +63,10 @@ rates() {
 
 for part in ${PARTS:-rates torch keras torch-ro}; do
   case $part in
-  overlap) python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead --profile "$OUT" \
-    --decoders "${DECODERS:-nvimgcodec,torchvision}" | tee "$OUT/overlap.txt" ;;
+  overlap)  # at CUDA's default hardware queues, then at the count --decode gpu sets (frameworks/specs.py)
+    python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead | tee "$OUT/overlap-default-queues.txt"
+    CUDA_DEVICE_MAX_CONNECTIONS=32 python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead \
+      --profile "$OUT" | tee "$OUT/overlap.txt" ;;
   rates) rates ;;
   torch) three torch --frameworks pytorch ;;
   keras) three keras --frameworks keras-torch,keras-jax ;;

@@ -71,6 +71,17 @@ def test_a_config_read_back_without_decode_decodes_on_the_host():
     assert framework_spec("pytorch").capabilities.gpu_decoder == "nvJPEG (torchvision.io.decode_jpeg)"
 
 
+@pytest.mark.parametrize("framework", ["pytorch", "keras-torch", "keras-jax"])
+def test_a_gpu_decoding_run_gets_a_hardware_queue_per_stream_unless_the_user_set_them(framework, monkeypatch):
+    monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    spec = framework_spec(framework)
+    jpegs = RunConfig(framework, spec.defaults[0], "tiny", 1, "cuda", 1, 4, dataset="imagefolder:/x")
+    assert spec.variables_for(jpegs.with_changes(decode="gpu"))["CUDA_DEVICE_MAX_CONNECTIONS"] == "32"
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec.variables_for(jpegs)
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8")
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec.variables_for(jpegs.with_changes(decode="gpu"))
+
+
 def photo(path: Path, size: tuple[int, int], mode: str = "RGB", seed: int = 0) -> str:
     """A JPEG of smooth colour fields and grain: any crop or flip off by a pixel shows."""
     rng = np.random.default_rng(seed)
@@ -156,7 +167,7 @@ def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batc
     )
     cpu = torch.device("cpu")
     shard = Shard.of_rank(0, 1, config.global_batch)
-    device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice.on(cpu, 32, False)))
+    device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice(cpu, 32, False)))
     host = build_loaders(dataset, config, Placement(0, 1), shard, HostDecoding(PlacedPixels(cpu, False)))
     level = 2 / 255 / float(IMAGENET_STD.min())
     pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,6 +250,15 @@ def with_unstaged_twin(
     return staged, twin
 
 
+DEVICE_DECODE_QUEUES = {"CUDA_DEVICE_MAX_CONNECTIONS": "32"}
+"""With `--decode gpu` the step shares its GPU with the decoder's streams (nvJPEG's own, the crop's
+side stream). CUDA maps a process's streams onto a few hardware queues (8 by default), and work
+on two streams that share a queue runs in the order it was queued: a decode copy or kernel queued
+behind a compiled step's graph waits for the graph's kernels before it, batch after batch, and
+the step then waits for its input. 32, CUDA's most, gives each stream a queue of its own. A
+value the user set stands."""
+
+
 @dataclass(frozen=True)
 class FrameworkSpec:
     name: str
@@ -283,7 +293,10 @@ class FrameworkSpec:
     """What keeps this framework off GPUs here (None: it trains on GPUs), for `list` and README."""
 
     def variables_for(self, config: RunConfig) -> dict[str, str]:
-        return self.environment_variables(config) if self.environment_variables else {}
+        variables = self.environment_variables(config) if self.environment_variables else {}
+        if config.decode.on_device and config.device_kind.on_gpu:
+            variables.update({name: value for name, value in DEVICE_DECODE_QUEUES.items() if name not in os.environ})
+        return variables
 
     def strategy(self, name: str) -> StrategySpec:
         for strategy in self.strategies:

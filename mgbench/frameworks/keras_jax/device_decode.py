@@ -1,6 +1,5 @@
-"""`--decode gpu` for keras-jax. JAX has no JPEG decoder, so PyTorch's (`jpeg_decoders.py`:
-nvImageCodec's hardware decoder, or torchvision's nvJPEG) decodes the global batch on the first of
-the GPUs JAX trains on, PyTorch's device crop (`pytorch/device_crop.py`)
+"""`--decode gpu` for keras-jax. JAX has no JPEG decoder, so torchvision decodes the global batch
+(nvJPEG) on the first of the GPUs JAX trains on, PyTorch's device crop (`pytorch/device_crop.py`)
 crops and flips it there, and each device's share of the uint8 NHWC pixels is handed to JAX by
 DLPack: on the decoding GPU a view, not a copy; on each other GPU a device-to-device copy of its
 crops. The global array is assembled from the devices' arrays, and the adapter normalises it as
@@ -9,7 +8,7 @@ it normalises host-decoded pixels, in one compiled function.
 One GPU decodes for all because torchvision keeps one nvJPEG decoder per process, bound to one
 device and built anew whenever a call names another (`decode_jpegs_cuda.cpp`): PyTorch's one
 process per device never switches, but one process decoding each share on its own device would
-rebuild the decoder on every call; nvImageCodec's decoder, too, is bound to one device. The decoding queues its work on a CUDA stream of its own (at
+rebuild the decoder on every call. The decoding queues its work on a CUDA stream of its own (at
 the high priority of PyTorch's `DecodedAhead`, for its reason) and waits for it before handing
 the pixels over, since JAX reads them from streams of its own that do not wait on torch's. The placement runs where the adapter places batches: staged, on the thread
 that places them ahead of the step, never the training thread.
@@ -25,7 +24,7 @@ import torch
 from mgbench.datasets.encoded import EncodedArrays, padded_items
 from mgbench.frameworks.keras_jax.spec import HANDED_TO_JAX
 from mgbench.frameworks.pytorch.device_decode import DecodedAhead, decoded_crops
-from mgbench.frameworks.pytorch.jpeg_decoders import jpeg_decoder
+from mgbench.frameworks.pytorch.spec import NVJPEG
 
 
 def torch_device(device: jax.Device) -> torch.device:
@@ -57,7 +56,6 @@ class DecodedByTorch:
         self.sharding, self.crop = sharding, crop
         first = min(sharding.addressable_devices, key=lambda device: device.id)
         self.device = torch_device(first)
-        self.jpeg_decoder = jpeg_decoder(self.device)
         self.stream = (
             torch.cuda.Stream(self.device, priority=DecodedAhead.priority) if self.device.type == "cuda" else None
         )
@@ -66,7 +64,7 @@ class DecodedByTorch:
     def decoder(self) -> str:
         others = {str(torch_device(device)) for device in self.sharding.addressable_devices} - {str(self.device)}
         copied = f", shares copied to {', '.join(sorted(others))}" if others else ""
-        return f"{self.jpeg_decoder.name} on {self.device}, crop on device{copied}, {HANDED_TO_JAX}"
+        return f"{NVJPEG} on {self.device}, crop on device{copied}, {HANDED_TO_JAX}"
 
     def pixels(self, batch: EncodedArrays, padded_to: int | None = None) -> jax.Array:
         """The batch's pixels as one global array; with `padded_to`, its last image repeated up to
@@ -78,11 +76,7 @@ class DecodedByTorch:
         rows = self.sharding.addressable_devices_indices_map(shape)
         with torch.cuda.stream(self.stream):
             crops = decoded_crops(
-                torch.from_numpy(data),
-                torch.from_numpy(lengths),
-                torch.from_numpy(windows),
-                self.jpeg_decoder,
-                self.crop,
+                torch.from_numpy(data), torch.from_numpy(lengths), torch.from_numpy(windows), self.device, self.crop
             )
             pixels = crops.permute(0, 2, 3, 1).contiguous()
             shares = {device: pixels[index[0]].to(torch_device(device)) for device, index in rows.items()}

@@ -5,12 +5,12 @@ from __future__ import annotations
 from mgbench.common.projection import ONE_PROCESS_PER_NODE, XLA_EXCHANGE
 from mgbench.frameworks.keras.environment import jax_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
-from mgbench.frameworks.pytorch.spec import TORCH_JPEG_DECODERS
+from mgbench.frameworks.pytorch.spec import NVJPEG
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 HANDED_TO_JAX = "handed to JAX by DLPack"
-DECODED_BY_TORCH = f"{TORCH_JPEG_DECODERS}, {HANDED_TO_JAX}"
-"""JAX has no JPEG decoder: with `--decode gpu` PyTorch's decoders decode on the GPU JAX trains on
+TORCHVISION_BY_DLPACK = f"{NVJPEG}, {HANDED_TO_JAX}"
+"""JAX has no JPEG decoder: with `--decode gpu` torchvision decodes on the GPU JAX trains on
 (`device_decode.py`; requirements/keras-jax.txt installs torch for it)."""
 
 FRAMEWORK = FrameworkSpec(
@@ -56,6 +56,6 @@ FRAMEWORK = FrameworkSpec(
         loader="keras.utils.PyDataset",
         profiler="jax.profiler",
         compiler=Compiler("xla", always=True),
-        gpu_decoder=DECODED_BY_TORCH,
+        gpu_decoder=TORCHVISION_BY_DLPACK,
     ),
 )

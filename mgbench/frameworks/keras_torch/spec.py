@@ -7,7 +7,7 @@ from __future__ import annotations
 from mgbench.common.projection import DDP_EXCHANGE
 from mgbench.frameworks.keras.environment import torch_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
-from mgbench.frameworks.pytorch.spec import TORCH_COMPILE, TORCH_JPEG_DECODERS
+from mgbench.frameworks.pytorch.spec import NVJPEG, TORCH_COMPILE
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 FRAMEWORK = FrameworkSpec(
@@ -38,6 +38,6 @@ FRAMEWORK = FrameworkSpec(
         loader="keras.utils.PyDataset",
         profiler="torch.profiler",
         compiler=TORCH_COMPILE,
-        gpu_decoder=TORCH_JPEG_DECODERS,
+        gpu_decoder=NVJPEG,
     ),
 )

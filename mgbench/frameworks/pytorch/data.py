@@ -140,7 +140,7 @@ def decoding_at(
 ) -> HostDecoding | DeviceDecoding:
     """The decoding `site` says (`encoded.decode_site`), for a loader that has decided it already."""
     if site.on_device:
-        return DeviceDecoding(DecodedOnDevice.on(device, crop, channels_last))
+        return DeviceDecoding(DecodedOnDevice(device, crop, channels_last))
     return HostDecoding(PlacedPixels(device, channels_last), site.note)
 
 

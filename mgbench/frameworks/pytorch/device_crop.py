@@ -51,8 +51,8 @@ them unchanged, and float16 holds -128..127 at twice the precision of 0..255."""
 
 
 def rounded(centred: torch.Tensor) -> torch.Tensor:
-    """Pillow's `clip8` on centred levels: to the nearest level, halves up, within 0-255."""
-    return centred.add(0.5).floor_().clamp_(-CENTRE, 255 - CENTRE)
+    """Pillow's `clip8` on centred levels, in place: to the nearest level, halves up, within 0-255."""
+    return centred.add_(0.5).floor_().clamp_(-CENTRE, 255 - CENTRE)
 
 
 def source_span(start: float, end: float, out: int, size: int) -> tuple[int, int]:
@@ -74,41 +74,42 @@ def aligned(size: int) -> int:
 
 def gathered(images: list[torch.Tensor], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> torch.Tensor:
     """(N, 3, height, width) uint8 on the images' device: image n's pixels [y0, y1) x [x0, x1) of
-    its `spans[n]` ((x0, x1), (y0, y1)) at the top left, its span's last row and column repeated
-    to the largest span's size, `aligned` (the resize gives them no weight); one channel is repeated into
-    three by a channel stride of 0.
+    its `spans[n]` ((x0, x1), (y0, y1)) at the top left, the largest span's size `aligned`; one
+    channel is repeated into three by a channel stride of 0. Beyond its span, an image's rows are
+    its span's last row repeated and its columns whatever lies next in memory: the resize gives
+    them no weight.
 
-    One concatenation and one gather by indices computed for the whole batch: the device's work
-    for a batch is a few kernels however many images it has, where a copy per image would queue
-    one kernel per image beside the step's (and take the allocator's and the driver's locks from
-    the training thread once per image)."""
+    The images are concatenated once, and each (image, channel, row) of the result is one window
+    of `width` consecutive elements of that concatenation: the gather indexes the windows (a view,
+    `unfold`) by one offset per row, computed for the whole batch. The device's work for a batch is
+    a few kernels however many images it has, where a copy per image would queue one kernel per
+    image beside the step's (and take the allocator's and the driver's locks from the training
+    thread once per image), and it reads no index per pixel."""
     device = images[0].device
-    flat = torch.cat([image.reshape(-1) for image in images])
+    height = aligned(max(y1 - y0 for _, (y0, y1) in spans))
+    width = aligned(max(x1 - x0 for (x0, x1), _ in spans))
+    # The last row's window may reach `width` elements past the last image.
+    flat = torch.cat([*(image.reshape(-1) for image in images), images[0].new_zeros(width)])
     starts = [0]
     for image in images[:-1]:
         starts.append(starts[-1] + image.numel())
-    # Per image: first element, channel stride, row stride, span's x0, y0, width, height.
+    # Per image: its span's first element, channel stride, row stride, span's height.
     table = torch.tensor(
         [
             (
-                start,
+                start + y0 * image.shape[2] + x0,
                 image.shape[1] * image.shape[2] if image.shape[0] == 3 else 0,
                 image.shape[2],
-                x0,
-                y0,
-                x1 - x0,
                 y1 - y0,
             )
-            for start, image, ((x0, x1), (y0, y1)) in zip(starts, images, spans)
+            for start, image, ((x0, _), (y0, y1)) in zip(starts, images, spans)
         ],
         dtype=torch.int64,
     ).to(device)
-    start, channel, row, x0, y0, width, height = table.T[:, :, None]
-    kind = torch.int32 if flat.numel() < 2**31 else torch.int64
-    ys = torch.minimum(torch.arange(aligned(int(height.max())), device=device), height - 1) + y0
-    xs = torch.minimum(torch.arange(aligned(int(width.max())), device=device), width - 1) + x0
-    rows = start[:, :, None] + torch.arange(3, device=device)[None, :, None] * channel[:, :, None] + (ys * row)[:, None]
-    return flat[rows.to(kind)[..., None] + xs.to(kind)[:, None, None, :]]
+    first, channel, row, rows = table.T[:, :, None]
+    ys = torch.minimum(torch.arange(height, device=device), rows - 1)
+    offsets = first[:, :, None] + torch.arange(3, device=device)[None, :, None] * channel[:, :, None]
+    return flat.unfold(0, width, 1)[offsets + (ys * row)[:, None]]
 
 
 def cropped(
@@ -133,7 +134,7 @@ def cropped(
         (source_span(left, right, crop, image.shape[2]), source_span(top, bottom, crop, image.shape[1]))
         for image, (left, top, right, bottom, _) in zip(images, boxes)
     ]
-    sources = gathered(images, spans).to(dtype) - CENTRE
+    sources = gathered(images, spans).to(dtype).sub_(CENTRE)
     width, height = sources.shape[3], sources.shape[2]
     # Each box relative to its span, with the span's size and the flip: one copy to the device.
     axes = torch.tensor(
@@ -147,4 +148,4 @@ def cropped(
     x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width, flips).to(dtype)
     y_weights = bilinear_weights(axes[:, 3], axes[:, 4], axes[:, 5], crop, height, torch.zeros_like(flips))
     rows = rounded(sources @ x_weights.transpose(1, 2)[:, None])
-    return (rounded(y_weights.to(dtype)[:, None] @ rows) + CENTRE).to(torch.uint8)
+    return rounded(y_weights.to(dtype)[:, None] @ rows).add_(CENTRE).to(torch.uint8)

@@ -1,7 +1,6 @@
 """`--decode gpu` over torch's DataLoader: the workers read file bytes and draw each image's
-window (`datasets/encoded.py`); the training process decodes the batch on its device
-(`jpeg_decoders.py`: nvImageCodec's hardware decoder, or torchvision's nvJPEG) and crops it there
-(`device_crop.py`).
+window (`datasets/encoded.py`); the training process decodes the batch on its device with
+torchvision's decoder (nvJPEG on CUDA) and crops it there (`device_crop.py`).
 
 The host then spends per image a header read and a file read instead of a decode and a resize,
 and the bus carries the compressed bytes. The decoded batch is normalised as the host path's
@@ -14,14 +13,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
+from torchvision.io import ImageReadMode, decode_jpeg
 
 from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
 from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated
 from mgbench.frameworks.pytorch.device_crop import cropped
-from mgbench.frameworks.pytorch.jpeg_decoders import JpegDecoder, jpeg_decoder
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
+from mgbench.frameworks.pytorch.spec import NVJPEG
 
 EncodedBatch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 """The images' file bytes end to end, each file's length, their windows (N, 5) and the targets,
@@ -34,33 +34,41 @@ def collate_encoded(items: list[EncodedItem]) -> EncodedBatch:
     return tuple(torch.from_numpy(array) for array in collated(items))
 
 
+def settled(device: torch.device) -> None:
+    """Wait for the work queued on the current stream before the CUDA decoder allocates: it writes
+    its outputs from a stream of its own that does not wait on the caller's, so a block the caching
+    allocator hands it may still be read by queued kernels (pytorch/vision#9606)."""
+    if device.type == "cuda":
+        torch.cuda.current_stream(device).synchronize()
+
+
+def decoded_images(data: torch.Tensor, lengths: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+    """The files end to end in `data` (host), split by `lengths`, decoded on `device` by
+    torchvision's decoder as CHW uint8 RGB images, on the current stream (`settled` first)."""
+    settled(device)
+    return decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=device)
+
+
 def decoded_crops(
-    data: torch.Tensor, lengths: torch.Tensor, windows: torch.Tensor, decoder: JpegDecoder, crop: int
+    data: torch.Tensor, lengths: torch.Tensor, windows: torch.Tensor, device: torch.device, crop: int
 ) -> torch.Tensor:
-    """(N, 3, crop, crop) uint8 on the decoder's device: the files in `data`, split by `lengths`,
-    decoded by `decoder` and cropped to their `windows` (`device_crop.cropped`), on the current
-    stream."""
-    return cropped(decoder(data, lengths), windows, crop)
+    """(N, 3, crop, crop) uint8 on `device`: `decoded_images` cropped to their `windows`
+    (`device_crop.cropped`), on the current stream."""
+    return cropped(decoded_images(data, lengths, device), windows, crop)
 
 
 @dataclass(frozen=True)
 class DecodedOnDevice:
-    """Places encoded batches: decoded on `device` by `decoder`, cropped to `crop`, normalised in
-    the model's memory format, labels beside them."""
+    """Places encoded batches: decoded on `device`, cropped to `crop`, normalised in the model's
+    memory format, labels beside them."""
 
     device: torch.device
     crop: int
     channels_last: bool
-    decoder: JpegDecoder
-
-    @classmethod
-    def on(cls, device: torch.device, crop: int, channels_last: bool) -> DecodedOnDevice:
-        """Decoded by the decoder `jpeg_decoder` picks for `device`."""
-        return cls(device, crop, channels_last, jpeg_decoder(device))
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         data, lengths, windows, targets = batch
-        crops = decoded_crops(data, lengths, windows, self.decoder, self.crop)
+        crops = decoded_crops(data, lengths, windows, self.device, self.crop)
         return normalised_pixels(crops, self.channels_last), targets.to(self.device, non_blocking=non_blocking)
 
     def staged(self, host_batches: Iterator[EncodedBatch]) -> DecodedAhead:
@@ -71,16 +79,15 @@ class DecodedOnDevice:
 class DecodedAhead:
     """Decodes and crops batch k+1 on a side stream, on a thread of its own, during step k.
 
-    A decoder may block the thread that calls it (torchvision's waits for the queued work before
-    it starts and for its own stream before returning; nvImageCodec parses headers on the host):
-    on the training thread that would hold back the launches of the step, so the device's queue
-    would run dry; here only this thread waits. The step's stream waits for each batch's event
-    before reading it.
+    The decoder blocks the thread that calls it (it waits for its own stream before returning, and
+    `settled` waits before it starts): on the training thread that would hold back the launches of
+    the step, so the device's queue would run dry; here only this thread waits. The step's stream
+    waits for each batch's event before reading it.
 
     The side stream has the high priority: the step's kernels fill the GPU, and a crop kernel
-    queued behind them at equal priority waits for SMs to drain, which a blocking decoder's waits
-    would wait out kernel by kernel. At high priority each crop kernel takes the next free SMs;
-    the crop's work is small beside a step's."""
+    queued behind them at equal priority waits for SMs to drain, which this thread waits out
+    kernel by kernel (`settled`, the decoder's own waits). At high priority each crop kernel takes
+    the next free SMs; the crop's work is small beside a step's."""
 
     priority = -1
     """The side stream's CUDA priority (lower is higher; 0 is the default)."""
@@ -120,7 +127,7 @@ class DeviceDecoding:
 
     @property
     def decoder(self) -> str:
-        return f"{self.place.decoder.name} on {self.place.device}, crop on device"
+        return f"{NVJPEG} on {self.place.device}, crop on device"
 
     def train_items(self, split: Split, augmentation: Augmentation, seed: int) -> EncodedTrainItems:
         return EncodedTrainItems(split, augmentation, seed)

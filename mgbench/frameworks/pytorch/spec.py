@@ -29,16 +29,14 @@ DATA_PARALLEL_NO_COMPILE = (
     "torch.compile composes with DistributedDataParallel, not with nn.DataParallel, which copies "
     "the module into new replica threads every step"
 )
-NVIMGCODEC = "nvImageCodec"
-TORCHVISION_NVJPEG = "nvJPEG (torchvision.io.decode_jpeg)"
-TORCH_JPEG_DECODERS = f"{NVIMGCODEC} (the GPU's hardware JPEG decoder) where installed, else {TORCHVISION_NVJPEG}"
-"""What decodes a JPEG dataset on the GPU with `--decode gpu` (`pytorch/jpeg_decoders.py`)."""
+NVJPEG = "nvJPEG (torchvision.io.decode_jpeg)"
+"""What decodes a JPEG dataset on the GPU with `--decode gpu` (`pytorch/device_decode.py`)."""
 TORCH_CAPABILITIES = Capabilities(
     TORCHVISION,
     loader=TORCH_LOADER,
     profiler="torch.profiler",
     compiler=TORCH_COMPILE,
-    gpu_decoder=TORCH_JPEG_DECODERS,
+    gpu_decoder=NVJPEG,
     fused_optimizer="torch.optim.SGD(fused=True)",
 )
 """What PyTorch and Horovod over it train: torchvision's models, torch's loader, profiler,

@@ -22,27 +22,37 @@ import torch
 
 
 def bilinear_weights(
-    starts: torch.Tensor, ends: torch.Tensor, sizes: torch.Tensor, out: int, span: int, flips: torch.Tensor
+    starts: torch.Tensor,
+    ends: torch.Tensor,
+    sizes: torch.Tensor,
+    out: int,
+    span: int,
+    flips: torch.Tensor,
+    dtype: torch.dtype,
 ) -> torch.Tensor:
-    """(N, out, span), in the boxes' dtype: for image n, the weight of source pixel j (j < span) in output pixel
-    i when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized to `out` pixels
-    with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`), the outputs in reverse order
-    where `flips[n]`.
+    """(N, out, span) in `dtype`: for image n, the weight of source pixel j (j < span) in output
+    pixel i when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized to `out`
+    pixels with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`), the outputs in reverse
+    order where `flips[n]`.
 
     Pillow's weight is max(0, 1 - d / support) over the distance d from the output pixel's centre,
-    normalised over the pixels inside the image; min(0, d - support) is the same times -support,
-    which the normalisation cancels. The (N, out, span) tensor is made once and changed in place:
-    its passes over memory are the crop's largest cost beside the products."""
+    normalised over the pixels inside the image: nonzero only within `support` of the centre. So
+    each output's band of taps is weighed (N x out x taps, in float32), and the bands are added into
+    a zeroed (N, out, span) matrix, which the products need: the matrix is written once, where
+    weighing every (output, pixel) pair would pass over it several times."""
+    device = starts.device
     scale = (ends - starts) / out
     support = scale.clamp(min=1.0)
-    steps = torch.arange(out, device=starts.device) + 0.5
+    taps = math.ceil(2 * float(support.max())) + 1
+    steps = torch.arange(out, device=device) + 0.5
     steps = torch.where(flips[:, None], out - steps, steps)
     centres = starts[:, None] + steps * scale[:, None]
-    pixels = torch.arange(span, device=starts.device) + 0.5
-    weights = (pixels[None, None, :] - centres[:, :, None]).abs_()
-    weights.sub_(support[:, None, None]).clamp_(max=0.0)
-    weights.mul_(pixels[None, None, :] < sizes[:, None, None])
-    return weights.div_(weights.sum(dim=2, keepdim=True))
+    pixels = (centres - support[:, None] + 0.5).floor()[:, :, None] + torch.arange(taps, device=device)
+    weights = (1.0 - ((pixels + 0.5) - centres[:, :, None]).abs() / support[:, None, None]).clamp_(min=0.0)
+    weights *= (pixels >= 0) & (pixels < sizes[:, None, None])
+    weights /= weights.sum(dim=2, keepdim=True)
+    matrix = torch.zeros(len(starts), out, span, dtype=dtype, device=device)
+    return matrix.scatter_add_(2, pixels.long().clamp_(0, span - 1), weights.to(dtype))
 
 
 CENTRE = 128
@@ -50,9 +60,10 @@ CENTRE = 128
 them unchanged, and float16 holds -128..127 at twice the precision of 0..255."""
 
 
-def rounded(centred: torch.Tensor) -> torch.Tensor:
-    """Pillow's `clip8` on centred levels, in place: to the nearest level, halves up, within 0-255."""
-    return centred.add_(0.5).floor_().clamp_(-CENTRE, 255 - CENTRE)
+def rounded(raised: torch.Tensor) -> torch.Tensor:
+    """Pillow's `clip8` on centred levels raised by a half, in place: the floor is the nearest
+    level, halves up, then kept within 0-255."""
+    return raised.floor_().clamp_(-CENTRE, 255 - CENTRE)
 
 
 def source_span(start: float, end: float, out: int, size: int) -> tuple[int, int]:
@@ -73,13 +84,13 @@ def aligned(size: int) -> int:
 
 
 def gathered(images: list[torch.Tensor], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> torch.Tensor:
-    """(N, 3, height, width) uint8 on the images' device: image n's pixels [y0, y1) x [x0, x1) of
-    its `spans[n]` ((x0, x1), (y0, y1)) at the top left, the largest span's size `aligned`; one
-    channel is repeated into three by a channel stride of 0. Beyond its span, an image's rows are
+    """(N, height, 3, width) uint8 on the images' device, each row's channels side by side: image
+    n's pixels [y0, y1) x [x0, x1) of its `spans[n]` ((x0, x1), (y0, y1)) at the top left, the
+    largest span's size `aligned`; one channel is repeated into three by a channel stride of 0. Beyond its span, an image's rows are
     its span's last row repeated and its columns whatever lies next in memory: the resize gives
     them no weight.
 
-    The images are concatenated once, and each (image, channel, row) of the result is one window
+    The images are concatenated once, and each (image, row, channel) of the result is one window
     of `width` consecutive elements of that concatenation: the gather indexes the windows (a view,
     `unfold`) by one offset per row, computed for the whole batch. The device's work for a batch is
     a few kernels however many images it has, where a copy per image would queue one kernel per
@@ -108,15 +119,16 @@ def gathered(images: list[torch.Tensor], spans: list[tuple[tuple[int, int], tupl
     ).to(device)
     first, channel, row, rows = table.T[:, :, None]
     ys = torch.minimum(torch.arange(height, device=device), rows - 1)
-    offsets = first[:, :, None] + torch.arange(3, device=device)[None, :, None] * channel[:, :, None]
-    return flat.unfold(0, width, 1)[offsets + (ys * row)[:, None]]
+    offsets = (first + ys * row)[:, :, None] + (torch.arange(3, device=device) * channel)[:, None, :]
+    return flat.unfold(0, width, 1)[offsets]
 
 
 def cropped(
     images: list[torch.Tensor], windows: torch.Tensor, crop: int, dtype: torch.dtype | None = None
 ) -> torch.Tensor:
-    """(N, 3, crop, crop) uint8 on the images' device: each CHW uint8 image (one channel is
-    repeated into three) resized from its window's box and flipped as the window says.
+    """(N, 3, crop, crop) uint8 on the images' device (a view of (N, crop, 3, crop) memory): each
+    CHW uint8 image (one channel is repeated into three) resized from its window's box and flipped
+    as the window says.
 
     `windows` is (N, 5) on the host: left, top, right, bottom in the image's pixels, then 1 for a
     flip (`Window.as_array`, stacked by the loader). The pixels each window reads are gathered
@@ -134,8 +146,11 @@ def cropped(
         (source_span(left, right, crop, image.shape[2]), source_span(top, bottom, crop, image.shape[1]))
         for image, (left, top, right, bottom, _) in zip(images, boxes)
     ]
-    sources = gathered(images, spans).to(dtype).sub_(CENTRE)
-    width, height = sources.shape[3], sources.shape[2]
+    # Converted, centred and raised by a half in one pass (computed in float32, stored in `dtype`):
+    # the weights sum to one, so the first pass's products come out raised for `rounded`.
+    pixels = gathered(images, spans)
+    sources = torch.sub(pixels, CENTRE - 0.5, out=torch.empty(pixels.shape, dtype=dtype, device=device))
+    count, height, _, width = sources.shape
     # Each box relative to its span, with the span's size and the flip: one copy to the device.
     axes = torch.tensor(
         [
@@ -145,7 +160,10 @@ def cropped(
         dtype=torch.float32,
     ).to(device)
     flips = axes[:, 6] > 0.5
-    x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width, flips).to(dtype)
-    y_weights = bilinear_weights(axes[:, 3], axes[:, 4], axes[:, 5], crop, height, torch.zeros_like(flips))
-    rows = rounded(sources @ x_weights.transpose(1, 2)[:, None])
-    return rounded(y_weights.to(dtype)[:, None] @ rows).add_(CENTRE).to(torch.uint8)
+    x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width, flips, dtype)
+    y_weights = bilinear_weights(axes[:, 3], axes[:, 4], axes[:, 5], crop, height, torch.zeros_like(flips), dtype)
+    # Each pass one batched product per image, its channels side by side (no weights repeated
+    # per channel): (rows x channels, width) @ (width, crop), then (crop, rows) @ (rows, channels x crop).
+    rows = rounded(torch.bmm(sources.view(count, height * 3, width), x_weights.transpose(1, 2)))
+    resized = rounded(torch.bmm(y_weights, rows.view(count, height, 3 * crop)).add_(0.5))
+    return resized.add_(CENTRE).to(torch.uint8).view(count, crop, 3, crop).permute(0, 2, 1, 3)

@@ -28,12 +28,13 @@ def bilinear_weights(
     out: int,
     span: int,
     flips: torch.Tensor,
+    taps: int,
     dtype: torch.dtype,
 ) -> torch.Tensor:
     """(N, out, span) in `dtype`: for image n, the weight of source pixel j (j < span) in output
     pixel i when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized to `out`
     pixels with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`), the outputs in reverse
-    order where `flips[n]`.
+    order where `flips[n]`; `taps` covers the widest filter (`filter_taps`).
 
     Pillow's weight is max(0, 1 - d / support) over the distance d from the output pixel's centre,
     normalised over the pixels inside the image: nonzero only within `support` of the centre. So
@@ -43,7 +44,6 @@ def bilinear_weights(
     device = starts.device
     scale = (ends - starts) / out
     support = scale.clamp(min=1.0)
-    taps = math.ceil(2 * float(support.max())) + 1
     steps = torch.arange(out, device=device) + 0.5
     steps = torch.where(flips[:, None], out - steps, steps)
     centres = starts[:, None] + steps * scale[:, None]
@@ -53,6 +53,13 @@ def bilinear_weights(
     weights /= weights.sum(dim=2, keepdim=True)
     matrix = torch.zeros(len(starts), out, span, dtype=dtype, device=device)
     return matrix.scatter_add_(2, pixels.long().clamp_(0, span - 1), weights.to(dtype))
+
+
+def filter_taps(lengths: list[float], out: int) -> int:
+    """The most source pixels one output pixel reads when boxes of these `lengths` are resized to
+    `out` pixels: the filter reaches its support (the scale, at least one pixel) either side.
+    Computed on the host from the boxes, so weighing them waits for nothing on the device."""
+    return math.ceil(2 * max(max(lengths) / out, 1.0)) + 1
 
 
 CENTRE = 128
@@ -86,9 +93,9 @@ def aligned(size: int) -> int:
 def gathered(images: list[torch.Tensor], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> torch.Tensor:
     """(N, height, 3, width) uint8 on the images' device, each row's channels side by side: image
     n's pixels [y0, y1) x [x0, x1) of its `spans[n]` ((x0, x1), (y0, y1)) at the top left, the
-    largest span's size `aligned`; one channel is repeated into three by a channel stride of 0. Beyond its span, an image's rows are
-    its span's last row repeated and its columns whatever lies next in memory: the resize gives
-    them no weight.
+    largest span's size `aligned`; one channel is repeated into three by a channel stride of 0.
+    Beyond its span, an image's rows are its span's last row repeated and its columns whatever lies
+    next in memory: the resize gives them no weight.
 
     The images are concatenated once, and each (image, row, channel) of the result is one window
     of `width` consecutive elements of that concatenation: the gather indexes the windows (a view,
@@ -160,8 +167,12 @@ def cropped(
         dtype=torch.float32,
     ).to(device)
     flips = axes[:, 6] > 0.5
-    x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width, flips, dtype)
-    y_weights = bilinear_weights(axes[:, 3], axes[:, 4], axes[:, 5], crop, height, torch.zeros_like(flips), dtype)
+    x_taps = filter_taps([right - left for left, _, right, _, _ in boxes], crop)
+    y_taps = filter_taps([bottom - top for _, top, _, bottom, _ in boxes], crop)
+    x_weights = bilinear_weights(axes[:, 0], axes[:, 1], axes[:, 2], crop, width, flips, x_taps, dtype)
+    y_weights = bilinear_weights(
+        axes[:, 3], axes[:, 4], axes[:, 5], crop, height, torch.zeros_like(flips), y_taps, dtype
+    )
     # Each pass one batched product per image, its channels side by side (no weights repeated
     # per channel): (rows x channels, width) @ (width, crop), then (crop, rows) @ (rows, channels x crop).
     rows = rounded(torch.bmm(sources.view(count, height * 3, width), x_weights.transpose(1, 2)))

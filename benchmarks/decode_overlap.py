@@ -6,8 +6,10 @@ drawn from their headers (as `--decode gpu`'s workers hand them over), so what s
 rows is the GPU and the training process's threads, not the host's reading. Rows, images/s:
 
 - decode alone (bytes in pageable and in pinned memory), decode + crop alone
-  (`DecodedOnDevice`, what a step would take), crop alone (images decoded beforehand), each batch
-  waited for before the next; the kernels and copies one batch's decode runs;
+  (`DecodedOnDevice`, what a step would take), crop alone (images decoded beforehand), compiled
+  as `--decode gpu` runs it and as its operators are written, each batch waited for before the
+  next; the kernels and copies one batch's decode runs, and its crop's both ways, and how far the
+  two crops' pixels are apart;
 - ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
   fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream of
   high priority), with the thread only decoding (the step takes the resident batch) and only
@@ -44,7 +46,6 @@ from mgbench.frameworks.pytorch.device_decode import (
     collate_encoded,
     decoded_images,
 )
-from mgbench.frameworks.pytorch.normalise import normalised_pixels
 
 INPUT_SIZE = 224
 
@@ -78,7 +79,7 @@ class CropOnly:
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         labels = batch[3].to(self.device, non_blocking=non_blocking)
-        return normalised_pixels(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), True), labels
+        return self.place.normalised(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE)), labels
 
 
 def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:
@@ -145,17 +146,34 @@ def pinned(batches: list[EncodedBatch]) -> list[EncodedBatch]:
     return [(data.pin_memory(), *rest) for data, *rest in batches]
 
 
-def kernels(batch: EncodedBatch, device: torch.device) -> str:
-    """What one batch's decode runs on the GPU: its kernels and copies by count, most first."""
+def kernels(work: Callable[[], object]) -> str:
+    """What `work` runs on the GPU: its kernels and copies by GPU time, most first, with counts."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        decoded_images(batch[0], batch[1], device)
+        work()
         torch.cuda.synchronize()
-    counts = sorted(
-        ((event.count, event.key[:50]) for event in prof.key_averages() if event.device_time_total > 0), reverse=True
+    events = sorted(
+        ((event.device_time_total, event.count, event.key[:50]) for event in prof.key_averages()), reverse=True
     )
-    return "; ".join(f"{count}x {name}" for count, name in counts[:5])
+    total = sum(time for time, _, _ in events)
+    listed = "; ".join(f"{count}x {name} {time:.0f} us" for time, count, name in events[:8] if time > 0)
+    return f"{total:.0f} us: {listed}"
+
+
+def crop_against_operators(batches: list[EncodedBatch], images: dict[int, list[torch.Tensor]]) -> str:
+    """How far the compiled crop's pixels are from the same crop run as its operators are written
+    (`torch.compiler.set_stance("force_eager")`), over the batches."""
+    differing, largest, count = 0, 0, 0
+    for batch in batches:
+        compiled = cropped(images[id(batch)], batch[2], INPUT_SIZE).int()
+        with torch.compiler.set_stance("force_eager"):
+            written = cropped(images[id(batch)], batch[2], INPUT_SIZE).int()
+        difference = (compiled - written).abs()
+        differing += int((difference > 0).sum())
+        largest = max(largest, int(difference.max()))
+        count += difference.numel()
+    return f"{differing} of {count} levels differ, by at most {largest}"
 
 
 def main() -> None:
@@ -175,8 +193,15 @@ def main() -> None:
     batches = encoded_batches(args.dataset, args.batch, args.batches)
     memories = {"pageable": batches, "pinned": pinned(batches)}
     place = DecodedOnDevice(device, INPUT_SIZE, channels_last=True)
-    print(f"one batch's decode on the GPU: {kernels(batches[0], device)}")
+    print(f"one batch's decode on the GPU: {kernels(lambda: decoded_images(batches[0][0], batches[0][1], device))}")
     images = {id(batch): decoded_images(batch[0], batch[1], device) for batch in batches}
+    first = batches[0]
+    crop_first = lambda: place.normalised(cropped(images[id(first)], first[2], INPUT_SIZE))  # noqa: E731
+    crop_first()  # compiled here, before anything is timed
+    print(f"one batch's crop on the GPU: {kernels(crop_first)}")
+    with torch.compiler.set_stance("force_eager"):
+        print(f"the same, operators as written: {kernels(crop_first)}")
+    print(f"compiled crop against its operators: {crop_against_operators(batches, images)}")
     rows: dict[str, float | tuple[float, float]] = {}
     for memory, source in memories.items():
         rows[f"decode alone, {memory}"] = alone(
@@ -184,6 +209,10 @@ def main() -> None:
         )
     rows["decode + crop alone, pinned"] = alone(memories["pinned"], place, device)
     rows["crop alone"] = alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device)
+    with torch.compiler.set_stance("force_eager"):
+        rows["crop alone, operators as written"] = alone(
+            batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device
+        )
     model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     labels = torch.randint(0, 1000, (args.batch,), device=device)

@@ -8,7 +8,8 @@
 # saying so). PARTS picks them, in order (default all four; their compares take longer than one
 # 9-minute run, so DEADLINE leaves the last out, and a second run with PARTS=torch-ro runs it):
 #   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py),
-#             at CUDA's default hardware queues and at --decode gpu's
+#             at the hardware queues --decode gpu sets, with a profile
+#   overlap-default-queues  the same at CUDA's default hardware queues
 #   rates     Pillow's, pillow-simd's and nvJPEG's decode rates (benchmarks/decode_rate.py)
 #   torch     pytorch, eager
 #   keras     keras-torch and keras-jax in one compare each
@@ -63,10 +64,11 @@ rates() {
 
 for part in ${PARTS:-rates torch keras torch-ro}; do
   case $part in
-  overlap)  # at CUDA's default hardware queues, then at the count --decode gpu sets (frameworks/specs.py)
-    python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead | tee "$OUT/overlap-default-queues.txt"
+  overlap)  # at the count --decode gpu sets (frameworks/specs.py)
     CUDA_DEVICE_MAX_CONNECTIONS=32 python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead \
       --profile "$OUT" | tee "$OUT/overlap.txt" ;;
+  overlap-default-queues)
+    python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead | tee "$OUT/overlap-default-queues.txt" ;;
   rates) rates ;;
   torch) three torch --frameworks pytorch ;;
   keras) three keras --frameworks keras-torch,keras-jax ;;

@@ -6,15 +6,16 @@ drawn from their headers (as `--decode gpu`'s workers hand them over), so what s
 rows is the GPU and the training process's threads, not the host's reading. Rows, images/s:
 
 - decode alone (bytes in pageable and in pinned memory), decode + crop alone
-  (`DecodedOnDevice`, what a step would take), crop alone (images decoded beforehand), compiled
-  as `--decode gpu` runs it and as its operators are written, each batch waited for before the
-  next; the kernels and copies one batch's decode runs, and its crop's both ways, and how far the
-  two crops' pixels are apart;
+  (`DecodedOnDevice`, what a step would take), crop alone (images decoded beforehand), each batch
+  waited for before the next; the kernels and copies one batch's decode and its crop run, by GPU
+  time;
 - ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
   fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream of
   high priority), with the thread only decoding (the step takes the resident batch) and only
-  cropping, eager and with each `--compile` mode (torch.compile of the model). Each fed row gives
-  the share of its time the training thread waited for a batch.
+  cropping, eager and with each `--compile` mode (torch.compile of the model); then decoded and
+  cropped with the side stream at each `--priorities` value other than `DecodedAhead`'s, and with
+  the step itself on a stream of the highest priority and the side stream at the default. Each
+  fed row gives the share of its time the training thread waited for a batch.
 - `--profile DIR`: torch.profiler over a few steps of the last mode fed as `--decode gpu` feeds
   them: the top operators by GPU and by CPU time, and the trace.
 
@@ -46,6 +47,7 @@ from mgbench.frameworks.pytorch.device_decode import (
     collate_encoded,
     decoded_images,
 )
+from mgbench.frameworks.pytorch.normalise import normalised_pixels
 
 INPUT_SIZE = 224
 
@@ -79,7 +81,20 @@ class CropOnly:
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         labels = batch[3].to(self.device, non_blocking=non_blocking)
-        return self.place.normalised(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE)), labels
+        return normalised_pixels(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), True), labels
+
+
+def row(name: str, measured: float | tuple[float, float]) -> None:
+    """Prints a measured row (images/s, with the share of time waited where there is one) as it is
+    measured: a run cut short keeps what it measured."""
+    rate, waited = measured if isinstance(measured, tuple) else (measured, None)
+    wait = "" if waited is None else f"  waited {waited:6.1%}"
+    print(f"{name:<58} {rate:>8.0f} img/s{wait}", flush=True)
+
+
+def at(priority: int) -> type[DecodedAhead]:
+    """`DecodedAhead` with its side stream at `priority`."""
+    return type(f"DecodedAheadAt{priority}", (DecodedAhead,), {"priority": priority})
 
 
 def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:
@@ -161,21 +176,6 @@ def kernels(work: Callable[[], object]) -> str:
     return f"{total:.0f} us: {listed}"
 
 
-def crop_against_operators(batches: list[EncodedBatch], images: dict[int, list[torch.Tensor]]) -> str:
-    """How far the compiled crop's pixels are from the same crop run as its operators are written
-    (`torch.compiler.set_stance("force_eager")`), over the batches."""
-    differing, largest, count = 0, 0, 0
-    for batch in batches:
-        compiled = cropped(images[id(batch)], batch[2], INPUT_SIZE).int()
-        with torch.compiler.set_stance("force_eager"):
-            written = cropped(images[id(batch)], batch[2], INPUT_SIZE).int()
-        difference = (compiled - written).abs()
-        differing += int((difference > 0).sum())
-        largest = max(largest, int(difference.max()))
-        count += difference.numel()
-    return f"{differing} of {count} levels differ, by at most {largest}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset")
@@ -184,6 +184,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--batches", type=int, default=12, help="distinct encoded batches, cycled")
     parser.add_argument("--compile", action="append", default=[], help="a torch.compile mode (repeatable)")
+    parser.add_argument(
+        "--priorities", type=lambda text: [int(p) for p in text.split(",")], default=[DecodedAhead.priority],
+        help="side-stream priorities the fed rows run at, comma-separated (lower is higher)",
+    )  # fmt: skip
     parser.add_argument("--profile", metavar="DIR", help="profile the last mode's fed steps, the trace into DIR")
     args = parser.parse_args()
     device = torch.device("cuda")
@@ -196,23 +200,12 @@ def main() -> None:
     print(f"one batch's decode on the GPU: {kernels(lambda: decoded_images(batches[0][0], batches[0][1], device))}")
     images = {id(batch): decoded_images(batch[0], batch[1], device) for batch in batches}
     first = batches[0]
-    crop_first = lambda: place.normalised(cropped(images[id(first)], first[2], INPUT_SIZE))  # noqa: E731
-    crop_first()  # compiled here, before anything is timed
-    print(f"one batch's crop on the GPU: {kernels(crop_first)}")
-    with torch.compiler.set_stance("force_eager"):
-        print(f"the same, operators as written: {kernels(crop_first)}")
-    print(f"compiled crop against its operators: {crop_against_operators(batches, images)}")
-    rows: dict[str, float | tuple[float, float]] = {}
+    print(f"one batch's crop on the GPU: {kernels(lambda: cropped(images[id(first)], first[2], INPUT_SIZE))}")
+    print(f"{args.dataset}: ResNet-50, {args.batch} a batch, {args.steps} steps after {args.warmup}")
     for memory, source in memories.items():
-        rows[f"decode alone, {memory}"] = alone(
-            source, lambda batch: decoded_images(batch[0], batch[1], device), device
-        )
-    rows["decode + crop alone, pinned"] = alone(memories["pinned"], place, device)
-    rows["crop alone"] = alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device)
-    with torch.compiler.set_stance("force_eager"):
-        rows["crop alone, operators as written"] = alone(
-            batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device
-        )
+        row(f"decode alone, {memory}", alone(source, lambda batch: decoded_images(batch[0], batch[1], device), device))
+    row("decode + crop alone, pinned", alone(memories["pinned"], place, device))
+    row("crop alone", alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device))
     model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     labels = torch.randint(0, 1000, (args.batch,), device=device)
@@ -227,24 +220,32 @@ def main() -> None:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
 
-        rows[f"{mode}: resident batch"] = trained(step, itertools.repeat(resident), args.steps, args.warmup, args.batch)
-        feeds = {"decoded + cropped, pinned": (place, "pinned")}
-        feeds |= {f"decoded only, {memory}": (DecodeOnly(place, resident), memory) for memory in memories}
-        feeds["cropped only"] = (CropOnly(place, images), "pageable")
-        for name, (work, memory) in feeds.items():
-            fed = DecodedAhead(itertools.cycle(memories[memory]), work)
+        row(f"{mode}: resident batch", trained(step, itertools.repeat(resident), args.steps, args.warmup, args.batch))
+        feeds = {"decoded + cropped, pinned": (place, "pinned", DecodedAhead, None)}
+        feeds |= {
+            f"decoded only, {memory}": (DecodeOnly(place, resident), memory, DecodedAhead, None) for memory in memories
+        }
+        feeds["cropped only"] = (CropOnly(place, images), "pageable", DecodedAhead, None)
+        for priority in args.priorities:
+            if priority != DecodedAhead.priority:
+                feeds[f"decoded + cropped, pinned, side stream at {priority}"] = (place, "pinned", at(priority), None)
+        highest = torch.cuda.Stream.priority_range()[1]
+        feeds[f"decoded + cropped, pinned, step at {highest}, side at 0"] = (
+            place, "pinned", at(0), torch.cuda.Stream(device, priority=highest)
+        )  # fmt: skip
+        for name, (work, memory, ahead, step_stream) in feeds.items():
+            fed = ahead(itertools.cycle(memories[memory]), work)
             pixels = (images for images, _ in fed)
-            rows[f"{mode}: fed, {name}"] = trained(step, pixels, args.steps, args.warmup, args.batch)
+            try:
+                with torch.cuda.stream(step_stream):
+                    row(f"{mode}: fed, {name}", trained(step, pixels, args.steps, args.warmup, args.batch))
+            except RuntimeError as error:  # a step that cannot run on another stream says why and the rest go on
+                print(f"{mode}: fed, {name}: {str(error).splitlines()[0]}")
             fed.ahead.close()
         if args.profile and mode == [*args.compile, "eager"][0]:
             fed = DecodedAhead(itertools.cycle(memories["pinned"]), place)
             profiled(step, (images for images, _ in fed), args.profile)
             fed.ahead.close()
-    print(f"{args.dataset}: ResNet-50, {args.batch} a batch, {args.steps} steps after {args.warmup}")
-    for name, measured in rows.items():
-        rate, waited = measured if isinstance(measured, tuple) else (measured, None)
-        wait = "" if waited is None else f"  waited {waited:6.1%}"
-        print(f"{name:<52} {rate:>8.0f} img/s{wait}")
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
 from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated
-from mgbench.frameworks.pytorch.device_crop import compiled_for, cropped
-from mgbench.frameworks.pytorch.normalise import imagenet_statistics, normalised
+from mgbench.frameworks.pytorch.device_crop import cropped
+from mgbench.frameworks.pytorch.normalise import normalised_pixels
 from mgbench.frameworks.pytorch.spec import NVJPEG
 
 EncodedBatch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -69,13 +69,7 @@ class DecodedOnDevice:
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         data, lengths, windows, targets = batch
         crops = decoded_crops(data, lengths, windows, self.device, self.crop)
-        return self.normalised(crops), targets.to(self.device, non_blocking=non_blocking)
-
-    def normalised(self, crops: torch.Tensor) -> torch.Tensor:
-        """The crops as the host path's device finish normalises pixels, compiled like the crop
-        (`device_crop.compiled_for`): one pass over the batch where the operators make four."""
-        statistics = imagenet_statistics(self.device)
-        return compiled_for(normalised, self.device)(crops, *statistics, self.channels_last)
+        return normalised_pixels(crops, self.channels_last), targets.to(self.device, non_blocking=non_blocking)
 
     def staged(self, host_batches: Iterator[EncodedBatch]) -> DecodedAhead:
         """The batches decoded ahead of the step that takes them, off the training thread."""

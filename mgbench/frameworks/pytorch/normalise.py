@@ -11,19 +11,14 @@ from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD
 
 
 @functools.cache
-def imagenet_statistics(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _imagenet_statistics(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean and standard deviation as (1, 3, 1, 1) tensors, made once per device."""
     return tuple(torch.as_tensor(v, device=device).view(1, 3, 1, 1) for v in (IMAGENET_MEAN, IMAGENET_STD))
 
 
 def normalised_pixels(pixels: torch.Tensor, channels_last: bool) -> torch.Tensor:
     """(N, 3, H, W) uint8 on its device as float32 in the model's memory format."""
-    return normalised(pixels, *imagenet_statistics(pixels.device), channels_last)
-
-
-def normalised(pixels: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, channels_last: bool) -> torch.Tensor:
-    """`normalised_pixels` with the statistics (`imagenet_statistics`) handed in: what a compiled
-    caller traces (a cached function's tensors are not)."""
+    mean, std = _imagenet_statistics(pixels.device)
     layout = torch.channels_last if channels_last else torch.contiguous_format
     # The host's operations in its order, in place on one float copy made in the model's layout:
     # one pass over float32 pixels fewer than a new tensor per operation and a copy to the layout.

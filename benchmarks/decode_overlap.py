@@ -10,12 +10,12 @@ rows is the GPU and the training process's threads, not the host's reading. Rows
   waited for before the next; the kernels and copies one batch's decode and its crop run, by GPU
   time;
 - ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
-  fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream of
-  high priority), with the thread only decoding (the step takes the resident batch) and only
-  cropping, eager and with each `--compile` mode (torch.compile of the model); then decoded and
-  cropped with the side stream at each `--priorities` value other than `DecodedAhead`'s, and with
-  the step itself on a stream of the highest priority and the side stream at the default. Each
-  fed row gives the share of its time the training thread waited for a batch.
+  fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream), with the thread only decoding (the step takes the resident batch) and only
+  cropping, eager and with each `--compile` mode (torch.compile of the model); `DecodedAhead`
+  puts the step on a stream of the highest priority and the decode's at the default, and two
+  more rows run the step on the default stream instead, beside a side stream at the default and
+  at a high priority. Each fed row gives the share of its time the training thread waited for a
+  batch.
 - `--profile DIR`: torch.profiler over a few steps of the last mode fed as `--decode gpu` feeds
   them: the top operators by GPU and by CPU time, and the trace.
 
@@ -184,10 +184,6 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--batches", type=int, default=12, help="distinct encoded batches, cycled")
     parser.add_argument("--compile", action="append", default=[], help="a torch.compile mode (repeatable)")
-    parser.add_argument(
-        "--priorities", type=lambda text: [int(p) for p in text.split(",")], default=[DecodedAhead.priority],
-        help="side-stream priorities the fed rows run at, comma-separated (lower is higher)",
-    )  # fmt: skip
     parser.add_argument("--profile", metavar="DIR", help="profile the last mode's fed steps, the trace into DIR")
     args = parser.parse_args()
     device = torch.device("cuda")
@@ -226,13 +222,14 @@ def main() -> None:
             f"decoded only, {memory}": (DecodeOnly(place, resident), memory, DecodedAhead, None) for memory in memories
         }
         feeds["cropped only"] = (CropOnly(place, images), "pageable", DecodedAhead, None)
-        for priority in args.priorities:
-            if priority != DecodedAhead.priority:
-                feeds[f"decoded + cropped, pinned, side stream at {priority}"] = (place, "pinned", at(priority), None)
-        highest = torch.cuda.Stream.priority_range()[1]
-        feeds[f"decoded + cropped, pinned, step at {highest}, side at 0"] = (
-            place, "pinned", at(0), torch.cuda.Stream(device, priority=highest)
-        )  # fmt: skip
+        default = torch.cuda.default_stream(device)
+        feeds["decoded + cropped, pinned, step and side stream at the default priority"] = (
+            place,
+            "pinned",
+            at(0),
+            default,
+        )
+        feeds["decoded + cropped, pinned, step at the default, side stream at -1"] = (place, "pinned", at(-1), default)
         for name, (work, memory, ahead, step_stream) in feeds.items():
             fed = ahead(itertools.cycle(memories[memory]), work)
             pixels = (images for images, _ in fed)

@@ -66,7 +66,7 @@ for part in ${PARTS:-rates torch keras torch-ro}; do
   case $part in
   overlap)  # at the count --decode gpu sets (frameworks/specs.py)
     CUDA_DEVICE_MAX_CONNECTIONS=32 python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead \
-      --priorities=-1,0 --profile "$OUT" | tee "$OUT/overlap.txt" ;;
+      --profile "$OUT" | tee "$OUT/overlap.txt" ;;
   overlap-default-queues)
     python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead | tee "$OUT/overlap-default-queues.txt" ;;
   rates) rates ;;

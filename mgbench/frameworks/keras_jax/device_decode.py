@@ -8,10 +8,13 @@ it normalises host-decoded pixels, in one compiled function.
 One GPU decodes for all because torchvision keeps one nvJPEG decoder per process, bound to one
 device and built anew whenever a call names another (`decode_jpegs_cuda.cpp`): PyTorch's one
 process per device never switches, but one process decoding each share on its own device would
-rebuild the decoder on every call. The decoding queues its work on a CUDA stream of its own (at
-the high priority of PyTorch's `DecodedAhead`, for its reason) and waits for it before handing
-the pixels over, since JAX reads them from streams of its own that do not wait on torch's. The placement runs where the adapter places batches: staged, on the thread
-that places them ahead of the step, never the training thread.
+rebuild the decoder on every call. The decoding queues its work on a CUDA stream of its own and
+waits for it before handing the pixels over, since JAX reads them from streams of its own that do
+not wait on torch's. That stream has a high priority: JAX's step cannot be put above the decode
+as PyTorch's is (`DecodedAhead`), and at the step's priority each crop kernel would wait for SMs
+behind the step's kernels, which the placing thread waits out. The placement runs where the
+adapter places batches: staged, on the thread that places them ahead of the step, never the
+training thread.
 
 Imports torch: the adapter imports this module only when its loader hands over files.
 """
@@ -23,7 +26,7 @@ import torch
 
 from mgbench.datasets.encoded import EncodedArrays, padded_items
 from mgbench.frameworks.keras_jax.spec import HANDED_TO_JAX
-from mgbench.frameworks.pytorch.device_decode import DecodedAhead, decoded_crops
+from mgbench.frameworks.pytorch.device_decode import decoded_crops
 from mgbench.frameworks.pytorch.spec import NVJPEG
 
 
@@ -52,13 +55,14 @@ class DecodedByTorch:
     """Places batches of files (`encoded.collated`) as uint8 NHWC pixels of `crop` px sharded like
     `sharding`, decoded and cropped on its first device."""
 
+    priority = -1
+    """The decoding stream's CUDA priority (lower is higher; JAX's streams have the default, 0)."""
+
     def __init__(self, sharding: jax.sharding.NamedSharding, crop: int):
         self.sharding, self.crop = sharding, crop
         first = min(sharding.addressable_devices, key=lambda device: device.id)
         self.device = torch_device(first)
-        self.stream = (
-            torch.cuda.Stream(self.device, priority=DecodedAhead.priority) if self.device.type == "cuda" else None
-        )
+        self.stream = torch.cuda.Stream(self.device, priority=self.priority) if self.device.type == "cuda" else None
 
     @property
     def decoder(self) -> str:

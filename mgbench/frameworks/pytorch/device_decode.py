@@ -9,6 +9,7 @@ device finish normalises its pixels (`normalise.py`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -76,6 +77,21 @@ class DecodedOnDevice:
         return DecodedAhead(host_batches, self)
 
 
+@functools.cache
+def _highest_priority_stream(device: torch.device) -> torch.cuda.Stream:
+    return torch.cuda.Stream(device, priority=torch.cuda.Stream.priority_range()[1])
+
+
+def outranking(device: torch.device) -> None:
+    """Moves this thread's work on `device` onto a stream of CUDA's highest priority, one per
+    device, after the work already queued on its current stream."""
+    stream = _highest_priority_stream(device)
+    current = torch.cuda.current_stream(device)
+    if current != stream:
+        stream.wait_stream(current)
+        torch.cuda.set_stream(stream)
+
+
 class DecodedAhead:
     """Decodes and crops batch k+1 on a side stream, on a thread of its own, during step k.
 
@@ -84,17 +100,19 @@ class DecodedAhead:
     the step, so the device's queue would run dry; here only this thread waits. The step's stream
     waits for each batch's event before reading it.
 
-    The side stream has the high priority: the step's kernels fill the GPU, and a crop kernel
-    queued behind them at equal priority waits for SMs to drain, which this thread waits out
-    kernel by kernel (`settled`, the decoder's own waits). At high priority each crop kernel takes
-    the next free SMs; the crop's work is small beside a step's."""
+    The step outranks the decode: the thread that iterates runs on a stream of CUDA's highest
+    priority from here on (`outranking`), and the side stream, like the decoder's own, has the
+    default. The decode's kernels then take the SMs the step leaves free, where at equal or
+    higher priority they took SMs from the step's kernels: the step waits for none of them, and
+    batch k+1 is needed only when step k ends."""
 
-    priority = -1
+    priority = 0
     """The side stream's CUDA priority (lower is higher; 0 is the default)."""
 
     def __init__(self, host_batches: Iterator[EncodedBatch], place: DecodedOnDevice):
         self.place = place
         self.stream = torch.cuda.Stream(place.device, priority=self.priority)
+        outranking(place.device)
         self.ahead = Ahead(self._placed(batch) for batch in host_batches)
 
     def _placed(self, batch: EncodedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:

@@ -11,8 +11,9 @@ rows is the GPU and the training process's threads, not the host's reading. Rows
   time;
 - ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
   fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream), with the thread only decoding (the step takes the resident batch) and only
-  cropping, eager and with each `--compile` mode (torch.compile of the model); `DecodedAhead`
-  puts the step on a stream of the highest priority and the decode's at the default, and two
+  cropping, eager and with each `--compile` mode (torch.compile of the model); the step runs on
+  a stream of the highest priority (`outranking`, as a `--decode gpu` run's) and the decode's at
+  the default, and two
   more rows run the step on the default stream instead, beside a side stream at the default and
   at a high priority. Each fed row gives the share of its time the training thread waited for a
   batch.
@@ -46,6 +47,7 @@ from mgbench.frameworks.pytorch.device_decode import (
     EncodedBatch,
     collate_encoded,
     decoded_images,
+    outranking,
 )
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 
@@ -202,6 +204,7 @@ def main() -> None:
         row(f"decode alone, {memory}", alone(source, lambda batch: decoded_images(batch[0], batch[1], device), device))
     row("decode + crop alone, pinned", alone(memories["pinned"], place, device))
     row("crop alone", alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device))
+    outranking(device)
     model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     labels = torch.randint(0, 1000, (args.batch,), device=device)

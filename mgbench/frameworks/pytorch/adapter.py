@@ -49,7 +49,7 @@ from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.pytorch import attention, models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
 from mgbench.frameworks.pytorch.data import PlacedPixels, build_loaders, decoding_for, placed_images
-from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice
+from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, outranking
 from mgbench.frameworks.pytorch.profiler import profile_with_torch
 from mgbench.frameworks.pytorch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch.strategies import STRATEGIES, TorchStrategy
@@ -121,6 +121,10 @@ class TorchProcess(Adapter):
         torch.backends.cudnn.benchmark = not self.parallel.replica_threads
         self.devices = self._join_devices(config)
         self.device = self.devices[0]
+        if self.use_cuda and config.decode.on_device:
+            # Before the model and its wrappers are built: autograd's nodes keep the stream they
+            # were made on, and a step on another waits for it at every gradient.
+            outranking(self.device)
 
     def _join_devices(self, config: RunConfig) -> list[torch.device]:
         """Join the strategy's process group; name the devices this process drives."""

@@ -84,7 +84,8 @@ def _highest_priority_stream(device: torch.device) -> torch.cuda.Stream:
 
 def outranking(device: torch.device) -> None:
     """Moves this thread's work on `device` onto a stream of CUDA's highest priority, one per
-    device, after the work already queued on its current stream."""
+    device, after the work already queued on its current stream: where the training step runs
+    when its device also decodes (`DecodedAhead`). Called before the model is built."""
     stream = _highest_priority_stream(device)
     current = torch.cuda.current_stream(device)
     if current != stream:
@@ -100,8 +101,8 @@ class DecodedAhead:
     the step, so the device's queue would run dry; here only this thread waits. The step's stream
     waits for each batch's event before reading it.
 
-    The step outranks the decode: the thread that iterates runs on a stream of CUDA's highest
-    priority from here on (`outranking`), and the side stream, like the decoder's own, has the
+    The step outranks the decode: the adapter puts the training thread's work on a stream of
+    CUDA's highest priority (`outranking`), and the side stream, like the decoder's own, has the
     default. The decode's kernels then take the SMs the step leaves free, where at equal or
     higher priority they took SMs from the step's kernels: the step waits for none of them, and
     batch k+1 is needed only when step k ends."""
@@ -112,7 +113,6 @@ class DecodedAhead:
     def __init__(self, host_batches: Iterator[EncodedBatch], place: DecodedOnDevice):
         self.place = place
         self.stream = torch.cuda.Stream(place.device, priority=self.priority)
-        outranking(place.device)
         self.ahead = Ahead(self._placed(batch) for batch in host_batches)
 
     def _placed(self, batch: EncodedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:

@@ -15,7 +15,9 @@
 #   keras     keras-torch and keras-jax in one compare each
 #   torch-ro  pytorch with --compile reduce-overhead
 # Writes $OUT/decode.txt (benchmarks/decode_table.py) and $OUT/decode.tgz (run folders, logs).
-# Scale with STEPS (default 30), BATCH (128), JPEG_CLASSES (40, 60 images each: every run also
+# Scale with STEPS (default 100: a --decode gpu step varies more from step to step, and over 30
+# steps the warm-up detector can take the first, slower steps as steady), BATCH (128),
+# JPEG_CLASSES (40, 60 images each: every run also
 # scores the validation split once), WORKERS (the loader's default). DEADLINE=S (default 420)
 # starts no compare once the script has run S seconds, so the whole ends within 9 minutes (a
 # compare left out says so).
@@ -24,7 +26,7 @@ source benchmarks/gpu_env.sh
 JPEG=${JPEG:-/tmp/jpeg-folder-${JPEG_CLASSES:-40}}
 LOGS=runs/decode-logs
 JOB=(--gpus 1 --model resnet50 --precision bf16 --data-format channels_last --batch-per-gpu "${BATCH:-128}"
-  --steps "${STEPS:-30}" --timeout 300 --profile 0)
+  --steps "${STEPS:-100}" --timeout 300 --profile 0)
 [ -n "${WORKERS:-}" ] && JOB+=(--workers "$WORKERS")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)'

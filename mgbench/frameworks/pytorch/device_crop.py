@@ -79,9 +79,8 @@ def source_spans(starts: np.ndarray, ends: np.ndarray, out: int, sizes: np.ndarr
     the box and the filter's reach beyond it (one output pixel's scale, at least one pixel), within
     its image of `sizes` pixels."""
     reach = np.maximum((ends - starts) / out, 1.0) + 1.0
-    return np.stack([np.maximum(0, np.floor(starts - reach)), np.minimum(sizes, np.ceil(ends + reach))]).astype(
-        np.int64
-    )
+    first, last = np.maximum(0, np.floor(starts - reach)), np.minimum(sizes, np.ceil(ends + reach))
+    return np.stack([first, last]).astype(np.int64)
 
 
 ALIGNMENT = 8
@@ -112,7 +111,8 @@ def gathered(images: list[torch.Tensor], shapes: np.ndarray, xs: np.ndarray, ys:
     # The last row's window may reach `width` elements past the last image.
     flat = torch.cat([*(image.reshape(-1) for image in images), images[0].new_zeros(width)])
     channels, rows, columns = shapes.T
-    starts = np.cumsum(channels * rows * columns) - channels * rows * columns
+    sizes = channels * rows * columns
+    starts = np.cumsum(sizes) - sizes
     # Per image: its span's first element, channel stride, row stride, span's height.
     table = np.stack(
         [starts + ys[0] * columns + xs[0], np.where(channels == 3, rows * columns, 0), columns, ys[1] - ys[0]]

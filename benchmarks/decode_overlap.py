@@ -12,12 +12,15 @@ rows is the GPU and the training process's threads, not the host's reading. Rows
 - ResNet-50's step (bf16 autocast, channels_last, SGD with momentum) on one resident batch, then
   fed by `DecodedAhead` (decoded and cropped one step ahead on a thread and a side stream), with
   the thread only decoding (the step takes the resident batch) and only cropping, eager and with
-  each `--compile` mode (torch.compile of the model). The step runs on a stream of the highest
-  priority (`outranking`, as a `--decode gpu` run's) and the decode's at the default; two more
-  rows run the step on the default stream instead, beside a side stream at the default and at a
-  high priority. Each fed row gives the share of its time the training thread waited for a batch.
-- `--profile DIR`: torch.profiler over a few steps of the last mode fed as `--decode gpu` feeds
-  them: the top operators by GPU and by CPU time, and the trace.
+  each `--compile` mode (torch.compile of the model). Eager, the thread's host work alone: each
+  file's bytes copied to the GPU on its own, from pageable and from pinned memory (the decoder
+  copies the files one by one), and 5 ms of pure Python a batch (the interpreter's lock). The
+  step runs on a stream of the highest priority (`outranking`, as a `--decode gpu` run's) and the
+  decode's at the default; two more rows run the step on the default stream instead, beside a
+  side stream at the default and at a high priority. Each fed row gives the share of its time the
+  training thread waited for a batch.
+- `--profile DIR`: torch.profiler over a few steps of the first `--compile` mode (eager without
+  one) fed as `--decode gpu` feeds them: the top operators by GPU and by CPU time, and the trace.
 
 A fed row at its resident row's rate means the decode is hidden behind the step. The hardware
 queues CUDA gives the process (`CUDA_DEVICE_MAX_CONNECTIONS`, which `--decode gpu` raises) are
@@ -83,6 +86,38 @@ class CropOnly:
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         labels = batch[3].to(self.device, non_blocking=non_blocking)
         return normalised_pixels(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), True), labels
+
+
+@dataclass(frozen=True)
+class Burden:
+    """A `DecodedOnDevice` stand-in that hands over `images` after doing `work` with each batch
+    on the decoding thread: what the step loses to one part of the decoder's host side."""
+
+    place: DecodedOnDevice
+    images: torch.Tensor
+    work: Callable[[EncodedBatch], object]
+
+    @property
+    def device(self) -> torch.device:
+        return self.place.device
+
+    def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        self.work(batch)
+        return self.images, batch[3].to(self.device, non_blocking=non_blocking)
+
+
+def copied_files(batch: EncodedBatch, device: torch.device) -> None:
+    """Each file's bytes copied to `device` on its own, then waited for: the decoder's copies."""
+    for part in torch.split(batch[0], batch[1].tolist()):
+        part.to(device, non_blocking=True)
+    torch.cuda.current_stream(device).synchronize()
+
+
+def python_for(seconds: float) -> None:
+    """Pure Python for `seconds`, holding the interpreter's lock as long as Python lets it."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def row(name: str, measured: float | tuple[float, float]) -> None:
@@ -224,6 +259,22 @@ def main() -> None:
             f"decoded only, {memory}": (DecodeOnly(place, resident), memory, DecodedAhead, None) for memory in memories
         }
         feeds["cropped only"] = (CropOnly(place, images), "pageable", DecodedAhead, None)
+        if mode == "eager":
+            feeds |= {
+                f"each file copied alone, {memory}": (
+                    Burden(place, resident, lambda batch: copied_files(batch, device)),
+                    memory,
+                    DecodedAhead,
+                    None,
+                )
+                for memory in memories
+            }
+            feeds["5 ms of Python a batch"] = (
+                Burden(place, resident, lambda _: python_for(0.005)),
+                "pinned",
+                DecodedAhead,
+                None,
+            )
         default = torch.cuda.default_stream(device)
         feeds["decoded + cropped, pinned, step and side at the default"] = (place, "pinned", at(0), default)
         feeds["decoded + cropped, pinned, step at the default, side at -1"] = (place, "pinned", at(-1), default)

@@ -10,6 +10,7 @@
 #   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py),
 #             at the hardware queues --decode gpu sets, with a profile
 #   overlap-default-queues  the same at CUDA's default hardware queues
+#   overlap-eager  the eager step alone, beside the decoder's host work part by part, profiled
 #   rates     Pillow's, pillow-simd's and nvJPEG's decode rates (benchmarks/decode_rate.py)
 #   torch     pytorch, eager
 #   keras     keras-torch and keras-jax in one compare each
@@ -69,6 +70,9 @@ for part in ${PARTS:-rates torch keras torch-ro}; do
   overlap)  # at the count --decode gpu sets (frameworks/specs.py)
     CUDA_DEVICE_MAX_CONNECTIONS=32 python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead \
       --profile "$OUT" | tee "$OUT/overlap.txt" ;;
+  overlap-eager)
+    CUDA_DEVICE_MAX_CONNECTIONS=32 python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --profile "$OUT" \
+      | tee "$OUT/overlap-eager.txt" ;;
   overlap-default-queues)
     python3 benchmarks/decode_overlap.py "imagefolder:$JPEG" --compile reduce-overhead | tee "$OUT/overlap-default-queues.txt" ;;
   rates) rates ;;

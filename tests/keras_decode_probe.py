@@ -5,7 +5,8 @@ Reads a JPEG class folder's training split (epoch 0) and validation split throug
 loader twice, once handing over files (`data.FileBytes`, decoded by the adapter's placement) and
 once pixels (`data.HostPixels`, the workers decoded), both through the adapter's `_fed` (the
 placement and Keras' layout a run feeds its steps). Writes an .npz with both runs' images and
-labels per batch, and what the device path's arrays are (dtype, shape, devices).
+labels per batch, and what the device path's arrays are (dtype, shape, devices) and whether the
+files' bytes arrived mapped from shared memory (the hand-off) rather than through the pipe.
 
 The adapter is built without `setup`, which would start a process group (keras-torch) or build
 a model (keras-jax); a `--decode gpu` job on CPU devices is refused before any adapter runs.
@@ -14,6 +15,7 @@ a model (keras-jax); a `--decode gpu` job on CPU devices is refused before any a
 """
 
 import json
+import mmap
 import os
 import sys
 from functools import partial
@@ -81,6 +83,13 @@ def keras_jax_feeds(config: RunConfig, real, staged: bool):
     return train, val, trainer.place.decoder, placed
 
 
+def memory_under(array: np.ndarray) -> object:
+    """What holds `array`'s bytes: the first base that is not an array (a buffer's exporter)."""
+    while isinstance(array, np.ndarray):
+        array = array.base
+    return array.obj if isinstance(array, memoryview) else array
+
+
 def main(framework: str, folder: str, out: str) -> None:
     by_decode = configs(framework, folder)
     os.environ.update(framework_spec(framework).variables_for(by_decode["cpu"].with_changes(device_kind="cpu")))
@@ -103,6 +112,7 @@ def main(framework: str, folder: str, out: str) -> None:
     data_, lengths, windows, targets = next(batches)
     batches.close()
     found["encoded"] = [str(data_.dtype), int(lengths.sum()) == len(data_), list(windows.shape), len(targets)]
+    found["encoded_mapped"] = isinstance(memory_under(data_), mmap.mmap)
     assert (found["gpu_loading"], found["cpu_loading"]) == (FileBytes.__name__, HostPixels.__name__)
     np.savez(out, **arrays)
     print(json.dumps(found))

@@ -54,6 +54,7 @@ def test_the_byte_handing_pydataset_decoded_on_a_device_gives_the_host_loaders_b
     root = jpeg_folder(tmp_path / "jpegs", SIZES)
     found = probe(framework, root, tmp_path / "batches.npz")
     assert found["encoded"] == ["uint8", True, [2, 5], 2]
+    assert found["encoded_mapped"]  # the files crossed from the worker through shared memory, not the pipe
     assert found["cpu_decoder"].startswith("pillow") and found["cpu_decoder"].endswith(" (host)")  # the env's build
     batch = 4 if framework == "keras-jax" else 2
     with np.load(tmp_path / "batches.npz") as arrays:

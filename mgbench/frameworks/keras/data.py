@@ -6,9 +6,9 @@ Which samples a process reads (the epoch's permutation and its shard of each glo
 every framework does identical work on identical samples. What is Keras' here is the loading
 mechanics: `keras.utils.PyDataset` with `workers` and `use_multiprocessing`, run by the ordered
 enqueuer that `fit` runs it through (keras-jax, keras-torch). Its worker processes hand each
-batch's pixels over through a file in shared memory rather than pickled through the enqueuer's
-pipe (`handoff.py`). keras-tf and tensorflow build a
-tf.data pipeline over the same sample keys instead (`keras_tf/data.py`).
+batch's pixels (or files) over through a file in shared memory rather than pickled through the
+enqueuer's pipe (`handoff.py`). keras-tf and tensorflow build a tf.data pipeline over the same
+sample keys instead (`keras_tf/data.py`).
 
 Loaders hand out uint8 NHWC pixels (a quarter of float32's bytes through the worker queues and
 the bus); `normalised` turns them into the model's float input where they land, computing what
@@ -72,9 +72,6 @@ class HostPixels:
     """The workers decode, crop and flip (Pillow): a batch is uint8 NHWC pixels and targets, the
     pixels handed over through a file in shared memory (`handoff.py`)."""
 
-    def handoff(self) -> HandOff:
-        return HandOff()
-
     def train_items(self, split: Split, augmentation: Augmentation, seed: int) -> TrainItems:
         return TrainItems(split, augmentation, seed, pixels=True)
 
@@ -95,12 +92,10 @@ class HostPixels:
 @dataclass(frozen=True)
 class FileBytes:
     """The workers read each JPEG's bytes and draw its window from the header; the adapter decodes
-    and crops them on its devices (`--decode gpu`). A batch is pickled through the enqueuer's pipe,
-    with no shared-memory hand-off: the compressed files are a fraction of the pixels they decode
-    to, small enough that the pipe's reads cost less than writing and mapping a file per batch."""
-
-    def handoff(self) -> None:
-        return None
+    and crops them on its devices (`--decode gpu`). The files' bytes are handed over through a file
+    in shared memory as pixels are: through the enqueuer's pipe, a batch's files (a few MB) were read
+    64 KB at a time by a thread that takes the GIL for every read, and beside the threads that
+    decode and place batches, each read waited its turn for the GIL and batches arrived late."""
 
     def train_items(self, split: Split, augmentation: Augmentation, seed: int) -> EncodedTrainItems:
         return EncodedTrainItems(split, augmentation, seed)
@@ -108,14 +103,14 @@ class FileBytes:
     def eval_items(self, split: Split, augmentation: Augmentation, indices: list[int]) -> EncodedEvalItems:
         return EncodedEvalItems(split, augmentation, indices)
 
-    def batch(self, items: list[tuple[np.ndarray, np.ndarray, np.ndarray]], handoff: None) -> PyDatasetItem:
+    def batch(self, items: list[tuple[np.ndarray, np.ndarray, np.ndarray]], handoff: HandOff | None) -> PyDatasetItem:
         data, lengths, windows, targets = collated(items)
-        return (data, lengths, windows), targets
+        return ((handoff.shared(data) if handoff else data), lengths, windows), targets
 
     def received(self, batch: PyDatasetItem) -> EncodedArrays:
-        """The batch as `collated` gives it."""
+        """The batch as `collated` gives it, its files' bytes a plain array."""
         (data, lengths, windows), targets = batch
-        return data, lengths, windows, targets
+        return np.asarray(data), lengths, windows, targets
 
 
 Loading = HostPixels | FileBytes
@@ -124,7 +119,7 @@ Loading = HostPixels | FileBytes
 
 class Batches(keras.utils.PyDataset):
     """A PyDataset of batches of `loading`'s items, run by `workers` processes (a thread without
-    them), which hand them over through `handoff` where the loading has one."""
+    them), which hand them over through `handoff` (shared memory) when they are processes."""
 
     def __init__(self, loading: Loading, workers: int):
         super().__init__(workers=max(1, workers), use_multiprocessing=workers > 0, max_queue_size=2 * max(1, workers))
@@ -200,10 +195,10 @@ def clean_worker_start() -> None:
 def enqueued(dataset: Batches) -> Iterator[LoadedBatch]:
     """The dataset's batches in order through Keras' own data adapter (the ordered enqueuer with
     its worker pool that `fit` runs a PyDataset through), stopped when the iterator is; worker
-    processes hand pixels over through shared memory (`handoff`)."""
+    processes hand batches over through shared memory (`handoff`)."""
     if dataset.use_multiprocessing:
         clean_worker_start()
-        dataset.handoff = dataset.loading.handoff()
+        dataset.handoff = HandOff()
     adapter = PyDatasetAdapter(dataset, shuffle=False)
     adapter.on_epoch_begin()
     try:

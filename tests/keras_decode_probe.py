@@ -71,8 +71,8 @@ def keras_jax_feeds(config: RunConfig, real, staged: bool):
     trainer.place = trainer._loader_placement(real.site)
     train = [(np.asarray(images), np.asarray(labels)) for images, labels in trainer._fed(real.train(Shard(0, 4), 0))]
     val, placed = [], {}
-    for batch in trainer.place.prepared(real.evaluation("val", 0, 1, 4), ahead=False, padded_to=4):
-        pixels = trainer.place.pixels(batch)
+    for batch in real.evaluation("val", 0, 1, 4):
+        pixels = trainer.place.pixels(batch, padded_to=4)
         placed = {
             "dtype": str(pixels.dtype),
             "shape": list(pixels.shape),

@@ -56,7 +56,7 @@ from mgbench.frameworks.keras_jax.spec import FRAMEWORK
 from mgbench.frameworks.keras_jax.strategies import STRATEGIES, DeviceState
 
 if TYPE_CHECKING:
-    from mgbench.frameworks.keras_jax.device_decode import DecodedBatch, DecodedByTorch
+    from mgbench.frameworks.keras_jax.device_decode import DecodedByTorch
 
 DeviceBatch = tuple[jax.Array, jax.Array]
 Batch = TypeVar("Batch")
@@ -159,18 +159,17 @@ class JaxDataParallelTrainer(Adapter):
         # from page-locked memory each device's share is one DMA.
         return one_ahead(self.shard(batch) for batch in cycle([self.shard(b, "pinned_host") for b in pool]))
 
-    def _placed(self, batch: data.HostBatch | DecodedBatch) -> DeviceBatch:
-        """A loader's batch, as `place` prepared it, as uint8 pixels on the devices, normalised
-        there, and its targets sharded alike."""
+    def _placed(self, batch: data.LoadedBatch) -> DeviceBatch:
+        """A loader's batch as uint8 pixels on the devices (`place`), normalised there, and its
+        targets sharded alike."""
         (targets,) = self.shard(batch[-1:])
         return self.normalise(self.place.pixels(batch)), targets
 
     def _fed(self, host: Iterator[data.LoadedBatch]) -> Iterator[DeviceBatch]:
         """Loader batches placed ahead of the step on a thread of their own (staged: a numpy
         batch's `device_put` copies it through a staging buffer, which would otherwise lengthen
-        every step), or on the training thread when the step takes them (unstaged). Files are
-        decoded on a thread of their own ahead of that (`DecodedByTorch.prepared`)."""
-        placed = (self._placed(batch) for batch in self.place.prepared(host, ahead=self.staged))
+        every step), or on the training thread when the step takes them (unstaged)."""
+        placed = (self._placed(batch) for batch in host)
         return Ahead(placed, depth=PLACED_AHEAD) if self.staged else placed
 
     def steps_per_epoch(self) -> int:
@@ -226,9 +225,9 @@ class JaxDataParallelTrainer(Adapter):
         batch so it shards evenly and the forward compiles once."""
         size = self.config.global_batch
         logits, targets = [], []
-        for batch in self.place.prepared(self.real.evaluation(split, 0, 1, size), ahead=False, padded_to=size):
+        for batch in self.real.evaluation(split, 0, 1, size):
             labels = batch[-1]
-            images = self.normalise(self.place.pixels(batch))
+            images = self.normalise(self.place.pixels(batch, padded_to=size))
             logits.append(np.asarray(self.forward(trainable, non_trainable, images))[: len(labels)])
             targets.append(labels)
         return self.real.metrics(np.concatenate(logits), np.concatenate(targets))

@@ -4,7 +4,6 @@ adapter to normalise there. `device_decode.py` is the other placement, for batch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import jax
@@ -26,19 +25,10 @@ class ShardedPixels:
     def decoder(self) -> str:
         return host_decoder() + self.note
 
-    def prepared(self, batches: Iterable[HostBatch], ahead: bool, padded_to: int | None = None) -> Iterator[HostBatch]:
-        """The batches as the workers decoded them: placing one is a single copy, with nothing to
-        do ahead of it (`ahead` is for the placement of files). With `padded_to`, zero images are
-        added up to that many so that a short batch shards evenly (its labels stay the loader's)."""
-        if padded_to is None:
-            return iter(batches)
-        return ((padded(images, padded_to), labels) for images, labels in batches)
-
-    def pixels(self, batch: HostBatch) -> jax.Array:
-        """The batch's uint8 pixels sharded over the devices."""
-        return jax.device_put(batch[0], self.sharding)
-
-
-def padded(images: np.ndarray, size: int) -> np.ndarray:
-    """`images` with zero images after them up to `size`."""
-    return np.concatenate([images, np.zeros((size - len(images), *images.shape[1:]), images.dtype)])
+    def pixels(self, batch: HostBatch, padded_to: int | None = None) -> jax.Array:
+        """The batch's uint8 pixels sharded over the devices; with `padded_to`, zero images added
+        up to that many so that a short batch shards evenly."""
+        images = batch[0]
+        if padded_to is not None:
+            images = np.concatenate([images, np.zeros((padded_to - len(images), *images.shape[1:]), images.dtype)])
+        return jax.device_put(images, self.sharding)

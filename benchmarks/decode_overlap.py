@@ -57,18 +57,21 @@ INPUT_SIZE = 224
 
 
 @dataclass(frozen=True)
-class DecodeOnly:
-    """A `DecodedOnDevice` stand-in that decodes each batch and hands over `images` instead."""
+class Burden:
+    """A `DecodedOnDevice` stand-in that hands over `images` after doing `work` with each batch
+    on the decoding thread: what the step loses to one part of the decode (decoding alone, its
+    copies alone, Python alone)."""
 
     place: DecodedOnDevice
     images: torch.Tensor
+    work: Callable[[EncodedBatch], object]
 
     @property
     def device(self) -> torch.device:
         return self.place.device
 
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        decoded_images(batch[0], batch[1], self.device)
+        self.work(batch)
         return self.images, batch[3].to(self.device, non_blocking=non_blocking)
 
 
@@ -86,24 +89,6 @@ class CropOnly:
     def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         labels = batch[3].to(self.device, non_blocking=non_blocking)
         return normalised_pixels(cropped(self.decoded[id(batch)], batch[2], INPUT_SIZE), True), labels
-
-
-@dataclass(frozen=True)
-class Burden:
-    """A `DecodedOnDevice` stand-in that hands over `images` after doing `work` with each batch
-    on the decoding thread: what the step loses to one part of the decoder's host side."""
-
-    place: DecodedOnDevice
-    images: torch.Tensor
-    work: Callable[[EncodedBatch], object]
-
-    @property
-    def device(self) -> torch.device:
-        return self.place.device
-
-    def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        self.work(batch)
-        return self.images, batch[3].to(self.device, non_blocking=non_blocking)
 
 
 def copied_files(batch: EncodedBatch, device: torch.device) -> None:
@@ -229,13 +214,17 @@ def main() -> None:
     batches = encoded_batches(args.dataset, args.batch, args.batches)
     memories = {"pageable": batches, "pinned": pinned(batches)}
     place = DecodedOnDevice(device, INPUT_SIZE, channels_last=True)
-    print(f"one batch's decode on the GPU: {kernels(lambda: decoded_images(batches[0][0], batches[0][1], device))}")
-    images = {id(batch): decoded_images(batch[0], batch[1], device) for batch in batches}
+
+    def decode(batch: EncodedBatch) -> list[torch.Tensor]:
+        return decoded_images(batch[0], batch[1], device)
+
+    print(f"one batch's decode on the GPU: {kernels(lambda: decode(batches[0]))}")
+    images = {id(batch): decode(batch) for batch in batches}
     first = batches[0]
     print(f"one batch's crop on the GPU: {kernels(lambda: cropped(images[id(first)], first[2], INPUT_SIZE))}")
     print(f"{args.dataset}: ResNet-50, {args.batch} a batch, {args.steps} steps after {args.warmup}")
     for memory, source in memories.items():
-        row(f"decode alone, {memory}", alone(source, lambda batch: decoded_images(batch[0], batch[1], device), device))
+        row(f"decode alone, {memory}", alone(source, decode, device))
     row("decode + crop alone, pinned", alone(memories["pinned"], place, device))
     row("crop alone", alone(batches, lambda batch: cropped(images[id(batch)], batch[2], INPUT_SIZE), device))
     outranking(device)
@@ -256,7 +245,8 @@ def main() -> None:
         row(f"{mode}: resident batch", trained(step, itertools.repeat(resident), args.steps, args.warmup, args.batch))
         feeds = {"decoded + cropped, pinned": (place, "pinned", DecodedAhead, None)}
         feeds |= {
-            f"decoded only, {memory}": (DecodeOnly(place, resident), memory, DecodedAhead, None) for memory in memories
+            f"decoded only, {memory}": (Burden(place, resident, decode), memory, DecodedAhead, None)
+            for memory in memories
         }
         feeds["cropped only"] = (CropOnly(place, images), "pageable", DecodedAhead, None)
         if mode == "eager":

@@ -39,7 +39,7 @@ from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.keras import models as keras_models
-from mgbench.frameworks.keras.handoff import HandOff
+from mgbench.frameworks.keras.handoff import HandOff, handed
 
 HostBatch = tuple[np.ndarray, np.ndarray]
 """uint8 NHWC pixels and their targets."""
@@ -81,7 +81,7 @@ class HostPixels:
     def batch(self, items: list[tuple[np.ndarray, np.ndarray]], handoff: HandOff | None) -> PyDatasetItem:
         pixels, targets = zip(*items)
         images = np.stack(pixels)
-        return (handoff.shared(images) if handoff else images), np.stack(targets)
+        return handed(images, handoff), np.stack(targets)
 
     def received(self, batch: PyDatasetItem) -> HostBatch:
         """The batch as the enqueuer returned it, its pixels a plain array."""
@@ -105,7 +105,7 @@ class FileBytes:
 
     def batch(self, items: list[tuple[np.ndarray, np.ndarray, np.ndarray]], handoff: HandOff | None) -> PyDatasetItem:
         data, lengths, windows, targets = collated(items)
-        return ((handoff.shared(data) if handoff else data), lengths, windows), targets
+        return (handed(data, handoff), lengths, windows), targets
 
     def received(self, batch: PyDatasetItem) -> EncodedArrays:
         """The batch as `collated` gives it, its files' bytes a plain array."""

@@ -76,3 +76,9 @@ class HandOff:
     def close(self) -> None:
         """Removes the folder and the batches no process took."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def handed(array: np.ndarray, handoff: HandOff | None) -> np.ndarray:
+    """`array` as a worker hands it over: through `handoff` where the workers are processes (it
+    pickles as a file name), itself where they are threads (no handoff, nothing pickled)."""
+    return handoff.shared(array) if handoff else array

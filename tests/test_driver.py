@@ -231,3 +231,30 @@ def test_step_sync_forced_by_the_environment_synchronises_every_step(monkeypatch
     assert result.timing_method == "per-step sync (forced)"
     assert sorted(set(adapter.sync_calls_at)) == list(range(len(ScriptedAdapter.STEPS) + 1))
     assert result.step_seconds == pytest.approx([s + ScriptedAdapter.WAIT for s in ScriptedAdapter.STEPS])
+
+
+class ClosingAdapter(ScriptedAdapter):
+    """Records when its feed is closed (the generator's `finally`), its evaluation and its close."""
+
+    def __init__(self):
+        super().__init__()
+        self.order = []
+
+    def batches(self):
+        try:
+            yield from super().batches()
+        finally:
+            self.order.append("feed closed")
+
+    def evaluate(self, split="val"):
+        self.order.append("evaluate")
+        return super().evaluate(split)
+
+    def close(self):
+        self.order.append("close")
+
+
+def test_the_driver_closes_the_feed_it_read_before_the_adapter_closes():
+    adapter = ClosingAdapter()
+    scripted_run(adapter)
+    assert adapter.order == ["feed closed", "evaluate", "close"]

@@ -9,6 +9,7 @@ from torch's own draw (`--init framework`), whose rows and summary say no start 
 import json
 
 import numpy as np
+import psutil
 import pytest
 
 torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
@@ -16,6 +17,7 @@ torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
 from conftest import mgbench, one_epoch_rows  # noqa: E402
 
 from mgbench.common.config import RunConfig  # noqa: E402
+from mgbench.common.driver import closed  # noqa: E402
 from mgbench.datasets.sample import make_sample  # noqa: E402
 from mgbench.frameworks.pytorch.adapter import create_trainer  # noqa: E402
 
@@ -101,6 +103,20 @@ def test_head_follows_the_dataset_and_evaluate_scores_the_named_split(sample):
     assert metrics["val"] != metrics["test"]
     scored = sum(len(loader.dataset) for loader in trainer.loaders.held_out.values())
     assert scored == len(trainer.dataset.val) + len(trainer.dataset.test)
+
+
+def test_closing_the_feed_and_the_adapter_ends_the_loader_workers_in_the_run(sample):
+    """The driver closes the feed it read, then the adapter: the persistent loader's workers end
+    there, not at the interpreter's exit (where torch's exit hook waits on each worker in turn)."""
+    before = {child.pid for child in psutil.Process().children()}
+    trainer = trainer_for(sample, workers=2)
+    stream = trainer.batches()
+    next(stream)
+    workers = [child for child in psutil.Process().children() if child.pid not in before]
+    assert len(workers) == 2 and all(worker.is_running() for worker in workers)
+    closed(stream)
+    trainer.close()
+    assert not any(worker.is_running() for worker in workers)
 
 
 def test_learning_rate_is_set_by_the_driver(sample):

@@ -237,6 +237,15 @@ def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> Epochs
     return EpochsTrained(clock, epoch_metrics, metrics, time.perf_counter() - started, target_epoch, warning)
 
 
+def closed(feed: Iterator[Any]) -> None:
+    """Ends `feed` where it can be ended (its `close`: a generator's, a staged feed's): the thread
+    that fills it stops and lets go of the loader it reads, whose workers the adapter's `close`
+    can then end."""
+    close = getattr(feed, "close", None)
+    if close is not None:
+        close()
+
+
 def run_training(
     trainer: Adapter,
     config: RunConfig,
@@ -296,6 +305,7 @@ def run_training(
                 trainer, window, batches, config.profile_steps, profile_dir, placement.rank, profiler, timed
             )
             profile_seconds = time.perf_counter() - window_start
+        closed(batches)
         eval_start = time.perf_counter()
         metrics = trainer.evaluate()
         eval_seconds = time.perf_counter() - eval_start

@@ -87,7 +87,9 @@ class Adapter:
         """The training input pipeline: an endless iterator of batches ready for `train_step`.
 
         The time `next()` takes is what the driver reports as input wait, so an adapter that
-        prefetches to the device hides it and one that feeds synchronously shows it.
+        prefetches to the device hides it and one that feeds synchronously shows it. Once the
+        timed and profiled steps are done the driver closes the iterator where it has a `close`
+        (a generator's, or a feed's that stages batches on a thread), before `close`.
         """
         raise NotImplementedError
 
@@ -146,7 +148,8 @@ class Adapter:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Leave the process group and free devices."""
+        """Leave the process group, free devices, and end the loaders' worker processes: in the
+        run, not at the interpreter's exit, where a framework may wait on each of them."""
 
     def steps_per_epoch(self) -> int:
         """Real data: whole global batches in one epoch of the training split."""

@@ -287,6 +287,14 @@ class TorchTrainer(TorchProcess):
         arrays = {name: p.detach().float().cpu().numpy() for name, p in self.core.named_parameters()}
         np.savez(path, **arrays)
 
+    def close(self) -> None:
+        """Ends the loaders' worker processes, then leaves the process group. torch ends a worker
+        pool when the last reference to its iterator goes (the driver has closed the feed that
+        read it): dropped here, in the run. Left to the interpreter's exit, torch's exit hook
+        for a persistent pinned loader waits for each worker in turn before killing it."""
+        self.loaders = None
+        super().close()
+
 
 def create_trainer(strategy: str) -> TorchTrainer:
     spec = FRAMEWORK.strategy(strategy)

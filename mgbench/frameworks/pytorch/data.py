@@ -95,6 +95,11 @@ class DevicePrefetcher:
     def __iter__(self) -> DevicePrefetcher:
         return self
 
+    def close(self) -> None:
+        """Lets go of the host batches' iterator (a loader's: its workers can then be ended) and
+        of the batch copied ahead; the prefetcher ends."""
+        self.host_batches, self.pending = iter(()), None
+
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self.pending is None:
             raise StopIteration

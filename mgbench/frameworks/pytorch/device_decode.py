@@ -125,6 +125,10 @@ class DecodedAhead:
     def __iter__(self) -> DecodedAhead:
         return self
 
+    def close(self) -> None:
+        """Stops the decoding thread, which lets go of the loader's iterator."""
+        self.ahead.close()
+
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
         images, labels, done = next(self.ahead)
         step_stream = torch.cuda.current_stream(self.place.device)

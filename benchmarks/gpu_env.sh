@@ -5,7 +5,11 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  # Once per set of wheels: a script that sources this from another (gpu_decode.sh's ceiling part) skips it.
+  if [ "$(ls .whl/*.whl)" != "$(cat /tmp/site/.wheels 2>/dev/null)" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+    ls .whl/*.whl >/tmp/site/.wheels
+  fi
   export PYTHONPATH=/tmp/site:$PWD
 else
   export PYTHONPATH=$PWD

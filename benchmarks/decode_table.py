@@ -2,7 +2,10 @@
 RUN_DIR...` (a folder without rows, a compare that did not start, is left out). One line per row (framework, strategy, compile mode, dataset, --decode, status,
 img/s, input wait, what decoded and where the crop ran, or why the row did not run), then each
 real-data row's img/s as a share of the synthetic row of the same framework, strategy and
-compile mode: how much of the compute-only rate each decoder keeps.
+compile mode: how much of the compute-only rate each decoder keeps; beside it the same share of
+the median step after the first `SETTLED` steps, which every path has left behind by then (a
+`--decode gpu` run's first 20-60 steps run slower, and the warm-up detector does not always leave
+them out of the row's rate: benchmarks/RUNS.md, runs ag to ai).
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 KEY = ["framework", "strategy", "compile"]
+SETTLED = 20
 
 
 def rows(folders: list[str]) -> pd.DataFrame:
@@ -34,14 +39,25 @@ def main(folders: list[str]) -> None:
     shown = frame[[*KEY, "dataset", "decode", "status", "images_per_sec", "input_wait_fraction", "decoder"]].copy()
     shown["decoder"] = shown["decoder"].where(frame["status"] == "ok", frame["error"].str.slice(0, 100))
     print(shown.sort_values([*KEY, "dataset", "decode"]).to_string(index=False, float_format="{:.3f}".format))
-    ok = frame[frame["status"] == "ok"]
-    synthetic = ok[ok["dataset"] == "synthetic"].set_index(KEY)["images_per_sec"]
+    shared = shares(frame)
+    if not shared.empty:
+        print(f"\nreal data's img/s as a share of synthetic's, and the same of the median step after step {SETTLED}:")
+        print(shared[["decode", "share_of_synthetic", "settled_share"]].to_string(float_format="{:.3f}".format))
+
+
+def shares(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ok real-data rows that have an ok synthetic twin (same framework, strategy and compile
+    mode), with both shares of it: of the row's img/s, and of the median step after `SETTLED`."""
+    ok = frame[frame["status"] == "ok"].copy()
+    ok["settled_images_per_sec"] = ok["global_batch"] / ok["step_seconds"].map(lambda steps: np.median(steps[SETTLED:]))
+    synthetic = ok[ok["dataset"] == "synthetic"].set_index(KEY)
     real = ok[ok["dataset"] != "synthetic"].set_index(KEY)
     real = real[real.index.isin(synthetic.index)]
-    if not real.empty:
-        real = real.assign(share_of_synthetic=real["images_per_sec"] / synthetic.reindex(real.index).to_numpy())
-        print("\nreal data's img/s as a share of synthetic's:")
-        print(real[["decode", "share_of_synthetic"]].to_string(float_format="{:.3f}".format))
+    twins = synthetic.reindex(real.index)
+    return real.assign(
+        share_of_synthetic=real["images_per_sec"] / twins["images_per_sec"].to_numpy(),
+        settled_share=real["settled_images_per_sec"] / twins["settled_images_per_sec"].to_numpy(),
+    )
 
 
 if __name__ == "__main__":

@@ -119,6 +119,21 @@ def test_closing_the_feed_and_the_adapter_ends_the_loader_workers_in_the_run(sam
     assert not any(worker.is_running() for worker in workers)
 
 
+def test_a_run_timed_in_steps_keeps_no_worker_pool_past_its_feed(sample):
+    """Timed in steps the loaders are made once, so not kept: closing the feed ends the training
+    loader's workers by itself, and a run that fails before `close` leaves torch no exit hook
+    that would wait on them (torch registers one for persistent pinned loaders)."""
+    before = {child.pid for child in psutil.Process().children()}
+    trainer = trainer_for(sample, workers=2, epochs=None, steps=4)
+    assert not any(loader.persistent_workers for loader in [trainer.loaders.train, *trainer.loaders.held_out.values()])
+    stream = trainer.batches()
+    next(stream)
+    workers = [child for child in psutil.Process().children() if child.pid not in before]
+    assert len(workers) == 2 and all(worker.is_running() for worker in workers)
+    closed(stream)
+    assert not any(worker.is_running() for worker in workers)
+
+
 def test_learning_rate_is_set_by_the_driver(sample):
     trainer = trainer_for(sample)
     trainer.set_learning_rate(0.123)

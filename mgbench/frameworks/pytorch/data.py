@@ -168,9 +168,15 @@ def build_loaders(
     shard: Shard,
     decoding: HostDecoding | DeviceDecoding,
 ) -> Loaders:
-    """Worker pools reading `decoding`'s items: persistent for training and validation (used
-    every epoch), started anew for the test split (read once)."""
+    """Worker pools reading `decoding`'s items: for training and validation persistent where the
+    run reads them every epoch (`--epochs`), started anew for the test split (read once).
+
+    A run timed in `--steps` makes each iterator once (one endless pass over the training split,
+    one validation), so its pools are not kept: torch gives a persistent pinned loader an exit
+    hook that joins its workers one after another with a timeout, which a run that fails, and so
+    never reaches the adapter's `close`, would wait through at its exit."""
     workers = loader_workers(config.workers, placement.world_size)
+    persistent = workers > 0 and bool(config.epochs)
     augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
     pin = config.device_kind.on_gpu
     sampler = EpochBatchKeys(len(dataset.train), config.global_batch, shard, config.seed)
@@ -180,7 +186,7 @@ def build_loaders(
         num_workers=workers,
         collate_fn=decoding.collate,
         pin_memory=pin,
-        persistent_workers=workers > 0,
+        persistent_workers=persistent,
     )
     held_out = {
         name: torch.utils.data.DataLoader(
@@ -193,7 +199,7 @@ def build_loaders(
             num_workers=workers,
             collate_fn=decoding.collate,
             pin_memory=pin,
-            persistent_workers=workers > 0 and name == "val",
+            persistent_workers=persistent and name == "val",
         )
         for name in HELD_OUT
     }

@@ -6,9 +6,9 @@
 # (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it), each part on --decode gpu,
 # --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
 # saying so), with the decode rates and the ceiling row. PARTS picks parts, in order (default all:
-# rates ceiling torch-ro torch keras); all of them take longer than one 10-minute command on one
-# H100 (benchmarks/RUNS.md, runs ag and ah), so DEADLINE leaves the last out and a second command,
-# PARTS="torch keras" at once on the same machine, runs them:
+# rates ceiling torch-ro torch keras); all of them take more than 10 minutes on one H100
+# (benchmarks/RUNS.md, runs ag and ah), so DEADLINE leaves the last out and a second run,
+# PARTS="torch keras" right after on the same machine, runs them:
 #   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py),
 #             at the hardware queues --decode gpu sets, with a profile
 #   overlap-default-queues  the same at CUDA's default hardware queues

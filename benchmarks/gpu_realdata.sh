@@ -3,8 +3,8 @@
 # GPU machine, from the repo root with .whl/ carried (scripts/fetch_gpu_deps.sh fills it; Keras
 # for keras-jax and keras-torch, Horovod's sdist, Chainer's wheel). Writes under $OUT.
 #
-# PARTS picks what runs (each part's real and synthetic rows come from the same call; a part
-# fits one 10-minute call on its own, two or three together where noted):
+# PARTS picks what runs (each part's real and synthetic rows come from the same run; a part
+# ends within 10 minutes on its own, two or three together where noted):
 #   densenet-torch  DenseNet-121 on ChestX-ray14-layout PNGs (264 px) vs synthetic: pytorch and
 #                   keras-torch, staged `ddp` and `ddp-unstaged` (TORCH_STRATEGIES=ddp: staged only)
 #   horovod         builds Horovod's NCCL flavour (~90 s), then DenseNet-121 PNGs vs synthetic

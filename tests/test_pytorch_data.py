@@ -105,15 +105,22 @@ def test_head_follows_the_dataset_and_evaluate_scores_the_named_split(sample):
     assert scored == len(trainer.dataset.val) + len(trainer.dataset.test)
 
 
-def test_closing_the_feed_and_the_adapter_ends_the_loader_workers_in_the_run(sample):
-    """The driver closes the feed it read, then the adapter: the persistent loader's workers end
-    there, not at the interpreter's exit (where torch's exit hook waits on each worker in turn)."""
+def fed_with_workers(trainer):
+    """The trainer's feed after its first batch, and the loader workers that batch started (two,
+    running)."""
     before = {child.pid for child in psutil.Process().children()}
-    trainer = trainer_for(sample, workers=2)
     stream = trainer.batches()
     next(stream)
     workers = [child for child in psutil.Process().children() if child.pid not in before]
     assert len(workers) == 2 and all(worker.is_running() for worker in workers)
+    return stream, workers
+
+
+def test_closing_the_feed_and_the_adapter_ends_the_loader_workers_in_the_run(sample):
+    """The driver closes the feed it read, then the adapter: the persistent loader's workers end
+    there, not at the interpreter's exit (where torch's exit hook waits on each worker in turn)."""
+    trainer = trainer_for(sample, workers=2)
+    stream, workers = fed_with_workers(trainer)
     closed(stream)
     trainer.close()
     assert not any(worker.is_running() for worker in workers)
@@ -123,13 +130,9 @@ def test_a_run_timed_in_steps_keeps_no_worker_pool_past_its_feed(sample):
     """Timed in steps the loaders are made once, so not kept: closing the feed ends the training
     loader's workers by itself, and a run that fails before `close` leaves torch no exit hook
     that would wait on them (torch registers one for persistent pinned loaders)."""
-    before = {child.pid for child in psutil.Process().children()}
     trainer = trainer_for(sample, workers=2, epochs=None, steps=4)
     assert not any(loader.persistent_workers for loader in [trainer.loaders.train, *trainer.loaders.held_out.values()])
-    stream = trainer.batches()
-    next(stream)
-    workers = [child for child in psutil.Process().children() if child.pid not in before]
-    assert len(workers) == 2 and all(worker.is_running() for worker in workers)
+    stream, workers = fed_with_workers(trainer)
     closed(stream)
     assert not any(worker.is_running() for worker in workers)
 

@@ -11,8 +11,8 @@ torchvision version whose architecture was counted: a later compare reads them w
 
 Importing torchvision imports torch's compiler, which makes its cache folder at once
 (`$TMPDIR/torchinductor_<user>`) and names it in this process's environment, which every run
-launched after would inherit: the count runs with `TORCHINDUCTOR_CACHE_DIR` beside the count
-cache (`~/.cache/mgbench/torchinductor`) and the environment is put back after it.
+launched after would inherit: the count runs with `TORCHINDUCTOR_CACHE_DIR` at `compiler_cache`
+and the environment is put back after it.
 """
 
 from __future__ import annotations
@@ -46,12 +46,21 @@ def _read_cache(path: Path) -> dict[str, dict[str, float]]:
         return {}
 
 
+def compiler_cache() -> str:
+    """The folder torch's compiler keeps what it compiled in, for the count and for every run:
+    the one the user named (`TORCHINDUCTOR_CACHE_DIR`), else `torchinductor/` beside the count
+    cache. Torch's own default is `$TMPDIR/torchinductor_<user>`, which outlives the process, so
+    a second process compiling the same step reads what the first compiled; a run's TMPDIR is its
+    own and goes with it (`runner.scratch`), where every compiled run would compile from nothing."""
+    return os.environ.get(COMPILER_CACHE_ENV) or str(cache_path().parent / "torchinductor")
+
+
 @contextmanager
-def compiler_cache_beside(path: Path) -> Iterator[None]:
-    """The block with torch's compiler cache in `torchinductor/` beside `path` (unless the user
-    named one), this process's environment as it was after it."""
+def compiler_cache_named() -> Iterator[None]:
+    """The block with `compiler_cache` named in this process's environment, the environment as
+    it was after it."""
     before = os.environ.get(COMPILER_CACHE_ENV)
-    os.environ[COMPILER_CACHE_ENV] = before or str(path.parent / "torchinductor")
+    os.environ[COMPILER_CACHE_ENV] = compiler_cache()
     try:
         yield
     finally:
@@ -75,7 +84,7 @@ def model_work(model: str, image_size: int) -> ModelWork | None:
     cached = _read_cache(path)
     if key in cached:
         return ModelWork(**cached[key])
-    with compiler_cache_beside(path):
+    with compiler_cache_named():
         try:
             from mgbench.frameworks.pytorch.flops import count_work
         except ImportError:

@@ -32,7 +32,7 @@ from mgbench.common.results import RunResult, Status, append_result
 from mgbench.common.runfolder import RunFolder
 from mgbench.common.work import annotate_work
 from mgbench.frameworks.specs import FrameworkSpec
-from mgbench.runner.counting import model_work
+from mgbench.runner.counting import COMPILER_CACHE_ENV, compiler_cache, model_work
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import execute_nodes, interpreter_for
 from mgbench.runner.launchers import NodeCommand, launcher_for
@@ -49,10 +49,12 @@ DEFAULT_RDZV_PORT = 29400
 
 def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
     """The run's environment: the launch clock, CPU threads shared fairly between CPU 'devices',
-    and what the framework reads at import (`FrameworkSpec.environment_variables`), last."""
+    torch's compiler cache where runs share it (`counting.compiler_cache`), and what the framework
+    reads at import (`FrameworkSpec.environment_variables`), last."""
     env = dict(os.environ)
     env[LAUNCH_TIME_ENV] = repr(time.time())
     env["PYTHONUNBUFFERED"] = "1"
+    env[COMPILER_CACHE_ENV] = compiler_cache()
     if not config.device_kind.on_gpu:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // config.devices))
     env.update(spec.variables_for(config))

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 EvalShard = tuple[float, np.ndarray, np.ndarray]
 """What one process scored of a held-out split: its summed loss, its (n, C) scores (sigmoid or
@@ -40,6 +39,10 @@ def mean_auc(targets: np.ndarray, scores: np.ndarray) -> float:
     Labels without both a positive and a negative in the split have no AUC and are left out of
     the mean, rather than failing the run; when no label has one, the AUC is `Undefined`.
     """
+    # Imported here: scikit-learn takes a second or more to import, which every process that
+    # reads results (the orchestrator, each run at its start) would pay otherwise.
+    from sklearn.metrics import roc_auc_score
+
     if targets.ndim == 1:
         classes = np.unique(targets)
         if len(classes) < 2:

@@ -6,9 +6,9 @@
 # (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it), each part on --decode gpu,
 # --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
 # saying so), with the decode rates and the ceiling row. PARTS picks parts, in order (default all:
-# rates ceiling torch-ro torch keras); all of them take more than 10 minutes on one H100
-# (benchmarks/RUNS.md, runs ag and ah), so DEADLINE leaves the last out and a second run,
-# PARTS="torch keras" right after on the same machine, runs them:
+# ceiling rates torch-ro torch keras, in one 10-minute command on one H100, benchmarks/RUNS.md run
+# ak; pillow-simd builds beside the ceiling's compile, and rows after the first compiled one read
+# its graphs from torch's compiler cache):
 #   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py),
 #             at the hardware queues --decode gpu sets, with a profile
 #   overlap-default-queues  the same at CUDA's default hardware queues
@@ -20,18 +20,19 @@
 #   torch-ro  pytorch with --compile reduce-overhead
 # Writes $OUT/decode.txt (benchmarks/decode_table.py), $OUT/decode-rates.txt, $OUT/ceiling.txt and
 # $OUT/decode.tgz (run folders, logs). keras-jax's compiled steps are cached between its three
-# compares (JAX_COMPILATION_CACHE_DIR), as inductor caches pytorch's by default: the rows' compile
-# seconds after the first are the cache's.
+# compares (JAX_COMPILATION_CACHE_DIR), as mgbench keeps torch's compiler cache between runs
+# (runner/counting.py's compiler_cache): the rows' compile seconds after the first are the caches'.
 # Scale with STEPS (default 100: a --decode gpu step varies more from step to step, and over 30
 # steps the warm-up detector can take the first, slower steps as steady), BATCH (128),
 # JPEG_CLASSES (40, 60 images each: every run also
-# scores the validation split once), WORKERS (the loader's default). DEADLINE=S (default 480)
+# scores the validation split once), WORKERS (the loader's default). DEADLINE=S (default 500)
 # starts no part or compare once the script has run S seconds, so the whole ends within 10
 # minutes (what is left out says so).
 set -uo pipefail
 source benchmarks/gpu_env.sh
 export JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-/tmp/jax-cache}
 JPEG=${JPEG:-/tmp/jpeg-folder-${JPEG_CLASSES:-40}}
+PARTS=${PARTS:-ceiling rates torch-ro torch keras}
 LOGS=runs/decode-logs
 JOB=(--gpus 1 --model resnet50 --precision bf16 --data-format channels_last --batch-per-gpu "${BATCH:-128}"
   --steps "${STEPS:-100}" --timeout 300 --profile 0)
@@ -44,7 +45,7 @@ rm -rf runs/dec-*; mkdir -p $LOGS
 # compare NAME ARGS...: one compare into runs/dec-NAME, its output in $LOGS/dec-NAME.log
 compare() {
   local name=$1; shift
-  if [ $SECONDS -ge "${DEADLINE:-480}" ]; then echo "dec-$name not started: past DEADLINE"; return; fi
+  if [ $SECONDS -ge "${DEADLINE:-500}" ]; then echo "dec-$name not started: past DEADLINE"; return; fi
   echo "$(date +%T) dec-$name"
   python3 -m mgbench compare "${JOB[@]}" --out runs/dec-$name "$@" >"$LOGS/dec-$name.log" 2>&1 \
     || grep -h "rror" "$LOGS/dec-$name.log" | tail -3
@@ -57,23 +58,28 @@ three() {
   compare "$name-synthetic" --dataset synthetic "$@"
 }
 
-# The decode rates of this machine: Pillow (the image's), pillow-simd (built from the carried sdist
-# into a folder put before the image's packages, run by a wrapper of the image's interpreter: a venv
-# would not see the image's own venv's packages) and nvJPEG on one GPU, on the same JPEGs.
+# pillow-simd, built from the carried sdist into a folder put before the image's packages and run
+# by a wrapper of the image's interpreter (a venv would not see the image's own venv's packages):
+# started at once, beside the parts before `rates`, which waits for it.
+SIMD=/tmp/pillow-simd
+build_simd() {
+  mkdir -p $SIMD && python3 -m pip install -q --no-index --no-build-isolation --no-deps --target $SIMD/site \
+    .whl/pillow_simd-*.tar.gz >"$LOGS/pillow-simd.log" 2>&1 \
+    && printf '#!/bin/sh\nPYTHONPATH=%s/site:$PYTHONPATH exec python3 "$@"\n' $SIMD >$SIMD/python && chmod +x $SIMD/python
+}
+case " $PARTS " in *" rates "*) ls .whl/pillow_simd-*.tar.gz >/dev/null 2>&1 && { build_simd & SIMD_BUILD=$!; } ;; esac
+# The decode rates of this machine: Pillow (the image's), pillow-simd and nvJPEG on one GPU, on the same JPEGs.
 rates() {
-  local simd=/tmp/pillow-simd interpreters=(--python python3)
-  if ls .whl/pillow_simd-*.tar.gz >/dev/null 2>&1; then
-    mkdir -p $simd && python3 -m pip install -q --no-index --no-build-isolation --no-deps --target $simd/site \
-      .whl/pillow_simd-*.tar.gz >"$LOGS/pillow-simd.log" 2>&1 \
-      && printf '#!/bin/sh\nPYTHONPATH=%s/site:$PYTHONPATH exec python3 "$@"\n' $simd >$simd/python && chmod +x $simd/python \
-      && interpreters+=(--python $simd/python) || tail -25 "$LOGS/pillow-simd.log"
+  local interpreters=(--python python3)
+  if [ -n "${SIMD_BUILD:-}" ]; then
+    wait "$SIMD_BUILD" && interpreters+=(--python $SIMD/python) || tail -25 "$LOGS/pillow-simd.log"
   fi
   python3 benchmarks/decode_rate.py "imagefolder:$JPEG" --processes 1,15 --images 1500 "${interpreters[@]}" \
     | tee "$OUT/decode-rates.txt"
 }
 
-for part in ${PARTS:-rates ceiling torch-ro torch keras}; do
-  if [ $SECONDS -ge "${DEADLINE:-480}" ]; then echo "$part not started: past DEADLINE"; continue; fi
+for part in $PARTS; do
+  if [ $SECONDS -ge "${DEADLINE:-500}" ]; then echo "$part not started: past DEADLINE"; continue; fi
   echo "$(date +%T) $part"
   case $part in
   overlap)  # at the count --decode gpu sets (frameworks/specs.py)

@@ -123,7 +123,7 @@ def normalise(pixels: np.ndarray) -> np.ndarray:
     """CHW float32 with ImageNet statistics, from HWC uint8 pixels.
 
     Loaders that ship uint8 pixels to the device and normalise there (4x fewer bytes through
-    worker queues, pinned buffers and the bus) must compute exactly this.
+    worker queues, pinned buffers and the bus) must compute this, to within float32's rounding.
     """
     scaled = pixels.astype(np.float32) / 255.0
     return np.ascontiguousarray(((scaled - IMAGENET_MEAN) / IMAGENET_STD).transpose(2, 0, 1))

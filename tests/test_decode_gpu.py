@@ -145,6 +145,28 @@ def test_the_device_crop_gives_the_host_pixels_within_2_levels(tmp_path, dtype):
         assert np.abs(batch[n].permute(1, 2, 0).numpy() - augmentation.eval_pixels(path).astype(np.int16)).max() <= 2
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_black_and_white_images_keep_their_levels_without_a_clip(dtype):
+    """The crop leaves Pillow's clip to 0-255 out (the bilinear weights sum to one): an image of
+    one level, the darkest or the brightest, gray or colour, reduced or enlarged, flipped or not,
+    comes out at that level, where a level pushed past either end would wrap around in uint8."""
+    images = [
+        torch.full((channels, height, width), level, dtype=torch.uint8)
+        for channels, level in ((3, 0), (3, 255), (1, 0), (1, 255))
+        for height, width in ((37, 301), (250, 90))
+    ]
+    rng = np.random.default_rng(0)
+    windows = []
+    for image in images:
+        height, width = image.shape[1:]
+        left, top = rng.uniform(0, width / 2), rng.uniform(0, height / 2)
+        right, bottom = left + rng.uniform(3, width - left), top + rng.uniform(3, height - top)
+        windows.append([left, top, right, bottom, len(windows) % 2])
+    batch = cropped(images, torch.tensor(windows), 64, dtype)
+    for image, crop in zip(images, batch, strict=True):
+        assert torch.equal(crop, torch.full_like(crop, int(image[0, 0, 0])))
+
+
 def jpeg_folder(root: Path, sizes: list[tuple[int, int]], suffix: str = ".jpg") -> Path:
     """A class folder with train, val and test splits, each of two classes of photos of `sizes`
     (the last grayscale)."""

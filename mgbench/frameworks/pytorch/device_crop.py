@@ -70,8 +70,11 @@ them unchanged, and float16 holds -128..127 at twice the precision of 0..255."""
 
 def rounded(raised: torch.Tensor) -> torch.Tensor:
     """Pillow's `clip8` on centred levels raised by a half, in place: the floor is the nearest
-    level, halves up, then kept within 0-255."""
-    return raised.floor_().clamp_(-CENTRE, 255 - CENTRE)
+    level, halves up. Its clip to 0-255 never binds for the bilinear filter, whose weights are
+    non-negative and sum to one: a pass's outputs stay within its inputs' levels (float16's
+    rounding of the weights moves them by far less than the half a level left to either end), so
+    no pass over the batch clips them."""
+    return raised.floor_()
 
 
 def source_spans(starts: np.ndarray, ends: np.ndarray, out: int, sizes: np.ndarray) -> np.ndarray:

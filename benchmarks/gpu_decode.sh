@@ -6,7 +6,7 @@
 # (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it), each part on --decode gpu,
 # --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
 # saying so), with the decode rates and the ceiling row. PARTS picks parts, in order (default all:
-# ceiling rates torch-ro torch keras, in one 10-minute command on one H100, benchmarks/RUNS.md run
+# ceiling rates torch-ro torch keras, in one 10-minute command on one H200, benchmarks/RUNS.md run
 # ak; pillow-simd builds beside the ceiling's compile, and rows after the first compiled one read
 # its graphs from torch's compiler cache):
 #   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # JPEGs decoded by the training GPU (--decode gpu: nvJPEG, crop on the device) against the
 # loader's workers (--decode cpu: Pillow) and against synthetic data, on one H100/H200, from the
-# repo root with .whl/ carried (Keras for keras-jax and keras-torch; scripts/fetch_gpu_deps.sh).
+# repo root with .whl/ filled by scripts/fetch_gpu_deps.sh (Keras for keras-jax and keras-torch).
 # ResNet-50, bf16, channels_last, 128 per GPU, on an ImageNet-style class folder of JPEGs
 # (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it), each part on --decode gpu,
 # --decode cpu and synthetic data (a framework without a device decoder gets an `unsupported` row
@@ -58,7 +58,7 @@ three() {
   compare "$name-synthetic" --dataset synthetic "$@"
 }
 
-# pillow-simd, built from the carried sdist into a folder put before the image's packages and run
+# pillow-simd, built from its sdist in .whl/ into a folder put before the image's packages and run
 # by a wrapper of the image's interpreter (a venv would not see the image's own venv's packages):
 # started at once, beside the parts before `rates`, which waits for it.
 SIMD=/tmp/pillow-simd

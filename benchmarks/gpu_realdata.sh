@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real data through each framework's own loader against the same job on synthetic data, on one
-# GPU machine, from the repo root with .whl/ carried (scripts/fetch_gpu_deps.sh fills it; Keras
+# GPU machine, from the repo root with .whl/ filled (scripts/fetch_gpu_deps.sh; Keras
 # for keras-jax and keras-torch, Horovod's sdist, Chainer's wheel). Writes under $OUT.
 #
 # PARTS picks what runs (each part's real and synthetic rows come from the same run; a part

@@ -22,38 +22,38 @@ import numpy as np
 import torch
 
 
-def bilinear_weights(
-    starts: torch.Tensor,
-    ends: torch.Tensor,
-    sizes: torch.Tensor,
-    out: int,
-    span: int,
-    flips: torch.Tensor,
-    taps: int,
-    dtype: torch.dtype,
-) -> torch.Tensor:
-    """(N, out, span) in `dtype`: for image n, the weight of source pixel j (j < span) in output
-    pixel i when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized to `out`
-    pixels with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`), the outputs in reverse
-    order where `flips[n]`; `taps` covers the widest filter (`filter_taps`).
+def resize_bands(
+    starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, out: int, flips: np.ndarray, taps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pixels, weights), each (N, out, taps): for image n, the source pixels output pixel i reads
+    and their weights when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized
+    to `out` pixels with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`, in float64 as
+    Pillow's), the outputs in reverse order where `flips[n]`; `taps` covers the widest filter
+    (`filter_taps`). A tap outside the image weighs nothing and may point anywhere.
 
     Pillow's weight is max(0, 1 - d / support) over the distance d from the output pixel's centre,
-    normalised over the pixels inside the image: nonzero only within `support` of the centre. So
-    each output's band of taps is weighed (N x out x taps, in float32), and the bands are added into
-    a zeroed (N, out, span) matrix, which the products need: the matrix is written once, where
-    weighing every (output, pixel) pair would pass over it several times."""
-    device = starts.device
+    normalised over the pixels inside the image: nonzero only within `support` of the centre, so
+    each output's band of taps is all the matrix products need (`band_matrices`). Computed on the
+    host from the boxes: on the device these few arrays took some forty operations a batch, each a
+    call from the decoding thread that takes the interpreter's lock from the training threads."""
     scale = (ends - starts) / out
-    support = scale.clamp(min=1.0)
-    steps = torch.arange(out, device=device) + 0.5
-    steps = torch.where(flips[:, None], out - steps, steps)
+    support = np.maximum(scale, 1.0)
+    steps = np.arange(out) + 0.5
+    steps = np.where(flips[:, None], out - steps, steps)
     centres = starts[:, None] + steps * scale[:, None]
-    pixels = (centres - support[:, None] + 0.5).floor()[:, :, None] + torch.arange(taps, device=device)
-    weights = (1.0 - ((pixels + 0.5) - centres[:, :, None]).abs() / support[:, None, None]).clamp_(min=0.0)
+    pixels = np.floor(centres - support[:, None] + 0.5)[:, :, None] + np.arange(taps)
+    weights = np.maximum(1.0 - np.abs(pixels + 0.5 - centres[:, :, None]) / support[:, None, None], 0.0)
     weights *= (pixels >= 0) & (pixels < sizes[:, None, None])
-    weights /= weights.sum(dim=2, keepdim=True)
-    matrix = torch.zeros(len(starts), out, span, dtype=dtype, device=device)
-    return matrix.scatter_add_(2, pixels.long().clamp_(0, span - 1), weights.to(dtype))
+    weights /= weights.sum(axis=2, keepdims=True)
+    return pixels.astype(np.int64), weights
+
+
+def band_matrices(pixels: torch.Tensor, weights: torch.Tensor, span: int) -> torch.Tensor:
+    """(N, out, span): `resize_bands`' taps added into a zeroed matrix, on their device, in the
+    weights' dtype (taps outside [0, span) weigh nothing and are clamped into it). Written once,
+    where weighing every (output, pixel) pair would pass over the matrix several times."""
+    matrix = torch.zeros((*weights.shape[:2], span), dtype=weights.dtype, device=weights.device)
+    return matrix.scatter_add_(2, pixels.clamp_(0, span - 1), weights)
 
 
 def filter_taps(lengths: np.ndarray, out: int) -> int:
@@ -103,26 +103,23 @@ def gathered(images: list[torch.Tensor], shapes: np.ndarray, xs: np.ndarray, ys:
     three by a channel stride of 0. Beyond its span, an image's rows are its span's last row
     repeated and its columns whatever lies next in memory: the resize gives them no weight.
 
-    The images are concatenated once, and each (image, row, channel) of the result is one window
-    of `width` consecutive elements of that concatenation: the gather indexes the windows (a view,
-    `unfold`) by one offset per row, computed for the whole batch. The device's work for a batch is
-    a few kernels however many images it has, where a copy per image would queue one kernel per
-    image beside the step's (and take the allocator's and the driver's locks from the training
-    thread once per image), and it reads no index per pixel."""
+    The images are flattened end to end in one call, and each (image, row, channel) of the result
+    is one window of `width` consecutive elements of that buffer: the gather indexes the windows (a
+    view, `unfold`) by one offset per row, computed on the host for the whole batch and copied
+    before any of the batch's kernels is queued. The device's work for a batch is a few kernels
+    however many images it has, and the decoding thread makes a few calls: a copy or a call per
+    image would each take the interpreter's lock from the training threads, and a blocking copy
+    behind queued kernels would wait for them."""
     device = images[0].device
     height, width = aligned(int((ys[1] - ys[0]).max())), aligned(int((xs[1] - xs[0]).max()))
-    # The last row's window may reach `width` elements past the last image.
-    flat = torch.cat([*(image.reshape(-1) for image in images), images[0].new_zeros(width)])
     channels, rows, columns = shapes.T
     sizes = channels * rows * columns
-    starts = np.cumsum(sizes) - sizes
-    # Per image: its span's first element, channel stride, row stride, span's height.
-    table = np.stack(
-        [starts + ys[0] * columns + xs[0], np.where(channels == 3, rows * columns, 0), columns, ys[1] - ys[0]]
-    )
-    first, channel, row, count = torch.from_numpy(table).to(device)[:, :, None]
-    lines = torch.minimum(torch.arange(height, device=device), count - 1)
-    offsets = (first + lines * row)[:, :, None] + (torch.arange(3, device=device) * channel)[:, None, :]
+    first = np.cumsum(sizes) - sizes + ys[0] * columns + xs[0]
+    lines = np.minimum(np.arange(height), (ys[1] - ys[0])[:, None] - 1)
+    planes = np.where(channels == 3, rows * columns, 0)[:, None, None] * np.arange(3)
+    offsets = torch.from_numpy((first[:, None] + lines * columns[:, None])[:, :, None] + planes).to(device)
+    # The last row's window may reach `width` elements past the last image.
+    flat = torch._utils._flatten_dense_tensors([*images, images[0].new_zeros(width)])
     return flat.unfold(0, width, 1)[offsets]
 
 
@@ -136,8 +133,10 @@ def cropped(
     `windows` is (N, 5) on the host: left, top, right, bottom in the image's pixels, then 1 for a
     flip (`Window.as_array`, stacked by the loader). The pixels each window reads are gathered
     into one batch (`gathered`), so both passes run as one batched product each whatever the
-    images' sizes. The host's share (spans, offsets, boxes within the spans) is computed over the
-    batch's arrays at once: it holds the interpreter's lock, which the training thread waits for.
+    images' sizes. The host's share (spans, the gather's offsets, the filters' bands) is computed
+    with numpy over the batch's arrays at once, and the device's share is a few dozen calls a batch
+    however many images it has: each call from the decoding thread can take the interpreter's lock
+    from the threads that launch the training step, whose host then falls behind its device.
 
     `dtype` is what the products run in: float16 on CUDA (tensor cores: the step the decode shares
     the GPU with loses the least), float32 elsewhere. Levels are exact in float16 and each pass
@@ -146,21 +145,28 @@ def cropped(
     device = images[0].device
     dtype = dtype or (torch.float16 if device.type == "cuda" else torch.float32)
     shapes = np.array([image.shape for image in images], dtype=np.int64)
-    left, top, right, bottom, flip = windows.numpy().T
+    left, top, right, bottom, flip = windows.numpy().astype(np.float64).T
     xs = source_spans(left, right, crop, shapes[:, 2])
     ys = source_spans(top, bottom, crop, shapes[:, 1])
+    # Both axes' bands in one pair of arrays (each box relative to its span; rows, never flipped,
+    # after columns), copied before the gather queues kernels.
+    taps = max(filter_taps(right - left, crop), filter_taps(bottom - top, crop))
+    pixels, weights = resize_bands(
+        np.concatenate([left - xs[0], top - ys[0]]),
+        np.concatenate([right - xs[0], bottom - ys[0]]),
+        np.concatenate([xs[1] - xs[0], ys[1] - ys[0]]),
+        crop,
+        np.concatenate([flip > 0.5, np.zeros_like(flip, dtype=bool)]),
+        taps,
+    )
+    pixels, weights = torch.from_numpy(pixels).to(device), torch.from_numpy(weights).to(device, dtype)
     # Converted, centred and raised by a half in one pass (computed in float32, stored in `dtype`):
     # the weights sum to one, so the first pass's products come out raised for `rounded`.
-    pixels = gathered(images, shapes, xs, ys)
-    sources = torch.sub(pixels, CENTRE - 0.5, out=torch.empty(pixels.shape, dtype=dtype, device=device))
+    gather = gathered(images, shapes, xs, ys)
+    sources = torch.sub(gather, CENTRE - 0.5, out=torch.empty(gather.shape, dtype=dtype, device=device))
     count, height, _, width = sources.shape
-    # Each box relative to its span, with the span's size and the flip: one copy to the device.
-    relative = np.stack([left - xs[0], right - xs[0], xs[1] - xs[0], top - ys[0], bottom - ys[0], ys[1] - ys[0], flip])
-    axes = torch.from_numpy(relative.astype(np.float32)).to(device)
-    flips = axes[6] > 0.5
-    x_taps, y_taps = filter_taps(right - left, crop), filter_taps(bottom - top, crop)
-    x_weights = bilinear_weights(axes[0], axes[1], axes[2], crop, width, flips, x_taps, dtype)
-    y_weights = bilinear_weights(axes[3], axes[4], axes[5], crop, height, torch.zeros_like(flips), y_taps, dtype)
+    matrices = band_matrices(pixels, weights, max(width, height))
+    x_weights, y_weights = matrices[:count, :, :width], matrices[count:, :, :height]
     # Each pass one batched product per image, its channels side by side (no weights repeated
     # per channel): (rows x channels, width) @ (width, crop), then (crop, rows) @ (rows, channels x crop).
     rows = rounded(torch.bmm(sources.view(count, height * 3, width), x_weights.transpose(1, 2)))

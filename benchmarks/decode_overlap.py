@@ -42,12 +42,12 @@ import torchvision
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.encoded import EncodedTrainItems
 from mgbench.datasets.resolve import describe_dataset
-from mgbench.frameworks.pytorch.device_crop import cropped
+from mgbench.frameworks.pytorch.device_crop import CropPlan, cropped
 from mgbench.frameworks.pytorch.device_decode import (
     DecodedAhead,
     DecodedOnDevice,
     EncodedBatch,
-    collate_encoded,
+    PlannedCollate,
     decoded_images,
     outranking,
 )
@@ -123,9 +123,8 @@ def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:
     split = describe_dataset(dataset).train
     items = EncodedTrainItems(split, Augmentation.for_input(INPUT_SIZE), 0)
     keys = [(0, index) for index in range(min(len(split), batch * count))]
-    return [
-        collate_encoded([items[key] for key in keys[i : i + batch]]) for i in range(0, len(keys) - batch + 1, batch)
-    ]
+    collate = PlannedCollate(INPUT_SIZE)
+    return [collate([items[key] for key in keys[i : i + batch]]) for i in range(0, len(keys) - batch + 1, batch)]
 
 
 def alone(batches: list[EncodedBatch], work: Callable[[EncodedBatch], object], device: torch.device) -> float:
@@ -178,8 +177,11 @@ def profiled(step: Callable[[torch.Tensor], None], feed: Iterator[torch.Tensor],
 
 
 def pinned(batches: list[EncodedBatch]) -> list[EncodedBatch]:
-    """The batches with their files' bytes in pinned memory, as the loader pins them on CUDA."""
-    return [(data.pin_memory(), *rest) for data, *rest in batches]
+    """The batches in pinned memory, their crops' plans too, as the loader pins them on CUDA."""
+    return [
+        EncodedBatch(*(part.pin_memory() for part in batch[:4]), CropPlan(*(part.pin_memory() for part in batch.plan)))
+        for batch in batches
+    ]
 
 
 def kernels(work: Callable[[], object]) -> str:

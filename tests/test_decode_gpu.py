@@ -22,14 +22,16 @@ from mgbench.common.errors import UsageError
 from mgbench.common.job import Job
 from mgbench.common.protocol import Placement
 from mgbench.datasets.augment import IMAGENET_STD, Augmentation
+from mgbench.datasets.description import Split
+from mgbench.datasets.encoded import EncodedTrainItems
 from mgbench.datasets.images import header_size, open_image
 from mgbench.datasets.pillow_build import pillow_build
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.pytorch.adapter import create_trainer
 from mgbench.frameworks.pytorch.data import HostDecoding, PlacedPixels, build_loaders, decoding_for
-from mgbench.frameworks.pytorch.device_crop import cropped
-from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding
+from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped, planned_crops
+from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding, PlannedCollate, decoded_images
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
 
@@ -165,6 +167,54 @@ def test_black_and_white_images_keep_their_levels_without_a_clip(dtype):
     batch = cropped(images, torch.tensor(windows), 64, dtype)
     for image, crop in zip(images, batch, strict=True):
         assert torch.equal(crop, torch.full_like(crop, int(image[0, 0, 0])))
+
+
+def test_the_workers_plan_is_the_plan_of_the_decoded_images_and_a_wrong_one_is_refused(tmp_path):
+    """The workers plan a batch's crop from the files' headers (grayscale ones decode to three
+    channels); on the decoded images it is the plan made from their own shapes, the crops the
+    same. A plan of other sizes is refused, never cropped with."""
+    sizes = [((120, 90), "RGB"), ((50, 40), "L"), ((75, 75), "RGB")]
+    paths = [photo(tmp_path / f"{n}.jpg", size, mode, seed=n) for n, (size, mode) in enumerate(sizes)]
+    augmentation = Augmentation.for_input(32)
+    items = EncodedTrainItems(Split(paths, np.zeros((3, 1), np.float32)), augmentation, seed=3)
+    batch = PlannedCollate(32)([items[(0, index)] for index in range(3)])
+    images = decoded_images(batch.data, batch.lengths, torch.device("cpu"))
+    shapes = np.array([image.shape for image in images])
+    assert shapes.tolist() == [[3, 90, 120], [3, 40, 50], [3, 75, 75]]
+    own = crop_plan(shapes, batch.windows.numpy(), 32)
+    for planned, made in zip(batch.plan, own, strict=True):
+        assert np.array_equal(planned.numpy(), made)
+    assert torch.equal(planned_crops(images, batch.plan, 32), cropped(images, batch.windows, 32))
+    with pytest.raises(ValueError, match="a crop plan for images of other sizes"):
+        planned_crops(images[::-1], batch.plan, 32)
+
+
+def test_the_device_crop_makes_as_many_calls_for_a_large_batch_as_for_a_small_one():
+    """The decoding thread's share of a batch is a fixed number of calls into torch and numpy
+    (each can hand the interpreter's lock to it from the threads that launch the step), not a
+    number that grows with the batch: no call per image."""
+    import sys
+
+    def calls(count: int) -> int:
+        images = [torch.zeros((3, 40 + n % 7, 50 + n % 5), dtype=torch.uint8) for n in range(count)]
+        windows = np.array([[2.0, 3.0, 30.0, 33.0, n % 2] for n in range(count)], dtype=np.float32)
+        plan = CropPlan(
+            *(torch.from_numpy(part) for part in crop_plan(np.array([i.shape for i in images]), windows, 16))
+        )
+        made = 0
+
+        def counted(frame, event, arg):
+            nonlocal made
+            made += event == "c_call"
+
+        sys.setprofile(counted)
+        try:
+            planned_crops(images, plan, 16)
+        finally:
+            sys.setprofile(None)
+        return made
+
+    assert calls(64) == calls(4) < 50
 
 
 def jpeg_folder(root: Path, sizes: list[tuple[int, int]], suffix: str = ".jpg") -> Path:

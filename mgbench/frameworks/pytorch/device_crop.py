@@ -11,49 +11,23 @@ that Pillow's intermediate image has; a flip reverses the horizontal weights' ro
 `interpolate(antialias=True)` on the window would clamp the filter at the window's edge, where
 Pillow reads the pixels beyond it, and cannot take a box at fractional pixels.
 
+The work is split in two. The host's share (`crop_plan`: where each window's pixels lie in the
+batch, each output pixel's filter taps and weights) is numpy over the batch's boxes and sizes: the
+loader's workers compute it beside the file reads (`device_decode.PlannedCollate`), off the
+training process. The device's share (`planned_crops`) is a few dozen calls a batch whatever its
+size: each call from the decoding thread can take the interpreter's lock from the threads that
+launch the training step, whose host then falls behind its device.
+
 Framework-neutral over torch tensors: any device torch runs on (tests run it on the CPU).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import torch
-
-
-def resize_bands(
-    starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, out: int, flips: np.ndarray, taps: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(pixels, weights), each (N, out, taps): for image n, the source pixels output pixel i reads
-    and their weights when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized
-    to `out` pixels with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`, in float64 as
-    Pillow's), the outputs in reverse order where `flips[n]`; `taps` covers the widest filter
-    (`filter_taps`). A tap outside the image weighs nothing and may point anywhere.
-
-    Pillow's weight is max(0, 1 - d / support) over the distance d from the output pixel's centre,
-    normalised over the pixels inside the image: nonzero only within `support` of the centre, so
-    each output's band of taps is all the matrix products need (`band_matrices`). Computed on the
-    host from the boxes: on the device these few arrays took some forty operations a batch, each a
-    call from the decoding thread that takes the interpreter's lock from the training threads."""
-    scale = (ends - starts) / out
-    support = np.maximum(scale, 1.0)
-    steps = np.arange(out) + 0.5
-    steps = np.where(flips[:, None], out - steps, steps)
-    centres = starts[:, None] + steps * scale[:, None]
-    pixels = np.floor(centres - support[:, None] + 0.5)[:, :, None] + np.arange(taps)
-    weights = np.maximum(1.0 - np.abs(pixels + 0.5 - centres[:, :, None]) / support[:, None, None], 0.0)
-    weights *= (pixels >= 0) & (pixels < sizes[:, None, None])
-    weights /= weights.sum(axis=2, keepdims=True)
-    return pixels.astype(np.int64), weights
-
-
-def band_matrices(pixels: torch.Tensor, weights: torch.Tensor, span: int) -> torch.Tensor:
-    """(N, out, span): `resize_bands`' taps added into a zeroed matrix, on their device, in the
-    weights' dtype (taps outside [0, span) weigh nothing and are clamped into it). Written once,
-    where weighing every (output, pixel) pair would pass over the matrix several times."""
-    matrix = torch.zeros((*weights.shape[:2], span), dtype=weights.dtype, device=weights.device)
-    return matrix.scatter_add_(2, pixels.clamp_(0, span - 1), weights)
 
 
 def filter_taps(lengths: np.ndarray, out: int) -> int:
@@ -96,79 +70,152 @@ def aligned(size: int) -> int:
     return -(-size // ALIGNMENT) * ALIGNMENT
 
 
-def gathered(images: list[torch.Tensor], shapes: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> torch.Tensor:
-    """(N, height, 3, width) uint8 on the images' device, each row's channels side by side: image
-    n's (its `shapes[n]`: channels, height, width) pixels [ys[0, n], ys[1, n]) x [xs[0, n],
-    xs[1, n]) at the top left, the largest span's size `aligned`; one channel is repeated into
-    three by a channel stride of 0. Beyond its span, an image's rows are its span's last row
-    repeated and its columns whatever lies next in memory: the resize gives them no weight.
+def resize_bands(
+    starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray, out: int, flips: np.ndarray, taps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pixels, weights), each (taps, N, out): for image n, the source pixels output pixel i reads
+    and their weights when [starts[n], ends[n]) of its `sizes[n]` pixels along one axis is resized
+    to `out` pixels with Pillow's BILINEAR filter (Resample.c's `precompute_coeffs`), the outputs
+    in reverse order where `flips[n]`; `taps` covers the widest filter (`filter_taps`). A tap
+    outside the image weighs nothing and may point anywhere.
 
-    The images are flattened end to end in one call, and each (image, row, channel) of the result
-    is one window of `width` consecutive elements of that buffer: the gather indexes the windows (a
-    view, `unfold`) by one offset per row, computed on the host for the whole batch and copied
-    before any of the batch's kernels is queued. The device's work for a batch is a few kernels
-    however many images it has, and the decoding thread makes a few calls: a copy or a call per
-    image would each take the interpreter's lock from the training threads, and a blocking copy
-    behind queued kernels would wait for them."""
-    device = images[0].device
-    height, width = aligned(int((ys[1] - ys[0]).max())), aligned(int((xs[1] - xs[0]).max()))
+    Pillow's weight is max(0, 1 - d / support) over the distance d from the output pixel's centre,
+    normalised over the pixels inside the image: nonzero only within `support` of the centre, so
+    each output's band of taps is all the matrix products need (`band_matrices`). The centres are
+    float64 as Pillow's; the bands float32 (the products' weights are float16 on CUDA), tap-major,
+    so that each pass over them is a plain one and their sum adds whole planes."""
+    scale = (ends - starts) / out
+    support = np.maximum(scale, 1.0)[:, None]
+    steps = np.arange(out) + 0.5
+    centres = starts[:, None] + np.where(flips[:, None], out - steps, steps) * scale[:, None]
+    first = np.floor(centres - support + 0.5)
+    tap = np.arange(taps, dtype=np.float32)[:, None, None]
+    # Tap t of output i lies (first + t + 0.5 - centre) / support supports from the centre.
+    weights = ((first + 0.5 - centres) / support).astype(np.float32) + tap * (1.0 / support).astype(np.float32)
+    np.abs(weights, out=weights)
+    np.subtract(1.0, weights, out=weights)
+    np.maximum(weights, 0.0, out=weights)
+    # Inside the image where 0 <= first + t < size.
+    weights *= (tap >= (-first).astype(np.float32)) & (tap < (sizes[:, None] - first).astype(np.float32))
+    weights /= weights.sum(axis=0)
+    return first.astype(np.int64) + np.arange(taps)[:, None, None], weights
+
+
+class CropPlan(NamedTuple):
+    """The host's share of cropping a batch of N images to `crop` px (`crop_plan`), as numpy
+    arrays or as the host tensors a loader hands over."""
+
+    shapes: np.ndarray | torch.Tensor
+    """(N, 3) int64: channels, height and width each image decodes to."""
+    span: np.ndarray | torch.Tensor
+    """(2,) int64: the gathered batch's height and width (`gathered`)."""
+    offsets: np.ndarray | torch.Tensor
+    """(N, height, 3) int64: the gather's offsets (`gathered`)."""
+    taps: np.ndarray | torch.Tensor
+    """(taps, 2N, crop) int64: each output pixel's source pixels within its span, columns of every
+    image then rows (`resize_bands`), clamped into the larger of the span's sides."""
+    weights: np.ndarray | torch.Tensor
+    """(taps, 2N, crop) float32: their weights."""
+
+
+def crop_plan(shapes: np.ndarray, windows: np.ndarray, crop: int) -> CropPlan:
+    """The plan for images of `shapes` (N, 3: channels, height, width) and their `windows` (N, 5:
+    left, top, right, bottom in the image's pixels, then 1 for a flip, as `Window.as_array` and the
+    loaders stack them), each resized to crop x crop and flipped as its window says. Each box is
+    taken relative to the span of pixels its filter reads (`source_spans`); rows are never
+    flipped."""
+    left, top, right, bottom, flip = np.asarray(windows, dtype=np.float64).T
+    xs = source_spans(left, right, crop, shapes[:, 2])
+    ys = source_spans(top, bottom, crop, shapes[:, 1])
+    span = np.array([aligned(int((ys[1] - ys[0]).max())), aligned(int((xs[1] - xs[0]).max()))])
+    taps, weights = resize_bands(
+        np.concatenate([left - xs[0], top - ys[0]]),
+        np.concatenate([right - xs[0], bottom - ys[0]]),
+        np.concatenate([xs[1] - xs[0], ys[1] - ys[0]]),
+        crop,
+        np.concatenate([flip > 0.5, np.zeros(len(flip), dtype=bool)]),
+        max(filter_taps(right - left, crop), filter_taps(bottom - top, crop)),
+    )
+    return CropPlan(shapes, span, gather_offsets(shapes, xs, ys, span), np.clip(taps, 0, span.max() - 1), weights)
+
+
+def gather_offsets(shapes: np.ndarray, xs: np.ndarray, ys: np.ndarray, span: np.ndarray) -> np.ndarray:
+    """(N, height, 3) int64, for images of `shapes` flattened end to end: the offset of image n's
+    row y + ys[0, n] of channel c from column xs[0, n] on, for y below the span's `height` (its
+    first `span`); rows past an image's span repeat its last row, and one channel is repeated into
+    three by a channel stride of 0."""
     channels, rows, columns = shapes.T
     sizes = channels * rows * columns
     first = np.cumsum(sizes) - sizes + ys[0] * columns + xs[0]
-    lines = np.minimum(np.arange(height), (ys[1] - ys[0])[:, None] - 1)
+    lines = np.minimum(np.arange(span[0]), (ys[1] - ys[0])[:, None] - 1)
     planes = np.where(channels == 3, rows * columns, 0)[:, None, None] * np.arange(3)
-    offsets = torch.from_numpy((first[:, None] + lines * columns[:, None])[:, :, None] + planes).to(device)
+    return (first[:, None] + lines * columns[:, None])[:, :, None] + planes
+
+
+def gathered(images: list[torch.Tensor], offsets: torch.Tensor, width: int) -> torch.Tensor:
+    """(N, height, 3, width) uint8 on the images' device, each row's channels side by side: the
+    `width` pixels from each of the `offsets` (`gather_offsets`, on that device) of the images
+    flattened end to end. Beyond its span, an image's columns are whatever lies next in memory:
+    the resize gives them no weight.
+
+    The images are flattened in one call, and each (image, row, channel) of the result is one
+    window of `width` consecutive elements of that buffer: the gather indexes the windows (a view,
+    `unfold`) by one offset per row. A batch is a few kernels however many images it has, where a
+    copy per image would queue one kernel and take the interpreter's lock once per image."""
     # The last row's window may reach `width` elements past the last image.
     flat = torch._utils._flatten_dense_tensors([*images, images[0].new_zeros(width)])
     return flat.unfold(0, width, 1)[offsets]
 
 
-def cropped(
-    images: list[torch.Tensor], windows: torch.Tensor, crop: int, dtype: torch.dtype | None = None
+def band_matrices(taps: torch.Tensor, weights: torch.Tensor, span: int) -> torch.Tensor:
+    """(M, out, span): `resize_bands`' taps (taps, M, out) added into a zeroed matrix, on their
+    device, in the weights' dtype; written once, where weighing every (output, pixel) pair would
+    pass over the matrix several times."""
+    matrix = torch.zeros((*weights.shape[1:], span), dtype=weights.dtype, device=weights.device)
+    return matrix.scatter_add_(2, taps.permute(1, 2, 0), weights.permute(1, 2, 0))
+
+
+def planned_crops(
+    images: list[torch.Tensor], plan: CropPlan, crop: int, dtype: torch.dtype | None = None
 ) -> torch.Tensor:
-    """(N, 3, crop, crop) uint8 on the images' device (a view of (N, crop, 3, crop) memory): each
-    CHW uint8 image (one channel is repeated into three) resized from its window's box and flipped
-    as the window says.
+    """(N, 3, crop, crop) uint8 on the images' device (a view of (N, crop, 3, crop) memory): the
+    CHW uint8 images (one channel is repeated into three) cropped as `plan` says, its arrays host
+    tensors (pinned ones are copied without waiting). The plan must be of these images' shapes.
 
-    `windows` is (N, 5) on the host: left, top, right, bottom in the image's pixels, then 1 for a
-    flip (`Window.as_array`, stacked by the loader). The pixels each window reads are gathered
-    into one batch (`gathered`), so both passes run as one batched product each whatever the
-    images' sizes. The host's share (spans, the gather's offsets, the filters' bands) is computed
-    with numpy over the batch's arrays at once, and the device's share is a few dozen calls a batch
-    however many images it has: each call from the decoding thread can take the interpreter's lock
-    from the threads that launch the training step, whose host then falls behind its device.
-
-    `dtype` is what the products run in: float16 on CUDA (tensor cores: the step the decode shares
-    the GPU with loses the least), float32 elsewhere. Levels are exact in float16 and each pass
-    rounds to a level, so float16's precision moves a pixel by a level only where a product lands
-    within a few hundredths of a half (`CENTRE`)."""
+    The pixels each window reads are gathered into one batch (`gathered`), so both passes run as
+    one batched product each whatever the images' sizes. `dtype` is what the products run in:
+    float16 on CUDA (tensor cores: the step the decode shares the GPU with loses the least), float32
+    elsewhere. Levels are exact in float16 and each pass rounds to a level, so float16's precision
+    moves a pixel by a level only where a product lands within a few hundredths of a half
+    (`CENTRE`)."""
     device = images[0].device
     dtype = dtype or (torch.float16 if device.type == "cuda" else torch.float32)
     shapes = np.array([image.shape for image in images], dtype=np.int64)
-    left, top, right, bottom, flip = windows.numpy().astype(np.float64).T
-    xs = source_spans(left, right, crop, shapes[:, 2])
-    ys = source_spans(top, bottom, crop, shapes[:, 1])
-    # Both axes' bands in one pair of arrays (each box relative to its span; rows, never flipped,
-    # after columns), copied before the gather queues kernels.
-    taps = max(filter_taps(right - left, crop), filter_taps(bottom - top, crop))
-    pixels, weights = resize_bands(
-        np.concatenate([left - xs[0], top - ys[0]]),
-        np.concatenate([right - xs[0], bottom - ys[0]]),
-        np.concatenate([xs[1] - xs[0], ys[1] - ys[0]]),
-        crop,
-        np.concatenate([flip > 0.5, np.zeros_like(flip, dtype=bool)]),
-        taps,
-    )
-    pixels, weights = torch.from_numpy(pixels).to(device), torch.from_numpy(weights).to(device, dtype)
+    if not np.array_equal(shapes, np.asarray(plan.shapes)):
+        raise ValueError(
+            f"a crop plan for images of other sizes: {np.asarray(plan.shapes).tolist()} for {shapes.tolist()}"
+        )
+    height, width = np.asarray(plan.span).tolist()
+    offsets, taps = (torch.as_tensor(part).to(device, non_blocking=True) for part in (plan.offsets, plan.taps))
+    weights = torch.as_tensor(plan.weights).to(device, dtype, non_blocking=True)
     # Converted, centred and raised by a half in one pass (computed in float32, stored in `dtype`):
     # the weights sum to one, so the first pass's products come out raised for `rounded`.
-    gather = gathered(images, shapes, xs, ys)
-    sources = torch.sub(gather, CENTRE - 0.5, out=torch.empty(gather.shape, dtype=dtype, device=device))
-    count, height, _, width = sources.shape
-    matrices = band_matrices(pixels, weights, max(width, height))
+    pixels = gathered(images, offsets, width)
+    sources = torch.sub(pixels, CENTRE - 0.5, out=torch.empty(pixels.shape, dtype=dtype, device=device))
+    count = len(images)
+    matrices = band_matrices(taps, weights, max(width, height))
     x_weights, y_weights = matrices[:count, :, :width], matrices[count:, :, :height]
     # Each pass one batched product per image, its channels side by side (no weights repeated
     # per channel): (rows x channels, width) @ (width, crop), then (crop, rows) @ (rows, channels x crop).
     rows = rounded(torch.bmm(sources.view(count, height * 3, width), x_weights.transpose(1, 2)))
     resized = rounded(torch.bmm(y_weights, rows.view(count, height, 3 * crop)).add_(0.5))
     return resized.add_(CENTRE).to(torch.uint8).view(count, crop, 3, crop).permute(0, 2, 1, 3)
+
+
+def cropped(
+    images: list[torch.Tensor], windows: torch.Tensor, crop: int, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """`planned_crops` of the images with a plan made here from their shapes and their `windows`
+    ((N, 5) on the host, `crop_plan`): for callers whose loader hands over no plan."""
+    shapes = np.array([image.shape for image in images], dtype=np.int64)
+    return planned_crops(images, crop_plan(shapes, windows.numpy(), crop), crop, dtype)

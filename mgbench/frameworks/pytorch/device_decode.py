@@ -1,6 +1,7 @@
-"""`--decode gpu` over torch's DataLoader: the workers read file bytes and draw each image's
-window (`datasets/encoded.py`); the training process decodes the batch on its device with
-torchvision's decoder (nvJPEG on CUDA) and crops it there (`device_crop.py`).
+"""`--decode gpu` over torch's DataLoader: the workers read file bytes, draw each image's window
+(`datasets/encoded.py`) and plan the batch's crop (`PlannedCollate`); the training process
+decodes the batch on its device with torchvision's decoder (nvJPEG on CUDA) and crops it there
+as planned (`device_crop.py`).
 
 The host then spends per image a header read and a file read instead of a decode and a resize,
 and the bus carries the compressed bytes. The decoded batch is normalised as the host path's
@@ -10,29 +11,58 @@ device finish normalises its pixels (`normalise.py`).
 from __future__ import annotations
 
 import functools
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
+import numpy as np
 import torch
+from PIL import Image
 from torchvision.io import ImageReadMode, decode_jpeg
 
 from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
 from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated
-from mgbench.frameworks.pytorch.device_crop import cropped
+from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped, planned_crops
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 from mgbench.frameworks.pytorch.spec import NVJPEG
 
-EncodedBatch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
-"""The images' file bytes end to end, each file's length, their windows (N, 5) and the targets,
-as the loader collates them."""
+
+class EncodedBatch(NamedTuple):
+    """A batch as the workers hand it over (`PlannedCollate`): the images' file bytes end to end,
+    each file's length, their windows (N, 5), the targets, and the plan of their crop."""
+
+    data: torch.Tensor
+    lengths: torch.Tensor
+    windows: torch.Tensor
+    targets: torch.Tensor
+    plan: CropPlan
 
 
-def collate_encoded(items: list[EncodedItem]) -> EncodedBatch:
-    """`encoded.collated` as tensors: a worker hands a batch over as one shared-memory block per
-    tensor, and pinning copies one buffer, not one per image."""
-    return tuple(torch.from_numpy(array) for array in collated(items))
+def decoded_shape(data: np.ndarray) -> tuple[int, int, int]:
+    """(channels, height, width) of the JPEG whose bytes are `data` once `decoded_images` decodes
+    it (RGB: three channels), from its header."""
+    with Image.open(io.BytesIO(data.tobytes())) as image:
+        return 3, image.height, image.width
+
+
+@dataclass(frozen=True)
+class PlannedCollate:
+    """The workers' collation: `encoded.collated` as tensors (a worker hands a batch over as one
+    shared-memory block per tensor, and pinning copies one buffer, not one per image) with the plan
+    of the batch's crop to `crop` px, made from the files' headers (`device_crop.crop_plan`). The
+    plan is numpy over a batch of boxes, which in the training process would hold the
+    interpreter's lock from the threads that launch the step."""
+
+    crop: int
+
+    def __call__(self, items: list[EncodedItem]) -> EncodedBatch:
+        data, lengths, windows, targets = collated(items)
+        shapes = np.array([decoded_shape(item[0]) for item in items], dtype=np.int64)
+        plan = CropPlan(*(torch.from_numpy(part) for part in crop_plan(shapes, windows, self.crop)))
+        return EncodedBatch(*(torch.from_numpy(part) for part in (data, lengths, windows, targets)), plan)
 
 
 def settled(device: torch.device) -> None:
@@ -54,7 +84,7 @@ def decoded_crops(
     data: torch.Tensor, lengths: torch.Tensor, windows: torch.Tensor, device: torch.device, crop: int
 ) -> torch.Tensor:
     """(N, 3, crop, crop) uint8 on `device`: `decoded_images` cropped to their `windows`
-    (`device_crop.cropped`), on the current stream."""
+    (`device_crop.cropped`, planned here), on the current stream."""
     return cropped(decoded_images(data, lengths, device), windows, crop)
 
 
@@ -67,9 +97,15 @@ class DecodedOnDevice:
     crop: int
     channels_last: bool
 
-    def __call__(self, batch: EncodedBatch, non_blocking: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        data, lengths, windows, targets = batch
-        crops = decoded_crops(data, lengths, windows, self.device, self.crop)
+    def __call__(
+        self, batch: EncodedBatch | tuple[torch.Tensor, ...], non_blocking: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The batch's images and targets on the device. A batch from PyTorch's loader brings the
+        plan of its crop (`PlannedCollate`); one of four parts (Keras' PyDataset's, whose pipe would
+        carry a plan slowly) is planned here, on the placing thread."""
+        data, lengths, windows, targets, *plan = batch
+        images = decoded_images(data, lengths, self.device)
+        crops = planned_crops(images, plan[0], self.crop) if plan else cropped(images, windows, self.crop)
         return normalised_pixels(crops, self.channels_last), targets.to(self.device, non_blocking=non_blocking)
 
     def staged(self, host_batches: Iterator[EncodedBatch]) -> DecodedAhead:
@@ -145,7 +181,9 @@ class DeviceDecoding:
 
     place: DecodedOnDevice
 
-    collate = staticmethod(collate_encoded)
+    @property
+    def collate(self) -> PlannedCollate:
+        return PlannedCollate(self.place.crop)
 
     @property
     def decoder(self) -> str:

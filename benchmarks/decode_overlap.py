@@ -42,11 +42,12 @@ import torchvision
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.encoded import EncodedTrainItems
 from mgbench.datasets.resolve import describe_dataset
-from mgbench.frameworks.pytorch.device_crop import CropPlan, cropped
+from mgbench.frameworks.pytorch.device_crop import cropped
 from mgbench.frameworks.pytorch.device_decode import (
     DecodedAhead,
     DecodedOnDevice,
     EncodedBatch,
+    PackedBatch,
     PlannedCollate,
     decoded_images,
     outranking,
@@ -118,8 +119,8 @@ def at(priority: int) -> type[DecodedAhead]:
     return type(f"DecodedAheadAt{priority}", (DecodedAhead,), {"priority": priority})
 
 
-def encoded_batches(dataset: str, batch: int, count: int) -> list[EncodedBatch]:
-    """`count` batches of the training split's first images, as the loader collates them."""
+def encoded_batches(dataset: str, batch: int, count: int) -> list[PackedBatch]:
+    """`count` batches of the training split's first images, as the loader's workers hand them over."""
     split = describe_dataset(dataset).train
     items = EncodedTrainItems(split, Augmentation.for_input(INPUT_SIZE), 0)
     keys = [(0, index) for index in range(min(len(split), batch * count))]
@@ -176,14 +177,6 @@ def profiled(step: Callable[[torch.Tensor], None], feed: Iterator[torch.Tensor],
     prof.export_chrome_trace(f"{folder}/decode-overlap-trace.json.gz")
 
 
-def pinned(batches: list[EncodedBatch]) -> list[EncodedBatch]:
-    """The batches in pinned memory, their crops' plans too, as the loader pins them on CUDA."""
-    return [
-        EncodedBatch(*(part.pin_memory() for part in batch[:4]), CropPlan(*(part.pin_memory() for part in batch.plan)))
-        for batch in batches
-    ]
-
-
 def kernels(work: Callable[[], object]) -> str:
     """What `work` runs on the GPU: its kernels and copies by GPU time, most first, with counts."""
     from torch.profiler import ProfilerActivity, profile
@@ -213,8 +206,9 @@ def main() -> None:
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(device), "torch", torch.__version__, "torchvision", torchvision.__version__)
     print("CUDA_DEVICE_MAX_CONNECTIONS:", os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "unset (CUDA's default)"))
-    batches = encoded_batches(args.dataset, args.batch, args.batches)
-    memories = {"pageable": batches, "pinned": pinned(batches)}
+    packed_batches = encoded_batches(args.dataset, args.batch, args.batches)
+    batches = [batch.parts() for batch in packed_batches]
+    memories = {"pageable": batches, "pinned": [batch.pin_memory().parts() for batch in packed_batches]}
     place = DecodedOnDevice(device, INPUT_SIZE, channels_last=True)
 
     def decode(batch: EncodedBatch) -> list[torch.Tensor]:

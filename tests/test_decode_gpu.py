@@ -177,7 +177,7 @@ def test_the_workers_plan_is_the_plan_of_the_decoded_images_and_a_wrong_one_is_r
     paths = [photo(tmp_path / f"{n}.jpg", size, mode, seed=n) for n, (size, mode) in enumerate(sizes)]
     augmentation = Augmentation.for_input(32)
     items = EncodedTrainItems(Split(paths, np.zeros((3, 1), np.float32)), augmentation, seed=3)
-    batch = PlannedCollate(32)([items[(0, index)] for index in range(3)])
+    batch = PlannedCollate(32)([items[(0, index)] for index in range(3)]).parts()
     images = decoded_images(batch.data, batch.lengths, torch.device("cpu"))
     shapes = np.array([image.shape for image in images])
     assert shapes.tolist() == [[3, 90, 120], [3, 40, 50], [3, 75, 75]]
@@ -245,7 +245,7 @@ def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batc
     pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
     assert len(pairs) == 6
     for encoded_batch, pixel_batch in pairs:
-        data, lengths = encoded_batch[:2]  # the files' bytes: nothing decoded yet
+        data, lengths = encoded_batch.parts()[:2]  # the files' bytes: nothing decoded yet
         assert data.dtype == torch.uint8 and len(data) == int(lengths.sum()) and len(lengths) == 2
         images, labels = device.decoding.place(encoded_batch)
         expected, expected_labels = host.decoding.place(pixel_batch)

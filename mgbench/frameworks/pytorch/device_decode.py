@@ -27,18 +27,36 @@ from mgbench.datasets.description import Split
 from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated
 from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped, planned_crops
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
+from mgbench.frameworks.pytorch.packed import packed, unpacked
 from mgbench.frameworks.pytorch.spec import NVJPEG
 
 
 class EncodedBatch(NamedTuple):
-    """A batch as the workers hand it over (`PlannedCollate`): the images' file bytes end to end,
-    each file's length, their windows (N, 5), the targets, and the plan of their crop."""
+    """A batch of files for the device to decode: the images' file bytes end to end, each file's
+    length, their windows (N, 5), the targets, and the plan of their crop (none where the loader
+    hands over no plan: it is made where the batch is placed)."""
 
     data: torch.Tensor
     lengths: torch.Tensor
     windows: torch.Tensor
     targets: torch.Tensor
-    plan: CropPlan
+    plan: CropPlan | None = None
+
+
+@dataclass(frozen=True)
+class PackedBatch:
+    """An `EncodedBatch` as a worker hands it over: its nine arrays in one buffer (`packed.py`),
+    which the DataLoader's pinning thread takes back and pins once (`pin_memory`)."""
+
+    buffer: torch.Tensor
+
+    def pin_memory(self) -> PackedBatch:
+        return PackedBatch(self.buffer.pin_memory())
+
+    def parts(self) -> EncodedBatch:
+        """The batch's arrays as views of the buffer."""
+        data, lengths, windows, targets, *plan = unpacked(self.buffer)
+        return EncodedBatch(data, lengths, windows, targets, CropPlan(*plan))
 
 
 def decoded_shape(data: np.ndarray) -> tuple[int, int, int]:
@@ -50,19 +68,17 @@ def decoded_shape(data: np.ndarray) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class PlannedCollate:
-    """The workers' collation: `encoded.collated` as tensors (a worker hands a batch over as one
-    shared-memory block per tensor, and pinning copies one buffer, not one per image) with the plan
-    of the batch's crop to `crop` px, made from the files' headers (`device_crop.crop_plan`). The
-    plan is numpy over a batch of boxes, which in the training process would hold the
-    interpreter's lock from the threads that launch the step."""
+    """The workers' collation: `encoded.collated` with the plan of the batch's crop to `crop` px,
+    made from the files' headers (`device_crop.crop_plan`), packed in one buffer. The plan is
+    numpy over a batch of boxes, which in the training process would hold the interpreter's lock
+    from the threads that launch the step."""
 
     crop: int
 
-    def __call__(self, items: list[EncodedItem]) -> EncodedBatch:
+    def __call__(self, items: list[EncodedItem]) -> PackedBatch:
         data, lengths, windows, targets = collated(items)
         shapes = np.array([decoded_shape(item[0]) for item in items], dtype=np.int64)
-        plan = CropPlan(*(torch.from_numpy(part) for part in crop_plan(shapes, windows, self.crop)))
-        return EncodedBatch(*(torch.from_numpy(part) for part in (data, lengths, windows, targets)), plan)
+        return PackedBatch(packed([data, lengths, windows, targets, *crop_plan(shapes, windows, self.crop)]))
 
 
 def settled(device: torch.device) -> None:
@@ -98,17 +114,19 @@ class DecodedOnDevice:
     channels_last: bool
 
     def __call__(
-        self, batch: EncodedBatch | tuple[torch.Tensor, ...], non_blocking: bool = False
+        self, batch: PackedBatch | EncodedBatch | tuple[torch.Tensor, ...], non_blocking: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The batch's images and targets on the device. A batch from PyTorch's loader brings the
-        plan of its crop (`PlannedCollate`); one of four parts (Keras' PyDataset's, whose pipe would
-        carry a plan slowly) is planned here, on the placing thread."""
-        data, lengths, windows, targets, *plan = batch
+        """The batch's images and targets on the device. PyTorch's loader packs the plan of each
+        batch's crop with it (`PlannedCollate`); a batch of four parts (Keras' PyDataset's, whose
+        pipe would carry a plan slowly) is planned here, on the placing thread."""
+        data, lengths, windows, targets, plan = (
+            batch.parts() if isinstance(batch, PackedBatch) else EncodedBatch(*batch)
+        )
         images = decoded_images(data, lengths, self.device)
-        crops = planned_crops(images, plan[0], self.crop) if plan else cropped(images, windows, self.crop)
+        crops = cropped(images, windows, self.crop) if plan is None else planned_crops(images, plan, self.crop)
         return normalised_pixels(crops, self.channels_last), targets.to(self.device, non_blocking=non_blocking)
 
-    def staged(self, host_batches: Iterator[EncodedBatch]) -> DecodedAhead:
+    def staged(self, host_batches: Iterator[PackedBatch]) -> DecodedAhead:
         """The batches decoded ahead of the step that takes them, off the training thread."""
         return DecodedAhead(host_batches, self)
 
@@ -146,12 +164,12 @@ class DecodedAhead:
     priority = 0
     """The side stream's CUDA priority (lower is higher; 0 is the default)."""
 
-    def __init__(self, host_batches: Iterator[EncodedBatch], place: DecodedOnDevice):
+    def __init__(self, host_batches: Iterator[PackedBatch], place: DecodedOnDevice):
         self.place = place
         self.stream = torch.cuda.Stream(place.device, priority=self.priority)
         self.ahead = Ahead(self._placed(batch) for batch in host_batches)
 
-    def _placed(self, batch: EncodedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:
+    def _placed(self, batch: PackedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:
         with torch.cuda.stream(self.stream):
             images, labels = self.place(batch, True)
             done = torch.cuda.Event()

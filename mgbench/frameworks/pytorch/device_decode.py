@@ -10,6 +10,7 @@ device finish normalises its pixels (`normalise.py`).
 
 from __future__ import annotations
 
+import collections
 import functools
 import io
 from collections.abc import Iterator
@@ -59,6 +60,13 @@ class PackedBatch:
         return EncodedBatch(data, lengths, windows, targets, CropPlan(*plan))
 
 
+def encoded_parts(batch: PackedBatch | EncodedBatch | tuple[torch.Tensor, ...]) -> EncodedBatch:
+    """A batch's parts: PyTorch's loader packs the plan of each batch's crop with it
+    (`PlannedCollate`); a batch of four parts (Keras' PyDataset's, whose pipe would carry a plan
+    slowly) has none, and is planned where it is placed."""
+    return batch.parts() if isinstance(batch, PackedBatch) else EncodedBatch(*batch)
+
+
 def decoded_shape(data: np.ndarray) -> tuple[int, int, int]:
     """(channels, height, width) of the JPEG whose bytes are `data` once `decoded_images` decodes
     it (RGB: three channels), from its header."""
@@ -84,16 +92,23 @@ class PlannedCollate:
 def settled(device: torch.device) -> None:
     """Wait for the work queued on the current stream before the CUDA decoder allocates: it writes
     its outputs from a stream of its own that does not wait on the caller's, so a block the caching
-    allocator hands it may still be read by queued kernels (pytorch/vision#9606)."""
+    allocator hands it may still be read by queued kernels (pytorch/vision#9606). `DecodedAhead`
+    has no need: it decodes on a stream nothing else is queued on."""
     if device.type == "cuda":
         torch.cuda.current_stream(device).synchronize()
 
 
-def decoded_images(data: torch.Tensor, lengths: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+def decoded_files(data: torch.Tensor, lengths: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
     """The files end to end in `data` (host), split by `lengths`, decoded on `device` by
-    torchvision's decoder as CHW uint8 RGB images, on the current stream (`settled` first)."""
-    settled(device)
+    torchvision's decoder as CHW uint8 RGB images, allocated on the current stream, which waits
+    for them."""
     return decode_jpeg(list(torch.split(data, lengths.tolist())), mode=ImageReadMode.RGB, device=device)
+
+
+def decoded_images(data: torch.Tensor, lengths: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+    """`decoded_files` on the current stream, once it is `settled`."""
+    settled(device)
+    return decoded_files(data, lengths, device)
 
 
 def decoded_crops(
@@ -116,15 +131,19 @@ class DecodedOnDevice:
     def __call__(
         self, batch: PackedBatch | EncodedBatch | tuple[torch.Tensor, ...], non_blocking: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The batch's images and targets on the device. PyTorch's loader packs the plan of each
-        batch's crop with it (`PlannedCollate`); a batch of four parts (Keras' PyDataset's, whose
-        pipe would carry a plan slowly) is planned here, on the placing thread."""
-        data, lengths, windows, targets, plan = (
-            batch.parts() if isinstance(batch, PackedBatch) else EncodedBatch(*batch)
-        )
-        images = decoded_images(data, lengths, self.device)
-        crops = cropped(images, windows, self.crop) if plan is None else planned_crops(images, plan, self.crop)
-        return normalised_pixels(crops, self.channels_last), targets.to(self.device, non_blocking=non_blocking)
+        """The batch's images and targets on the device, decoded on the current stream once it is
+        `settled`."""
+        parts = encoded_parts(batch)
+        return self.finished(decoded_images(parts.data, parts.lengths, self.device), parts, non_blocking)
+
+    def finished(
+        self, images: list[torch.Tensor], parts: EncodedBatch, non_blocking: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The batch's decoded `images` cropped as planned (or as planned here, where the batch
+        brings no plan), normalised, and its targets, on the current stream."""
+        plan = parts.plan
+        crops = cropped(images, parts.windows, self.crop) if plan is None else planned_crops(images, plan, self.crop)
+        return normalised_pixels(crops, self.channels_last), parts.targets.to(self.device, non_blocking=non_blocking)
 
     def staged(self, host_batches: Iterator[PackedBatch]) -> DecodedAhead:
         """The batches decoded ahead of the step that takes them, off the training thread."""
@@ -150,10 +169,16 @@ def outranking(device: torch.device) -> None:
 class DecodedAhead:
     """Decodes and crops batch k+1 on a side stream, on a thread of its own, during step k.
 
-    The decoder blocks the thread that calls it (it waits for its own stream before returning, and
-    `settled` waits before it starts): on the training thread that would hold back the launches of
-    the step, so the device's queue would run dry; here only this thread waits. The step's stream
-    waits for each batch's event before reading it.
+    The decoder blocks the thread that calls it (it waits for its own stream before returning): on
+    the training thread that would hold back the launches of the step, so the device's queue would
+    run dry; here only this thread waits. The step's stream waits for each batch's event before
+    reading it.
+
+    The decoder allocates its outputs on a stream nothing else is queued on (`decoding`), and each
+    batch's decoded images are held until the crop that reads them has run (`held`): so the
+    allocator never hands the decoder a block a queued kernel still reads, without waiting for the
+    side stream first (`settled`), where the previous batch's crop waits for the SMs the step
+    leaves free and the decode of the next would wait behind it.
 
     The step outranks the decode: the adapter puts the training thread's work on a stream of
     CUDA's highest priority (`outranking`), and the side stream, like the decoder's own, has the
@@ -167,14 +192,23 @@ class DecodedAhead:
     def __init__(self, host_batches: Iterator[PackedBatch], place: DecodedOnDevice):
         self.place = place
         self.stream = torch.cuda.Stream(place.device, priority=self.priority)
+        self.decoding = torch.cuda.Stream(place.device, priority=self.priority)
+        self.held: collections.deque[tuple[torch.cuda.Event, list[torch.Tensor]]] = collections.deque()
         self.ahead = Ahead(self._placed(batch) for batch in host_batches)
 
     def _placed(self, batch: PackedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:
+        parts = encoded_parts(batch)
+        while self.held and self.held[0][0].query():
+            self.held.popleft()
+        with torch.cuda.stream(self.decoding):
+            images = decoded_files(parts.data, parts.lengths, self.place.device)
+        self.stream.wait_stream(self.decoding)
         with torch.cuda.stream(self.stream):
-            images, labels = self.place(batch, True)
+            pixels, labels = self.place.finished(images, parts, True)
             done = torch.cuda.Event()
             done.record(self.stream)
-        return images, labels, done
+        self.held.append((done, images))
+        return pixels, labels, done
 
     def __iter__(self) -> DecodedAhead:
         return self

@@ -14,9 +14,10 @@ package, so comparing them takes two interpreters, e.g. `.venv/bin/python` and a
 environment that `mgbench setup` gave pillow-simd.
 
 GPU row, where this interpreter's torch sees CUDA: the same images as `--decode gpu` takes them,
-file bytes read beforehand and windows drawn from their headers, decoded on one GPU with
+file bytes read beforehand and windows drawn from their headers, each batch's crop planned as
+the loader's workers plan it (`device_crop.crop_plan`), decoded on one GPU with
 `torchvision.io.decode_jpeg(device="cuda")` in lists of `--gpu-batch` and cropped there
-(`device_crop.cropped`): images/s of one GPU, the host's file reads not counted.
+(`device_crop.planned_crops`): images/s of one GPU, the host's file reads and plans not counted.
 """
 
 from __future__ import annotations
@@ -103,26 +104,32 @@ def gpu_row(jobs: list[tuple[str, int]], batch: int) -> Row | None:
     if not torch.cuda.is_available():
         return None
     from mgbench.datasets.images import header_size
-    from mgbench.frameworks.pytorch.device_crop import cropped
+    from mgbench.frameworks.pytorch.device_crop import crop_plan, planned_crops
 
     augmentation = Augmentation.for_input(INPUT_SIZE)
     device = torch.device("cuda")
     encoded = [read_file(path) for path, _ in jobs]
-    drawn = [augmentation.train_window(header_size(path), 0, 0, index) for path, index in jobs]
-    windows = torch.from_numpy(np.stack([window.as_array() for window in drawn]))
-    batches = [(encoded[i : i + batch], windows[i : i + batch]) for i in range(0, len(jobs) - batch + 1, batch)]
+    sizes = [header_size(path) for path, _ in jobs]
+    drawn = [augmentation.train_window(size, 0, 0, index) for size, (_, index) in zip(sizes, jobs, strict=True)]
+    windows = np.stack([window.as_array() for window in drawn])
+    shapes = np.array([(3, height, width) for width, height in sizes], dtype=np.int64)
+    # Each batch's crop planned beforehand, as the loader's workers plan it beside the file reads.
+    batches = [
+        (encoded[i : i + batch], crop_plan(shapes[i : i + batch], windows[i : i + batch], INPUT_SIZE))
+        for i in range(0, len(jobs) - batch + 1, batch)
+    ]
     if not batches:
         raise SystemExit(f"--gpu-batch {batch} is more than the {len(jobs)} images")
 
-    def decode(data: list[torch.Tensor], boxes: torch.Tensor) -> None:
+    def decode(data: list[torch.Tensor], plan: object) -> None:
         torch.cuda.synchronize(device)
-        cropped(decode_jpeg(data, mode=ImageReadMode.RGB, device=device), boxes, INPUT_SIZE)
+        planned_crops(decode_jpeg(data, mode=ImageReadMode.RGB, device=device), plan, INPUT_SIZE)
 
     decode(*batches[0])
     torch.cuda.synchronize(device)
     start = time.perf_counter()
-    for data, boxes in batches:
-        decode(data, boxes)
+    for data, plan in batches:
+        decode(data, plan)
     torch.cuda.synchronize(device)
     total = len(batches) * batch / (time.perf_counter() - start)
     where = f"1 GPU ({torch.cuda.get_device_name(device)}), lists of {batch}"

@@ -145,7 +145,7 @@ class DecodedOnDevice:
         crops = cropped(images, parts.windows, self.crop) if plan is None else planned_crops(images, plan, self.crop)
         return normalised_pixels(crops, self.channels_last), parts.targets.to(self.device, non_blocking=non_blocking)
 
-    def staged(self, host_batches: Iterator[PackedBatch]) -> DecodedAhead:
+    def staged(self, host_batches: Iterator[PackedBatch | tuple[torch.Tensor, ...]]) -> DecodedAhead:
         """The batches decoded ahead of the step that takes them, off the training thread."""
         return DecodedAhead(host_batches, self)
 
@@ -189,14 +189,16 @@ class DecodedAhead:
     priority = 0
     """The side stream's CUDA priority (lower is higher; 0 is the default)."""
 
-    def __init__(self, host_batches: Iterator[PackedBatch], place: DecodedOnDevice):
+    def __init__(self, host_batches: Iterator[PackedBatch | tuple[torch.Tensor, ...]], place: DecodedOnDevice):
         self.place = place
         self.stream = torch.cuda.Stream(place.device, priority=self.priority)
         self.decoding = torch.cuda.Stream(place.device, priority=self.priority)
         self.held: collections.deque[tuple[torch.cuda.Event, list[torch.Tensor]]] = collections.deque()
         self.ahead = Ahead(self._placed(batch) for batch in host_batches)
 
-    def _placed(self, batch: PackedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:
+    def _placed(
+        self, batch: PackedBatch | tuple[torch.Tensor, ...]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.cuda.Event]:
         parts = encoded_parts(batch)
         while self.held and self.held[0][0].query():
             self.held.popleft()

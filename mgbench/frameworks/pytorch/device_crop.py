@@ -197,7 +197,8 @@ def planned_crops(
         )
     height, width = np.asarray(plan.span).tolist()
     offsets, taps = (torch.as_tensor(part).to(device, non_blocking=True) for part in (plan.offsets, plan.taps))
-    weights = torch.as_tensor(plan.weights).to(device, dtype, non_blocking=True)
+    # Copied as they are and converted there: a conversion on the way would copy from pageable memory.
+    weights = torch.as_tensor(plan.weights).to(device, non_blocking=True).to(dtype)
     # Converted, centred and raised by a half in one pass (computed in float32, stored in `dtype`):
     # the weights sum to one, so the first pass's products come out raised for `rounded`.
     pixels = gathered(images, offsets, width)

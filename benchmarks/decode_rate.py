@@ -104,7 +104,7 @@ def gpu_row(jobs: list[tuple[str, int]], batch: int) -> Row | None:
     if not torch.cuda.is_available():
         return None
     from mgbench.datasets.images import header_size
-    from mgbench.frameworks.pytorch.device_crop import crop_plan, planned_crops
+    from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, planned_crops
 
     augmentation = Augmentation.for_input(INPUT_SIZE)
     device = torch.device("cuda")
@@ -121,7 +121,7 @@ def gpu_row(jobs: list[tuple[str, int]], batch: int) -> Row | None:
     if not batches:
         raise SystemExit(f"--gpu-batch {batch} is more than the {len(jobs)} images")
 
-    def decode(data: list[torch.Tensor], plan: object) -> None:
+    def decode(data: list[torch.Tensor], plan: CropPlan) -> None:
         torch.cuda.synchronize(device)
         planned_crops(decode_jpeg(data, mode=ImageReadMode.RGB, device=device), plan, INPUT_SIZE)
 

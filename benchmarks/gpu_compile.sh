@@ -3,9 +3,9 @@
 # compare runs PyTorch ddp compiled (torch.compile in MODE) and keras-jax jax-shard-map (always
 # XLA) on 1 and N GPUs; a second runs PyTorch ddp eager on the same machine (EAGER=0 skips it).
 # In a MODE XLA does not have, keras-jax runs in a compare of its own without --compile, in the
-# same call, so the compiled rows still have their reference.
-# Uses the machine's python3 (PyTorch, JAX with CUDA) and the carried Keras wheels (gpu_env.sh);
-# a call on a machine still warm from an earlier one starts its folders afresh.
+# same command, so the compiled rows still have their reference.
+# Uses the machine's python3 (PyTorch, JAX with CUDA) and the Keras wheels in .whl/ (gpu_env.sh);
+# a second run on one machine starts its folders afresh.
 # MODE is a torch.compile mode (reduce-overhead: CUDA graphs); XLA has only `default`, so other
 # modes would make keras-jax's rows `unsupported` (hence its own compare above). Inductor caches
 # compiled graphs on disk, so a model's second run may compile from the first's cache: COLD=1

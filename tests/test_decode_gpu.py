@@ -23,10 +23,10 @@ from mgbench.common.job import Job
 from mgbench.common.protocol import Placement
 from mgbench.datasets.augment import IMAGENET_STD, Augmentation
 from mgbench.datasets.description import Split
-from mgbench.datasets.encoded import EncodedTrainItems
-from mgbench.datasets.images import header_size, open_image
+from mgbench.datasets.encoded import EncodedTrainItems, device_file
+from mgbench.datasets.images import open_image, read_header
 from mgbench.datasets.pillow_build import pillow_build
-from mgbench.datasets.resolve import describe_dataset
+from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.pytorch.adapter import create_trainer
 from mgbench.frameworks.pytorch.data import HostDecoding, PlacedPixels, build_loaders, decoding_for
@@ -104,7 +104,7 @@ def test_the_window_drawn_from_the_header_is_the_crop_and_flip_train_pixels_take
     resized = image.resize(augmentation.resized_size(*image.size), Image.Resampling.BILINEAR)
     flips = set()
     for index in range(10):
-        window = augmentation.train_window(header_size(path), 5, 2, index)
+        window = augmentation.train_window(read_header(path).size, 5, 2, index)
         left = round(window.box[0] * resized.width / image.width)
         top = round(window.box[1] * resized.height / image.height)
         expected = np.asarray(resized.crop((left, top, left + 64, top + 64)), dtype=np.int16)
@@ -112,7 +112,7 @@ def test_the_window_drawn_from_the_header_is_the_crop_and_flip_train_pixels_take
         assert np.abs(augmentation.train_pixels(path, 5, 2, index) - expected).max() <= 2
         flips.add(window.flip)
     assert flips == {False, True}
-    centre = augmentation.eval_window(header_size(path))
+    centre = augmentation.eval_window(read_header(path).size)
     assert not centre.flip
     assert centre.box[0] == pytest.approx(((resized.width - 64) // 2) * image.width / resized.width)
 
@@ -133,7 +133,7 @@ def test_the_device_crop_gives_the_host_pixels_within_2_levels(tmp_path, dtype):
     assert images[2].shape[0] == 1
     flips = set()
     for index in range(3):
-        windows = [augmentation.train_window(header_size(path), 1, 0, index + n) for n, path in enumerate(paths)]
+        windows = [augmentation.train_window(read_header(path).size, 1, 0, index + n) for n, path in enumerate(paths)]
         flips |= {window.flip for window in windows}
         batch = cropped(images, torch.from_numpy(np.stack([w.as_array() for w in windows])), 64, dtype)
         assert batch.shape == (4, 3, 64, 64) and batch.dtype == torch.uint8
@@ -141,7 +141,7 @@ def test_the_device_crop_gives_the_host_pixels_within_2_levels(tmp_path, dtype):
             host = augmentation.train_pixels(path, 1, 0, index + n).astype(np.int16)
             assert np.abs(batch[n].permute(1, 2, 0).numpy() - host).max() <= 2, (path, windows[n])
     assert flips == {False, True}
-    centres = np.stack([augmentation.eval_window(header_size(path)).as_array() for path in paths])
+    centres = np.stack([augmentation.eval_window(read_header(path).size).as_array() for path in paths])
     batch = cropped(images, torch.from_numpy(centres), 64, dtype)
     for n, path in enumerate(paths):
         assert np.abs(batch[n].permute(1, 2, 0).numpy() - augmentation.eval_pixels(path).astype(np.int16)).max() <= 2
@@ -285,3 +285,77 @@ def test_rows_of_real_data_name_the_decoder_and_rows_of_synthetic_data_none(tmp_
     assert synthetic.decoder is None
     fake = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 3, dataset="chestxray:/data")
     assert run_training(fakefw.create_trainer("steady"), fake, host_decoder="the host's").decoder == "the host's"
+
+
+def odd_jpegs(folder: Path) -> dict[str, str]:
+    """Images under JPEG names as real folders hold them (ImageNet's training set has a PNG named
+    `.JPEG` and CMYK JPEGs), beside the JPEGs a device decoder reads as they are."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"rgb": photo(folder / "rgb.jpg", (120, 90)), "gray": photo(folder / "gray.jpg", (90, 130), "L", seed=1)}
+    source = Image.open(photo(folder / "source.jpg", (100, 80), seed=2))
+    paths["png"] = str(folder / "png.JPEG")
+    source.save(paths["png"], "PNG")
+    paths["cmyk"] = str(folder / "cmyk.jpg")
+    source.convert("CMYK").save(paths["cmyk"], "JPEG", quality=95)
+    return paths
+
+
+def test_jpegs_are_handed_over_as_they_are_and_other_images_under_jpeg_names_reencoded(tmp_path):
+    """The device decoder reads a PNG under a JPEG name and a CMYK JPEG as a JPEG of the host
+    path's pixels (its own decode of a PNG fails); JPEGs it reads keep their bytes."""
+    paths = odd_jpegs(tmp_path)
+    for name in ("rgb", "gray"):
+        data, size = device_file(paths[name])
+        assert data.tobytes() == Path(paths[name]).read_bytes() and size == read_header(paths[name]).size
+    with pytest.raises(RuntimeError):
+        torchvision.io.decode_jpeg(encoded([paths["png"]])[0])
+    for name in ("png", "cmyk"):
+        data, size = device_file(paths[name])
+        assert read_header(paths[name]).format != "JPEG" or read_header(paths[name]).mode == "CMYK"
+        assert size == (100, 80)
+        handed = torchvision.io.decode_jpeg(torch.from_numpy(data.copy()), mode=torchvision.io.ImageReadMode.RGB)
+        host = torch.from_numpy(np.asarray(open_image(paths[name]))).permute(2, 0, 1)
+        assert handed.shape == host.shape == (3, 80, 100)
+        assert (handed.int() - host.int()).abs().float().mean() <= 2
+
+
+def test_the_device_path_trains_on_a_folder_with_a_png_and_a_cmyk_file_under_jpeg_names(tmp_path):
+    """Both loaders over such a folder give the same batches within the levels the re-encoding
+    adds: the device path's batches decode, none fails."""
+    root = jpeg_folder(tmp_path / "jpegs", [(120, 90), (50, 40), (90, 130), (75, 75)])
+    odd = odd_jpegs(tmp_path / "odd")
+    for name, target in (("png", "train/class0/00.jpg"), ("cmyk", "train/class1/01.jpg")):
+        Path(odd[name]).replace(root / target)
+    dataset = describe_dataset(f"imagefolder:{root}")
+    config = RunConfig(
+        "pytorch", "ddp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0
+    )
+    cpu = torch.device("cpu")
+    shard = Shard.of_rank(0, 1, config.global_batch)
+    device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice(cpu, 32, False)))
+    host = build_loaders(dataset, config, Placement(0, 1), shard, HostDecoding(PlacedPixels(cpu, False)))
+    level = 4 / 255 / float(IMAGENET_STD.min())
+    batches = list(zip(device.train, host.train))
+    assert len(batches) == 2
+    for encoded_batch, pixel_batch in batches:
+        images, labels = device.decoding.place(encoded_batch)
+        expected, expected_labels = host.decoding.place(pixel_batch)
+        assert torch.equal(labels, expected_labels)
+        assert (images - expected).abs().max() <= level + 1e-6
+
+
+def test_the_check_before_launching_names_the_images_gpu_decoding_reencodes(tmp_path):
+    root = jpeg_folder(tmp_path / "jpegs", [(40, 40)] * 4)
+    odd = odd_jpegs(tmp_path / "odd")
+    Path(odd["png"]).replace(root / "train" / "class0" / "00.jpg")
+    Path(odd["cmyk"]).replace(root / "val" / "class1" / "01.jpg")
+    notes = {}
+    for decode in ("gpu", "cpu"):
+        config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode=decode)
+        notes[decode] = []
+        check_dataset(config, [config], workers=1, on_note=notes[decode].append)
+    assert notes["cpu"] == []
+    assert notes["gpu"] == [
+        "--decode gpu: 2 image(s) under JPEG names are not 8-bit RGB or grayscale JPEGs "
+        "(train/class0/00.jpg, val/class1/01.jpg); the loaders hand them to the device decoder re-encoded as JPEGs"
+    ]

@@ -118,7 +118,7 @@ def test_fifos_sockets_and_devices_in_a_dataset_are_bad_files_never_opened(tmp_p
     assert all(f"images/{name} ({kind}, not a regular file)" in refused for name, kind in odd.items())
     with check.time_limit(20):
         reasons = {name: check.check_file(str(tmp_path / "images" / name)) for name in odd}
-    assert reasons == {name: (f"{kind}, not a regular file", False) for name, kind in odd.items()}
+    assert reasons == {name: (f"{kind}, not a regular file", False, False) for name, kind in odd.items()}
 
 
 def test_a_file_that_does_not_come_is_named_once_its_time_is_up(tmp_path, monkeypatch):
@@ -127,7 +127,7 @@ def test_a_file_that_does_not_come_is_named_once_its_time_is_up(tmp_path, monkey
     monkeypatch.setattr(check, "FILE_SECONDS", 0.2)
     monkeypatch.setattr(check.Image, "open", lambda handle: time.sleep(30))
     began = time.monotonic()
-    reason, _ = check.check_file(str(path))
+    reason = check.check_file(str(path)).reason
     assert time.monotonic() - began < 5
     assert reason == "TimeoutError: not read within 0.2 s"
 

@@ -26,12 +26,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from mgbench.common.safe_files import NotRegularFileError, open_regular
-from mgbench.datasets.images import WIDE_MODES, range_bits
+from mgbench.datasets.encoded import device_readable, jpeg_named
+from mgbench.datasets.images import WIDE_MODES, Header, range_bits
 from mgbench.datasets.parallel import ProgressCallback, map_with_progress
 
 RANGE_SAMPLE = 64
@@ -47,6 +49,8 @@ class FilesCheck:
     """Each file that cannot be decoded, with why, in the order given."""
     bit_depth: int | None
     """The range of the wide images (`images.range_bits` of their largest value); None: none is wide."""
+    reencoded: tuple[str, ...] = ()
+    """The files `--decode gpu`'s loaders hand over re-encoded (`FileCheck.reencoded`)."""
 
     def listing(self, root: Path, limit: int | None = None) -> str:
         """The bad files, relative to `root`, each with why; past `limit` of them, how many more."""
@@ -80,24 +84,35 @@ def opened(path: str) -> Iterator[Image.Image]:
         yield image
 
 
-def check_file(path: str) -> tuple[str | None, bool]:
-    """Why `path` cannot be decoded (None: it can), and whether its pixels are wider than 8 bits."""
+class FileCheck(NamedTuple):
+    reason: str | None
+    """Why the file cannot be decoded; None: it can."""
+    wide: bool
+    """Whether its pixels are wider than 8 bits."""
+    reencoded: bool
+    """Whether `--decode gpu`'s loaders hand it over re-encoded: an image under a JPEG name that
+    a device decoder does not read as it is (`encoded.device_readable`)."""
+
+
+def check_file(path: str) -> FileCheck:
+    """Whether `path` can be decoded, and what else decoding it will meet."""
     try:
         with opened(path) as image:
             wide = image.mode in WIDE_MODES
+            reencoded = jpeg_named(path) and not device_readable(Header(image.size, image.format, image.mode))
             if image.format == "PNG":
                 image.verify()
             else:
                 image.load()
-        return None, wide
+        return FileCheck(None, wide, reencoded)
     except UnidentifiedImageError:
-        return "not an image PIL can read", False
+        return FileCheck("not an image PIL can read", False, False)
     except NotRegularFileError as error:
-        return error.strerror, False
+        return FileCheck(error.strerror, False, False)
     # Whatever PIL raises on a file (OSError, SyntaxError for a bad checksum, struct.error for a
     # cut chunk, DecompressionBombError) is what the loader would raise on it.
     except Exception as error:
-        return f"{type(error).__name__}: {error}", False
+        return FileCheck(f"{type(error).__name__}: {error}", False, False)
 
 
 def largest_value(path: str) -> float:
@@ -111,8 +126,9 @@ def check_files(
 ) -> FilesCheck:
     """Check every file in worker processes (`check_file`), then read the wide images' range."""
     results = map_with_progress(check_file, [(path,) for path in files], workers, on_progress)
-    bad = {path: reason for path, (reason, _) in zip(files, results) if reason is not None}
-    wide = [path for path, (_, is_wide) in zip(files, results) if is_wide]
+    bad = {path: found.reason for path, found in zip(files, results) if found.reason is not None}
+    wide = [path for path, found in zip(files, results) if found.wide]
     sample = wide[:: max(1, len(wide) // RANGE_SAMPLE)][:RANGE_SAMPLE]
     maxima = map_with_progress(largest_value, [(path,) for path in sample], workers) if sample else []
-    return FilesCheck(bad, range_bits(max(maxima)) if maxima else None)
+    reencoded = tuple(path for path, found in zip(files, results) if found.reencoded)
+    return FilesCheck(bad, range_bits(max(maxima)) if maxima else None, reencoded)

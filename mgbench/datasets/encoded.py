@@ -10,6 +10,7 @@ in four arrays (`collated`), sliced or padded.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
-from mgbench.datasets.images import header_size
+from mgbench.datasets.images import Header, decode, read_header
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 
@@ -30,9 +31,14 @@ NOT_ALL_JPEG = ": not all JPEGs, which --decode gpu decodes"
 """What a `--decode gpu` row's decoder adds when the dataset's images are decoded on the host."""
 
 
+def jpeg_named(path: str) -> bool:
+    return Path(path).suffix.lower() in JPEG_SUFFIXES
+
+
 def all_jpeg(files: list[str]) -> bool:
-    """Whether every file is a JPEG, which the device decoders read (PNGs decode on the host)."""
-    return all(Path(path).suffix.lower() in JPEG_SUFFIXES for path in files)
+    """Whether every file is named a JPEG, which the device decoders read (PNGs decode on the
+    host; an image of another kind under a JPEG name is re-encoded, `device_file`)."""
+    return all(jpeg_named(path) for path in files)
 
 
 @dataclass(frozen=True)
@@ -75,8 +81,34 @@ def padded_items(batch: EncodedArrays, size: int) -> EncodedArrays:
     return tuple(np.concatenate([part, *[repeated] * (size - count)]) for part, repeated in zip(batch, last))
 
 
-def file_bytes(path: str) -> np.ndarray:
-    return np.fromfile(path, dtype=np.uint8)
+DEVICE_JPEG_MODES = ("RGB", "L")
+"""The JPEGs a device decoder reads as they are: 8-bit colour and grayscale."""
+REENCODED_QUALITY = 95
+
+
+def device_readable(header: Header) -> bool:
+    """Whether a device decoder reads the image of `header` as it is: an 8-bit RGB or grayscale JPEG."""
+    return header.format == "JPEG" and header.mode in DEVICE_JPEG_MODES
+
+
+def device_file(path: str, bit_depth: int | None = None) -> tuple[np.ndarray, tuple[int, int]]:
+    """The bytes a device decoder is handed for `path`, and the image's (width, height).
+
+    An 8-bit RGB or grayscale JPEG is handed over as it is. Any other image under a JPEG name
+    (ImageNet's training set holds a PNG named `.JPEG` and CMYK JPEGs) is not for a device
+    decoder: nvJPEG reads no PNG, so the batch holding one fails minutes into a run, and
+    torchvision's GPU decoder leaves nvJPEG's CMYK decoding off. Such a file is handed over as its
+    pixels as the host path decodes them (`images.decode`, wide pixels scaled by the dataset's
+    `bit_depth`), re-encoded as a JPEG of quality 95 with full-resolution colour: its pixels then
+    differ from the host path's by that encoding's loss besides the device decode's own
+    difference."""
+    header = read_header(path)
+    if device_readable(header):
+        return np.fromfile(path, dtype=np.uint8), header.size
+    pixels, _ = decode(path, bit_depth=bit_depth)
+    buffer = io.BytesIO()
+    pixels.save(buffer, "JPEG", quality=REENCODED_QUALITY, subsampling=0)
+    return np.frombuffer(buffer.getvalue(), dtype=np.uint8), header.size
 
 
 class EncodedTrainItems:
@@ -90,9 +122,9 @@ class EncodedTrainItems:
 
     def __getitem__(self, key: tuple[int, int]) -> EncodedItem:
         epoch, index = key
-        path = self.split.files[index]
-        window = self.augmentation.train_window(header_size(path), self.seed, epoch, index)
-        return file_bytes(path), window.as_array(), self.split.targets[index]
+        data, size = device_file(self.split.files[index], self.augmentation.bit_depth)
+        window = self.augmentation.train_window(size, self.seed, epoch, index)
+        return data, window.as_array(), self.split.targets[index]
 
 
 class EncodedEvalItems:
@@ -105,6 +137,6 @@ class EncodedEvalItems:
         return len(self.indices)
 
     def __getitem__(self, position: int) -> EncodedItem:
-        path = self.split.files[self.indices[position]]
-        window = self.augmentation.eval_window(header_size(path))
-        return file_bytes(path), window.as_array(), self.split.targets[self.indices[position]]
+        data, size = device_file(self.split.files[self.indices[position]], self.augmentation.bit_depth)
+        window = self.augmentation.eval_window(size)
+        return data, window.as_array(), self.split.targets[self.indices[position]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -87,12 +88,24 @@ def host_decoder() -> str:
     return f"{pillow_build()} (host)"
 
 
-def header_size(path: str | Path) -> tuple[int, int]:
-    """(width, height) from the file's header, without decoding its pixels: what the host needs to
-    draw an image's crop when the training device decodes it (`--decode gpu`)."""
+@dataclass(frozen=True)
+class Header:
+    """What an image file's header says, read without decoding its pixels."""
+
+    size: tuple[int, int]
+    """(width, height): what the host needs to draw an image's crop when the training device
+    decodes it (`--decode gpu`)."""
+    format: str | None
+    """The format PIL read, whatever the file's name says (`JPEG`, `PNG`)."""
+    mode: str
+    """PIL's pixel mode (`RGB`, `L`, `CMYK`)."""
+
+
+def read_header(path: str | Path) -> Header:
+    """The file's `Header`; an unreadable one is a UsageError naming it."""
     try:
         with Image.open(path) as image:
-            return image.size
+            return Header(image.size, image.format, image.mode)
     except (OSError, UnidentifiedImageError, ValueError) as error:
         raise UsageError(f"cannot read the header of image {path}: {error}") from None
 

@@ -58,7 +58,8 @@ def check_dataset(
     wide images and, with `skip_bad_images`, the files left out. Without it, files that cannot be
     decoded are one UsageError naming them all, as is a `--target-metric` its validation does not
     give (before the images are read). What reading the labels decided that the user
-    should hear (`DatasetDescription.notes`) goes to `on_note`, a line each."""
+    should hear (`DatasetDescription.notes`) goes to `on_note`, a line each, as do, for
+    `--decode gpu`, the images its loaders re-encode (`encoded.device_file`)."""
     description = describe_dataset(config.dataset)
     if description is None:
         return config
@@ -76,6 +77,12 @@ def check_dataset(
         raise UsageError(
             f"{description.root}: {len(found.bad)} of {len(files)} images cannot be decoded: "
             f"{found.listing(description.root)}; --skip-bad-images leaves them out"
+        )
+    if found.reencoded and config.decode.on_device:
+        names = shown_names([os.path.relpath(path, description.root) for path in found.reencoded])
+        on_note(
+            f"--decode gpu: {len(found.reencoded)} image(s) under JPEG names are not 8-bit RGB or grayscale "
+            f"JPEGs ({names}); the loaders hand them to the device decoder re-encoded as JPEGs"
         )
     checked = config.with_changes(bit_depth=found.bit_depth, skipped_images=tuple(found.bad))
     usable = description.as_checked(set(found.bad), found.bit_depth)

@@ -228,19 +228,26 @@ def jpeg_folder(root: Path, sizes: list[tuple[int, int]], suffix: str = ".jpg") 
     return root
 
 
-def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batches(tmp_path):
-    """The GPU path's loader and placement with the CPU as the device: workers hand over bytes
-    and windows, the training process decodes and crops; batches and labels match the host
-    path's within 2 levels, for training (random windows, flips) and validation (centre)."""
-    root = jpeg_folder(tmp_path / "jpegs", [(120, 90), (50, 40), (90, 130), (75, 75), (64, 100), (200, 60)])
+def both_loaders(root: Path, workers: int):
+    """The GPU path's loaders and the host path's over the class folder `root`, batches of 2 at
+    32 px, with the CPU as the device (torchvision decodes on the CPU)."""
     dataset = describe_dataset(f"imagefolder:{root}")
     config = RunConfig(
-        "pytorch", "ddp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=1
+        "pytorch", "ddp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=workers
     )
     cpu = torch.device("cpu")
     shard = Shard.of_rank(0, 1, config.global_batch)
     device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice(cpu, 32, False)))
     host = build_loaders(dataset, config, Placement(0, 1), shard, HostDecoding(PlacedPixels(cpu, False)))
+    return device, host
+
+
+def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batches(tmp_path):
+    """The GPU path's loader and placement with the CPU as the device: workers hand over bytes
+    and windows, the training process decodes and crops; batches and labels match the host
+    path's within 2 levels, for training (random windows, flips) and validation (centre)."""
+    root = jpeg_folder(tmp_path / "jpegs", [(120, 90), (50, 40), (90, 130), (75, 75), (64, 100), (200, 60)])
+    device, host = both_loaders(root, workers=1)
     level = 2 / 255 / float(IMAGENET_STD.min())
     pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
     assert len(pairs) == 6
@@ -326,14 +333,7 @@ def test_the_device_path_trains_on_a_folder_with_a_png_and_a_cmyk_file_under_jpe
     odd = odd_jpegs(tmp_path / "odd")
     for name, target in (("png", "train/class0/00.jpg"), ("cmyk", "train/class1/01.jpg")):
         Path(odd[name]).replace(root / target)
-    dataset = describe_dataset(f"imagefolder:{root}")
-    config = RunConfig(
-        "pytorch", "ddp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0
-    )
-    cpu = torch.device("cpu")
-    shard = Shard.of_rank(0, 1, config.global_batch)
-    device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice(cpu, 32, False)))
-    host = build_loaders(dataset, config, Placement(0, 1), shard, HostDecoding(PlacedPixels(cpu, False)))
+    device, host = both_loaders(root, workers=0)
     level = 4 / 255 / float(IMAGENET_STD.min())
     batches = list(zip(device.train, host.train))
     assert len(batches) == 2

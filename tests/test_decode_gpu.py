@@ -354,7 +354,11 @@ def test_the_check_before_launching_names_the_images_gpu_decoding_reencodes(tmp_
         config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode=decode)
         notes[decode] = []
         check_dataset(config, [config], workers=1, on_note=notes[decode].append)
-    assert notes["cpu"] == []
+    (root / "test" / "class0" / "00.jpg").rename(root / "test" / "class0" / "00.png")
+    config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode="gpu")
+    notes["host"] = []
+    check_dataset(config, [config], workers=1, on_note=notes["host"].append)
+    assert notes["cpu"] == notes["host"] == []  # a folder not all JPEGs decodes on the host
     assert notes["gpu"] == [
         "--decode gpu: 2 image(s) under JPEG names are not 8-bit RGB or grayscale JPEGs "
         "(train/class0/00.jpg, val/class1/01.jpg); the loaders hand them to the device decoder re-encoded as JPEGs"

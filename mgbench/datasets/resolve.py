@@ -21,6 +21,7 @@ from mgbench.common.target import TargetMetric
 from mgbench.datasets import chestxray, imagefolder, labelmap
 from mgbench.datasets.check import check_files
 from mgbench.datasets.description import DatasetDescription, parse_dataset, shown_names
+from mgbench.datasets.encoded import decode_site
 from mgbench.datasets.parallel import ProgressCallback
 
 Checked = TypeVar("Checked", Job, RunConfig)
@@ -78,7 +79,7 @@ def check_dataset(
             f"{description.root}: {len(found.bad)} of {len(files)} images cannot be decoded: "
             f"{found.listing(description.root)}; --skip-bad-images leaves them out"
         )
-    if found.reencoded and config.decode.on_device:
+    if found.reencoded and decode_site(config.decode.on_device, files).on_device:
         names = shown_names([os.path.relpath(path, description.root) for path in found.reencoded])
         on_note(
             f"--decode gpu: {len(found.reencoded)} image(s) under JPEG names are not 8-bit RGB or grayscale "

@@ -103,13 +103,13 @@ def gpu_row(jobs: list[tuple[str, int]], batch: int) -> Row | None:
         return None
     if not torch.cuda.is_available():
         return None
-    from mgbench.datasets.images import header_size
+    from mgbench.datasets.images import read_header
     from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, planned_crops
 
     augmentation = Augmentation.for_input(INPUT_SIZE)
     device = torch.device("cuda")
     encoded = [read_file(path) for path, _ in jobs]
-    sizes = [header_size(path) for path, _ in jobs]
+    sizes = [read_header(path).size for path, _ in jobs]
     drawn = [augmentation.train_window(size, 0, 0, index) for size, (_, index) in zip(sizes, jobs, strict=True)]
     windows = np.stack([window.as_array() for window in drawn])
     shapes = np.array([(3, height, width) for width, height in sizes], dtype=np.int64)

@@ -188,13 +188,25 @@ def planned_crops(
     elsewhere. Levels are exact in float16 and each pass rounds to a level, so float16's precision
     moves a pixel by a level only where a product lands within a few hundredths of a half
     (`CENTRE`)."""
-    device = images[0].device
-    dtype = dtype or (torch.float16 if device.type == "cuda" else torch.float32)
-    shapes = np.array([image.shape for image in images], dtype=np.int64)
+    shapes = image_shapes(images)
     if not np.array_equal(shapes, np.asarray(plan.shapes)):
         raise ValueError(
             f"a crop plan for images of other sizes: {np.asarray(plan.shapes).tolist()} for {shapes.tolist()}"
         )
+    return crops_as_planned(images, plan, crop, dtype)
+
+
+def image_shapes(images: list[torch.Tensor]) -> np.ndarray:
+    """(N, 3) int64: each image's channels, height and width."""
+    return np.array([image.shape for image in images], dtype=np.int64)
+
+
+def crops_as_planned(
+    images: list[torch.Tensor], plan: CropPlan, crop: int, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """`planned_crops` for a plan known to be of these images' shapes."""
+    device = images[0].device
+    dtype = dtype or (torch.float16 if device.type == "cuda" else torch.float32)
     height, width = np.asarray(plan.span).tolist()
     offsets, taps = (torch.as_tensor(part).to(device, non_blocking=True) for part in (plan.offsets, plan.taps))
     # Copied as they are and converted there: a conversion on the way would copy from pageable memory.
@@ -218,5 +230,4 @@ def cropped(
 ) -> torch.Tensor:
     """`planned_crops` of the images with a plan made here from their shapes and their `windows`
     ((N, 5) on the host, `crop_plan`): for callers whose loader hands over no plan."""
-    shapes = np.array([image.shape for image in images], dtype=np.int64)
-    return planned_crops(images, crop_plan(shapes, windows.numpy(), crop), crop, dtype)
+    return crops_as_planned(images, crop_plan(image_shapes(images), windows.numpy(), crop), crop, dtype)

@@ -96,8 +96,8 @@ def device_file(path: str, bit_depth: int | None = None) -> tuple[np.ndarray, tu
 
     An 8-bit RGB or grayscale JPEG is handed over as it is. Any other image under a JPEG name
     (ImageNet's training set holds a PNG named `.JPEG` and CMYK JPEGs) is not for a device
-    decoder: nvJPEG reads no PNG, so the batch holding one fails minutes into a run, and
-    torchvision's GPU decoder leaves nvJPEG's CMYK decoding off. Such a file is handed over as its
+    decoder: torchvision's GPU decoder raises on a PNG's bytes and on a CMYK JPEG, so the batch
+    holding one would fail minutes into a run. Such a file is handed over as its
     pixels as the host path decodes them (`images.decode`, wide pixels scaled by the dataset's
     `bit_depth`), re-encoded as a JPEG of quality 95 with full-resolution colour: its pixels then
     differ from the host path's by that encoding's loss besides the device decode's own

@@ -99,7 +99,7 @@ def check_file(path: str) -> FileCheck:
     try:
         with opened(path) as image:
             wide = image.mode in WIDE_MODES
-            reencoded = jpeg_named(path) and not device_readable(Header(image.size, image.format, image.mode))
+            reencoded = jpeg_named(path) and not device_readable(Header.of(image))
             if image.format == "PNG":
                 image.verify()
             else:

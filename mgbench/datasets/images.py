@@ -100,12 +100,17 @@ class Header:
     mode: str
     """PIL's pixel mode (`RGB`, `L`, `CMYK`)."""
 
+    @classmethod
+    def of(cls, image: Image.Image) -> Header:
+        """The header of an image PIL has opened."""
+        return cls(image.size, image.format, image.mode)
+
 
 def read_header(path: str | Path) -> Header:
     """The file's `Header`; an unreadable one is a UsageError naming it."""
     try:
         with Image.open(path) as image:
-            return Header(image.size, image.format, image.mode)
+            return Header.of(image)
     except (OSError, UnidentifiedImageError, ValueError) as error:
         raise UsageError(f"cannot read the header of image {path}: {error}") from None
 

@@ -1,6 +1,6 @@
 """The rows of `gpu_decode.sh`'s run folders side by side: `python3 benchmarks/decode_table.py
-RUN_DIR...` (a folder without rows, a compare that did not start, is left out). One line per row (framework, strategy, compile mode, dataset, --decode, status,
-img/s, input wait, what decoded and where the crop ran, or why the row did not run), then each
+RUN_DIR...` (a folder without rows, a compare that did not start, is left out). One line per row
+(framework, strategy, compile mode, dataset, --decode and its host share, status, img/s, input wait, what decoded and where the crop ran, or why the row did not run), then each
 real-data row's img/s as a share of the synthetic row of the same framework, strategy and
 compile mode: how much of the compute-only rate each decoder keeps; beside it the same share of
 the median step after the first `SETTLED` steps, which every path has left behind by then (a
@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 KEY = ["framework", "strategy", "compile"]
+DECODE = ["decode", "decode_host_share"]
+"""Where a row decoded: `--decode` and, for `gpu`, the share of each batch the workers decoded."""
 SETTLED = 20
 
 
@@ -24,7 +26,13 @@ def rows(folders: list[str]) -> pd.DataFrame:
     written = [Path(folder) / "results.jsonl" for folder in folders if (Path(folder) / "results.jsonl").exists()]
     frame = pd.concat([pd.read_json(path, lines=True) for path in written])
     frame = frame.reset_index(drop=True)
-    for column, missing in (("compile", "-"), ("decode", "cpu"), ("decoder", "-"), ("error", "")):
+    for column, missing in (
+        ("compile", "-"),
+        ("decode", "cpu"),
+        ("decode_host_share", 0.0),
+        ("decoder", "-"),
+        ("error", ""),
+    ):
         frame[column] = frame[column].astype(object).fillna(missing) if column in frame else missing
     for column in ("images_per_sec", "input_wait_fraction"):
         if column not in frame:
@@ -36,13 +44,13 @@ def rows(folders: list[str]) -> pd.DataFrame:
 
 def main(folders: list[str]) -> None:
     frame = rows(folders)
-    shown = frame[[*KEY, "dataset", "decode", "status", "images_per_sec", "input_wait_fraction", "decoder"]].copy()
+    shown = frame[[*KEY, "dataset", *DECODE, "status", "images_per_sec", "input_wait_fraction", "decoder"]].copy()
     shown["decoder"] = shown["decoder"].where(frame["status"] == "ok", frame["error"].str.slice(0, 100))
-    print(shown.sort_values([*KEY, "dataset", "decode"]).to_string(index=False, float_format="{:.3f}".format))
+    print(shown.sort_values([*KEY, "dataset", *DECODE]).to_string(index=False, float_format="{:.3f}".format))
     shared = shares(frame)
     if not shared.empty:
         print(f"\nreal data's img/s as a share of synthetic's, and the same of the median step after step {SETTLED}:")
-        print(shared[["decode", "share_of_synthetic", "settled_share"]].to_string(float_format="{:.3f}".format))
+        print(shared[[*DECODE, "share_of_synthetic", "settled_share"]].to_string(float_format="{:.3f}".format))
 
 
 def shares(frame: pd.DataFrame) -> pd.DataFrame:

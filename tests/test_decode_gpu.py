@@ -63,6 +63,26 @@ def test_a_framework_without_a_device_decoder_gets_an_unsupported_row_with_its_r
         assert status == "unsupported" and "tf.data decodes the images on the host" in reason
 
 
+def test_a_host_share_outside_0_to_1_or_without_gpu_decode_is_one_line_exit_2(tmp_path):
+    for share, decode, message in [("1", "gpu", "below 1, got 1.0"), ("-0.1", "gpu", "at least 0"),
+                                   ("0.5", "cpu", "with --decode cpu the host decodes all")]:  # fmt: skip
+        done = mgbench("compare", "--frameworks", "pytorch", "--device", "cpu", "--dataset", "imagefolder:/nowhere",
+                       "--decode", decode, "--decode-host-share", share, "--out", str(tmp_path / "run"))  # fmt: skip
+        assert message in one_line_error(done)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_loader_that_hands_the_gpu_whole_batches_refuses_a_host_share():
+    job = Job("tiny", "cuda", 2, 4, dataset="imagefolder:/x", decode="gpu", decode_host_share=0.25,
+              data_format="channels_first")  # fmt: skip
+    frameworks = ["pytorch", "horovod", "keras-torch", "keras-jax"]
+    refused = {run.config.framework: run.refusal for run in plan_runs(job, frameworks, None, [1], "weak")}
+    assert refused["pytorch"] is None and refused["horovod"] is None
+    for keras in ("keras-torch", "keras-jax"):
+        status, reason = refused[keras]
+        assert status == "unsupported" and "(--decode-host-share): its loader hands the GPU whole batches" in reason
+
+
 def test_a_config_read_back_without_decode_decodes_on_the_host():
     config = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 2, 4)
     data = config.to_dict()
@@ -228,16 +248,18 @@ def jpeg_folder(root: Path, sizes: list[tuple[int, int]], suffix: str = ".jpg") 
     return root
 
 
-def both_loaders(root: Path, workers: int):
-    """The GPU path's loaders and the host path's over the class folder `root`, batches of 2 at
-    32 px, with the CPU as the device (torchvision decodes on the CPU)."""
+def both_loaders(root: Path, workers: int, batch: int = 2, host_share: float = 0.0):
+    """The GPU path's loaders (the workers decoding `host_share` of each batch) and the host
+    path's over the class folder `root`, batches of `batch` at 32 px, with the CPU as the device
+    (torchvision decodes on the CPU)."""
     dataset = describe_dataset(f"imagefolder:{root}")
     config = RunConfig(
-        "pytorch", "ddp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=workers
+        "pytorch", "ddp", "tiny", 1, "cpu", batch, 1, dataset=f"imagefolder:{root}", image_size=32, workers=workers
     )
     cpu = torch.device("cpu")
     shard = Shard.of_rank(0, 1, config.global_batch)
-    device = build_loaders(dataset, config, Placement(0, 1), shard, DeviceDecoding(DecodedOnDevice(cpu, 32, False)))
+    decoding = DeviceDecoding(DecodedOnDevice(cpu, 32, False), host_share)
+    device = build_loaders(dataset, config, Placement(0, 1), shard, decoding)
     host = build_loaders(dataset, config, Placement(0, 1), shard, HostDecoding(PlacedPixels(cpu, False)))
     return device, host
 
@@ -261,6 +283,34 @@ def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batc
         assert (images - expected).abs().max() <= level + 1e-6
     assert device.decoding.decoder == "nvJPEG (torchvision.io.decode_jpeg) on cpu, crop on device"
     assert host.decoding.decoder == f"{pillow_build()} (host)"
+
+
+def test_with_a_host_share_the_workers_decode_the_first_images_as_the_host_path_and_the_device_the_rest(tmp_path):
+    """A batch of 4 with half of it decoded by the workers: its first two images are the host
+    path's pixels exactly, the other two its pixels within 2 levels, every label in the host
+    path's order; and the decoder the rows name says so. A share below one image decodes all
+    on the device."""
+    root = jpeg_folder(
+        tmp_path / "jpegs", [(120, 90), (50, 40), (90, 130), (75, 75), (64, 100), (200, 60), (80, 80), (60, 90)]
+    )
+    device, host = both_loaders(root, workers=0, batch=4, host_share=0.5)
+    level = 2 / 255 / float(IMAGENET_STD.min())
+    pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
+    assert len(pairs) == 4
+    for encoded_batch, pixel_batch in pairs:
+        parts = encoded_batch.parts()
+        assert len(parts.lengths) == 2 and parts.hosted.shape == (2, 32, 32, 3) and len(parts.targets) == 4
+        images, labels = device.decoding.place(encoded_batch)
+        expected, expected_labels = host.decoding.place(pixel_batch)
+        assert images.shape == expected.shape == (4, 3, 32, 32)
+        assert torch.equal(labels, expected_labels)
+        assert torch.equal(images[:2], expected[:2])
+        assert (images[2:] - expected[2:]).abs().max() <= level + 1e-6
+    assert device.decoding.decoder == (
+        f"nvJPEG (torchvision.io.decode_jpeg) on cpu, crop on device; 50% of each batch by {pillow_build()} (host)"
+    )
+    assert PlannedCollate(32, 0.2)([EncodedTrainItems(describe_dataset(f"imagefolder:{root}").train,
+                                    Augmentation.for_input(32), 0)[(0, n)] for n in range(4)]).parts().hosted.shape[0] == 0  # fmt: skip
 
 
 def test_gpu_decode_decodes_jpeg_datasets_on_the_device_and_others_on_the_host(tmp_path):

@@ -72,6 +72,14 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "(the workers read file bytes; the training GPU decodes them, nvJPEG, and crops there)",
     )
     job.add_argument(
+        "--decode-host-share",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="with --decode gpu: the share of each batch (0 to below 1) the loader's workers decode on the host "
+        "while the GPU decodes the rest (default 0: the GPU decodes all)",
+    )
+    job.add_argument(
         "--skip-bad-images",
         action="store_true",
         help="leave out the dataset's images that cannot be decoded (each row lists them) instead of refusing it",
@@ -217,6 +225,7 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
         init=resolve_init(args.init, args.model),
         target_metric=args.target_metric,
         decode=args.decode,
+        decode_host_share=args.decode_host_share,
     )
     return job, size_note
 

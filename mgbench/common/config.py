@@ -58,6 +58,7 @@ class RunConfig:
     init: str = INIT_FRAMEWORK
     target_metric: str | None = None
     decode: Decode = Decode.CPU
+    decode_host_share: float = 0.0
 
     def __post_init__(self) -> None:
         self._check_names()

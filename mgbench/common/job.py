@@ -82,6 +82,11 @@ class Job:
     """Where the dataset's JPEGs are decoded: `cpu`, by the loader's workers (Pillow); `gpu`, on
     the training device from the file bytes the workers read, the crop and flip drawn on the host
     from each image's header (frameworks that declare a device decoder, `Capabilities.gpu_decoder`)."""
+    decode_host_share: float = 0.0
+    """With `decode` `gpu`: the share of each batch the loader's workers decode and crop on the
+    host (Pillow) while the device decodes the rest, so cores the device decode leaves idle take
+    part of its work off the GPU the step runs on (frameworks whose loader splits a batch,
+    `Capabilities.splits_decode`). 0: the device decodes every image."""
 
     def __post_init__(self) -> None:
         check_fields(self.__dict__, Job, "not a training job")
@@ -120,10 +125,20 @@ def settle(job: Any) -> None:
             "--data-on-device keeps synthetic batches on the devices; a real dataset is decoded "
             "and augmented by the loader every step (compare a staged and an -unstaged strategy instead)"
         )
+    if not 0 <= job.decode_host_share < 1:
+        raise UsageError(f"--decode-host-share must be at least 0 and below 1, got {job.decode_host_share}")
+    if job.decode_host_share and not job.decode.on_device:
+        raise UsageError("--decode-host-share splits the decode of --decode gpu; with --decode cpu the host decodes all")
     if job.decode.on_device and not job.device_kind.on_gpu:
         raise UsageError("--decode gpu decodes on the GPUs, and this job runs on CPU devices; use --decode cpu")
     if job.decode.on_device and job.dataset == "synthetic":
         raise UsageError("--decode gpu decodes a real dataset's JPEGs; synthetic data has nothing to decode")
+    if not 0 <= job.decode_host_share < 1:
+        raise UsageError(f"--decode-host-share must be at least 0 and below 1, got {job.decode_host_share}")
+    if job.decode_host_share and not job.decode.on_device:
+        raise UsageError(
+            "--decode-host-share splits the decode of --decode gpu; with --decode cpu the host decodes all"
+        )
     if job.target_metric is not None:
         if job.epochs is None:
             raise UsageError("--target-metric needs --epochs N (the most epochs to train towards it)")

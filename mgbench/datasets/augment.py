@@ -37,6 +37,12 @@ class Window:
         """(5,) float64: the box, then 1 for a flip (how a loader's worker hands it over)."""
         return np.array([*self.box, float(self.flip)], dtype=np.float64)
 
+    @classmethod
+    def of_array(cls, array: np.ndarray) -> Window:
+        """The window `as_array` gave."""
+        left, top, right, bottom, flip = (float(value) for value in array)
+        return cls((left, top, right, bottom), flip > 0.5)
+
 
 @dataclass(frozen=True)
 class Augmentation:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mgbench.datasets.augment import Augmentation
+from mgbench.datasets.augment import Augmentation, Window
 from mgbench.datasets.description import Split
-from mgbench.datasets.images import Header, decode, read_header
+from mgbench.datasets.images import Header, decode, open_image, read_header
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 
@@ -65,6 +65,18 @@ def collated(items: list[EncodedItem]) -> EncodedArrays:
     buffers whatever the batch size, and a device decoder splits it by the lengths."""
     data, windows, targets = zip(*items)
     return np.concatenate(data), np.array([len(d) for d in data], np.int64), np.stack(windows), np.stack(targets)
+
+
+def host_pixels(items: list[EncodedItem], augmentation: Augmentation) -> np.ndarray:
+    """(N, crop, crop, 3) uint8: the items decoded from their bytes and cropped to their windows
+    on the host, as the host path decodes and crops their files (`Augmentation.window_pixels`):
+    the share of a batch a loader's workers decode when the device decodes the rest
+    (`--decode-host-share`)."""
+    crop = augmentation.crop
+    pixels = np.empty((len(items), crop, crop, 3), dtype=np.uint8)
+    for n, (data, window, _) in enumerate(items):
+        pixels[n] = augmentation.window_pixels(open_image(io.BytesIO(data.tobytes())), Window.of_array(window))
+    return pixels
 
 
 def encoded_items(batch: EncodedArrays, start: int, stop: int) -> EncodedArrays:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -61,7 +62,9 @@ RESCALED = "16-bit rescaled"
 FLATTENED = "alpha flattened"
 
 
-def decode(path: str | Path, grayscale: bool = False, bit_depth: int | None = None) -> tuple[Image.Image, str | None]:
+def decode(
+    path: str | Path | BinaryIO, grayscale: bool = False, bit_depth: int | None = None
+) -> tuple[Image.Image, str | None]:
     """8-bit grayscale (X-rays stay one channel until normalised), or RGB for colour images
     unless `grayscale`; and the conversion that changed the pixels beyond that (RESCALED,
     FLATTENED) or None, so `prepare` can count them. Wide pixels are scaled by the dataset's
@@ -115,7 +118,7 @@ def read_header(path: str | Path) -> Header:
         raise UsageError(f"cannot read the header of image {path}: {error}") from None
 
 
-def open_image(path: str | Path, bit_depth: int | None = None) -> Image.Image:
+def open_image(path: str | Path | BinaryIO, bit_depth: int | None = None) -> Image.Image:
     """`decode` for the training loaders, which take the pixels as they come."""
     return decode(path, bit_depth=bit_depth)[0]
 

@@ -141,6 +141,9 @@ class Capabilities:
     `nvJPEG (torchvision.io.decode_jpeg)`); None: its loader decodes on the host only, and
     `no_gpu_decoder` says why."""
     no_gpu_decoder: str = "its loader decodes on the host only here"
+    splits_decode: bool = False
+    """Its loader's workers decode part of each batch on the host under `--decode-host-share`
+    while the device decodes the rest; False: the device decodes whole batches of files."""
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -171,6 +174,8 @@ class Capabilities:
             return f"cannot compile its step (--compile): {self.no_compiler}"
         if config.decode.on_device and self.gpu_decoder is None:
             return f"cannot decode on the GPU (--decode gpu): {self.no_gpu_decoder}"
+        if config.decode_host_share and not self.splits_decode:
+            return "cannot split a batch's decode between host and GPU (--decode-host-share): its loader hands the GPU whole batches of files"
         return self.compiler.refusal(config) if self.compiler else None
 
     def compiled_by(self, config: RunConfig) -> str | None:

@@ -137,15 +137,17 @@ def decoding_for(
     dataset: DatasetDescription, config: RunConfig, device: torch.device, channels_last: bool
 ) -> HostDecoding | DeviceDecoding:
     """On the device with `--decode gpu` where every image is a JPEG, else in the workers."""
-    return decoding_at(decode_site(config.decode.on_device, dataset.files), config.input_size, device, channels_last)
+    site = decode_site(config.decode.on_device, dataset.files)
+    return decoding_at(site, config.input_size, device, channels_last, config.decode_host_share)
 
 
 def decoding_at(
-    site: DecodeSite, crop: int, device: torch.device, channels_last: bool
+    site: DecodeSite, crop: int, device: torch.device, channels_last: bool, host_share: float = 0.0
 ) -> HostDecoding | DeviceDecoding:
-    """The decoding `site` says (`encoded.decode_site`), for a loader that has decided it already."""
+    """The decoding `site` says (`encoded.decode_site`), for a loader that has decided it already;
+    on the device, the workers decode `host_share` of each batch."""
     if site.on_device:
-        return DeviceDecoding(DecodedOnDevice(device, crop, channels_last))
+        return DeviceDecoding(DecodedOnDevice(device, crop, channels_last), host_share)
     return HostDecoding(PlacedPixels(device, channels_last), site.note)
 
 

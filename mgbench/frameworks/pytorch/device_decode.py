@@ -5,7 +5,9 @@ as planned (`device_crop.py`).
 
 The host then spends per image a header read and a file read instead of a decode and a resize,
 and the bus carries the compressed bytes. The decoded batch is normalised as the host path's
-device finish normalises its pixels (`normalise.py`).
+device finish normalises its pixels (`normalise.py`). With `--decode-host-share` the workers
+decode and crop the first images of each batch as the host path does, and hand their pixels over
+beside the others' bytes: the batch keeps its order.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from torchvision.io import ImageReadMode, decode_jpeg
 from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
-from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated
+from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated, host_pixels
+from mgbench.datasets.images import host_decoder
 from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped, planned_crops
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 from mgbench.frameworks.pytorch.packed import packed, unpacked
@@ -34,19 +37,22 @@ from mgbench.frameworks.pytorch.spec import NVJPEG
 
 class EncodedBatch(NamedTuple):
     """A batch of files for the device to decode: the images' file bytes end to end, each file's
-    length, their windows (N, 5), the targets, and the plan of their crop (none where the loader
-    hands over no plan: it is made where the batch is placed)."""
+    length, their windows (N, 5), the targets of the whole batch, the plan of their crop (none
+    where the loader hands over no plan: it is made where the batch is placed), and the pixels
+    (K, crop, crop, 3) of the batch's first K images, which the workers decoded (none: the
+    device decodes all). The targets are the K images' first, then the files'."""
 
     data: torch.Tensor
     lengths: torch.Tensor
     windows: torch.Tensor
     targets: torch.Tensor
     plan: CropPlan | None = None
+    hosted: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
 class PackedBatch:
-    """An `EncodedBatch` as a worker hands it over: its nine arrays in one buffer (`packed.py`),
+    """An `EncodedBatch` as a worker hands it over: its ten arrays in one buffer (`packed.py`),
     which the DataLoader's pinning thread takes back and pins once (`pin_memory`)."""
 
     buffer: torch.Tensor
@@ -56,8 +62,8 @@ class PackedBatch:
 
     def parts(self) -> EncodedBatch:
         """The batch's arrays as views of the buffer."""
-        data, lengths, windows, targets, *plan = unpacked(self.buffer)
-        return EncodedBatch(data, lengths, windows, targets, CropPlan(*plan))
+        data, lengths, windows, targets, hosted, *plan = unpacked(self.buffer)
+        return EncodedBatch(data, lengths, windows, targets, CropPlan(*plan), hosted)
 
 
 def encoded_parts(batch: PackedBatch | EncodedBatch | tuple[torch.Tensor, ...]) -> EncodedBatch:
@@ -79,14 +85,20 @@ class PlannedCollate:
     """The workers' collation: `encoded.collated` with the plan of the batch's crop to `crop` px,
     made from the files' headers (`device_crop.crop_plan`), packed in one buffer. The plan is
     numpy over a batch of boxes, which in the training process would hold the interpreter's lock
-    from the threads that launch the step."""
+    from the threads that launch the step. With a `host_share`, the batch's first images (that
+    share, rounded down) are decoded and cropped here (`encoded.host_pixels`) instead."""
 
     crop: int
+    host_share: float = 0.0
 
     def __call__(self, items: list[EncodedItem]) -> PackedBatch:
-        data, lengths, windows, targets = collated(items)
-        shapes = np.array([decoded_shape(item[0]) for item in items], dtype=np.int64)
-        return PackedBatch(packed([data, lengths, windows, targets, *crop_plan(shapes, windows, self.crop)]))
+        hosted = int(self.host_share * len(items))
+        pixels = host_pixels(items[:hosted], Augmentation.for_input(self.crop))
+        data, lengths, windows, _ = collated(items[hosted:])
+        targets = np.stack([item[2] for item in items])
+        shapes = np.array([decoded_shape(item[0]) for item in items[hosted:]], dtype=np.int64)
+        plan = crop_plan(shapes, windows, self.crop)
+        return PackedBatch(packed([data, lengths, windows, targets, pixels, *plan]))
 
 
 def settled(device: torch.device) -> None:
@@ -140,9 +152,13 @@ class DecodedOnDevice:
         self, images: list[torch.Tensor], parts: EncodedBatch, non_blocking: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The batch's decoded `images` cropped as planned (or as planned here, where the batch
-        brings no plan), normalised, and its targets, on the current stream."""
+        brings no plan), after the pixels the workers decoded, normalised, and its targets, on the
+        current stream."""
         plan = parts.plan
         crops = cropped(images, parts.windows, self.crop) if plan is None else planned_crops(images, plan, self.crop)
+        if parts.hosted is not None and len(parts.hosted):
+            hosted = parts.hosted.to(self.device, non_blocking=non_blocking).permute(0, 3, 1, 2)
+            crops = torch.cat([hosted, crops])
         return normalised_pixels(crops, self.channels_last), parts.targets.to(self.device, non_blocking=non_blocking)
 
     def staged(self, host_batches: Iterator[PackedBatch | tuple[torch.Tensor, ...]]) -> DecodedAhead:
@@ -231,17 +247,20 @@ class DecodedAhead:
 @dataclass(frozen=True)
 class DeviceDecoding:
     """The loader's items, collation and placement where the training device decodes: what
-    `data.build_loaders` builds its DataLoaders from and the adapter places their batches with."""
+    `data.build_loaders` builds its DataLoaders from and the adapter places their batches with;
+    the workers decode `host_share` of each batch (`--decode-host-share`)."""
 
     place: DecodedOnDevice
+    host_share: float = 0.0
 
     @property
     def collate(self) -> PlannedCollate:
-        return PlannedCollate(self.place.crop)
+        return PlannedCollate(self.place.crop, self.host_share)
 
     @property
     def decoder(self) -> str:
-        return f"{NVJPEG} on {self.place.device}, crop on device"
+        shared = f"; {self.host_share:.0%} of each batch by {host_decoder()}" if self.host_share else ""
+        return f"{NVJPEG} on {self.place.device}, crop on device{shared}"
 
     def train_items(self, split: Split, augmentation: Augmentation, seed: int) -> EncodedTrainItems:
         return EncodedTrainItems(split, augmentation, seed)

@@ -37,6 +37,7 @@ TORCH_CAPABILITIES = Capabilities(
     profiler="torch.profiler",
     compiler=TORCH_COMPILE,
     gpu_decoder=NVJPEG,
+    splits_decode=True,
     fused_optimizer="torch.optim.SGD(fused=True)",
 )
 """What PyTorch and Horovod over it train: torchvision's models, torch's loader, profiler,

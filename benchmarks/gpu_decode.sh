@@ -22,7 +22,8 @@
 # $OUT/decode.tgz (run folders, logs). keras-jax's compiled steps are cached between its three
 # compares (JAX_COMPILATION_CACHE_DIR), as mgbench keeps torch's compiler cache between runs
 # (runner/counting.py's compiler_cache): the rows' compile seconds after the first are the caches'.
-# SHARES (default none) adds a --decode gpu row for each host share it lists (e.g. "0.25 0.5").
+# SHARES (default 0) gives a --decode gpu row for each host share it lists (e.g. "0 0.5"); keras-jax
+# and keras-torch refuse a share above 0 (their loaders hand the GPU whole batches).
 # Scale with STEPS (default 100: a --decode gpu step varies more from step to step, and over 30
 # steps the warm-up detector can take the first, slower steps as steady), BATCH (128),
 # JPEG_CLASSES (40, 60 images each: every run also
@@ -51,13 +52,16 @@ compare() {
   python3 -m mgbench compare "${JOB[@]}" --out runs/dec-$name "$@" >"$LOGS/dec-$name.log" 2>&1 \
     || grep -h "rror" "$LOGS/dec-$name.log" | tail -3
 }
-# three NAME ARGS...: NAME on the JPEGs decoded by the GPU (and with each of SHARES decoded by the
-# workers, --decode-host-share) and by the workers, then on synthetic data
+# three NAME ARGS...: NAME on the JPEGs decoded by the GPU (a row for each of SHARES, the share of
+# each batch the workers decode: --decode-host-share) and by the workers, then on synthetic data
 three() {
   local name=$1 share; shift
-  compare "$name-gpu" --dataset "imagefolder:$JPEG" --decode gpu "$@"
-  for share in ${SHARES:-}; do
-    compare "$name-gpu-$share" --dataset "imagefolder:$JPEG" --decode gpu --decode-host-share "$share" "$@"
+  for share in ${SHARES:-0}; do
+    if [ "$share" = 0 ]; then
+      compare "$name-gpu" --dataset "imagefolder:$JPEG" --decode gpu "$@"
+    else
+      compare "$name-gpu-$share" --dataset "imagefolder:$JPEG" --decode gpu --decode-host-share "$share" "$@"
+    fi
   done
   compare "$name-cpu" --dataset "imagefolder:$JPEG" --decode cpu "$@"
   compare "$name-synthetic" --dataset synthetic "$@"
@@ -98,7 +102,7 @@ for part in $PARTS; do
   rates) rates ;;
   ceiling) PARTS=compiled-256 bash benchmarks/gpu_ceiling.sh | tee "$OUT/ceiling.txt" ;;
   torch) three torch --frameworks pytorch ;;
-  keras) three keras --frameworks keras-torch,keras-jax ;;
+  keras) SHARES=0 three keras --frameworks keras-torch,keras-jax ;;
   torch-ro) three torch-ro --frameworks pytorch --compile reduce-overhead ;;
   *) echo "unknown part $part" ;;
   esac

@@ -22,7 +22,8 @@
 # $OUT/decode.tgz (run folders, logs). keras-jax's compiled steps are cached between its three
 # compares (JAX_COMPILATION_CACHE_DIR), as mgbench keeps torch's compiler cache between runs
 # (runner/counting.py's compiler_cache): the rows' compile seconds after the first are the caches'.
-# SHARES (default 0) gives a --decode gpu row for each host share it lists (e.g. "0 0.5"); keras-jax
+# REPEAT=N (default 1) runs each part's rows N times, alternating (a host-bound eager row follows its
+# machine's moment: decode_table.py takes each row's median). SHARES (default 0) gives a --decode gpu row for each host share it lists (e.g. "0 0.5"); keras-jax
 # and keras-torch refuse a share above 0 (their loaders hand the GPU whole batches).
 # Scale with STEPS (default 100: a --decode gpu step varies more from step to step, and over 30
 # steps the warm-up detector can take the first, slower steps as steady), BATCH (128),
@@ -54,17 +55,21 @@ compare() {
 }
 # three NAME ARGS...: NAME on the JPEGs decoded by the GPU (a row for each of SHARES, the share of
 # each batch the workers decode: --decode-host-share) and by the workers, then on synthetic data
+# REPEAT rounds of them (named NAME-rN), one row of each after the other.
 three() {
-  local name=$1 share; shift
-  for share in ${SHARES:-0}; do
-    if [ "$share" = 0 ]; then
-      compare "$name-gpu" --dataset "imagefolder:$JPEG" --decode gpu "$@"
-    else
-      compare "$name-gpu-$share" --dataset "imagefolder:$JPEG" --decode gpu --decode-host-share "$share" "$@"
-    fi
+  local name=$1 share round tag; shift
+  for round in $(seq "${REPEAT:-1}"); do
+    tag=$name; [ "${REPEAT:-1}" -gt 1 ] && tag=$name-r$round
+    for share in ${SHARES:-0}; do
+      if [ "$share" = 0 ]; then
+        compare "$tag-gpu" --dataset "imagefolder:$JPEG" --decode gpu "$@"
+      else
+        compare "$tag-gpu-$share" --dataset "imagefolder:$JPEG" --decode gpu --decode-host-share "$share" "$@"
+      fi
+    done
+    compare "$tag-cpu" --dataset "imagefolder:$JPEG" --decode cpu "$@"
+    compare "$tag-synthetic" --dataset synthetic "$@"
   done
-  compare "$name-cpu" --dataset "imagefolder:$JPEG" --decode cpu "$@"
-  compare "$name-synthetic" --dataset synthetic "$@"
 }
 
 # pillow-simd, built from its sdist in .whl/ into a folder put before the image's packages and run

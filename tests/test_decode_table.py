@@ -41,3 +41,23 @@ def test_shares_of_the_synthetic_twin_by_rate_and_by_the_settled_median(table, t
     assert only["decode"] == "gpu"
     assert only["share_of_synthetic"] == pytest.approx(0.9)
     assert only["settled_share"] == pytest.approx(0.032 / 0.04)
+
+
+def test_rows_run_in_rounds_count_as_their_median_and_host_shares_stay_apart(table, tmp_path):
+    """Three rounds of a synthetic row and of two --decode gpu rows, one with half of each batch
+    decoded by the workers: each share is the median round's rate over the median synthetic one."""
+    steps = [0.04] * (table.SETTLED + 10)
+    folders = []
+    for n, (synthetic, whole, split) in enumerate(
+        [(4000.0, 3000.0, 3900.0), (3000.0, 2900.0, 3600.0), (3800.0, 3100.0, 2000.0)]
+    ):
+        folders.append(folder(tmp_path, f"r{n}-synthetic", [row("synthetic", None, synthetic, steps)]))
+        folders.append(folder(tmp_path, f"r{n}-gpu", [row("imagefolder:/j", "gpu", whole, steps)]))
+        folders.append(
+            folder(tmp_path, f"r{n}-gpu-0.5", [row("imagefolder:/j", "gpu", split, steps, decode_host_share=0.5)])
+        )
+    shares = table.shares(table.rows(folders)).set_index("decode_host_share")
+    assert shares["rounds"].tolist() == [3, 3]
+    assert shares.loc[0.0, "share_of_synthetic"] == pytest.approx(3000.0 / 3800.0)
+    assert shares.loc[0.5, "share_of_synthetic"] == pytest.approx(3600.0 / 3800.0)
+    assert shares.loc[0.5, "settled_share"] == pytest.approx(1.0)

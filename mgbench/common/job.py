@@ -128,7 +128,9 @@ def settle(job: Any) -> None:
     if not 0 <= job.decode_host_share < 1:
         raise UsageError(f"--decode-host-share must be at least 0 and below 1, got {job.decode_host_share}")
     if job.decode_host_share and not job.decode.on_device:
-        raise UsageError("--decode-host-share splits the decode of --decode gpu; with --decode cpu the host decodes all")
+        raise UsageError(
+            "--decode-host-share splits the decode of --decode gpu; with --decode cpu the host decodes all"
+        )
     if job.decode.on_device and not job.device_kind.on_gpu:
         raise UsageError("--decode gpu decodes on the GPUs, and this job runs on CPU devices; use --decode cpu")
     if job.decode.on_device and job.dataset == "synthetic":

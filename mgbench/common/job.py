@@ -135,12 +135,6 @@ def settle(job: Any) -> None:
         raise UsageError("--decode gpu decodes on the GPUs, and this job runs on CPU devices; use --decode cpu")
     if job.decode.on_device and job.dataset == "synthetic":
         raise UsageError("--decode gpu decodes a real dataset's JPEGs; synthetic data has nothing to decode")
-    if not 0 <= job.decode_host_share < 1:
-        raise UsageError(f"--decode-host-share must be at least 0 and below 1, got {job.decode_host_share}")
-    if job.decode_host_share and not job.decode.on_device:
-        raise UsageError(
-            "--decode-host-share splits the decode of --decode gpu; with --decode cpu the host decodes all"
-        )
     if job.target_metric is not None:
         if job.epochs is None:
             raise UsageError("--target-metric needs --epochs N (the most epochs to train towards it)")

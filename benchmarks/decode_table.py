@@ -1,11 +1,12 @@
 """The rows of `gpu_decode.sh`'s run folders side by side: `python3 benchmarks/decode_table.py
 RUN_DIR...` (a folder without rows, a compare that did not start, is left out). One line per row
-(framework, strategy, compile mode, dataset, --decode and its host share, status, img/s, input wait, what decoded and where the crop ran, or why the row did not run), then each
-real-data row's img/s as a share of the synthetic row of the same framework, strategy and
-compile mode: how much of the compute-only rate each decoder keeps; beside it the same share of
-the median step after the first `SETTLED` steps, which every path has left behind by then (a
-`--decode gpu` run's first 20-60 steps run slower, and the warm-up detector does not always leave
-them out of the row's rate: benchmarks/RUNS.md, runs ag to ai).
+(framework, strategy, compile mode, dataset, --decode and its host share, status, img/s, input
+wait, what decoded and where the crop ran, or why the row did not run), then each real-data
+row's img/s as a share of the synthetic row of the same framework, strategy and compile mode:
+how much of the compute-only rate each decoder keeps; beside it the same share of the median
+step after the first `SETTLED` steps, which every path has left behind by then (a `--decode gpu`
+run's first 20-60 steps run slower, and the warm-up detector does not always leave them out of
+the row's rate: benchmarks/RUNS.md, runs ag to ai).
 """
 
 from __future__ import annotations

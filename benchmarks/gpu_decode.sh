@@ -22,9 +22,10 @@
 # $OUT/decode.tgz (run folders, logs). keras-jax's compiled steps are cached between its three
 # compares (JAX_COMPILATION_CACHE_DIR), as mgbench keeps torch's compiler cache between runs
 # (runner/counting.py's compiler_cache): the rows' compile seconds after the first are the caches'.
-# REPEAT=N (default 1) runs each part's rows N times, alternating (a host-bound eager row follows its
-# machine's moment: decode_table.py takes each row's median). SHARES (default 0) gives a --decode gpu row for each host share it lists (e.g. "0 0.5"); keras-jax
-# and keras-torch refuse a share above 0 (their loaders hand the GPU whole batches).
+# REPEAT=N (default 1) runs each part's rows N times, alternating (a host-bound eager row follows
+# its machine's moment: decode_table.py takes each row's median). SHARES (default 0) gives a
+# --decode gpu row for each host share it lists (e.g. "0 0.5"); Keras' rows keep 0 (keras-jax's
+# and keras-torch's loaders hand the GPU whole batches and refuse a share).
 # Scale with STEPS (default 100: a --decode gpu step varies more from step to step, and over 30
 # steps the warm-up detector can take the first, slower steps as steady), BATCH (128),
 # JPEG_CLASSES (40, 60 images each: every run also
@@ -54,7 +55,7 @@ compare() {
     || grep -h "rror" "$LOGS/dec-$name.log" | tail -3
 }
 # three NAME ARGS...: NAME on the JPEGs decoded by the GPU (a row for each of SHARES, the share of
-# each batch the workers decode: --decode-host-share) and by the workers, then on synthetic data
+# each batch the workers decode: --decode-host-share) and by the workers, then on synthetic data;
 # REPEAT rounds of them (named NAME-rN), one row of each after the other.
 three() {
   local name=$1 share round tag; shift

@@ -175,7 +175,10 @@ class Capabilities:
         if config.decode.on_device and self.gpu_decoder is None:
             return f"cannot decode on the GPU (--decode gpu): {self.no_gpu_decoder}"
         if config.decode_host_share and not self.splits_decode:
-            return "cannot split a batch's decode between host and GPU (--decode-host-share): its loader hands the GPU whole batches of files"
+            return (
+                "cannot split a batch's decode between host and GPU (--decode-host-share): "
+                "its loader hands the GPU whole batches of files"
+            )
         return self.compiler.refusal(config) if self.compiler else None
 
     def compiled_by(self, config: RunConfig) -> str | None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where step time goes on every GPU of the device machine, in one call: PyTorch's three
+# Where step time goes on every GPU of the GPU machine, in one call: PyTorch's three
 # strategies on ResNet-50, then DenseNet-121 under PyTorch DDP, Keras over JAX and Keras over
 # PyTorch; bf16, channels_last, 128 per GPU, each run with the default profiled window
 # (--profile auto). From the repo root with the Keras wheels in .whl/; one $OUT/*.tgz per part,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chainer (ChainerMN, pure_nccl) on every GPU of the device machine, from the repo root with
+# Chainer (ChainerMN, pure_nccl) on every GPU of the GPU machine, from the repo root with
 # .whl/ carried (scripts/fetch_gpu_deps.sh fills it); writes under $OUT.
 #
 # The image has CuPy 14, numpy 2, mpi4py and Open MPI but no Chainer: benchmarks/gpu_env.sh

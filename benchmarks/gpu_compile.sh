@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --compile on the device machine's GPUs, from the repo root (writes under $OUT). Per model, one
+# --compile on the GPU machine's GPUs, from the repo root (writes under $OUT). Per model, one
 # compare runs PyTorch ddp compiled (torch.compile in MODE) and keras-jax jax-shard-map (always
 # XLA) on 1 and N GPUs; a second runs PyTorch ddp eager on the same machine (EAGER=0 skips it).
 # In a MODE XLA does not have, keras-jax runs in a compare of its own without --compile, in the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command mgbench exists for, as typed, on every GPU of the device machine, then Keras over
+# The command mgbench exists for, as typed, on every GPU of the GPU machine, then Keras over
 # PyTorch beside PyTorch DDP on the same settings (bf16, channels_last, 128 per GPU) and
 # PyTorch's default fp32 job in both data formats, all in this one call so the figures compare.
 # From the repo root with the Keras wheels in .whl/; writes runs/ and one $OUT/*.tgz per part as it ends.

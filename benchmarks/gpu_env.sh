@@ -1,4 +1,4 @@
-# Sourced by the GPU benchmark scripts on the device machine, from the repo root: the wheels in
+# Sourced by the GPU benchmark scripts on the GPU machine, from the repo root: the wheels in
 # .whl/ (keras, namex, optree) into /tmp/site, mgbench importable, NVLink multicast off,
 # unbuffered output, and OUT (where the machine hands files back) defaulting to /tmp/out.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Horovod (NCCL) against PyTorch DDP on every GPU of the device machine, from the repo root with
+# Horovod (NCCL) against PyTorch DDP on every GPU of the GPU machine, from the repo root with
 # .whl/ carried (scripts/fetch_gpu_deps.sh fills it); writes under $OUT.
 #
 # The image has torch, nvcc (/usr/local/cuda), CMake and NCCL's wheel, but no Horovod, no cffi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU benchmark: Keras 3 over JAX on every GPU of the device machine, from the repo root
+# GPU benchmark: Keras 3 over JAX on every GPU of the GPU machine, from the repo root
 # (writes under $OUT). The image has JAX with CUDA; Keras, namex and optree travel as wheels in
 # .whl/ (see BENCHMARKS.md). jax-shard-map runs on 1 and N GPUs; jax-dp (Keras' DataParallel,
 # the same computation on 1 GPU) on N; with RESIDENT=1 also jax-shard-map on N with the batches

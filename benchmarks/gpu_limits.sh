@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How close each row is to the device and what holds it back, on one GPU of the device machine,
+# How close each row is to the device and what holds it back, on one GPU of the GPU machine,
 # in one call, from the repo root (writes under $OUT). First `mgbench bandwidth` (the
 # dense matmul peak, bf16 and fp32), copied into every compare's folder so that the rows' share
 # of the peak is taken against it; then per model (ResNet-50, DenseNet-121; bf16, channels_last,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU benchmark of PyTorch's strategies, run on the device machine from the repo root (writes under $OUT).
+# GPU benchmark of PyTorch's strategies, run on the GPU machine from the repo root (writes under $OUT).
 # Uses the machine's own python3 (PyTorch, torchvision, pandas, rich, nvidia-ml-py are there).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 PYTHONPATH=$PWD PYTHONUNBUFFERED=1

@@ -28,7 +28,7 @@
 # compares (JAX_COMPILATION_CACHE_DIR), as mgbench keeps torch's compiler cache between runs
 # (runner/counting.py's compiler_cache): the rows' compile seconds after the first are the caches'.
 # REPEAT=N (default 1) runs each part's rows N times, alternating (a host-bound eager row follows
-# its machine's moment: decode_table.py takes each row's median). SHARES (default 0.5) gives a
+# its machine's moment: decode_table.py takes each row's median). SHARES (default 0) gives a
 # --decode gpu row for each host share it lists (e.g. "0 0.5"); Keras' rows keep 0 (keras-jax's
 # and keras-torch's loaders hand the GPU whole batches and refuse a share).
 # Scale with STEPS (default 100: a --decode gpu step varies more from step to step, and over 30
@@ -69,7 +69,7 @@ three() {
   for round in $(seq "${REPEAT:-1}"); do
     ROUNDS[$name]=$((${ROUNDS[$name]:-0} + 1))
     tag=$name; [ "${ROUNDS[$name]}" -gt 1 ] && tag=$name-r${ROUNDS[$name]}
-    for share in ${SHARES:-0.5}; do
+    for share in ${SHARES:-0}; do
       if [ "$share" = 0 ]; then
         compare "$tag-gpu" --dataset "imagefolder:$JPEG" --decode gpu "$@"
       else

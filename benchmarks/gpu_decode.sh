@@ -93,7 +93,12 @@ build_simd() {
     .whl/pillow_simd-*.tar.gz >"$LOGS/pillow-simd.log" 2>&1 \
     && printf '#!/bin/sh\nPYTHONPATH=%s/site:$PYTHONPATH exec python3 "$@"\n' $SIMD >$SIMD/python && chmod +x $SIMD/python
 }
-ls .whl/pillow_simd-*.tar.gz >/dev/null 2>&1 && { build_simd & SIMD_BUILD=$!; }
+# Built only for a part that uses it, so that no other part's timings run beside its compile.
+case " $PARTS " in
+  *" rates "*) USES_SIMD=1 ;;
+  *" torch "* | *" torch-ro "* | *" keras "*) [ "${HOST_PILLOW:-simd}" = image ] || USES_SIMD=1 ;;
+esac
+[ -n "${USES_SIMD:-}" ] && ls .whl/pillow_simd-*.tar.gz >/dev/null 2>&1 && { build_simd & SIMD_BUILD=$!; }
 # simd_built: whether pillow-simd built, waiting for its build the first time.
 simd_built() {
   if [ -n "${SIMD_BUILD:-}" ]; then
@@ -105,10 +110,9 @@ simd_built() {
 # simd_loaders: the training parts' processes import pillow-simd from here on, where it built and
 # HOST_PILLOW is not `image`.
 simd_loaders() {
-  [ "${HOST_PILLOW:-simd}" = image ] || [ -n "${LOADERS_PILLOW:-}" ] && return
-  LOADERS_PILLOW=image
-  if simd_built; then LOADERS_PILLOW=simd; export PYTHONPATH=$SIMD/site:$IMAGE_PYTHONPATH
-  else echo "the loaders keep the image's Pillow"; fi
+  [ "${HOST_PILLOW:-simd}" = image ] || [ -n "${LOADERS_CHOSEN:-}" ] && return
+  LOADERS_CHOSEN=1
+  if simd_built; then export PYTHONPATH=$SIMD/site:$IMAGE_PYTHONPATH; else echo "the loaders keep the image's Pillow"; fi
 }
 # The decode rates of this machine: Pillow (the image's), pillow-simd and nvJPEG on one GPU, on the same JPEGs.
 rates() {

@@ -209,6 +209,24 @@ def test_the_workers_plan_is_the_plan_of_the_decoded_images_and_a_wrong_one_is_r
         planned_crops(images[::-1], batch.plan, 32)
 
 
+def test_the_workers_plan_from_the_sizes_the_items_carry_without_reading_a_header_again(tmp_path, monkeypatch):
+    """Each item carries the size its header gave when its window was drawn; the collation plans
+    the crop from those sizes and opens no file's bytes again (Pillow is never called)."""
+    sizes = [(120, 90), (50, 40), (75, 75)]
+    paths = [photo(tmp_path / f"{n}.jpg", size, "RGB", seed=n) for n, size in enumerate(sizes)]
+    items = EncodedTrainItems(Split(paths, np.zeros((3, 1), np.float32)), Augmentation.for_input(32), seed=3)
+    read = [items[(0, index)] for index in range(3)]
+    assert [item.size for item in read] == sizes
+
+    def no_open(*args, **kwargs):
+        raise AssertionError("a header read again")
+
+    monkeypatch.setattr(Image, "open", no_open)
+    batch = PlannedCollate(32)(read).parts()
+    assert batch.plan.shapes.tolist() == [[3, 90, 120], [3, 40, 50], [3, 75, 75]]
+    assert batch.targets.shape == (3, 1) and batch.lengths.tolist() == [len(item.data) for item in read]
+
+
 def test_the_device_crop_makes_as_many_calls_for_a_large_batch_as_for_a_small_one():
     """The decoding thread's share of a batch is a fixed number of calls into torch and numpy
     (each can hand the interpreter's lock to it from the threads that launch the step), not a

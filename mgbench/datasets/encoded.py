@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,8 +23,20 @@ from mgbench.datasets.images import Header, decode, open_image, read_header
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 
-EncodedItem = tuple[np.ndarray, np.ndarray, np.ndarray]
-"""(file bytes as uint8, `Window.as_array()`, target)."""
+
+class EncodedItem(NamedTuple):
+    """One sample as a worker reads it for a device decoder."""
+
+    data: np.ndarray
+    """The file's bytes, uint8 (`device_file`)."""
+    window: np.ndarray
+    """`Window.as_array()`: the crop and flip the shared augmentation draws."""
+    target: np.ndarray
+    size: tuple[int, int]
+    """The image's (width, height), from the header the window was drawn from: what a collation
+    that plans the device's crop reads instead of parsing the file's header again."""
+
+
 EncodedArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """A batch of encoded items: the files' bytes end to end, each file's length, their windows (N, 5)
 and the targets (`collated`)."""
@@ -60,11 +73,17 @@ def decode_site(on_device: bool, files: list[str]) -> DecodeSite:
     return DecodeSite(False, NOT_ALL_JPEG)
 
 
+def collated_files(items: list[EncodedItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The items' files' bytes end to end in one array, each file's length and their windows (N,
+    5): a worker hands them over as three buffers whatever the batch size, and a device decoder
+    splits the bytes by the lengths."""
+    data = [item.data for item in items]
+    return np.concatenate(data), np.array([len(d) for d in data], np.int64), np.stack([item.window for item in items])
+
+
 def collated(items: list[EncodedItem]) -> EncodedArrays:
-    """A batch of encoded items with the files' bytes in one array: a worker hands it over as four
-    buffers whatever the batch size, and a device decoder splits it by the lengths."""
-    data, windows, targets = zip(*items)
-    return np.concatenate(data), np.array([len(d) for d in data], np.int64), np.stack(windows), np.stack(targets)
+    """A batch of encoded items as four arrays: `collated_files` and the targets."""
+    return *collated_files(items), np.stack([item.target for item in items])
 
 
 def host_pixels(items: list[EncodedItem], augmentation: Augmentation) -> np.ndarray:
@@ -74,8 +93,10 @@ def host_pixels(items: list[EncodedItem], augmentation: Augmentation) -> np.ndar
     (`--decode-host-share`)."""
     crop = augmentation.crop
     pixels = np.empty((len(items), crop, crop, 3), dtype=np.uint8)
-    for n, (data, window, _) in enumerate(items):
-        pixels[n] = augmentation.window_pixels(open_image(io.BytesIO(data.tobytes())), Window.of_array(window))
+    for n, item in enumerate(items):
+        pixels[n] = augmentation.window_pixels(
+            open_image(io.BytesIO(item.data.tobytes())), Window.of_array(item.window)
+        )
     return pixels
 
 
@@ -136,7 +157,7 @@ class EncodedTrainItems:
         epoch, index = key
         data, size = device_file(self.split.files[index], self.augmentation.bit_depth)
         window = self.augmentation.train_window(size, self.seed, epoch, index)
-        return data, window.as_array(), self.split.targets[index]
+        return EncodedItem(data, window.as_array(), self.split.targets[index], size)
 
 
 class EncodedEvalItems:
@@ -151,4 +172,4 @@ class EncodedEvalItems:
     def __getitem__(self, position: int) -> EncodedItem:
         data, size = device_file(self.split.files[self.indices[position]], self.augmentation.bit_depth)
         window = self.augmentation.eval_window(size)
-        return data, window.as_array(), self.split.targets[self.indices[position]]
+        return EncodedItem(data, window.as_array(), self.split.targets[self.indices[position]], size)

@@ -34,7 +34,14 @@ from mgbench.common.config import RunConfig
 from mgbench.common.metrics import split_metrics
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
-from mgbench.datasets.encoded import EncodedArrays, EncodedEvalItems, EncodedTrainItems, collated, decode_site
+from mgbench.datasets.encoded import (
+    EncodedArrays,
+    EncodedEvalItems,
+    EncodedItem,
+    EncodedTrainItems,
+    collated,
+    decode_site,
+)
 from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard
@@ -103,7 +110,7 @@ class FileBytes:
     def eval_items(self, split: Split, augmentation: Augmentation, indices: list[int]) -> EncodedEvalItems:
         return EncodedEvalItems(split, augmentation, indices)
 
-    def batch(self, items: list[tuple[np.ndarray, np.ndarray, np.ndarray]], handoff: HandOff | None) -> PyDatasetItem:
+    def batch(self, items: list[EncodedItem], handoff: HandOff | None) -> PyDatasetItem:
         data, lengths, windows, targets = collated(items)
         return (handed(data, handoff), lengths, windows), targets
 

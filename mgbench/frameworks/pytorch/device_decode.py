@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import collections
 import functools
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import torch
-from PIL import Image
 from torchvision.io import ImageReadMode, decode_jpeg
 
 from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
-from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated, host_pixels
+from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated_files, host_pixels
 from mgbench.datasets.images import host_decoder
 from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped, planned_crops
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
@@ -73,20 +71,20 @@ def encoded_parts(batch: PackedBatch | EncodedBatch | tuple[torch.Tensor, ...]) 
     return batch.parts() if isinstance(batch, PackedBatch) else EncodedBatch(*batch)
 
 
-def decoded_shape(data: np.ndarray) -> tuple[int, int, int]:
-    """(channels, height, width) of the JPEG whose bytes are `data` once `decoded_images` decodes
-    it (RGB: three channels), from its header."""
-    with Image.open(io.BytesIO(data.tobytes())) as image:
-        return 3, image.height, image.width
+def decoded_shapes(items: list[EncodedItem]) -> np.ndarray:
+    """(N, 3) int64: (channels, height, width) of each item once `decoded_images` decodes it (RGB:
+    three channels), from the size its header gave when the item was read."""
+    return np.array([(3, height, width) for width, height in (item.size for item in items)], dtype=np.int64)
 
 
 @dataclass(frozen=True)
 class PlannedCollate:
-    """The workers' collation: `encoded.collated` with the plan of the batch's crop to `crop` px,
-    made from the files' headers (`device_crop.crop_plan`), packed in one buffer. The plan is
-    numpy over a batch of boxes, which in the training process would hold the interpreter's lock
-    from the threads that launch the step. With a `host_share`, the batch's first images (that
-    share, rounded down) are decoded and cropped here (`encoded.host_pixels`) instead."""
+    """The workers' collation: `encoded.collated`'s arrays with the plan of the batch's crop to
+    `crop` px, made from the sizes the items' headers gave (`device_crop.crop_plan`: no header is
+    read again), packed in one buffer. The plan is numpy over a batch of boxes, which in the
+    training process would hold the interpreter's lock from the threads that launch the step.
+    With a `host_share`, the batch's first images (that share, rounded down) are decoded and
+    cropped here (`encoded.host_pixels`) instead."""
 
     crop: int
     host_share: float = 0.0
@@ -94,10 +92,9 @@ class PlannedCollate:
     def __call__(self, items: list[EncodedItem]) -> PackedBatch:
         hosted = int(self.host_share * len(items))
         pixels = host_pixels(items[:hosted], Augmentation.for_input(self.crop))
-        data, lengths, windows, _ = collated(items[hosted:])
-        targets = np.stack([item[2] for item in items])
-        shapes = np.array([decoded_shape(item[0]) for item in items[hosted:]], dtype=np.int64)
-        plan = crop_plan(shapes, windows, self.crop)
+        data, lengths, windows = collated_files(items[hosted:])
+        targets = np.stack([item.target for item in items])
+        plan = crop_plan(decoded_shapes(items[hosted:]), windows, self.crop)
         return PackedBatch(packed([data, lengths, windows, targets, pixels, *plan]))
 
 

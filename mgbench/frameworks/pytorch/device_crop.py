@@ -159,12 +159,15 @@ def gathered(images: list[torch.Tensor], offsets: torch.Tensor, width: int) -> t
     the resize gives them no weight.
 
     The images are flattened in one call, and each (image, row, channel) of the result is one
-    window of `width` consecutive elements of that buffer: the gather indexes the windows (a view,
+    window of `width` consecutive elements of that buffer: the gather selects the windows (a view,
     `unfold`) by one offset per row. A batch is a few kernels however many images it has, where a
-    copy per image would queue one kernel and take the interpreter's lock once per image."""
+    copy per image would queue one kernel and take the interpreter's lock once per image.
+    `index_select` copies each window as a row, where indexing the view by the (N, height, 3)
+    offsets computes a source address per pixel: the same pixels for less of the GPU's time
+    beside the step (benchmarks/RUNS.md, run bw)."""
     # The last row's window may reach `width` elements past the last image.
     flat = torch._utils._flatten_dense_tensors([*images, images[0].new_zeros(width)])
-    return flat.unfold(0, width, 1)[offsets]
+    return torch.index_select(flat.unfold(0, width, 1), 0, offsets.flatten()).view(*offsets.shape, width)
 
 
 def band_matrices(taps: torch.Tensor, weights: torch.Tensor, span: int) -> torch.Tensor:

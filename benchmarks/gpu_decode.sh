@@ -6,10 +6,11 @@
 # folder of JPEGs (benchmarks/make_jpeg_folder.py, as gpu_realdata.sh makes it), each part on
 # --decode gpu, --decode cpu and synthetic data (a framework without a device decoder gets an
 # `unsupported` row saying so), with the decode rates and the ceiling row. PARTS picks parts, in
-# order (default all: ceiling rates torch-ro torch keras, in one 10-minute command on one H200,
-# 557 s in benchmarks/RUNS.md run br with torch's compiler cache warm: on a fresh machine the last
-# compare can fall past DEADLINE; pillow-simd builds beside the ceiling's compile, and rows after
-# the first compiled one read its graphs from torch's compiler cache). A part named again runs
+# order (default all: ceiling rates torch-ro torch keras, in one 10-minute command: 557 s on one
+# H200 in benchmarks/RUNS.md run br and 499 s on one H100 in run by, each with torch's compiler
+# cache warm; on a fresh machine the last compares fall past DEADLINE, runs bu and bx; pillow-simd
+# builds beside the ceiling's compile, and rows after the first compiled one read its graphs from
+# torch's compiler cache). A part named again runs
 # its rows again as a further round (PARTS="... torch" a second eager round at the end):
 #   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py),
 #             at the hardware queues --decode gpu sets, with a profile

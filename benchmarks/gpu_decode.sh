@@ -10,8 +10,8 @@
 # H200 in benchmarks/RUNS.md run br and 499 s on one H100 in run by, each with torch's compiler
 # cache warm; on a fresh machine the last compares fall past DEADLINE, runs bu and bx; pillow-simd
 # builds beside the ceiling's compile, and rows after the first compiled one read its graphs from
-# torch's compiler cache). A part named again runs
-# its rows again as a further round (PARTS="... torch" a second eager round at the end):
+# torch's compiler cache). A part named again runs its rows again as a further round
+# (PARTS="... torch" a second eager round at the end):
 #   overlap   what the decode takes from the step, part by part (benchmarks/decode_overlap.py),
 #             at the hardware queues --decode gpu sets, with a profile
 #   overlap-default-queues  the same at CUDA's default hardware queues

@@ -7,8 +7,9 @@ Horovod adapter asks its strategy object for (as the PyTorch adapter asks `pytor
   it; the step waits for them (`synchronize`) before updating.
 - Rank 0's initial parameters and optimizer state are broadcast, so every process starts equal
   whatever its seed.
-- Horovod exchanges contiguous tensors only: channels_last weights and their gradients travel
-  as contiguous copies.
+- Horovod's collectives take contiguous tensors only: a channels_last gradient travels as a
+  contiguous view of its own memory and keeps its weight's layout (`exchange.py`); the weights
+  are broadcast once, as contiguous copies.
 - With fp16 the gradients are synchronised before the loss scaler unscales and checks them, then
   the scaler steps without a second synchronisation (Horovod's documented AMP recipe).
 """
@@ -23,17 +24,8 @@ from torch import nn
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.frameworks.horovod.exchange import InPlaceLayout
 from mgbench.frameworks.pytorch.strategies import Joined, TorchStrategy
-
-
-class ContiguousGradients(hvd.Compression.none):
-    """Horovod's collectives take contiguous tensors only, and channels_last weights have
-    channels_last gradients: each is exchanged as a contiguous copy, which then stands as the
-    gradient the optimizer applies (a plain stride change; values unchanged)."""
-
-    @staticmethod
-    def compress(tensor: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return tensor.contiguous(), None
 
 
 def broadcast_from_first_rank(state: dict[str, torch.Tensor]) -> None:
@@ -66,7 +58,7 @@ class Horovod(TorchStrategy):
 
     def distribute_optimizer(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> torch.optim.Optimizer:
         distributed = hvd.DistributedOptimizer(
-            optimizer, named_parameters=model.named_parameters(), op=hvd.Average, compression=ContiguousGradients
+            optimizer, named_parameters=model.named_parameters(), op=hvd.Average, compression=InPlaceLayout
         )
         hvd.broadcast_optimizer_state(distributed, root_rank=0)
         return distributed

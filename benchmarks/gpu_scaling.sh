@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Scaling on every GPU of the GPU machine (N = its GPU count), in one call, from the repo root
+# with .whl/ carried (scripts/fetch_gpu_deps.sh fills it); writes under $OUT. Parts (PARTS, in
+# this order; DEADLINE=S starts nothing once the script has run S seconds):
+#   optimizer  benchmarks/foreach_strides.py on GPU 0: torch's SGD step with gradients in their
+#              weights' strides and with contiguous gradients (ResNet-50, channels_last)
+#   keras-jax  ViT-B/16 (no batch-norm): jax-shard-map on 1 and N GPUs, jax-dp and
+#              jax-dp-on-batch on N, beside the ResNet-50 rows of BENCHMARKS.md, where jax-dp
+#              normalises every batch-norm over the global batch
+#   exchange   benchmarks/plain_ddp.py on N GPUs: DDP, Horovod handing each gradient over as a
+#              view of its memory (as mgbench does) and as a contiguous copy; DDP on 1
+#   horovod    compare horovod,pytorch on 1 and N GPUs, then horovod on N with
+#              HOROVOD_CYCLE_TIME=$CYCLE_TIME (default 0.1 ms; Horovod's own default is 1)
+#   tests      the GPU tests: N GPUs' weights after one step equal 1 GPU's (pytorch, horovod)
+# Horovod (NCCL flavour) is built from the carried sdist in the background, on the upper half of
+# the cores, while the parts before `exchange` run on the lower half (~90-150 s; log in
+# $OUT/horovod-build.log). Every training row: ResNet-50 or ViT-B/16, bf16, channels_last, 128
+# per GPU, STEPS (default 40) steps, no profiled window. The run folders come back as
+# $OUT/scaling.tgz.
+set -uo pipefail
+source benchmarks/gpu_env.sh
+PARTS=${PARTS:-optimizer keras-jax exchange horovod tests}
+N=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+command -v taskset >/dev/null || taskset() { shift 2; "$@"; }  # no taskset: run unpinned
+CORES=$(nproc)
+LOW="0-$((CORES / 2 - 1))"
+HIGH="$((CORES / 2))-$((CORES - 1))"
+JOB="--precision bf16 --data-format channels_last --batch-per-gpu 128 --steps ${STEPS:-40} --profile 0 --timeout 300"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+python3 -c 'import torch, jax; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "jax", jax.__version__)'
+part() { [[ " $PARTS " == *" $1 "* ]] && [ $SECONDS -lt "${DEADLINE:-999999}" ] && echo "$(date +%T) [$SECONDS s] $1"; }
+keep() { tar czf "$OUT/scaling.tgz" --exclude="*-trace.json" runs/scaling-* 2>/dev/null; }  # after each part
+rows() { grep -E "│ (pytorch|keras|horovod)|rror"; }
+
+if [[ " $PARTS " == *" exchange "* || " $PARTS " == *" horovod "* || " $PARTS " == *" tests "* ]]; then
+  MGBENCH_WHEELHOUSE=$PWD/.wheelhouse HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_BUILD_CUDA_CC_LIST=90 \
+    taskset -c "$HIGH" bash scripts/build_horovod.sh python3 /tmp/site >"$OUT/horovod-build.log" 2>&1 &
+  building=$!
+fi
+rm -rf runs/scaling-*
+
+part optimizer && taskset -c "$LOW" python3 benchmarks/foreach_strides.py 2>&1 | grep -E "resnet50|foreach-strides|rror"
+
+if part keras-jax; then
+  taskset -c "$LOW" python3 -m mgbench compare --frameworks keras-jax --strategies jax-shard-map --gpus 1,"$N" \
+    --model vit_b_16 $JOB --out runs/scaling-vit-kjax 2>&1 | rows
+  keep
+  part keras-jax && taskset -c "$LOW" python3 -m mgbench compare --frameworks keras-jax \
+    --strategies jax-dp,jax-dp-on-batch --gpus "$N","$N" --model vit_b_16 $JOB --out runs/scaling-vit-kjax-dp 2>&1 | rows
+  keep
+fi
+
+if [ -n "${building:-}" ]; then
+  wait $building || { tail -30 "$OUT/horovod-build.log"; exit 1; }
+  echo "$(date +%T) [$SECONDS s] horovod built"
+  python3 -c 'import horovod, horovod.torch as hvd; print("horovod", horovod.__version__, "nccl", hvd.nccl_built())' || exit 1
+fi
+
+if part exchange; then
+  for n in 1 "$N"; do
+    python3 -m torch.distributed.run --standalone --nproc-per-node $n benchmarks/plain_ddp.py --steps 60 2>&1 | grep plain-
+  done
+  for exchange in hvd-view hvd-copy hvd-view; do
+    python3 -m horovod.runner.launch -np "$N" python3 benchmarks/plain_ddp.py --steps 60 --exchange $exchange 2>&1 \
+      | grep -E "plain-|rror"
+  done
+fi
+
+if part horovod; then
+  python3 -m mgbench compare --frameworks horovod,pytorch --gpus 1,"$N" --model resnet50 $JOB \
+    --out runs/scaling-horovod 2>&1 | rows
+  keep
+  part horovod && HOROVOD_CYCLE_TIME=${CYCLE_TIME:-0.1} python3 -m mgbench compare --frameworks horovod --gpus "$N","$N" \
+    --model resnet50 $JOB --out runs/scaling-horovod-cycle 2>&1 | rows
+  keep
+fi
+
+part tests && python3 -m pytest -q -rs -p no:cacheprovider tests/test_pytorch.py tests/test_horovod.py -k "gpu" 2>&1 | tail -4
+echo "$(date +%T) [$SECONDS s] done"

@@ -7,10 +7,13 @@
 #   keras-jax  ViT-B/16 (no batch-norm): jax-shard-map on 1 and N GPUs, jax-dp and
 #              jax-dp-on-batch on N, beside the ResNet-50 rows of BENCHMARKS.md, where jax-dp
 #              normalises every batch-norm over the global batch
-#   exchange   benchmarks/plain_ddp.py on N GPUs: DDP, Horovod handing each gradient over as a
-#              view of its memory (as mgbench does) and as a contiguous copy; DDP on 1
-#   horovod    compare horovod,pytorch on 1 and N GPUs, then horovod on N with
-#              HOROVOD_CYCLE_TIME=$CYCLE_TIME (default 0.1 ms; Horovod's own default is 1)
+#   chainer    chainermn on 1 and N GPUs (fp32, channels_first, 64 per GPU: all Chainer trains)
+#   exchange   benchmarks/plain_ddp.py: DDP on 1 and N GPUs; on N, Horovod handing each gradient
+#              over as a contiguous copy, and as a view of its memory (as mgbench does) under
+#              each of HOROVOD_SETTINGS (default: Horovod's defaults, a 0.1 ms cycle, async
+#              completion, both)
+#   horovod    compare horovod,pytorch on 1 and N GPUs, then horovod on N under TUNED (default
+#              a 0.1 ms cycle and async completion; Horovod's own defaults are 1 ms and off)
 #   tests      the GPU tests: N GPUs' weights after one step equal 1 GPU's (pytorch, horovod)
 # Horovod (NCCL flavour) is built from the carried sdist in the background, on the upper half of
 # the cores, while the parts before `exchange` run on the lower half (~90-150 s; log in
@@ -19,7 +22,9 @@
 # $OUT/scaling.tgz.
 set -uo pipefail
 source benchmarks/gpu_env.sh
-PARTS=${PARTS:-optimizer keras-jax exchange horovod tests}
+PARTS=${PARTS:-optimizer keras-jax chainer exchange horovod tests}
+TUNED=${TUNED:-HOROVOD_CYCLE_TIME=0.1,HOROVOD_ENABLE_ASYNC_COMPLETION=1}  # settings: comma-separated
+HOROVOD_SETTINGS=${HOROVOD_SETTINGS:-"- HOROVOD_CYCLE_TIME=0.1 HOROVOD_ENABLE_ASYNC_COMPLETION=1 $TUNED"}
 N=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 command -v taskset >/dev/null || taskset() { shift 2; "$@"; }  # no taskset: run unpinned
 CORES=$(nproc)
@@ -29,7 +34,7 @@ JOB="--precision bf16 --data-format channels_last --batch-per-gpu 128 --steps ${
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch, jax; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "jax", jax.__version__)'
 part() { [[ " $PARTS " == *" $1 "* ]] && [ $SECONDS -lt "${DEADLINE:-999999}" ] && echo "$(date +%T) [$SECONDS s] $1"; }
-keep() { tar czf "$OUT/scaling.tgz" --exclude="*-trace.json" runs/scaling-* 2>/dev/null; }  # after each part
+keep() { tar czf "$OUT/scaling.tgz" --exclude="*-trace.json" --exclude="*.npz" runs/scaling-* 2>/dev/null; }  # after each part
 rows() { grep -E "│ (pytorch|keras|horovod)|rror"; }
 
 if [[ " $PARTS " == *" exchange "* || " $PARTS " == *" horovod "* || " $PARTS " == *" tests "* ]]; then
@@ -50,6 +55,13 @@ if part keras-jax; then
   keep
 fi
 
+if part chainer; then
+  taskset -c "$LOW" python3 -m mgbench compare --frameworks chainer --gpus 1,"$N" --model resnet50 --precision fp32 \
+    --data-format channels_first --batch-per-gpu 64 --steps 30 --profile 0 --timeout 300 --out runs/scaling-chainer 2>&1 \
+    | grep -E "│ chainer|rror"
+  keep
+fi
+
 if [ -n "${building:-}" ]; then
   wait $building || { tail -30 "$OUT/horovod-build.log"; exit 1; }
   echo "$(date +%T) [$SECONDS s] horovod built"
@@ -60,18 +72,21 @@ if part exchange; then
   for n in 1 "$N"; do
     python3 -m torch.distributed.run --standalone --nproc-per-node $n benchmarks/plain_ddp.py --steps 60 2>&1 | grep plain-
   done
-  for exchange in hvd-view hvd-copy hvd-view; do
-    python3 -m horovod.runner.launch -np "$N" python3 benchmarks/plain_ddp.py --steps 60 --exchange $exchange 2>&1 \
-      | grep -E "plain-|rror"
-  done
+  hvd() {  # hvd EXCHANGE SETTINGS: the plain loop under horovodrun with Horovod's SETTINGS ('-': none)
+    local settings=${2#-}
+    echo "$2: $(env ${settings//,/ } python3 -m horovod.runner.launch -np "$N" python3 benchmarks/plain_ddp.py --steps 60 \
+      --exchange "$1" 2>&1 | grep -E "plain-|rror")"
+  }
+  hvd hvd-copy -
+  for settings in $HOROVOD_SETTINGS; do hvd hvd-view "$settings"; done
 fi
 
 if part horovod; then
   python3 -m mgbench compare --frameworks horovod,pytorch --gpus 1,"$N" --model resnet50 $JOB \
     --out runs/scaling-horovod 2>&1 | rows
   keep
-  part horovod && HOROVOD_CYCLE_TIME=${CYCLE_TIME:-0.1} python3 -m mgbench compare --frameworks horovod --gpus "$N","$N" \
-    --model resnet50 $JOB --out runs/scaling-horovod-cycle 2>&1 | rows
+  part horovod && env ${TUNED//,/ } python3 -m mgbench compare --frameworks horovod --gpus "$N","$N" \
+    --model resnet50 $JOB --out runs/scaling-horovod-tuned 2>&1 | rows
   keep
 fi
 

@@ -117,7 +117,7 @@ def main() -> None:
         criterion = torch.nn.CrossEntropyLoss()
 
     def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()  # sets them to None (torch >= 2.0; Horovod's takes no argument)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             out = model(images)
         loss = criterion(out.float(), labels)

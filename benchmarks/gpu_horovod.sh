@@ -7,7 +7,7 @@
 # Horovod's NCCL flavour is built from the carried sdist against the image's torch
 # (scripts/build_horovod.sh, sm_90 only; log in $OUT/horovod-build.log) and installed there too.
 # The wheel is cached in .wheelhouse/, which the machine keeps between runs (it is too large
-# to come back through $OUT). Then the 2-GPU equivalence test (GPU_TESTS=0 skips it) and, per
+# to come back through $OUT). Then the N-GPU equivalence test (GPU_TESTS=0 skips it) and, per
 # model, one compare of horovod and pytorch (their default strategies: hvd and ddp) on 1 and N
 # GPUs: bf16, channels_last, 128 images per GPU. Scale with MODELS, STEPS, BATCH.
 set -uo pipefail
@@ -24,7 +24,7 @@ fi
 grep -h "built from" "$OUT/horovod-build.log"
 python3 -c 'import horovod, horovod.torch as hvd; print("horovod", horovod.__version__, "nccl", hvd.nccl_built())' || exit 1
 
-[ "${GPU_TESTS:-1}" = 0 ] || python3 -m pytest -q -rs -p no:cacheprovider tests/test_horovod.py -k gpu 2>&1 | tail -4
+[ "${GPU_TESTS:-1}" = 0 ] || python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu_data_parallel.py -k horovod 2>&1 | tail -4
 for model in ${MODELS:-resnet50 densenet121}; do
   rm -rf runs/horovod-$model
   python3 -m mgbench compare --frameworks horovod,pytorch --gpus 1,"$N" --model "$model" --precision bf16 \

@@ -8,7 +8,7 @@ N=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem --format=csv
 nvidia-smi topo -m
 python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
-[ -n "${GPU_TESTS:-}" ] && python3 -m pytest -q tests/test_pytorch.py -k two_gpus 2>&1 | tail -3
+[ -n "${GPU_TESTS:-}" ] && python3 -m pytest -q tests/test_gpu_data_parallel.py -k pytorch 2>&1 | tail -3
 for model in ${MODELS:-resnet50 densenet121}; do
   for n in 1 $N; do python3 -m torch.distributed.run --standalone --nproc-per-node $n benchmarks/plain_ddp.py --model $model --batch 128 2>&1 | grep plain-ddp; done
   python3 benchmarks/dp_breakdown.py --model $model --batch-per-gpu 128 --gpus $N

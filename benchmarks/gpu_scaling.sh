@@ -14,7 +14,8 @@
 #              completion, both)
 #   horovod    compare horovod,pytorch on 1 and N GPUs, then horovod on N under TUNED (default
 #              a 0.1 ms cycle and async completion; Horovod's own defaults are 1 ms and off)
-#   tests      the GPU tests: N GPUs' weights after one step equal 1 GPU's (pytorch, horovod)
+#   tests      tests/test_gpu_data_parallel.py: for every framework and strategy, N GPUs' weights
+#              after two steps equal 1 GPU's on the same global batch
 # Horovod (NCCL flavour) is built from the carried sdist in the background, on the upper half of
 # the cores, while the parts before `exchange` run on the lower half (~90-150 s; log in
 # $OUT/horovod-build.log). Every training row: ResNet-50 or ViT-B/16, bf16, channels_last, 128
@@ -90,5 +91,5 @@ if part horovod; then
   keep
 fi
 
-part tests && python3 -m pytest -q -rs -p no:cacheprovider tests/test_pytorch.py tests/test_horovod.py -k "gpu" 2>&1 | tail -4
+part tests && python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu_data_parallel.py 2>&1 | tail -12
 echo "$(date +%T) [$SECONDS s] done"

@@ -246,16 +246,25 @@ def max_difference(a: dict, b: dict) -> float:
 
 
 def assert_two_devices_equal_one(folder: Path, framework: str, strategy: str, tolerance: float, **job: Any) -> dict:
-    """Data parallelism's proof: 2 devices at 4 images each (global batch 8) must leave the same
-    weights as 1 device at 8, within `tolerance`, while the same steps moved the weights more
-    than 1e-3 (a step that did nothing would pass the first check). Returns the 1-device weights;
-    `job` passes run options (`steps=2`, `data_format=...`) to every run."""
-    initial = saved_state(folder, framework, strategy, 1, 8, 0.0, **job)
-    single = saved_state(folder, framework, strategy, 1, 8, 0.5, **job)
-    double = saved_state(folder, framework, strategy, 2, 4, 0.5, **job)
+    """`assert_devices_equal_one` on 2 devices."""
+    return assert_devices_equal_one(folder, framework, strategy, tolerance, 2, **job)
+
+
+def assert_devices_equal_one(
+    folder: Path, framework: str, strategy: str, tolerance: float, devices: int, **job: Any
+) -> dict:
+    """Data parallelism's proof: `devices` devices sharing a global batch of 4 images per device
+    must leave the same weights as 1 device on that whole batch, within `tolerance`, while the
+    same steps moved the weights more than 1e-3 (a step that did nothing would pass the first
+    check). Returns the 1-device weights; `job` passes run options (`steps=2`,
+    `data_format=...`) to every run."""
+    batch = 4 * devices
+    initial = saved_state(folder, framework, strategy, 1, batch, 0.0, **job)
+    single = saved_state(folder, framework, strategy, 1, batch, 0.5, **job)
+    spread = saved_state(folder, framework, strategy, devices, 4, 0.5, **job)
     moved = max_difference(single, initial)
     assert moved > 1e-3
-    assert max_difference(single, double) < tolerance < moved
+    assert max_difference(single, spread) < tolerance < moved
     return single
 
 

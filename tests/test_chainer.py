@@ -1,8 +1,8 @@
 """Chainer adapter: ChainerMN under mpiexec in its own environment (`make env-chainer`).
 
 The equivalence test runs `mgbench run` as users do: one step on 2 MPI processes (naive
-communicator) with global batch B leaves the same weights as 1 process on B; on 2 GPUs the same
-through `pure_nccl`. The numpy-2 compatibility layer is checked on this interpreter's numpy
+communicator) with global batch B leaves the same weights as 1 process on B (on GPUs, through
+`pure_nccl`: tests/test_gpu_data_parallel.py). The numpy-2 compatibility layer is checked on this interpreter's numpy
 (outside Chainer), and with Chainer itself where an interpreter with numpy 2 and Chainer is named
 in MGBENCH_CHAINER_NUMPY2_PYTHON. The CuPy-14 fix of ChainerMN's packing kernels is checked on
 ChainerMN's own kernel sources here (CuPy's kernel factory recorded, not compiled), and compiled
@@ -263,12 +263,6 @@ def test_chainermn_packing_kernels_round_trip_through_float16_on_gpu(chainer_gpu
     result = json.loads(run_in(chainer_gpu_python, PACKING_ROUND_TRIP_ON_GPU))
     assert result["packed"] == result["expected"] == result["unpacked"]
     assert len(result["expected"]) == 5 * 3 + 5
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(GPUS < 2, reason="pure_nccl over 2 GPUs needs 2 CUDA devices")
-def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path, chainer_gpu_python):
-    assert_two_devices_equal_one(tmp_path, "chainer", "chainermn", 1e-4, device="cuda")
 
 
 @pytest.mark.slow

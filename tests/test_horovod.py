@@ -1,13 +1,11 @@
-"""Horovod adapter: data-parallel equivalence under horovodrun (gloo, CPU), one host and two;
-on 2 GPUs through NCCL.
+"""Horovod adapter: data-parallel equivalence under horovodrun (gloo, CPU), one host and two
+(on GPUs, through NCCL: tests/test_gpu_data_parallel.py).
 
 Runs through the CLI with the `.venvs/horovod` interpreter, which the orchestrator picks by
 itself; the CPU tests are skipped, with the reason, where that environment was not built
 (`make env-horovod`). One step on 2 processes with global batch B must leave the weights one
 process leaves on B (which must also equal the PyTorch adapter's, the same job without Horovod),
-and the step must move the weights far more than those differences. The GPU test runs wherever
-2 CUDA devices are visible and the interpreter the orchestrator picks has a Horovod built with NCCL
-(on the GPU machine: benchmarks/gpu_horovod.sh builds it).
+and the step must move the weights far more than those differences.
 """
 
 import subprocess
@@ -24,9 +22,8 @@ from conftest import (
     state_run_args,
 )
 
-from mgbench.common.devices import visible_gpus
 from mgbench.frameworks.registry import framework_spec
-from mgbench.runner.launch import environment_python, interpreter_for
+from mgbench.runner.launch import environment_python
 
 PYTHON = environment_python(framework_spec("horovod"))
 LR = 0.5
@@ -89,20 +86,6 @@ def test_two_hosts_on_localhost_equal_one_process(tmp_path, single):
     state = tmp_path / "hosts.npz"
     horovodrun(*TWO_HOSTS, str(PYTHON), "-m", "mgbench", *state_run_args(state, "horovod", "hvd", 2, 4, LR))
     assert max_difference(single, load_state(state)) < 1e-6
-
-
-@pytest.mark.skipif(len(visible_gpus()) < 2, reason="Horovod's NCCL all-reduce over 2 GPUs needs 2 CUDA devices")
-def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path):
-    interpreter = interpreter_for(framework_spec("horovod"))
-    probe = subprocess.run(
-        [interpreter, "-c", "import horovod.torch as hvd; print(bool(hvd.nccl_built()))"],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-    )
-    if probe.stdout.strip() != "True":
-        pytest.skip(f"{interpreter} has no Horovod built with NCCL (HOROVOD_GPU_OPERATIONS=NCCL build_horovod.sh)")
-    assert_two_devices_equal_one(tmp_path, "horovod", "hvd", 1e-4, device="cuda")
 
 
 @needs_environment

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 import torch
-from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one, max_difference, saved_state
+from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one
 
 from mgbench.common.config import RunConfig
 from mgbench.common.models import MODELS
@@ -96,11 +96,3 @@ def test_compiled_ddp_on_two_processes_trains_as_eager(tmp_path):
     """torch.compile of the DDP module (graph split at its buckets) on 2 gloo processes."""
     row = assert_compiled_equals_eager(tmp_path, "pytorch", "ddp", 2, 4, 1e-5)
     assert row.compiler == "torch.compile (default)"
-
-
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel over 2 GPUs needs 2 CUDA devices")
-@pytest.mark.parametrize("strategy", ["dp", "dp-loss", "ddp"])
-def test_two_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path, strategy):
-    single = saved_state(tmp_path, "pytorch", strategy, 1, 8, 0.5, device="cuda")
-    double = saved_state(tmp_path, "pytorch", strategy, 2, 4, 0.5, device="cuda")
-    assert max_difference(single, double) < 1e-4

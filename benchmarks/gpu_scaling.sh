@@ -91,5 +91,6 @@ if part horovod; then
   keep
 fi
 
-part tests && python3 -m pytest -q -rs -p no:cacheprovider tests/test_gpu_data_parallel.py 2>&1 | tail -12
+part tests && timeout $((${LIMIT:-570} - SECONDS)) python3 -m pytest -q -rs -p no:cacheprovider \
+  tests/test_gpu_data_parallel.py ${TESTS:+-k "$TESTS"} 2>&1 | tail -12
 echo "$(date +%T) [$SECONDS s] done"

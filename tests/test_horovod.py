@@ -18,8 +18,10 @@ from conftest import (
     max_difference,
     mgbench,
     one_epoch_rows,
+    read_rows,
     saved_state,
     state_run_args,
+    tiny_job,
 )
 
 from mgbench.frameworks.registry import framework_spec
@@ -93,3 +95,13 @@ def test_one_epoch_of_the_sample_through_torchs_loader_under_horovod(tmp_path):
     sample = tmp_path / "sample"
     assert mgbench("make-sample-chestxray", str(sample), "--n", "64", "--size", "38").returncode == 0
     one_epoch_rows("horovod", "hvd", sample, tmp_path / "run")
+
+
+@needs_environment
+@pytest.mark.parametrize(
+    "settings, named", [({}, "Horovod's defaults"), ({"HOROVOD_CYCLE_TIME": "0.1"}, "HOROVOD_CYCLE_TIME=0.1")]
+)
+def test_a_row_names_the_horovod_settings_it_ran_under(tmp_path, settings, named):
+    done = mgbench("run", "--framework", "horovod", "--gpus", "1", *tiny_job(2), "--out", str(tmp_path), **settings)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert read_rows(tmp_path).iloc[0].framework_versions["horovod_settings"] == named

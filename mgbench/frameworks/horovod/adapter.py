@@ -27,9 +27,11 @@ TUNING = frozenset(
         "HOROVOD_HIERARCHICAL_ALLREDUCE",
         "HOROVOD_NUM_NCCL_STREAMS",
         "HOROVOD_BATCH_D2D_MEMCOPIES",
+        "HOROVOD_ENABLE_ASYNC_COMPLETION",
+        "HOROVOD_DISABLE_GROUP_FUSION",
     }
 )
-"""Horovod's documented performance settings (tensor fusion, response cache, autotune, NCCL)."""
+"""Horovod's performance settings (tensor fusion, response cache, autotune, NCCL, completion)."""
 
 
 class HorovodTrainer(TorchTrainer):

@@ -73,6 +73,15 @@ class RunResult:
     """The fastest rate of the steady window's thirds, over every round."""
     images_per_sec_p10: float | None = None
     images_per_sec_p90: float | None = None
+    rounds: int | None = None
+    """How many rounds the row's figures come from (`compare --repeat`): its figures are the median
+    round's (`mgbench.runner.rounds`); None in rows written before rounds (one round)."""
+    round_images_per_sec: list[float] = field(default_factory=list)
+    """Each ok round's steady rate, in the order the rounds ran."""
+    round_time_to_train_seconds: list[float] = field(default_factory=list)
+    """With `--epochs`: each ok round's time to train, in the order the rounds ran."""
+    round_time_to_target_seconds: list[float] = field(default_factory=list)
+    """With `--target-metric`: each ok round's time to the target (null: not reached)."""
     input_wait_fraction: float | None = None
     loader: str | None = None
     """The framework's native loader that read the real dataset (None: synthetic data)."""
@@ -222,12 +231,17 @@ def write_json_atomically(path: Path, text: str) -> None:
     write_file(path.parent, path.name, text)
 
 
-def append_result(path: Path, result: RunResult) -> None:
-    """Add one row to a results file, atomically."""
+def append_line(path: Path, line: str) -> None:
+    """Add one line of JSON to a file of lines, atomically."""
     existing = path.read_text() if path.exists() else ""
     if existing and not existing.endswith("\n"):
         existing += "\n"
-    write_json_atomically(path, existing + result.to_json() + "\n")
+    write_json_atomically(path, existing + line + "\n")
+
+
+def append_result(path: Path, result: RunResult) -> None:
+    """Add one row to a results file, atomically."""
+    append_line(path, result.to_json())
 
 
 def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:

@@ -167,12 +167,16 @@ def round_line(number: int, result: RunResult) -> str:
 
 
 def recorded_rounds(folder: RunFolder) -> list[tuple[int, RunResult]]:
-    """The rounds a run folder holds, each with its number: `rounds.jsonl`'s, or in a folder written
-    before rounds, each row of `results.jsonl` as its run's round 1."""
-    if not folder.rounds.exists():
-        return [(1, result) for result in read_results(folder.results)]
-    records, results, _ = read_result_lines(folder.rounds)
-    return [(_round_number(record), result) for record, result in zip(records, results, strict=True)]
+    """The rounds a run folder holds, each with its number: `rounds.jsonl`'s, and each row of
+    `results.jsonl` whose run has none there (a folder written before rounds) as its round 1. Both
+    files are read as every reader reads them (`read_result_lines`), so a name mgbench could not
+    have written in either refuses the folder."""
+    rounds = []
+    if folder.rounds.exists():
+        records, results, _ = read_result_lines(folder.rounds)
+        rounds = [(_round_number(record), result) for record, result in zip(records, results, strict=True)]
+    have = {result.run_id for _, result in rounds}
+    return rounds + [(1, result) for result in read_results(folder.results) if result.run_id not in have]
 
 
 def _round_number(record: dict[str, object]) -> int:

@@ -555,13 +555,17 @@ def test_time_to_train_and_test_auc_are_tabled_and_charted_for_rows_trained_in_e
             "loader": ["torch.utils.data.DataLoader", "keras.utils.PyDataset", None],
             "loader_workers": [2, 2, None],
             "time_to_train_seconds": [30.0, 12.5, None],
+            "compile_seconds": [None, 9.0, None],
+            "epoch_images_per_sec": [150.0, 80.0, None],
             "epoch_metrics": [epochs, epochs[:1], []],
             "test_metrics": [{"loss": 0.5, "auc": 0.71}, {"loss": 0.6, "auc": 0.64}, {}],
         }
     )
     table = training_table(frame)
     assert list(table["framework"]) == ["keras-jax", "pytorch"]
-    assert list(table["epochs"]) == [1, 2] and list(table["epoch_images_per_sec"]) == [100.0, 200.0]
+    # the epoch rate is the row's, over its time to train (compile, warm-up, stalls and validation in)
+    assert list(table["epochs"]) == [1, 2] and list(table["epoch_images_per_sec"]) == [80.0, 150.0]
+    assert table["compile_seconds"].tolist()[0] == 9.0 and np.isnan(table["compile_seconds"].tolist()[1])
     assert list(table["test_auc"]) == [0.64, 0.71] and list(table["val_auc"]) == [0.6, 0.7]
     path = time_to_train_chart(table, tmp_path / "time-to-train.png", frame)
     with Image.open(path) as image:

@@ -193,3 +193,9 @@ def test_the_summary_table_carries_the_interval_rounds_and_stalls():
         "1 / 2.8 s",
     ]
     assert isinstance(pd.DataFrame(table).to_markdown(), str)
+
+
+def test_a_row_whose_p10_p90_has_no_value_is_not_said_to_lie_outside_it():
+    row = line_row("pytorch", "ddp", 1000.0)
+    row.images_per_sec_p10 = row.images_per_sec_p90 = None
+    assert results_frame([row]).loc[0, "warning"] == ""

@@ -127,9 +127,10 @@ def row_warning(row: pd.Series) -> str:
     spread = (row["images_per_sec_p90"] - row["images_per_sec_p10"]) / row["images_per_sec"]
     if spread > WIDE_SPREAD:
         warnings.append(f"p10-p90 spans {spread:.0%} of the steady rate: unsteady steps")
-    if not row["images_per_sec_p10"] * (1 - INSIDE_TOLERANCE) <= row["images_per_sec"]:
+    p10, p90 = number(row["images_per_sec_p10"]), number(row["images_per_sec_p90"])
+    if p10 is not None and row["images_per_sec"] < p10 * (1 - INSIDE_TOLERANCE):
         warnings.append(OUTSIDE_P10)
-    elif not row["images_per_sec"] <= row["images_per_sec_p90"] * (1 + INSIDE_TOLERANCE):
+    if p90 is not None and row["images_per_sec"] > p90 * (1 + INSIDE_TOLERANCE):
         warnings.append(OUTSIDE_P90)
     versions = row.get("framework_versions")
     cudnn = versions.get("cudnn", "") if isinstance(versions, dict) else ""

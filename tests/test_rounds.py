@@ -42,6 +42,7 @@ def test_repeat_runs_every_run_n_times_interleaved_and_each_row_is_the_median_ro
     assert json.loads((out / "compare.json").read_text())["options"]["repeat"] == 3
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_rounds_done_and_runs_the_rest(tmp_path):
     out = tmp_path / "resume"
     first = mgbench("compare", *FAKE_ROUNDS, "--repeat", "2", "--out", str(out), FAKE_FAIL="1")
@@ -64,6 +65,7 @@ def test_resume_keeps_the_rounds_done_and_runs_the_rest(tmp_path):
     assert json.loads((out / "compare.json").read_text())["options"]["repeat"] == 3
 
 
+@pytest.mark.slow
 def test_a_folder_written_before_rounds_resumes_with_its_rows_as_round_one(tmp_path):
     out = tmp_path / "old"
     assert mgbench("compare", *FAKE_ROUNDS, "--out", str(out)).returncode == 0

@@ -96,7 +96,7 @@ def test_impossible_speed_ups_and_unsteady_rows_are_flagged():
     frame = results_frame([row(1, 15.9, 15.0, 16.5), row(2, 466.0, 300.0, 480.0)]).set_index("devices")
     assert frame.loc[1, "warning"] == ""
     assert frame.loc[2, "warning"].startswith("speed-up 29.31x exceeds the device ratio")
-    assert "p10-p90 spans 39% of the median" in frame.loc[2, "warning"]
+    assert "p10-p90 spans 39% of the steady rate" in frame.loc[2, "warning"]
     fine = results_frame([row(1, 100.0, 98.0, 101.0), row(2, 190.0, 185.0, 193.0)])
     assert list(fine.warning) == ["", ""]
 

@@ -258,3 +258,41 @@ def test_the_driver_closes_the_feed_it_read_before_the_adapter_closes():
     adapter = ClosingAdapter()
     scripted_run(adapter)
     assert adapter.order == ["feed closed", "evaluate", "close"]
+
+
+class ScriptedEpochs(ScriptedAdapter):
+    """Two epochs of 12 steps on the scripted clock: 2 warm-up steps, then 0.1 s steps, the second
+    epoch's first step stalled 2 s while its loader restarts (keras-jax's and pytorch's 4-GPU rows
+    met such a stall at the same boundary)."""
+
+    STEPS = [1.0, 1.0] + [0.1] * 10 + [2.0] + [0.1] * 11
+
+    def steps_per_epoch(self):
+        return 12
+
+    def epoch_batches(self, epoch):
+        return self.batches()
+
+    def set_learning_rate(self, learning_rate):
+        self.learning_rate = learning_rate
+
+    def evaluate(self, split="val"):
+        return {"loss": 0.5, "auc": 0.7}
+
+
+@pytest.mark.parametrize("events", [False, True], ids=["per-step-sync", "device-events"])
+def test_an_epoch_boundary_stall_is_a_stall_however_the_framework_times_its_steps(events):
+    """Frameworks time their steps by synchronising after each (JAX, TensorFlow, Gluon, Chainer,
+    CPU runs) or by device events (torch on GPUs); both hand the driver one time per step, and the
+    one rule (`timing.steady_window`) counts the stall alike: neither warm-up nor in the window."""
+    adapter = ScriptedEpochs(events=events)
+    config = fake_config(devices=1, batch_per_device=16, dataset="chestxray:/data", epochs=2)
+    result = run_training(adapter, config, step_clock=adapter.clock)
+    device_extra = 0.05 if events else ScriptedAdapter.WAIT
+    assert (result.warmup_steps, result.warmup_detected, result.stall_steps) == (2, True, 1)
+    assert result.stall_seconds == pytest.approx(2.0 + device_extra)
+    assert result.steady_steps == 21
+    assert result.images_per_sec == pytest.approx(16 * 21 / (21 * (0.1 + device_extra)))
+    assert result.images_per_sec_low == pytest.approx(result.images_per_sec)
+    assert result.warmup_seconds + result.stall_seconds + result.window_seconds == pytest.approx(result.train_seconds)
+    assert result.epoch_images_per_sec == pytest.approx(16 * 24 / result.time_to_train_seconds)

@@ -15,7 +15,7 @@ from mgbench.common.breakdown import CATEGORIES, host_bottleneck
 from mgbench.common.breakdown_record import HOST_CLOCK, attach_host_bottleneck
 from mgbench.common.results import append_result
 from mgbench.common.timing import HOST_PHASES
-from mgbench.reports.compare_charts import EPOCH_STALLS, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
+from mgbench.reports.compare_charts import THROUGHPUT_CAPTION, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
 from mgbench.reports.html import COMPARED, DETAILS, write_report
 from mgbench.reports.summary import TABLE_COLUMNS
 
@@ -39,7 +39,7 @@ def test_a_cpu_compare_writes_each_ok_rows_bottleneck_and_its_clock_into_results
     assert rows["bottleneck"].isin(HOST_PHASES).all()
 
 
-def test_the_host_clock_names_a_bottleneck_only_where_no_profile_or_device_does():
+def test_the_host_clock_names_a_bottleneck_wherever_no_profile_does():
     cpu = BASE.with_changes(device_kind="cpu")
     unprofiled = ok_result(cpu, 0.2)
     unprofiled.host_breakdown = INPUT_BOUND
@@ -54,11 +54,11 @@ def test_the_host_clock_names_a_bottleneck_only_where_no_profile_or_device_does(
     profiled.host_breakdown = INPUT_BOUND
     profiled.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
     profiled.bottleneck, profiled.breakdown_clock = "idle", "cpu"
-    gpu = ok_result(BASE, 0.2)  # a GPU step's host timing is of its launches
+    gpu = ok_result(BASE, 0.2)  # unprofiled on a GPU (an --epochs run): its host waited for input
     gpu.host_breakdown = INPUT_BOUND
     nulled = ok_result(cpu, 0.2)  # a share written as null: no split rather than half of one
     nulled.host_breakdown = {**INPUT_BOUND, "synchronize": None}
-    for row, expected in ((profiled, ("idle", "cpu")), (gpu, (None, None)), (nulled, (None, None))):
+    for row, expected in ((profiled, ("idle", "cpu")), (gpu, ("input_wait", HOST_CLOCK)), (nulled, (None, None))):
         attach_host_bottleneck(row)
         assert (row.bottleneck, row.breakdown_clock) == expected
 
@@ -127,9 +127,24 @@ def test_the_throughput_chart_draws_each_p10_p90_where_it_lies_and_says_what_bar
     whiskers = sorted((segment[0][1], segment[1][1]) for line in axes.collections for segment in line.get_segments())
     assert whiskers == [(1000.0, 1100.0), (1900.0, 2200.0)]  # the first wholly above its bar of 900
     caption = figure.get_supxlabel()
-    assert WHAT_BARS_SHOW in caption and WHAT_WHISKERS_SHOW in caption and EPOCH_STALLS not in caption
+    assert caption == THROUGHPUT_CAPTION and WHAT_BARS_SHOW in caption and WHAT_WHISKERS_SHOW in caption
+    assert "steady rate" in caption and "median" not in caption
 
 
-def test_the_throughput_chart_says_why_an_epochs_rows_whiskers_sit_above_its_bar(tmp_path, monkeypatch):
-    caption = throughput_figure(tmp_path, monkeypatch, [2, 2]).get_supxlabel()
-    assert caption.startswith(WHAT_BARS_SHOW) and caption.endswith(EPOCH_STALLS)
+def test_the_step_chart_marks_stalls_and_draws_the_steady_rate_by_that_name(tmp_path, monkeypatch):
+    from mgbench.common.timing import summarise_steps
+    from mgbench.reports import run_charts
+
+    steps = [1.0, 0.4] + [0.1] * 18 + [2.0] + [0.1] * 19
+    stats = summarise_steps(steps, [0.0] * len(steps), 8)
+    row = pd.Series({**vars(stats), "step_seconds": steps, "global_batch": 8})
+    drawn = []
+    monkeypatch.setattr(run_charts, "save", lambda figure, path: drawn.append(figure) or path)
+    monkeypatch.setattr(run_charts, "run_title", lambda row: "a run")
+    run_charts.step_throughput_chart(row, tmp_path / "steps.png")
+    (axes,) = drawn[0].axes
+    labels = [text.get_text() for text in axes.get_legend().get_texts()]
+    assert f"steady rate {stats.images_per_sec:.1f}" in labels
+    assert "stalls, 1 step (left out of the steady rate)" in labels
+    (marked,) = axes.collections
+    assert marked.get_offsets().tolist() == [[21.0, 4.0]]  # step 21, 8 images in 2 s

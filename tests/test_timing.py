@@ -90,3 +90,52 @@ def test_summary_figures():
 def test_summary_rejects_mismatched_series():
     with pytest.raises(ValueError):
         summarise_steps([0.1, 0.1], [0.0], global_batch=1)
+
+
+def epochs_series(stall_at: int, stall: float = 2.76, steps: int = 40, seed: int = 2) -> list[float]:
+    """Two epochs of a 4-GPU run: 3 warm-up steps, then steps of 43 ms with one stall of `stall`
+    seconds at step `stall_at` (the second epoch's first step, its loader restarting)."""
+    series = list(noisy([1.5, 0.4, 0.1] + [0.043] * (steps - 3), relative=0.01, seed=seed))
+    series[stall_at] = stall
+    return series
+
+
+@pytest.mark.parametrize("stall_at", [8, 20, 33], ids=["first-half", "epoch-boundary", "last-quarter"])
+def test_a_stall_is_counted_as_a_stall_wherever_it_falls_never_as_warmup_nor_in_the_window(stall_at):
+    series = epochs_series(stall_at)
+    stats = summarise_steps(series, [0.0] * len(series), 256)
+    assert (stats.warmup_steps, stats.warmup_detected) == (3, True)
+    assert (stats.stall_steps, stats.stall_seconds) == (1, pytest.approx(2.76))
+    steady = [s for i, s in enumerate(series) if i >= 3 and i != stall_at]
+    assert stats.images_per_sec == pytest.approx(256 * len(steady) / sum(steady))
+    assert stats.images_per_sec_p10 <= stats.images_per_sec <= stats.images_per_sec_p90
+    assert stats.warmup_seconds + stats.stall_seconds + stats.window_seconds == pytest.approx(stats.train_seconds)
+
+
+def test_a_dip_of_slow_steps_after_the_steady_state_began_is_not_warmup():
+    """An epoch boundary where the loader's restart slows a few steps: the steady state had begun,
+    so the steps before the dip are steady, not warm-up (as they would be were warm-up where the
+    series last left its band)."""
+    series = epochs_series(20, stall=0.043)
+    series[20:23] = [0.3, 0.2, 0.06]
+    stats = summarise_steps(series, [0.0] * len(series), 256)
+    assert stats.warmup_steps == 3 and stats.stall_steps == 2  # 0.3 and 0.2 s: more than twice 43 ms
+    assert stats.steady_steps == len(series) - 5
+
+
+def test_slow_steps_that_recur_are_the_steady_state_not_stalls():
+    """One step in three at four times the others: how the job runs (a sync every third step)."""
+    series = [1.0, 1.0, 1.0] + [0.1, 0.1, 0.4] * 8
+    stats = summarise_steps(series, [0.0] * len(series), 16)
+    assert stats.stall_steps == 0 and stats.steady_steps == 24
+    assert stats.images_per_sec == pytest.approx(16 * 24 / (8 * 0.6))
+
+
+def test_the_interval_is_the_slowest_and_fastest_third_of_the_window():
+    steady = [0.1] * 10 + [0.11] * 10 + [0.09] * 10
+    stats = summarise_steps([1.0] + steady, [0.0] * 31, 10)
+    assert stats.images_per_sec_low == pytest.approx(100 / 1.1)
+    assert stats.images_per_sec_high == pytest.approx(100 / 0.9)
+    assert stats.images_per_sec_low < stats.images_per_sec < stats.images_per_sec_high
+    one = summarise_steps([0.5], [0.0], 10)
+    assert one.images_per_sec_low == one.images_per_sec == one.images_per_sec_high == pytest.approx(20)

@@ -23,7 +23,7 @@ from mgbench.cli.interrupts import INTERRUPTED_EXIT_CODE
 from mgbench.cli.live import live_compare
 from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
 from mgbench.cli.report import add_format_option
-from mgbench.cli.values import folder_path, hosts_text, positive_seconds
+from mgbench.cli.values import folder_path, hosts_text, positive_seconds, rounds_count
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.config import RunConfig
@@ -31,7 +31,7 @@ from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import INIT_SAME, reference_weights, weights_file_bytes
 from mgbench.common.kinds import DeviceKind
-from mgbench.common.results import read_results, write_json_atomically, write_results
+from mgbench.common.results import read_results, write_json_atomically
 from mgbench.common.runfolder import LOCK_FILE, RunFolder
 from mgbench.common.scaling import add_scaling_figures
 from mgbench.datasets.resolve import check_dataset, dataset_for, recheck_dataset
@@ -41,14 +41,16 @@ from mgbench.reports.html import write_report
 from mgbench.reports.summary import write_summary
 from mgbench.runner.bandwidth import BANDWIDTH_LOG, measure_bandwidth
 from mgbench.runner.hosts import Host, resolve_hosts
-from mgbench.runner.orchestrator import pending_runs, run_compare
+from mgbench.runner.orchestrator import run_compare
 from mgbench.runner.plan import PlannedRun, installed_runs, not_installed_reason, plan_runs, replan
+from mgbench.runner.rounds import CPU_ROUNDS, GPU_ROUNDS, RoundBook, default_rounds, recorded_rounds
 from mgbench.runner.venvs import inspect_installation
 
 DEFAULT_TIMEOUT_SECONDS = 1200.0
 FAILED = ("failed", "timeout", "oom", "not-installed")
-RESUME_OPTIONS = {"resume", "timeout"}
-"""What `--resume` takes: the recorded plan is run as it was, only its timeout may change."""
+RESUME_OPTIONS = {"resume", "timeout", "repeat"}
+"""What `--resume` takes: the recorded plan is run as it was, only its timeout and its number of
+rounds may change (`--repeat 5` adds rounds to a compare of 3)."""
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -81,6 +83,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume", type=folder_path, default=None, metavar="RUN_DIR", help="rerun what is not done in RUN_DIR"
     )
     parser.add_argument(
+        "--repeat",
+        type=rounds_count,
+        default=None,
+        metavar="N",
+        help=f"rounds: run every planned run N times, interleaved (all once, then all again); each row is "
+        f"the median round's, with its spread (default {GPU_ROUNDS} on GPUs, {CPU_ROUNDS} on CPU devices; "
+        "with --resume, the recorded number unless given)",
+    )
+    parser.add_argument(
         "--hosts",
         type=hosts_text,
         default=None,
@@ -110,7 +121,7 @@ def refuse_job_options(run_dir: Path, typed: set[str]) -> None:
     if ignored:
         names = ", ".join("--" + name.replace("_", "-") for name in ignored)
         raise UsageError(
-            f"--resume runs the plan recorded in {run_dir}, so it takes no {names} (only --timeout); "
+            f"--resume runs the plan recorded in {run_dir}, so it takes no {names} (only --timeout and --repeat); "
             "start a new compare for another job"
         )
 
@@ -233,6 +244,7 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
         args.scaling,
         left_out=left_out,
         job_shrink=size_note,
+        repeat=default_rounds(job.device_kind) if args.repeat is None else args.repeat,
     )
     return folder, plan, runs
 
@@ -250,27 +262,30 @@ def record_initial_weights(folder: RunFolder, configs: list[RunConfig]) -> None:
 
 
 def plan_resume(
-    folder: RunFolder, command: str, timeout: float | None, console: Console
-) -> tuple[ComparePlan, list[PlannedRun]]:
-    """The recorded plan of the folder (one run per run_id, `ComparePlan`) and its runs not done
-    yet, their dataset checked again as a new compare checks it (`recheck_dataset`) before
-    anything is written; its results file keeps only the rows of runs already done. `command`
-    joins the plan's `resumed` list; a `timeout` given now replaces the recorded one."""
+    folder: RunFolder, command: str, timeout: float | None, repeat: int | None, console: Console
+) -> tuple[ComparePlan, RoundBook]:
+    """The recorded plan of the folder (one run per run_id, `ComparePlan`) and its rounds: the
+    runs that still owe one checked again as a new compare checks its dataset (`recheck_dataset`)
+    before anything is written; then its results keep only the rounds already done
+    (`RoundBook.kept`). `command` joins the plan's `resumed` list; a `timeout` or `repeat` given
+    now replaces the recorded one."""
     plan = ComparePlan.read(folder.compare_file)
     missing = {
         name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
         for name in {config.framework for config in plan.configs}
     }
     runs = [replan(config, missing[config.framework]) for config in plan.configs]
-    kept, todo = pending_runs(runs, read_results(folder.results))
-    if todo:
-        recheck_dataset(todo[0].config, [run.config for run in todo], on_note=say(console))
-    write_results(folder.results, kept)
+    if repeat is not None:
+        plan.repeat = repeat
+    book = RoundBook.kept(runs, plan.repeat, recorded_rounds(folder))
+    if owed := book.owed():
+        recheck_dataset(owed[0].config, [run.config for run in owed], on_note=say(console))
+    book.rewrite(folder)
     plan.resumed.append(command)
     if timeout is not None:
         plan.timeout = timeout
     write_json_atomically(folder.compare_file, plan.to_json())
-    return plan, todo
+    return plan, book
 
 
 def bandwidth_report(
@@ -298,41 +313,43 @@ def handle(args: argparse.Namespace) -> int:
         folder = prepare_folder(args.resume, new=False)
     else:
         folder, plan, runs = plan_new(args, console)
+        book = RoundBook(runs, plan.repeat)
     with folder.claimed() as lock:
         if lock and lock.taken_over:
             console.print(f"[yellow]{folder.root}: lock taken over from an mgbench that is gone ({lock.taken_over})[/]")
         if args.resume:
-            plan, runs = plan_resume(folder, typed_command(args), args.timeout, console)
+            plan, book = plan_resume(folder, typed_command(args), args.timeout, args.repeat, console)
         else:
             refuse_used_folder(folder.root)
             write_json_atomically(folder.compare_file, plan.to_json())
             record_initial_weights(folder, plan.configs)
         hint = f"the rows written are kept; continue with: mgbench compare --resume {folder.root}"
         with folder.writing(hint):
-            return run_planned(folder, plan, runs, console, args.format)
+            return run_planned(folder, plan, book, console, args.format)
 
 
-def run_planned(
-    folder: RunFolder, plan: ComparePlan, runs: list[PlannedRun], console: Console, summary_format: str
-) -> int:
-    """The runs, one row each as it ends, then the summary and the report; the exit code."""
+def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: Console, summary_format: str) -> int:
+    """The rounds still owed, each recorded as it ends, then the summary and the report; the exit
+    code (1 where a round failed, even one whose run has a row from its other rounds)."""
     hosts = resolve_hosts(plan.hosts) if plan.hosts else None
     timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
-
-    if not (runs and runs[0].config.device_kind.on_gpu):
+    runs = book.owed()
+    if not (book.runs and book.runs[0].config.device_kind.on_gpu):
         console.print("[yellow]No GPU visible: CPU devices stand in for GPUs (processes or logical devices).[/]")
-    console.print(f"{len(runs)} runs -> {folder.root}")
+    rounds = f", {plan.repeat} rounds each" if plan.repeat > 1 else ""
+    console.print(f"{len(runs)} runs{rounds} -> {folder.root}")
     interrupted = False  # SIGTERM arrives as KeyboardInterrupt too (`cli.interrupts`, around every verb)
     try:
         bandwidth = bandwidth_report(folder, runs, plan.bandwidth, console)
-        with live_compare(console, len(runs)) as live:
-            run_compare(runs, folder, timeout, live.on_result, hosts=hosts, bandwidth=bandwidth, on_event=live.on_event)
+        with live_compare(console, book.launches_left()) as live:
+            run_compare(book, folder, timeout, live.on_result, hosts=hosts, bandwidth=bandwidth, on_event=live.on_event)
     except KeyboardInterrupt:
         interrupted = True
 
     add_scaling_figures(folder.results)
     results = read_results(folder.results)
-    interrupted = interrupted or any(r.status == "interrupted" for r in results)
+    statuses = book.statuses() | {r.status for r in results}
+    interrupted = interrupted or "interrupted" in statuses
     if results:
         frame = write_summary(folder.root, results)
         first = results[0].config
@@ -346,4 +363,4 @@ def run_planned(
             f"[yellow]interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}[/]"
         )
         return INTERRUPTED_EXIT_CODE
-    return 1 if any(r.status in FAILED for r in results) else 0
+    return 1 if statuses & set(FAILED) else 0

@@ -61,17 +61,18 @@ def heartbeat_seconds() -> float:
     return float(os.environ.get(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS))
 
 
-def run_name(config: RunConfig) -> str:
-    return f"{config.framework} {config.strategy} x{config.devices}"
+def run_name(config: RunConfig, round_label: str = "") -> str:
+    """`fake steady x2`, with its round where the compare runs several (`fake steady x2, round 2/3`)."""
+    return f"{config.framework} {config.strategy} x{config.devices}" + (f", {round_label}" if round_label else "")
 
 
-def ending(result: RunResult, seconds: float) -> str:
+def ending(result: RunResult, seconds: float, round_label: str = "") -> str:
     """`ok fake steady x2: 63.9 img/s, 3.2 s` or `oom ...: first line of the error, 3.2 s`."""
     if result.status == "ok" and result.images_per_sec is not None:
         what = f"{result.images_per_sec:.1f} img/s"
     else:
         what = (result.error or "").splitlines()[0] if result.error else ""
-    return f"{result.status} {run_name(result.config)}: {what}, {seconds:.1f} s"
+    return f"{result.status} {run_name(result.config, round_label)}: {what}, {seconds:.1f} s"
 
 
 class LiveCompare(ABC):
@@ -105,8 +106,9 @@ class LiveCompare(ABC):
     def on_result(self, result: RunResult) -> None:
         with self._lock:
             self.done += 1
+            round_label = self.current.round if self.current else ""
             self.current = None
-        self.show_result(result, time.monotonic() - self.started)
+        self.show_result(result, time.monotonic() - self.started, round_label)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval()):
@@ -123,8 +125,8 @@ class LiveCompare(ABC):
         """A run started or restarts."""
 
     @abstractmethod
-    def show_result(self, result: RunResult, seconds: float) -> None:
-        """A run ended after `seconds` (its row is written)."""
+    def show_result(self, result: RunResult, seconds: float, round_label: str) -> None:
+        """A run's round ended after `seconds` (its row is written)."""
 
     @abstractmethod
     def tick(self, event: RunEvent, seconds: float) -> None:
@@ -142,22 +144,24 @@ class PlainLines(LiveCompare):
 
     def show_event(self, event: RunEvent) -> None:
         if event.kind == "start":
-            self.console.print(f"{self.position()} start {run_name(event.config)} (log: {event.log})", highlight=False)
+            self.console.print(
+                f"{self.position()} start {run_name(event.config, event.round)} (log: {event.log})", highlight=False
+            )
         else:
             self.console.print(
-                f"{self.position()} out of memory: {run_name(event.config)} restarts with "
+                f"{self.position()} out of memory: {run_name(event.config, event.round)} restarts with "
                 f"{event.config.batch_per_device} per device",
                 highlight=False,
             )
 
-    def show_result(self, result: RunResult, seconds: float) -> None:
-        self.console.print(f"[{self.done}/{self.total}] {ending(result, seconds)}", highlight=False)
+    def show_result(self, result: RunResult, seconds: float, round_label: str) -> None:
+        self.console.print(f"[{self.done}/{self.total}] {ending(result, seconds, round_label)}", highlight=False)
 
     def tick(self, event: RunEvent, seconds: float) -> None:
         step = latest_step(event.log)
         where = f", step {step.done}/{step.total}, {step.images_per_sec:.1f} img/s" if step else ""
         self.console.print(
-            f"{self.position()} running {run_name(event.config)}: {seconds:.0f} s{where}", highlight=False
+            f"{self.position()} running {run_name(event.config, event.round)}: {seconds:.0f} s{where}", highlight=False
         )
 
 
@@ -187,13 +191,15 @@ class Bars(LiveCompare):
         self.progress.stop()
 
     def show_event(self, event: RunEvent) -> None:
-        self.progress.reset(self.run, total=None, description=run_name(event.config), rate="", visible=True)
+        self.progress.reset(
+            self.run, total=None, description=run_name(event.config, event.round), rate="", visible=True
+        )
         if event.kind == "retry":
             batch = event.config.batch_per_device
             self.progress.console.print(f"out of memory: {run_name(event.config)} restarts with {batch} per device")
 
-    def show_result(self, result: RunResult, seconds: float) -> None:
-        self.progress.console.print(ending(result, seconds), highlight=False)
+    def show_result(self, result: RunResult, seconds: float, round_label: str) -> None:
+        self.progress.console.print(ending(result, seconds, round_label), highlight=False)
         self.progress.update(self.overall, completed=self.done)
         self.progress.update(self.run, visible=False)
 

@@ -15,7 +15,11 @@ from mgbench.common.timing import FIRST_STEP_KEPT
 from mgbench.frameworks.registry import check_compile_mode
 
 DEFAULT_BATCH_PER_DEVICE = 32
-DEFAULT_STEPS = 50
+DEFAULT_STEPS = 200
+"""Timed steps of the default job (docs/measurement.md, "The default job"): warm-up detection needs
+the run's second half past the warm-up (DenseNet-121 fp32 on one H200 warms up over 20-25 steps),
+and the steady rate's interval times the window in thirds, each of which should hold several of
+the slow-step bursts DenseNet-121 shows every 18 steps on 4 GPUs."""
 CPU_BATCH_PER_DEVICE = 8
 CPU_STEPS = 20
 CPU_IMAGE_SIZE = 64

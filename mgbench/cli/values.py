@@ -29,6 +29,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def rounds_count(text: str) -> int:
+    """argparse type for `--repeat`: a whole number of rounds, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes a number of rounds, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"takes 1 round or more, got {text!r}")
+    return value
+
+
 def folder_path(text: str) -> Path:
     """argparse type for `--out`: a path whose every name fits a file system (`NAME_MAX`)."""
     path = Path(text)

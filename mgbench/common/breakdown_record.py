@@ -23,11 +23,12 @@ the orchestrator merges the ranks into `profiles/<run_id>/breakdown.json`:
 and copies `breakdown`, `bottleneck` and `clock` into the row (`breakdown_clock`), with the
 bottleneck's note and the device-busy ceiling (`breakdown.device_ceiling`) beside them.
 
-An ok row on CPU devices without a breakdown (not profiled, as by default there, or its profile
-failed) takes its `bottleneck` from its host timing (`breakdown.host_bottleneck` of
-`host_breakdown`) with `breakdown_clock` `host` (`attach_host_bottleneck`), so every ok CPU row
-names what holds it back in `results.jsonl` itself. A GPU row's host timing is of launching the
-step, not of the device's work: it names none without a profile.
+An ok row without a breakdown (not profiled, as by default on CPU devices and with `--epochs`, or
+its profile failed) takes its `bottleneck` from its host timing (`breakdown.host_bottleneck` of
+`host_breakdown`) with `breakdown_clock` `host` (`attach_host_bottleneck`), so every ok row names
+what holds it back in `results.jsonl` itself. On a GPU the host's step call is launching the step
+and, where the device's queue is full, waiting for room in it: its bottleneck says whether the host
+waited for input or for the step, and a profile splits the step itself.
 """
 
 from __future__ import annotations
@@ -181,11 +182,11 @@ def attach_breakdown(result: RunResult, profile_dir: Path) -> None:
 
 
 def attach_host_bottleneck(result: RunResult) -> None:
-    """The bottleneck of an ok CPU row without a breakdown, from its host timing (module doc);
-    rows with a breakdown, GPU rows and rows whose host timing has a share without a value
-    (written as null) stay as they are."""
+    """The bottleneck of an ok row without a breakdown, from its host timing (module doc); rows
+    with a breakdown and rows whose host timing has a share without a value (written as null)
+    stay as they are."""
     shares = result.host_breakdown
-    if result.status != "ok" or result.breakdown is not None or result.config.device_kind.on_gpu or shares is None:
+    if result.status != "ok" or result.breakdown is not None or shares is None:
         return
     if all(isinstance(shares.get(name), int | float) for name in HOST_PHASES):
         result.bottleneck, result.breakdown_clock = host_bottleneck(shares), HOST_CLOCK

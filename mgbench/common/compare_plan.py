@@ -36,12 +36,20 @@ class ComparePlan:
     """Family members left out when planning (not installed), one line each, for the report."""
     job_shrink: str | None = None
     """What planning said when it shrank the job for CPU devices (None: it did not)."""
+    repeat: int = 1
+    """Rounds of every run (`compare --repeat`); a plan written before rounds ran one."""
 
     def __post_init__(self) -> None:
         self.configs = distinct_configs(self.configs)
 
     def to_json(self) -> str:
-        options = {"timeout": self.timeout, "hosts": self.hosts, "bandwidth": self.bandwidth, "scaling": self.scaling}
+        options = {
+            "timeout": self.timeout,
+            "hosts": self.hosts,
+            "bandwidth": self.bandwidth,
+            "scaling": self.scaling,
+            "repeat": self.repeat,
+        }
         record: dict[str, Any] = {
             "command": self.command,
             "options": options,
@@ -73,12 +81,15 @@ class ComparePlan:
             raise UsageError("its options are not an object")
         timeout, hosts = options.get("timeout"), options.get("hosts")
         bandwidth, scaling = options.get("bandwidth", False), options.get("scaling", "weak")
+        repeat = options.get("repeat", 1)
         resumed, command = record.get("resumed", []), record.get("command")
         left_out, job_shrink = record.get("left_out", []), record.get("job_shrink")
         if timeout is not None and not (_is_number(timeout) and math.isfinite(timeout) and timeout > 0):
             raise UsageError(f"timeout {timeout!r} is not a positive number of seconds")
         if not (hosts is None or isinstance(hosts, str)) or not isinstance(bandwidth, bool):
             raise UsageError("its hosts or bandwidth option is not what compare records")
+        if not (isinstance(repeat, int) and not isinstance(repeat, bool) and repeat >= 1):
+            raise UsageError(f"repeat {repeat!r} is not a number of rounds (1 or more)")
         if scaling not in SCALINGS:
             raise UsageError(f"scaling {scaling!r} is not one of {', '.join(SCALINGS)}")
         if not (command is None or isinstance(command, str)) or not isinstance(resumed, list):
@@ -96,6 +107,7 @@ class ComparePlan:
             [str(line) for line in resumed],
             [str(line) for line in left_out],
             job_shrink,
+            repeat,
         )
 
 

@@ -40,7 +40,7 @@ from mgbench.common.results import RunResult
 from mgbench.common.schedule import learning_rate_at
 from mgbench.common.step_timer import Clock, StepTimer, step_sync_forced
 from mgbench.common.target import TargetMetric
-from mgbench.common.timing import host_phase_shares, summarise_steps
+from mgbench.common.timing import host_phase_shares, steady_window, summarise_steps
 from mgbench.common.workers import loader_workers
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
@@ -177,13 +177,16 @@ class EpochsTrained:
         }
 
 
-def train_epochs(trainer: Adapter, config: RunConfig, compiling: bool) -> EpochsTrained:
+def train_epochs(
+    trainer: Adapter, config: RunConfig, compiling: bool, step_clock: Clock = time.perf_counter
+) -> EpochsTrained:
     """`config.epochs` epochs with the scaled, warmed-up learning rate and validation after each;
     with `config.target_metric`, only up to the first epoch whose validation reaches it. Every
-    process stops alike: each is handed the same gathered validation (`Adapter.evaluate`)."""
+    process stops alike: each is handed the same gathered validation (`Adapter.evaluate`).
+    `step_clock` times the steps, as in `run_training`."""
     target = TargetMetric.parse(config.target_metric) if config.target_metric else None
     per_epoch = trainer.steps_per_epoch()
-    clock = StepClock(trainer, config, per_epoch * config.epochs, compiling=compiling)
+    clock = StepClock(trainer, config, per_epoch * config.epochs, compiling=compiling, clock=step_clock)
     epoch_metrics: list[dict[str, float]] = []
     target_epoch = None
     started = time.perf_counter()
@@ -281,7 +284,7 @@ def run_training(
     target_figures: dict[str, Any] = {}
     profile, profile_seconds = None, None
     if config.epochs:
-        trained = train_epochs(trainer, config, compiler is not None)
+        trained = train_epochs(trainer, config, compiler is not None, step_clock)
         clock, epoch_metrics, time_to_train = trained.clock, trained.epoch_metrics, trained.time_to_train_seconds
         if config.target_metric:
             target_figures = trained.target_figures(first_step_at - launched)
@@ -293,7 +296,10 @@ def run_training(
             clock.step(batches)
         clock.finish()
     stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
+    epoch_rate = None
     if config.epochs:
+        trained_steps = len(clock.step_seconds) + (clock.compile_seconds is not None)
+        epoch_rate = trained_steps * config.global_batch / time_to_train
         metrics = trained.last_validation
         eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
     else:
@@ -335,13 +341,14 @@ def run_training(
         loader=None if config.dataset == "synthetic" else loader,
         decoder=None if config.dataset == "synthetic" else info.decoder or host_decoder,
         timing_method=clock.timing_method,
-        host_breakdown=host_phase_shares(clock.host_phases[stats.warmup_steps :]),
+        host_breakdown=host_phase_shares(steady_window(clock.step_seconds).steady(clock.host_phases)),
         loader_workers=None if config.dataset == "synthetic" else loader_workers(config.workers, placement.world_size),
         eval_seconds=eval_seconds,
         eval_metrics=metrics,
         epoch_metrics=epoch_metrics,
         test_metrics=test_metrics,
         time_to_train_seconds=time_to_train,
+        epoch_images_per_sec=epoch_rate,
         **target_figures,
         final_loss=clock.losses[-1],
         peak_memory_bytes=peak,

@@ -56,11 +56,32 @@ class RunResult:
     warmup_steps: int | None = None
     warmup_detected: bool | None = None
     warmup_seconds: float | None = None
+    stall_steps: int | None = None
+    """Steps after warm-up that stalled (`timing.find_stalls`: an epoch boundary, a loader restart,
+    a collection), kept out of the steady window; None in rows written before stalls were counted."""
+    stall_seconds: float | None = None
+    """The stalled steps' seconds, whole: warm-up, stalls and the window sum to `train_seconds`."""
     steady_steps: int | None = None
     median_step_seconds: float | None = None
     images_per_sec: float | None = None
+    """The steady rate: the steady window's images over its seconds (`timing.summarise_steps`);
+    with rounds, the median round's (`rounds.combine_rounds`)."""
+    images_per_sec_low: float | None = None
+    """The slowest rate of the steady window's thirds, over every round: the low end of the
+    interval the steady rate was measured in (None in rows written before it was)."""
+    images_per_sec_high: float | None = None
+    """The fastest rate of the steady window's thirds, over every round."""
     images_per_sec_p10: float | None = None
     images_per_sec_p90: float | None = None
+    rounds: int | None = None
+    """How many rounds the row's figures come from (`compare --repeat`): its figures are the median
+    round's (`mgbench.runner.rounds`); None in rows written before rounds (one round)."""
+    round_images_per_sec: list[float] = field(default_factory=list)
+    """Each ok round's steady rate, in the order the rounds ran."""
+    round_time_to_train_seconds: list[float] = field(default_factory=list)
+    """With `--epochs`: each ok round's time to train, in the order the rounds ran."""
+    round_time_to_target_seconds: list[float] = field(default_factory=list)
+    """With `--target-metric`: each ok round's time to the target (null: not reached)."""
     input_wait_fraction: float | None = None
     loader: str | None = None
     """The framework's native loader that read the real dataset (None: synthetic data)."""
@@ -74,7 +95,8 @@ class RunResult:
     eval_metrics: dict[str, float] = field(default_factory=dict)
     epoch_metrics: list[dict[str, float]] = field(default_factory=list)
     """Per epoch on real data: epoch, train_loss, train_seconds, images_per_sec (the epoch's
-    training images over its training seconds), val_loss, val_auc (val_top1 on class folders),
+    timed training images over its training seconds, warm-up and stalls in: a per-epoch epoch
+    rate without validation), val_loss, val_auc (val_top1 on class folders),
     val_seconds, elapsed_seconds (from the first training step to the end of this validation:
     the time to any target the epoch's validation reached)."""
     test_metrics: dict[str, float] = field(default_factory=dict)
@@ -82,6 +104,10 @@ class RunResult:
     time_to_train_seconds: float | None = None
     """With `--epochs`: wall seconds from the first training step to the end of the last
     validation (all epochs, validation included; the test split not)."""
+    epoch_images_per_sec: float | None = None
+    """With `--epochs`, the epoch rate: the images of every step trained over `time_to_train_seconds`,
+    so compile, warm-up, stalls and validation are all in it (the steady rate, `images_per_sec`,
+    leaves them out)."""
     time_to_target_seconds: float | None = None
     """With `--target-metric`: wall seconds from the first training step to the end of the
     validation that reached the target (None: not reached in `--epochs` epochs; `warnings` says so)."""
@@ -205,12 +231,17 @@ def write_json_atomically(path: Path, text: str) -> None:
     write_file(path.parent, path.name, text)
 
 
-def append_result(path: Path, result: RunResult) -> None:
-    """Add one row to a results file, atomically."""
+def append_line(path: Path, line: str) -> None:
+    """Add one line of JSON to a file of lines, atomically."""
     existing = path.read_text() if path.exists() else ""
     if existing and not existing.endswith("\n"):
         existing += "\n"
-    write_json_atomically(path, existing + result.to_json() + "\n")
+    write_json_atomically(path, existing + line + "\n")
+
+
+def append_result(path: Path, result: RunResult) -> None:
+    """Add one row to a results file, atomically."""
+    append_line(path, result.to_json())
 
 
 def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:

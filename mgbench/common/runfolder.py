@@ -1,6 +1,7 @@
 """The run folder's layout and file names, in one place: the runner writes it, reports read it.
 
 A compare's folder holds `results.jsonl` (one row per run, `mgbench.common.results`),
+`rounds.jsonl` (one row per round of each run, `mgbench.runner.rounds`),
 `compare.json` (the command, options and every planned config), `configs/`, `raw/`, `logs/`,
 `traces/` (utilisation samples, columns `TRACE_COLUMNS`), `profiles/`, `bandwidth.json`, the
 summary, `charts/` and `report.html`, and `compare.lock` while a verb writes it (`RunFolder.claimed`).
@@ -26,6 +27,7 @@ from mgbench.common.results import RESULTS_FILE
 from mgbench.common.safe_files import ensure_folder, write_file
 
 COMPARE_FILE = "compare.json"
+ROUNDS_FILE = "rounds.jsonl"
 LOCK_FILE = "compare.lock"
 CHARTS_DIR = "charts"
 REPORT_FILE = "report.html"
@@ -82,6 +84,11 @@ class RunFolder:
     @property
     def results(self) -> Path:
         return self.inside(RESULTS_FILE)
+
+    @property
+    def rounds(self) -> Path:
+        """Every round's row (`mgbench.runner.rounds`), `round` added to each."""
+        return self.inside(ROUNDS_FILE)
 
     def config_file(self, run_id: str) -> Path:
         return self.inside("configs", f"{run_id}.json")

@@ -3,12 +3,14 @@
 Fastest is by the compare's ranking (`ranking`): images/sec for `--steps`; for `--epochs` the time
 to train (to the target, with `--target-metric`), lines that did not finish or reach it last.
 Each device count gets a group of columns (the ranked figure, with `--epochs` the test metric and
-images/sec beside it, and scaling efficiency above the smallest count); "vs fastest" sets each
-line's speed at the largest count against the fastest line's there;
-"holds back" is the bottleneck label of that row's breakdown, or of its host timing on CPU devices
-that were not profiled (marked "(host)"). Everything that needs a sentence
-(a failure's cause, a warning, what a bottleneck means) becomes a numbered note under the table, so
-no cell ever has to fold. The same summary prints as a rich table, Markdown, CSV or JSON.
+the steady images/sec beside it, and scaling efficiency above the smallest count), the ranked
+figure shown to the precision its interval supports (`spread`) and, at the largest count, its
+range; "vs fastest" sets each line's speed at the largest count against the fastest line's there,
+or says `tie` where their intervals overlap; "step" says what compiled each line's step where the
+lines differ in it; "holds back" is the bottleneck label of that row's breakdown, or of its host
+timing where it was not profiled (marked "(host)"). Everything that needs a sentence
+(a failure's cause, a warning, what a bottleneck means, a hint) becomes a numbered note under the
+table, so no cell ever has to fold. The same summary prints as a rich table, Markdown, CSV or JSON.
 """
 
 from __future__ import annotations
@@ -25,13 +27,18 @@ from rich.table import Table
 from rich.text import Text
 
 from mgbench.common.kinds import DeviceKind
-from mgbench.reports.ranking import Ranking, Throughput, ranking_of
+from mgbench.reports.hints import EAGER, compile_hint, differ_in_compiling, step_kind
+from mgbench.reports.ranking import Ranking, Throughput, line_spread, ranking_of
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import table_console
 from mgbench.reports.verdict import verdict
 
 FORMATS = ("table", "md", "csv", "json")
+RANGE = "range"
+"""The column of the ranked figure's interval at the largest count (`Spread.range_text`)."""
+TIE = "tie"
+"""What "vs fastest" shows for a line whose interval overlaps the fastest line's: no ranking."""
 GROUP = ["framework", "strategy"]
 TABLE_PADDING = 3
 """Characters a rich table spends per column on borders and padding (plus one for the last border)."""
@@ -56,9 +63,11 @@ class CompactSummary:
     lines: pd.DataFrame
     """Raw values: framework, strategy, the ranking's figures per count (`<key>_<n>dev`:
     images_per_sec, with `--epochs` time_to_train_seconds or time_to_target_seconds and
-    target_epoch, test_auc or test_top1), scaling_efficiency_pct_<n>dev,
-    vs_fastest_ratio, bottleneck, bottleneck_pct, bottleneck_source (`readings.DEVICE`, `CPU_TRACE`,
-    `HOST_TIMING`; "" without one), notes (note numbers)."""
+    target_epoch, test_auc or test_top1; the intervals `<key>_low_<n>dev`, `<key>_high_<n>dev` and
+    `rounds_<n>dev`), scaling_efficiency_pct_<n>dev, vs_fastest_ratio, tie (its interval overlaps
+    the fastest line's at the largest count), step (`hints.step_kind`), compile_hint, caveats
+    (`caveats.Caveat.to_dict` with `where`), bottleneck, bottleneck_pct, bottleneck_source
+    (`readings.DEVICE`, `CPU_TRACE`, `HOST_TIMING`; "" without one), notes (note numbers)."""
     cells: pd.DataFrame
     """The same lines as display strings, one column per `Column.key`."""
     columns: list[Column]
@@ -67,9 +76,13 @@ class CompactSummary:
     """False where CPU devices stood in for GPUs."""
     ranking: Ranking = field(default_factory=Throughput)
     """What the lines are ranked by: throughput, or with `--epochs` time to train (to the target)."""
+    counts: list[int] = field(default_factory=list)
+    """The device counts, smallest first."""
+    compiling: str | None = None
+    """Where the lines differ in compiling their step, the sentence saying so (`hints`)."""
 
     def to_records(self) -> list[dict[str, object]]:
-        """The lines as JSON-ready dicts (NaN as null)."""
+        """The lines as JSON-ready dicts (NaN as null; a count without a row holds nulls)."""
         return [
             {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in line.items()}
             for line in self.lines.to_dict(orient="records")
@@ -94,9 +107,9 @@ class NoteBook:
         return self.notes.index(text) + 1
 
 
-def _notes_of(group: pd.DataFrame, held: HeldBack | None) -> list[str]:
+def _notes_of(group: pd.DataFrame, held: HeldBack | None, hint: str | None) -> list[str]:
     """What a line's cells cannot say: each failure's cause, each warning and out-of-memory
-    restart, and what its bottleneck means."""
+    restart, what its bottleneck means, and its hint."""
     notes = []
     for _, row in group.sort_values("devices").iterrows():
         where = f"{row['framework']} {row['strategy']} x{row['devices']}"
@@ -113,7 +126,18 @@ def _notes_of(group: pd.DataFrame, held: HeldBack | None) -> list[str]:
     if held is not None:
         source = " (host timing, not profiled)" if held.source == HOST_TIMING else ""
         notes.append(f"{held.label}{source}: {held.meaning}")
+    if hint:
+        notes.append(hint)
     return notes
+
+
+def _caveats_of(group: pd.DataFrame) -> list[dict[str, str]]:
+    """Each caveat of the line's rows (`caveats`), with where it is (`pytorch ddp x4`)."""
+    return [
+        {"where": f"{row['framework']} {row['strategy']} x{row['devices']}", **caveat.to_dict()}
+        for _, row in group.sort_values("devices").iterrows()
+        for caveat in (row.get("caveats") if isinstance(row.get("caveats"), list) else [])
+    ]
 
 
 def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
@@ -137,10 +161,15 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
                 line[f"scaling_efficiency_pct_{count}dev"] = 100 * float(efficiency) if ok else math.nan
         shown = by_count.get(top) if top in by_count else by_count[max(by_count)]
         held = None if shown is None else held_back(shown)
+        name = f"{framework} {strategy}"
+        hint = compile_hint(f"{name} x{shown['devices']}", shown, held) if shown["status"] == "ok" else None
+        line["step"] = step_kind(shown) if shown["status"] == "ok" else ""
+        line["compile_hint"] = hint or ""
+        line["caveats"] = _caveats_of(group)
         line["bottleneck"] = held.name if held else ""
         line["bottleneck_pct"] = 100 * held.fraction if held else math.nan
         line["bottleneck_source"] = held.source if held else ""
-        line["notes"] = _notes_of(group, held)
+        line["notes"] = _notes_of(group, held, hint)
         lines.append(line)
     table = pd.DataFrame(lines)
     ranked = [f"{ranking.ranked}_{count}dev" for count in reversed(counts)]
@@ -149,13 +178,28 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     book = NoteBook()
     table["notes"] = [sorted({book.number(text) for text in texts}) for texts in table["notes"]]
     table["vs_fastest_ratio"] = ranking.vs_fastest(table[f"{ranking.ranked}_{top}dev"])
+    table["tie"] = _ties(table, ranking, top)
+    kinds = {f"{line['framework']} {line['strategy']}": line["step"] for _, line in table.iterrows() if line["step"]}
+    compiling = differ_in_compiling(kinds)
     columns = _columns(counts, word, ranking)
     cells = pd.DataFrame(
-        [_cells(line, counts, ranking) for _, line in table.iterrows()], columns=[c.key for c in columns]
+        [_cells(line, counts, ranking, compiling is not None) for _, line in table.iterrows()],
+        columns=[c.key for c in columns],
     )
     status_columns = [f"status_{count}dev" for count in counts]
     lines = table.drop(columns=status_columns)
-    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), ranking)
+    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), ranking, counts, compiling)
+
+
+def _ties(table: pd.DataFrame, ranking: Ranking, top: int) -> list[bool]:
+    """Whether each line (fastest first) ties with the fastest within noise at `top` devices: their
+    intervals overlap (`Spread.ties`); the fastest itself does not count as a tie."""
+    spreads = [line_spread(line, ranking.ranked, top) for _, line in table.iterrows()]
+    first = spreads[0] if spreads else None
+    return [
+        index > 0 and first is not None and spread is not None and first.ties(spread)
+        for index, spread in enumerate(spreads)
+    ]
 
 
 def _columns(counts: list[int], word: str, ranking: Ranking) -> list[Column]:
@@ -168,10 +212,13 @@ def _columns(counts: list[int], word: str, ranking: Ranking) -> list[Column]:
         for figure in ranking.figures:
             drop = figure.drop_largest if largest else figure.drop_smaller
             columns.append(Column(f"{count} {word}\n{figure.header}", f"{figure.cell}_{count}", True, drop))
+            if largest and figure.key == ranking.ranked:
+                columns.append(Column(f"{count} {word}\nrange", RANGE, True, 2))
         if count != counts[0]:
             columns.append(Column(f"{count} {word}\neff.", f"efficiency_{count}", True, 2 if largest else 5))
     columns += [
         Column("vs\nfastest", "vs_fastest", True, 1),
+        Column("step", "step", False, 3),
         Column("holds\nback", "bottleneck", False, 3),
         Column("notes", "notes", False, 0),
     ]
@@ -182,20 +229,26 @@ def _number(value: object, pattern: str) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else pattern.format(value)
 
 
-def _cells(line: pd.Series, counts: list[int], ranking: Ranking) -> dict[str, str]:
+def _cells(line: pd.Series, counts: list[int], ranking: Ranking, compiling_differs: bool) -> dict[str, str]:
     """A line's cells: the ranked figure of a count a run did not finish shows its status (`oom`),
-    one that finished without it (a target not reached) `ranking.missing`; other figures a dash."""
+    one that finished without it (a target not reached) `ranking.missing`; other figures a dash.
+    A figure with an interval shows the digits it supports; the step column is filled only where
+    the lines differ in compiling their step."""
     cells = {"framework": str(line["framework"]), "strategy": str(line["strategy"])}
     for count in counts:
         status = line[f"status_{count}dev"]
         for figure in ranking.figures:
-            text = _number(line[f"{figure.key}_{count}dev"], figure.pattern)
+            spread = line_spread(line, figure.key, count) if figure.spread else None
+            text = spread.text() if spread else _number(line[f"{figure.key}_{count}dev"], figure.pattern)
             if figure.key == ranking.ranked:
                 text = text or (status if status not in ("", "ok") else ranking.missing)
             cells[f"{figure.cell}_{count}"] = text or "-"
         if count != counts[0]:
             cells[f"efficiency_{count}"] = _number(line[f"scaling_efficiency_pct_{count}dev"], "{:.0f}%")
-    cells["vs_fastest"] = _number(line["vs_fastest_ratio"], "{:.2f}x")
+    spread = line_spread(line, ranking.ranked, counts[-1])
+    cells[RANGE] = spread.range_text if spread else ""
+    cells["vs_fastest"] = TIE if line["tie"] else _number(line["vs_fastest_ratio"], "{:.2f}x")
+    cells["step"] = ("compiled" if line["step"] != EAGER else EAGER) if compiling_differs and line["step"] else ""
     held = line_held_back(line)
     source = " (host)" if held and held.source == HOST_TIMING else ""
     cells["bottleneck"] = f"{held.label} {held.fraction:.0%}{source}" if held else ""
@@ -256,7 +309,10 @@ def markdown(summary: CompactSummary) -> str:
 
 
 def csv_text(summary: CompactSummary) -> str:
-    lines = summary.lines.assign(notes=[" ".join(f"[{n}]" for n in ns) for ns in summary.lines["notes"]])
+    lines = summary.lines.assign(
+        notes=[" ".join(f"[{n}]" for n in ns) for ns in summary.lines["notes"]],
+        caveats=[json.dumps(caveats) if caveats else "" for caveats in summary.lines["caveats"]],
+    )
     return lines.to_csv(index=False)
 
 

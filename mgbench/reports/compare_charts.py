@@ -19,12 +19,8 @@ from mgbench.reports.readings import COLORS, LABELS, has_breakdown
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
 
-WHAT_BARS_SHOW = "bar: the steady window's mean throughput (its images over the sum of its steps)"
-WHAT_WHISKERS_SHOW = "p10-p90 of single steps' rates"
-EPOCH_STALLS = (
-    "--epochs rows: the window holds each epoch's first step, stalled while its loader starts, "
-    "so their whiskers can sit above the bar"
-)
+WHAT_BARS_SHOW = "bar: the steady rate (the steady window's images over its seconds, warm-up and stalls left out)"
+WHAT_WHISKERS_SHOW = "p10-p90 of single steps' rates (a row whose rate lies outside them says why)"
 UNSPLIT = "rest of the step (not profiled)"
 UNEXPLAINED = "unexplained"
 
@@ -33,17 +29,14 @@ def _group_label(key: tuple) -> str:
     return " ".join(str(part) for part in key)
 
 
-def throughput_caption(ok: pd.DataFrame) -> str:
-    """What the throughput chart's bars and whiskers are, said under it, and, where rows trained
-    in epochs, why their whiskers can sit above their bars."""
-    caption = f"{WHAT_BARS_SHOW}; whiskers: {WHAT_WHISKERS_SHOW}"
-    return caption + (f"\n{EPOCH_STALLS}" if ok["epochs"].notna().any() else "")
+THROUGHPUT_CAPTION = f"{WHAT_BARS_SHOW};\nwhiskers: {WHAT_WHISKERS_SHOW}"
+"""What the throughput chart's bars and whiskers are, said under it."""
 
 
 def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
-    """Bars of images/sec per framework/strategy (the steady window's), one bar per device count,
+    """Bars of images/sec per framework/strategy (the steady rate), one bar per device count,
     whiskers from the p10 to the p90 of single steps' rates, wherever those lie against the bar
-    (`throughput_caption` says why they can lie above it)."""
+    (`THROUGHPUT_CAPTION` says what each is)."""
     groups = list(ok.groupby(GROUP, sort=True))
     counts = sorted(ok["devices"].unique())
     width = min(0.8 / len(counts), 0.3)
@@ -70,7 +63,7 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     axes.grid(axis="y", alpha=0.3)
     axes.legend()
     axes.set_title(f"Throughput: {job_title(ok)}, {_devices_text(counts)}")
-    figure.supxlabel(throughput_caption(ok), fontsize="small")
+    figure.supxlabel(THROUGHPUT_CAPTION, fontsize="small")
     return save(figure, path)
 
 

@@ -7,6 +7,9 @@ with the most images/sec may still finish last (a slower loader between epochs, 
 validation, more epochs to the target), so its lines rank by that time, shortest first, with
 the test split's metric beside it. The compact table (`compact`) and the verdict (`verdict`)
 both read the ranking of the frame (`ranking_of`), so they always agree on the first line.
+
+The ranked figure and the steady rate carry their interval (`spread`): a line keeps
+`<key>_low`/`<key>_high` beside the figure, and lines whose intervals overlap tie.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Protocol
 import pandas as pd
 
 from mgbench.common.target import TargetMetric, metric_label
+from mgbench.reports.spread import Spread, row_interval
 
 
 @dataclass(frozen=True)
@@ -32,15 +36,55 @@ class CountFigure:
     pattern: str
     drop_largest: int
     drop_smaller: int
+    spread: bool = False
+    """Whether the figure carries its interval (`<key>_low`, `<key>_high`) and is shown to the
+    precision that interval supports (`Spread.text`) rather than by `pattern`."""
 
 
 NOT_REACHED = "not reached"
 """What a line shows for a time to a target its run did not reach."""
-RATE = CountFigure("images_per_sec", "rate", "img/s", "{:,.1f}", 0, 4)
+RATE = CountFigure("images_per_sec", "rate", "img/s", "{:,.1f}", 0, 4, spread=True)
+ROUNDS = "rounds"
+"""The per-count value of a line saying how many rounds its figures come from."""
 
 
 def line_name(line: dict[str, object]) -> str:
     return f"{line['framework']} {line['strategy']}"
+
+
+def line_spread(line: dict[str, object] | pd.Series, key: str, count: int) -> Spread | None:
+    """The line's figure `key` at `count` devices with its interval (None where it has no value)."""
+    value = line.get(f"{key}_{count}dev")
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    rounds = line.get(f"{ROUNDS}_{count}dev")
+    return Spread.of(
+        float(value),  # type: ignore[arg-type]
+        _float(line.get(f"{key}_low_{count}dev")),
+        _float(line.get(f"{key}_high_{count}dev")),
+        int(rounds) if isinstance(rounds, int | float) and not math.isnan(rounds) else 1,
+    )
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def interval_values(row: pd.Series, figures: tuple[CountFigure, ...]) -> dict[str, float]:
+    """What a line keeps of an ok row beside its figures: each spread figure's interval, and the
+    rounds its figures come from."""
+    values: dict[str, float] = {}
+    for figure in figures:
+        if figure.spread:
+            values[f"{figure.key}_low"], values[f"{figure.key}_high"] = row_interval(row, figure.key)
+    rounds = row.get(ROUNDS)
+    values[ROUNDS] = 1.0 if rounds is None or pd.isna(rounds) else float(rounds)
+    return values
+
+
+def interval_keys(figures: tuple[CountFigure, ...]) -> tuple[str, ...]:
+    """The keys `interval_values` gives."""
+    return (*(f"{f.key}_{end}" for f in figures if f.spread for end in ("low", "high")), ROUNDS)
 
 
 def split_metric(value: object, name: str) -> float:
@@ -82,8 +126,21 @@ class Ranking(Protocol):
         """Each line's share of the first line's speed (1.00x for the first)."""
         ...
 
-    def lead(self, first: dict[str, object], runner_up: dict[str, object] | None, top: int, unit: str) -> str:
-        """The verdict's first clause: the first line, its figure at `top` devices, its lead."""
+    def achievement(self) -> str:
+        """What the first line did fastest: `is fastest`, `trained 2 epochs fastest`."""
+        ...
+
+    @property
+    def unit(self) -> str:
+        """The ranked figure's unit, after its number (`img/s`, `s`)."""
+        ...
+
+    def detail(self, line: dict[str, object], top: int) -> str:
+        """What the verdict says of a line beside its figure (`test AUC 0.601`; "" for none)."""
+        ...
+
+    def lead(self, first: Spread, other: Spread) -> float:
+        """How many times as fast `first` is as `other`."""
         ...
 
     def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
@@ -98,22 +155,25 @@ class Throughput:
     descending = True
     missing = "-"
     figures = (RATE,)
-    keys = (RATE.key,)
+    keys = (RATE.key, *interval_keys((RATE,)))
     nothing = "No run finished: nothing to compare (the notes under the table say why)."
+    unit = "img/s"
 
     def line_figures(self, row: pd.Series) -> dict[str, float]:
-        return {RATE.key: float(row["images_per_sec"])}
+        return {RATE.key: float(row["images_per_sec"]), **interval_values(row, self.figures)}
 
     def vs_fastest(self, values: pd.Series) -> pd.Series:
         best = values.max()
         return values / best if best and best > 0 else values * math.nan
 
-    def lead(self, first: dict[str, object], runner_up: dict[str, object] | None, top: int, unit: str) -> str:
-        rate = _figure(first, self.ranked, top)
-        text = f"{line_name(first)} is fastest on {top} {unit}: {rate:,.1f} img/s"
-        if runner_up is None:
-            return text + " (the only line that ran there)"
-        return text + f", {rate / _figure(runner_up, self.ranked, top):.2f}x {line_name(runner_up)}"
+    def achievement(self) -> str:
+        return "is fastest"
+
+    def detail(self, line: dict[str, object], top: int) -> str:
+        return ""
+
+    def lead(self, first: Spread, other: Spread) -> float:
+        return first.value / other.value
 
     def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
         top, base = counts[-1], first[f"{self.ranked}_{counts[0]}dev"]
@@ -130,6 +190,7 @@ class TimeToTrain:
     header = "train s"
     descending = False
     missing = "-"
+    unit = "s"
 
     def __init__(self, epochs: int, metric: str):
         self.epochs = epochs
@@ -139,14 +200,14 @@ class TimeToTrain:
     @property
     def figures(self) -> tuple[CountFigure, ...]:
         return (
-            CountFigure(self.ranked, "time", self.header, "{:,.1f}", 0, 4),
+            CountFigure(self.ranked, "time", self.header, "{:,.1f}", 0, 4, spread=True),
             CountFigure(f"test_{self.metric}", "test", f"test {metric_label(self.metric)}", "{:.3f}", 0, 4),
-            CountFigure(RATE.key, RATE.cell, RATE.header, RATE.pattern, 2, 5),
+            CountFigure(RATE.key, RATE.cell, f"steady {RATE.header}", RATE.pattern, 2, 5, spread=True),
         )
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(figure.key for figure in self.figures)
+        return (*(figure.key for figure in self.figures), *interval_keys(self.figures), "compile_seconds")
 
     @property
     def nothing(self) -> str:
@@ -157,6 +218,8 @@ class TimeToTrain:
             self.ranked: _row_number(row, self.ranked),
             f"test_{self.metric}": split_metric(row.get("test_metrics"), self.metric),
             RATE.key: float(row["images_per_sec"]),
+            **interval_values(row, self.figures),
+            "compile_seconds": _row_number(row, "compile_seconds"),
         }
 
     def vs_fastest(self, values: pd.Series) -> pd.Series:
@@ -165,21 +228,25 @@ class TimeToTrain:
 
     def achievement(self) -> str:
         """What the first line did fastest."""
-        return f"trained {self.epochs} epoch{'s' if self.epochs != 1 else ''}"
+        return f"trained {self.epochs} epoch{'s' if self.epochs != 1 else ''} fastest"
 
-    def detail(self, first: dict[str, object], top: int) -> str:
-        """What the verdict says of the first line before its test metric."""
+    def reached(self, line: dict[str, object], top: int) -> str:
+        """What the verdict says of a line before its test metric."""
         return ""
 
-    def lead(self, first: dict[str, object], runner_up: dict[str, object] | None, top: int, unit: str) -> str:
-        seconds = _figure(first, self.ranked, top)
-        test = first[f"test_{self.metric}_{top}dev"]
-        shown = "-" if test is None else f"{float(test):.3f}"
-        text = f"{line_name(first)} {self.achievement()} fastest on {top} {unit}: {seconds:,.1f} s "
-        text += f"({self.detail(first, top)}test {metric_label(self.metric)} {shown})"
-        if runner_up is None:
-            return text + " (the only line that finished there)"
-        return text + f", {_figure(runner_up, self.ranked, top) / seconds:.2f}x {line_name(runner_up)}"
+    def detail(self, line: dict[str, object], top: int) -> str:
+        test = line.get(f"test_{self.metric}_{top}dev")
+        shown = "-" if test is None or (isinstance(test, float) and math.isnan(test)) else f"{float(test):.3f}"
+        compile_seconds = line.get(f"compile_seconds_{top}dev")
+        compiled = (
+            f"compile {compile_seconds:,.1f} s of it, "
+            if isinstance(compile_seconds, float) and not math.isnan(compile_seconds)
+            else ""
+        )
+        return f"{self.reached(line, top)}{compiled}test {metric_label(self.metric)} {shown}"
+
+    def lead(self, first: Spread, other: Spread) -> float:
+        return other.value / first.value
 
     def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
         top, base = counts[-1], first[f"{self.ranked}_{counts[0]}dev"]
@@ -208,11 +275,15 @@ class TimeToTarget(TimeToTrain):
         return {**super().line_figures(row), "target_epoch": _row_number(row, "target_epoch")}
 
     def achievement(self) -> str:
-        return f"reached {self.target.label}"
+        return f"reached {self.target.label} fastest"
 
-    def detail(self, first: dict[str, object], top: int) -> str:
-        epoch = first.get(f"target_epoch_{top}dev")
-        return "" if epoch is None else f"epoch {int(epoch)} of {self.epochs}, "
+    def reached(self, line: dict[str, object], top: int) -> str:
+        epoch = line.get(f"target_epoch_{top}dev")
+        return (
+            ""
+            if epoch is None or (isinstance(epoch, float) and math.isnan(epoch))
+            else f"epoch {int(epoch)} of {self.epochs}, "
+        )
 
 
 def _figure(line: dict[str, object], key: str, count: int) -> float:
@@ -225,14 +296,20 @@ def _row_number(row: pd.Series, key: str) -> float:
     return math.nan if value is None or pd.isna(value) else float(value)
 
 
+def test_metric(frame: pd.DataFrame) -> str:
+    """The test split's metric a frame's epochs rows are judged by: `top1` where any row has it
+    (class folders), else `auc`."""
+    tests = frame["test_metrics"] if "test_metrics" in frame else []
+    return "top1" if any(isinstance(test, dict) and "top1" in test for test in tests) else "auc"
+
+
 def ranking_of(frame: pd.DataFrame) -> Ranking:
     """The ranking a results frame's compare asks for: by time where its rows trained in epochs
     (to the target where one was set), else by throughput."""
     if "epochs" not in frame or frame["epochs"].isna().all():
         return Throughput()
     epochs = int(frame["epochs"].max())
-    tests = frame["test_metrics"] if "test_metrics" in frame else []
-    metric = "top1" if any(isinstance(test, dict) and "top1" in test for test in tests) else "auc"
+    metric = test_metric(frame)
     targets = frame["target_metric"].dropna() if "target_metric" in frame else []
     if len(targets):
         return TimeToTarget(TargetMetric.parse(str(targets.iloc[0])), epochs, metric)

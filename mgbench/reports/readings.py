@@ -1,7 +1,7 @@
 """What holds a run back, in one line: its bottleneck's share and what that share means.
 
 The categories are `mgbench.common.breakdown.CATEGORIES`; their labels and colours here are
-shared by the summary table and every chart that shows them. A CPU row without a breakdown
+shared by the summary table and every chart that shows them. A row without a breakdown
 reads its host timing instead (`mgbench.common.timing.HOST_PHASES`), by the rule that named the
 row's own `bottleneck` (`breakdown.host_bottleneck`), so folders written before rows held it read
 alike; `limits_details` words how close a row is to its device.
@@ -54,8 +54,9 @@ HOST_LABELS = {
 }
 HOST_READINGS = {
     "input_wait": READINGS["input_wait"],
-    "step": "the framework's own step (its operators and gradient exchange, run on the host) takes nearly all of it: "
-    "compute-bound",
+    "step": "the framework's step call takes nearly all of it: the step itself sets the pace (on CPU devices its "
+    "operators and gradient exchange, compute-bound; on GPUs launching it and waiting while the device's queue is "
+    "full: --profile splits it)",
     "synchronize": "the host waits for the devices after every step",
     "loss_read": "reading the loss after every step (and its all-reduce where the strategy averages it)",
 }
@@ -99,16 +100,16 @@ def has_host_timing(value: object) -> bool:
 
 
 def held_back(row: pd.Series) -> HeldBack | None:
-    """The ok row's bottleneck from its breakdown, else, on CPU devices (no profile by default),
-    from its host timing; None where neither says (failed rows, unprofiled GPU rows: a GPU step's
-    host timing is of launches, not of the device's work)."""
+    """The ok row's bottleneck from its breakdown, else (not profiled: by default on CPU devices
+    and with `--epochs`) from its host timing; None where neither says (failed rows, rows from
+    before host timing)."""
     if row["status"] != "ok":
         return None
     name, breakdown = row.get("bottleneck"), row.get("breakdown")
     if isinstance(name, str) and name in LABELS and has_breakdown(breakdown):
         return HeldBack(name, breakdown[name], CPU_TRACE if row.get("breakdown_clock") == "cpu" else DEVICE)
     shares = row.get("host_breakdown")
-    if not DeviceKind(row["device_kind"]).on_gpu and has_host_timing(shares):
+    if has_host_timing(shares):
         name = host_bottleneck(shares)
         return HeldBack(name, shares[name], HOST_TIMING)
     return None
@@ -124,7 +125,7 @@ def line_held_back(line: dict[str, object] | pd.Series) -> HeldBack | None:
 
 def reading(row: pd.Series) -> str:
     """`idle 58%: nothing runs on the device: ...` for a row with a breakdown, `input wait 31%
-    (host timing): ...` for a CPU row read from host timing; why there is none for an ok row
+    (host timing): ...` for a row read from host timing; why there is none for an ok row
     that has none; nothing for failed rows."""
     held = held_back(row)
     if held is not None:

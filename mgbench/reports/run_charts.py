@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
+from mgbench.common.timing import steady_window
 from mgbench.reports.cells import number
 from mgbench.reports.figures import new_figure, run_title, save
 
@@ -94,7 +95,7 @@ def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
 
 
 def step_throughput_chart(row: pd.Series, path: Path) -> Path:
-    """Images/sec of every step, the detected warm-up shaded, the steady median as a line."""
+    """Images/sec of every step, the detected warm-up shaded, stalls marked, the steady rate as a line."""
     seconds = np.asarray(row["step_seconds"], dtype=float)
     rate = row["global_batch"] / seconds
     steps = np.arange(1, len(seconds) + 1)
@@ -105,9 +106,13 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     if warmup:
         detected = "detected" if row["warmup_detected"] else "not detected: run too short or never steady"
         axes.axvspan(0.5, warmup + 0.5, color="tab:orange", alpha=0.2, label=f"warm-up, {warmup} steps ({detected})")
-    median = number(row["images_per_sec"])
-    if median is not None:
-        axes.axhline(median, color="tab:green", linestyle="--", label=f"steady median {median:.1f}")
+    if number(row.get("stall_steps")):
+        stalls = list(steady_window(seconds).stalls)
+        label = f"stalls, {len(stalls)} step{'s' if len(stalls) > 1 else ''} (left out of the steady rate)"
+        axes.scatter(steps[stalls], rate[stalls], color="tab:red", zorder=3, label=label)
+    rate_line = number(row["images_per_sec"])
+    if rate_line is not None:
+        axes.axhline(rate_line, color="tab:green", linestyle="--", label=f"steady rate {rate_line:.1f}")
     axes.set_xlabel("step")
     axes.set_ylabel("images/sec")
     axes.set_ylim(bottom=0)

@@ -22,10 +22,12 @@ from mgbench.common.runfolder import RunFolder
 from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
 from mgbench.common.schema import field_types
 from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
+from mgbench.reports.caveats import frame_caveats
 from mgbench.reports.cells import MISSING, figure_text, number
 from mgbench.reports.ranking import NOT_REACHED, split_metric
 from mgbench.reports.readings import reading
 from mgbench.reports.same_start import same_start_sentence
+from mgbench.reports.spread import Spread, row_interval
 
 GROUP = ["framework", "strategy"]
 PIPED_WIDTH = 200
@@ -38,15 +40,19 @@ TABLE_COLUMNS = {
     "device_kind": "kind",
     "status": "status",
     "images_per_sec": "images/sec",
+    "interval": "range",
+    "rounds": "rounds",
     "spread": "p10-p90",
     "speedup": "speedup",
     "efficiency": "efficiency",
     "warmup": "warm-up",
+    "stalls": "stalls",
     "input_wait_pct": "input wait %",
     "startup_seconds": "start-up s",
     "compile_seconds": "compile s",
     "attention_kernel": "attention",
     "time_to_train_seconds": "train s",
+    "epoch_images_per_sec": "epoch img/s (all in)",
     "time_to_target_seconds": "to target s",
     "target_epoch": "target epoch",
     "test_auc": "test AUC",
@@ -57,7 +63,14 @@ TABLE_COLUMNS = {
     "warning": "warning",
 }
 SCALING_COLUMNS = ("speedup", "efficiency")
-EPOCH_COLUMNS = ("time_to_train_seconds", "time_to_target_seconds", "target_epoch", "test_auc", "test_top1")
+EPOCH_COLUMNS = (
+    "time_to_train_seconds",
+    "epoch_images_per_sec",
+    "time_to_target_seconds",
+    "target_epoch",
+    "test_auc",
+    "test_top1",
+)
 """Columns only rows trained in epochs fill (`_epoch_cells`): left out where no row does."""
 SOMETIMES_FILLED = (*EPOCH_COLUMNS, "attention_kernel")
 """Columns left out where no row fills them: the epoch columns, and the attention kernel that only
@@ -66,8 +79,14 @@ SUPERLINEAR_TOLERANCE = 1.05
 """A speed-up above the device ratio by more than this factor is not scaling: the runs were not
 measured under the same conditions (a busy machine during one of them)."""
 WIDE_SPREAD = 0.25
-"""A p10-p90 range wider than this share of the median throughput: the steady state was not steady."""
-LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "profile", "breakdown")
+"""A p10-p90 range wider than this share of the steady rate: the steady state was not steady."""
+INSIDE_TOLERANCE = 1e-9
+"""Rounding between the steady rate and the p10/p90 of the same steps."""
+OUTSIDE_P10 = "steady rate below its steps' p10: a few slow steps, too frequent or too short to be stalls, weigh on it"
+OUTSIDE_P90 = "steady rate above its steps' p90: most steps were slower than the few fast ones that carry it"
+"""Why a row's steady rate (a mean over its window, weighted by time) lies outside the p10-p90 of
+its single steps."""
+LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "profile", "breakdown", "caveats")
 NUMBER_FIGURES = [name for name, hint in field_types(RunResult).items() if hint in (float | None, int | None)]
 """The figures a row holds as a number or null (no value: the row's `warnings` say why). The
 frame holds them as floats, a null as NaN, whether one row lacks the figure or every row does
@@ -84,6 +103,7 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
         return frame
     numbers = [*NUMBER_FIGURES, *SCALING_FIELDS]
     frame[numbers] = frame[numbers].astype(float)
+    frame["caveats"] = frame_caveats(frame)
     frame["warning"] = [row_warning(row) for _, row in frame.iterrows()]
     for column, keys in (("profile", ("communication_share", "input_copy_share")), ("breakdown", CATEGORIES)):
         if column in frame:
@@ -106,12 +126,31 @@ def row_warning(row: pd.Series) -> str:
         warnings.append(FIRST_STEP_KEPT)
     spread = (row["images_per_sec_p90"] - row["images_per_sec_p10"]) / row["images_per_sec"]
     if spread > WIDE_SPREAD:
-        warnings.append(f"p10-p90 spans {spread:.0%} of the median: unsteady steps")
+        warnings.append(f"p10-p90 spans {spread:.0%} of the steady rate: unsteady steps")
+    p10, p90 = number(row["images_per_sec_p10"]), number(row["images_per_sec_p90"])
+    if p10 is not None and row["images_per_sec"] < p10 * (1 - INSIDE_TOLERANCE):
+        warnings.append(OUTSIDE_P10)
+    if p90 is not None and row["images_per_sec"] > p90 * (1 + INSIDE_TOLERANCE):
+        warnings.append(OUTSIDE_P90)
     versions = row.get("framework_versions")
     cudnn = versions.get("cudnn", "") if isinstance(versions, dict) else ""
     if cudnn.startswith("not used"):
         warnings.append(f"cuDNN {cudnn}: convolutions ran without it, unlike the other frameworks' GPU rows")
+    warnings += [caveat.text for caveat in row.get("caveats") or []]
     return "; ".join(warnings)
+
+
+def rate_spread(row: pd.Series) -> Spread:
+    """The row's steady rate with its interval (`spread`): every round's thirds, never under the noise floor."""
+    rounds = number(row.get("rounds"))
+    return Spread.of(float(row["images_per_sec"]), *row_interval(row, "images_per_sec"), int(rounds or 1))
+
+
+def _stalls(row: pd.Series) -> str:
+    """`1 / 2.8 s`: the steps that stalled after warm-up and their seconds (`MISSING` in a row from
+    before stalls were counted)."""
+    steps = number(row.get("stall_steps"))
+    return MISSING if steps is None else f"{steps:.0f} / {figure_text(row['stall_seconds'], '{:.1f} s')}"
 
 
 def _spread(row: pd.Series) -> str:
@@ -123,12 +162,16 @@ def _spread(row: pd.Series) -> str:
 def _ok_cells(r: pd.Series) -> dict[str, str]:
     """The figures only a finished row has, formatted (`MISSING` where one has no value)."""
     peak = number(r["peak_memory_bytes"])
+    rate = rate_spread(r)
     return {
-        "images_per_sec": figure_text(r["images_per_sec"], "{:.1f}"),
+        "images_per_sec": rate.text(),
+        "interval": rate.range_text,
+        "rounds": f"{rate.rounds}",
         "spread": _spread(r),
         "speedup": figure_text(r["speedup"], "{:.2f}x"),
         "efficiency": figure_text(r["scaling_efficiency_fraction"], "{:.0%}"),
         "warmup": f"{figure_text(r['warmup_steps'], '{:.0f} st')} / {figure_text(r['warmup_seconds'], '{:.1f} s')}",
+        "stalls": _stalls(r),
         "input_wait_pct": figure_text(r["input_wait_fraction"] * 100, "{:.1f}"),
         "startup_seconds": figure_text(r["startup_seconds"], "{:.1f}"),
         "compile_seconds": figure_text(r["compile_seconds"], "{:.1f}"),
@@ -138,15 +181,24 @@ def _ok_cells(r: pd.Series) -> dict[str, str]:
     }
 
 
+def _time_text(r: pd.Series, key: str) -> str:
+    """A time to train (or to the target) to the digits its rounds support (`MISSING` without one)."""
+    seconds = number(r.get(key))
+    return MISSING if seconds is None else Spread.of(seconds, *row_interval(r, key)).text()
+
+
 def _epoch_cells(r: pd.Series) -> dict[str, str]:
     """What a row trained in epochs answers: its time to train (to `--target-metric`, and the
     epoch that reached it) and the test split's metrics; nothing for a `--steps` row."""
     if pd.isna(r.get("epochs")):
         return {}
-    cells = {"time_to_train_seconds": figure_text(r["time_to_train_seconds"], "{:.1f}")}
+    cells = {
+        "time_to_train_seconds": _time_text(r, "time_to_train_seconds"),
+        "epoch_images_per_sec": figure_text(r.get("epoch_images_per_sec"), "{:,.1f}"),
+    }
     if isinstance(r.get("target_metric"), str):
         reached = number(r["target_epoch"]) is not None
-        cells["time_to_target_seconds"] = figure_text(r["time_to_target_seconds"], "{:.1f}") if reached else NOT_REACHED
+        cells["time_to_target_seconds"] = _time_text(r, "time_to_target_seconds") if reached else NOT_REACHED
         cells["target_epoch"] = figure_text(r["target_epoch"], "{:.0f}") if reached else ""
     tests = r.get("test_metrics")
     for name in ("auc", "top1"):

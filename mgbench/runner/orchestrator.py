@@ -2,13 +2,14 @@
 
 Each launched run is its own subprocess (under its launcher and with its framework's interpreter),
 watched by the device monitor and bounded by a timeout. Whatever happens to it, exactly one
-row is appended to `results.jsonl` as soon as it ends, so a crash, a hang or an out-of-memory
-in one framework never costs the rows of the others.
+round is recorded as soon as it ends (`mgbench.runner.rounds`: `rounds.jsonl`, and the run's row
+in `results.jsonl`), so a crash, a hang or an out-of-memory in one framework never costs the rows
+of the others.
 
 A run that runs out of memory is retried with half the batch per device (down to 1), and its
 row records the batch that ran and the retries. Ctrl-C or SIGTERM stops the current run's
-process groups and leaves an `interrupted` row; `pending_runs` lets a resumed compare skip
-the runs already done.
+process groups and leaves an `interrupted` round; a resumed compare keeps the rounds already
+done (`rounds.resumed_book`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from mgbench.common.breakdown_record import attach_breakdown, attach_host_bottle
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
-from mgbench.common.results import RunResult, Status, append_result
+from mgbench.common.results import RunResult, Status
 from mgbench.common.runfolder import RunFolder
 from mgbench.common.work import annotate_work
 from mgbench.frameworks.specs import FrameworkSpec
@@ -38,11 +39,10 @@ from mgbench.runner.launch import execute_nodes, interpreter_for
 from mgbench.runner.launchers import NodeCommand, launcher_for
 from mgbench.runner.monitor import DeviceMonitor
 from mgbench.runner.plan import PlannedRun
+from mgbench.runner.rounds import RoundBook
 from mgbench.runner.scratch import run_scratch
 
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
-DONE_STATUSES: tuple[Status, ...] = ("ok", "unsupported")
-"""Rows a resumed compare keeps; every other status (failed, timeout, oom, interrupted) is rerun."""
 RDZV_PORT_ENV = "MGBENCH_RDZV_PORT"
 DEFAULT_RDZV_PORT = 29400
 
@@ -221,11 +221,13 @@ def execute_run(
 @dataclass(frozen=True)
 class RunEvent:
     """What happens to a run before its row exists: it `start`s (its log at `log`), or it ran out of
-    memory and is `retry`ing with the batch in `config`. A progress display listens to these."""
+    memory and is `retry`ing with the batch in `config`; `round` says which round
+    (`round 2/3`; "" where the compare runs one). A progress display listens to these."""
 
     kind: Literal["start", "retry"]
     config: RunConfig
     log: Path
+    round: str = ""
 
 
 def execute_with_oom_retry(
@@ -234,34 +236,29 @@ def execute_with_oom_retry(
     timeout: float,
     hosts: list[Host] | None = None,
     on_event: Callable[[RunEvent], None] = lambda event: None,
+    round_label: str = "",
 ) -> RunResult:
     """`execute_run`, restarted with half the batch per device while it runs out of memory (down to 1).
 
     The row keeps the batch that ran in `batch_per_device`, the one asked for in
-    `requested_batch_per_device` and the number of restarts in `oom_retries`.
+    `requested_batch_per_device` and the number of restarts in `oom_retries`; every round starts
+    from the batch asked for, so each row says the same of its own round.
     """
     requested, retries = run.config.batch_per_device, 0
-    on_event(RunEvent("start", run.config, folder.log(run.config.run_id)))
+    on_event(RunEvent("start", run.config, folder.log(run.config.run_id), round_label))
     result = execute_run(run, folder, timeout, hosts=hosts)
     while result.status == "oom" and run.config.batch_per_device > 1:
         run = replace(run, config=run.config.with_changes(batch_per_device=run.config.batch_per_device // 2))
         retries += 1
-        on_event(RunEvent("retry", run.config, folder.log(run.config.run_id)))
+        on_event(RunEvent("retry", run.config, folder.log(run.config.run_id), round_label))
         result = execute_run(run, folder, timeout, hosts=hosts)
     result.requested_batch_per_device = requested
     result.oom_retries = retries
     return result
 
 
-def pending_runs(runs: list[PlannedRun], existing: list[RunResult]) -> tuple[list[RunResult], list[PlannedRun]]:
-    """Split a compare into the rows already done (kept, in plan order) and the runs still to do."""
-    done = {result.run_id: result for result in existing if result.status in DONE_STATUSES}
-    kept = [done[run.config.run_id] for run in runs if run.config.run_id in done]
-    return kept, [run for run in runs if run.config.run_id not in done]
-
-
 def run_compare(
-    runs: list[PlannedRun],
+    book: RoundBook,
     folder: RunFolder,
     timeout: float,
     on_result: Callable[[RunResult], None] = lambda result: None,
@@ -269,29 +266,31 @@ def run_compare(
     bandwidth: BandwidthReport | None = None,
     on_event: Callable[[RunEvent], None] = lambda event: None,
 ) -> list[RunResult]:
-    """Execute every planned run in order, appending each row as soon as it ends (then `on_result`);
-    `on_event` hears each start and out-of-memory retry.
+    """Every round `book` still owes, interleaved: every run once, then every one again
+    (`mgbench.runner.rounds`), each round's row recorded as soon as it ends (then `on_result`);
+    `on_event` hears each start and out-of-memory retry. Returns each run's combined row.
 
-    Every ok row gets its model's work per image, achieved TFLOP/s and share of the device's
+    Every ok round gets its model's work per image, achieved TFLOP/s and share of the device's
     peak (`work.annotate_work`; the measured matmul peak of `bandwidth` where given).
-    Ctrl-C / SIGTERM (as KeyboardInterrupt) during a run stops it, appends an `interrupted`
-    row for it and ends the compare early; the rows written so far stay.
+    Ctrl-C / SIGTERM (as KeyboardInterrupt) during a run stops it, records an `interrupted`
+    round for it and ends the compare early; the rounds recorded so far stay.
     """
-    results = []
-    for run in runs:
-        try:
-            result = execute_with_oom_retry(run, folder, timeout, hosts, on_event)
-        except KeyboardInterrupt:
-            result = RunResult(run.config, "interrupted", error="interrupted (Ctrl-C or SIGTERM): the run was stopped")
-            append_result(folder.results, result)
-            results.append(result)
+    for number in range(1, book.repeat + 1):
+        for run in book.due(number):
+            label = f"round {number}/{book.repeat}" if book.repeat > 1 else ""
+            try:
+                result = execute_with_oom_retry(run, folder, timeout, hosts, on_event, label)
+            except KeyboardInterrupt:
+                result = RunResult(
+                    run.config, "interrupted", error="interrupted (Ctrl-C or SIGTERM): the run was stopped"
+                )
+                book.record(folder, result)
+                on_result(result)
+                return book.rows()
+            if bandwidth is not None:
+                annotate_allreduce(result, bandwidth)
+            if result.status == "ok":
+                annotate_work(result, model_work(result.config.model, result.config.input_size), bandwidth)
+            book.record(folder, result)
             on_result(result)
-            break
-        if bandwidth is not None:
-            annotate_allreduce(result, bandwidth)
-        if result.status == "ok":
-            annotate_work(result, model_work(result.config.model, result.config.input_size), bandwidth)
-        append_result(folder.results, result)
-        results.append(result)
-        on_result(result)
-    return results
+    return book.rows()

@@ -1,0 +1,184 @@
+"""Rounds: every planned run measured `--repeat` times, interleaved, and its row the median round's.
+
+One run decides nothing: a run whose warm-up was misread, or whose clocks had not risen, lands
+far from the next run of the same command, and drift over a compare (clocks, a busy neighbour, caches) hits whichever run is on at
+the time. So a compare runs every planned run once, then every one again (round 2), and so on:
+drift then falls on every row alike instead of on the row that happened to run during it.
+
+Each round's row goes to `rounds.jsonl` (with `round`, its number) as it ends; `results.jsonl`
+holds one row per run, rewritten after every round: the median round's row (`combine_rounds`),
+with every ok round's figure beside it (`round_images_per_sec`, with `--epochs`
+`round_time_to_train_seconds` and `round_time_to_target_seconds`) and the steady rate's interval
+over every round (`images_per_sec_low`, `images_per_sec_high`). A run whose round did not finish
+is not run again in later rounds (a crash or a timeout would only repeat itself); its row keeps the
+rounds that finished and says which did not. `--resume` keeps the rounds that finished and runs
+the rest.
+
+Logs, utilisation traces and profiles are named by run, so they hold the last round's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from mgbench.common.kinds import DeviceKind
+from mgbench.common.results import RunResult, append_line, read_result_lines, read_results, write_results
+from mgbench.common.runfolder import RunFolder
+from mgbench.runner.plan import PlannedRun
+
+GPU_ROUNDS = 3
+"""Rounds on GPUs unless `--repeat` says otherwise: one run can land far from the next (a warm-up
+misread, a clock that had not risen), and three give a median that one such run cannot move, and
+a spread, while a GPU run of the default job takes a minute or two."""
+CPU_ROUNDS = 1
+"""Rounds on CPU devices unless `--repeat` says otherwise: they stand in for GPUs to try the
+pipeline with a job shrunk to end in minutes on a laptop's shared cores; one round's interval (its
+steady window timed in thirds) still says where rows tie, and `--repeat 3` gives the rest."""
+KEPT_STATUSES = ("ok", "unsupported")
+"""Rounds a resumed compare keeps; every other status (failed, timeout, oom, interrupted,
+not-installed) is run again."""
+
+
+def default_rounds(kind: DeviceKind) -> int:
+    """How many rounds a compare on `kind` devices runs when `--repeat` is not given."""
+    return GPU_ROUNDS if kind.on_gpu else CPU_ROUNDS
+
+
+def round_order(result: RunResult) -> float:
+    """How a round ranks among its run's rounds, best first: by time to the target or to train for
+    `--epochs` (a target not reached last), else by the steady rate."""
+    config = result.config
+    if config.epochs:
+        seconds = result.time_to_target_seconds if config.target_metric else result.time_to_train_seconds
+        return math.inf if seconds is None else seconds
+    return -(result.images_per_sec or 0.0)
+
+
+def _bound(values: list[float | None], pick: Callable[[list[float]], float]) -> float | None:
+    """`pick` (min, max) of `values`; None where any has no value (a row written before it had one)."""
+    present = [value for value in values if value is not None]
+    return pick(present) if len(present) == len(values) and present else None
+
+
+def combine_rounds(rounds: list[RunResult]) -> RunResult:
+    """The run's row from its rounds (in the order they ran): the median ok round's row (of an even
+    count, the slower of the middle two), each ok round's figures beside it, the steady rate's
+    interval over every ok round, and a warning per round that did not finish. Without an ok
+    round, the last round's row."""
+    ok = [result for result in rounds if result.status == "ok"]
+    if not ok:
+        return rounds[-1]
+    median = sorted(ok, key=round_order)[len(ok) // 2]
+    unfinished = [
+        f"round {number} of {len(rounds)}: {result.status}: {(result.error or '').splitlines()[0] if result.error else ''}"
+        for number, result in enumerate(rounds, start=1)
+        if result.status != "ok"
+    ]
+    epochs, target = median.config.epochs, median.config.target_metric
+    return replace(
+        median,
+        rounds=len(ok),
+        round_images_per_sec=[result.images_per_sec for result in ok],
+        images_per_sec_low=_bound([result.images_per_sec_low for result in ok], min),
+        images_per_sec_high=_bound([result.images_per_sec_high for result in ok], max),
+        round_time_to_train_seconds=[result.time_to_train_seconds for result in ok] if epochs else [],
+        round_time_to_target_seconds=[result.time_to_target_seconds for result in ok] if target else [],
+        warnings=[*median.warnings, *unfinished],
+    )
+
+
+@dataclass
+class RoundBook:
+    """The rounds of a compare: what each run has done, and which run each round still owes."""
+
+    runs: list[PlannedRun]
+    repeat: int
+    done: dict[str, list[RunResult]] = field(default_factory=dict)
+    """Each run's rounds so far (by run_id), in the order they ran."""
+
+    def rounds_of(self, run: PlannedRun) -> list[RunResult]:
+        return self.done.setdefault(run.config.run_id, [])
+
+    def due(self, number: int) -> list[PlannedRun]:
+        """The runs that owe round `number`: fewer rounds than that so far, every one of them ok.
+        A run refused at planning gets its one row in round 1 and no other."""
+        return [
+            run
+            for run in self.runs
+            if len(rounds := self.rounds_of(run)) < number and all(result.status == "ok" for result in rounds)
+        ]
+
+    def launches_left(self) -> int:
+        """Rounds still owed if every one finishes (a refused run counts once)."""
+        owed = 0
+        for run in self.runs:
+            rounds = self.rounds_of(run)
+            if all(result.status == "ok" for result in rounds):
+                owed += 1 if run.refusal else self.repeat - len(rounds)
+        return max(owed, 0)
+
+    def record(self, folder: RunFolder, result: RunResult) -> None:
+        """A round ended: its row to `rounds.jsonl`, and the run's combined row into `results.jsonl`
+        (every run that has a round, in plan order)."""
+        rounds = self.done.setdefault(result.run_id, [])
+        rounds.append(result)
+        append_line(folder.rounds, round_line(len(rounds), result))
+        write_results(folder.results, self.rows())
+
+    def rows(self) -> list[RunResult]:
+        """One row per run with a round, in plan order (`combine_rounds`)."""
+        return [combine_rounds(rounds) for run in self.runs if (rounds := self.rounds_of(run))]
+
+    @classmethod
+    def kept(cls, runs: list[PlannedRun], repeat: int, recorded: list[tuple[int, RunResult]]) -> RoundBook:
+        """The rounds of a compare to resume: of its `recorded` rounds (`recorded_rounds`), those
+        that finished ok (or were refused at planning), in round order, per planned run."""
+        book = cls(runs, repeat)
+        planned = {run.config.run_id: run for run in runs}
+        for _, result in sorted(recorded, key=lambda item: item[0]):
+            if result.run_id in planned and result.status in KEPT_STATUSES:
+                book.rounds_of(planned[result.run_id]).append(result)
+        return book
+
+    def owed(self) -> list[PlannedRun]:
+        """The runs that owe a round (in round 1's terms: any round up to `repeat`)."""
+        return self.due(self.repeat)
+
+    def rewrite(self, folder: RunFolder) -> None:
+        """`rounds.jsonl` and `results.jsonl` as exactly the rounds kept, so that the rounds still
+        owed run into a consistent folder."""
+        lines = [
+            round_line(number, result) for run in self.runs for number, result in enumerate(self.rounds_of(run), 1)
+        ]
+        folder.write(folder.rounds, "".join(line + "\n" for line in lines))
+        write_results(folder.results, self.rows())
+
+    def statuses(self) -> set[str]:
+        """The status of every round recorded (a compare exits 1 where one failed)."""
+        return {result.status for rounds in self.done.values() for result in rounds}
+
+
+def round_line(number: int, result: RunResult) -> str:
+    """A line of `rounds.jsonl`: the round's row with its number."""
+    return json.dumps({"round": number, **result.to_record()}, allow_nan=False)
+
+
+def recorded_rounds(folder: RunFolder) -> list[tuple[int, RunResult]]:
+    """The rounds a run folder holds, each with its number: `rounds.jsonl`'s, and each row of
+    `results.jsonl` whose run has none there (a folder written before rounds) as its round 1. Both
+    files are read as every reader reads them (`read_result_lines`), so a name mgbench could not
+    have written in either refuses the folder."""
+    rounds = []
+    if folder.rounds.exists():
+        records, results, _ = read_result_lines(folder.rounds)
+        rounds = [(_round_number(record), result) for record, result in zip(records, results, strict=True)]
+    have = {result.run_id for _, result in rounds}
+    return rounds + [(1, result) for result in read_results(folder.results) if result.run_id not in have]
+
+
+def _round_number(record: dict[str, object]) -> int:
+    number = record.get("round")
+    return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else 1

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from conftest import tiny_job
+from fakefw import DIVERGE_STEP
 from PIL import Image
 from rich.console import Console
 from test_datasets import imagefolder, nih_rows, write_nih
@@ -133,6 +134,8 @@ def test_an_undefined_auc_is_null_with_a_warning_saying_why_and_survives_a_rewri
         "test_metrics.auc undefined: all 2 images of the split are of one class; AUC needs two",
     ]
     assert RunResult.from_record(record).to_json() == text
+    nan_scores = gathered_metrics([(np.nan, np.full((2, 2), np.nan), np.array([0, 1]))], multi_label=False)
+    assert nan_scores["auc"].why == "the model's scores are not finite numbers (its loss diverged)"
     diverged = json.loads(RunResult(config, "ok", final_loss=float("nan")).to_json())
     assert diverged["final_loss"] is None and diverged["warnings"] == [
         "final_loss undefined: nan is not a finite number"
@@ -215,3 +218,25 @@ def test_resume_with_skip_bad_images_refuses_images_damaged_since_the_check(tmp_
     (src / "images" / "00000009_000.png").write_bytes(b"damaged since")
     with pytest.raises(UsageError, match=r"1 image\(s\) cannot be decoded now .*: images/00000009_000.png;"):
         recheck_dataset(recorded, [recorded], workers=1)
+
+
+def test_a_diverged_loss_is_a_row_that_says_where_and_every_report_still_comes_out(tmp_path, in_process, capsys):
+    """A learning rate too high (or a start holding NaN): the row keeps its throughput and says at
+    which step the loss diverged, in one line; the other rows, summary.md, report.html, `report`
+    and `run` come out as ever."""
+    out = tmp_path / "run"
+    assert main(["compare", *FAKE_JOB, "--strategies", "steady,diverge", "--out", str(out)]) == 0, capsys.readouterr()
+    rows = {row.config.strategy: row for row in read_results(out / "results.jsonl")}
+    diverged, steady = rows["diverge"], rows["steady"]
+    assert (diverged.status, diverged.diverged_at_step, steady.diverged_at_step) == ("ok", DIVERGE_STEP, None)
+    assert diverged.images_per_sec > 0 and diverged.losses[: DIVERGE_STEP - 1] == steady.losses[: DIVERGE_STEP - 1]
+    assert diverged.losses[DIVERGE_STEP - 1 :] == [None] * (len(diverged.losses) - DIVERGE_STEP + 1)
+    why = f"the loss diverged at step {DIVERGE_STEP} (nan)"
+    assert diverged.warnings == [f"final_loss, losses[1] and 2 more, step_losses[1] and 2 more undefined: {why}"]
+    assert why in capsys.readouterr().out
+    assert why in (out / "summary.md").read_text() and why in (out / "report.html").read_text()
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0 and (out / "report.html").exists()
+    ran = tmp_path / "one"
+    assert main(["run", "--framework", "fake", "--strategy", "diverge", *tiny_job(4), "--out", str(ran)]) == 0
+    assert why in capsys.readouterr().out

@@ -199,12 +199,6 @@ def test_bandwidth_keeps_its_temporary_files_in_a_folder_of_its_own(tmp_path, fa
     assert sorted(path.name for path in out.iterdir()) == ["logs"]
 
 
-@pytest.fixture
-def in_process(fake_plugin, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compares run in this process; their runs' workers load the fake adapter."""
-    monkeypatch.setenv("PYTHONPATH", cli_env()["PYTHONPATH"])
-
-
 def hard_linked(run: Path, names: list[str], outside: Path) -> dict[str, Path]:
     """Each name of the folder replaced by a hard link to its own outside file."""
     victims = {}

@@ -34,6 +34,7 @@ import psutil
 from mgbench.common.breakdown import TimedStep
 from mgbench.common.config import RunConfig
 from mgbench.common.machine import host_environment
+from mgbench.common.metrics import diverged
 from mgbench.common.profiling import profile_window
 from mgbench.common.protocol import Adapter
 from mgbench.common.results import RunResult
@@ -145,10 +146,18 @@ class StepClock:
         self.losses.extend(self.trainer.read_losses(self.pending))
         self.pending, self.in_window = [], False
 
-    @property
-    def first_losses(self) -> list[float]:
-        """The run's first training losses, its compile step's first (`STEP_LOSSES_KEPT`)."""
-        return (self.compile_losses + self.losses)[:STEP_LOSSES_KEPT]
+    def loss_figures(self) -> dict[str, Any]:
+        """The row's losses: every timed step's, the first `STEP_LOSSES_KEPT` (a compiled run's
+        compile step first), the last, and the step (counted the same way) at which the loss was
+        first no finite number, each loss from there on saying so (`metrics.diverged`)."""
+        every, diverged_at = diverged(self.compile_losses + self.losses)
+        losses = every[len(self.compile_losses) :]
+        return {
+            "losses": losses,
+            "step_losses": every[:STEP_LOSSES_KEPT],
+            "final_loss": losses[-1],
+            "diverged_at_step": diverged_at,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -343,12 +352,10 @@ def run_training(
         test_metrics=test_metrics,
         time_to_train_seconds=time_to_train,
         **target_figures,
-        final_loss=clock.losses[-1],
+        **clock.loss_figures(),
         peak_memory_bytes=peak,
         step_seconds=clock.step_seconds,
         input_wait_seconds=clock.waits,
-        losses=clock.losses,
-        step_losses=clock.first_losses,
         profile=profile,
         profile_seconds=profile_seconds,
     )

@@ -90,6 +90,10 @@ class RunResult:
     target_epoch: int | None = None
     """The epoch whose validation reached `--target-metric`, the last one trained."""
     final_loss: float | None = None
+    diverged_at_step: int | None = None
+    """The training step (1-based, a compiled run's compile step first) whose loss was first no
+    finite number: a learning rate too high, or a start holding NaN. The throughput figures still
+    hold; the losses from that step on are null, and `warnings` says where they diverged."""
     requested_batch_per_device: int | None = None
     """The batch per device asked for; `batch_per_device` is the one that ran (lower after OOM retries)."""
     oom_retries: int = 0

@@ -18,7 +18,9 @@ from mgbench.cli.compare import add_arguments, plan_new, plan_resume
 from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import read_weights_file, reference_weights
 from mgbench.common.metrics import gathered_metrics
+from mgbench.common.models import model_spec
 from mgbench.common.results import RunResult, read_results
 from mgbench.common.runfolder import RunFolder
 from mgbench.datasets.resolve import check_dataset, describe_dataset, recheck_dataset
@@ -240,3 +242,44 @@ def test_a_diverged_loss_is_a_row_that_says_where_and_every_report_still_comes_o
     ran = tmp_path / "one"
     assert main(["run", "--framework", "fake", "--strategy", "diverge", *tiny_job(4), "--out", str(ran)]) == 0
     assert why in capsys.readouterr().out
+
+
+def weights_file(path, value: float) -> str:
+    """An `--init` file for the tiny model, every array `value`: its path."""
+    arrays = reference_weights(model_spec("tiny"), 0, 32).arrays
+    np.savez(path, **{name: np.full_like(array, value) for name, array in arrays.items()})
+    return str(path)
+
+
+def test_resume_refuses_an_init_file_changed_since_the_rows_done(tmp_path, fake_plugin):
+    """`--init w.npz`, a row done, w.npz rewritten: the runs to come would start from other
+    weights than the row done, so the resume is refused before anything is written."""
+    steady = RunConfig(
+        "fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init=weights_file(tmp_path / "w.npz", 0.5)
+    )
+    folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
+    digest = read_weights_file(tmp_path / "w.npz").digest
+    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    before = folder.compare_file.read_text()
+    weights_file(tmp_path / "w.npz", 0.25)
+    with pytest.raises(UsageError, match=f"holds other weights now .* than the rows done started from \\({digest}\\)"):
+        plan_resume(folder, "mgbench compare --resume run", None, Console(stderr=True))
+    assert folder.compare_file.read_text() == before
+    weights_file(tmp_path / "w.npz", 0.5)
+    assert [run.config.strategy for run in plan_resume(folder, "resume", None, Console(stderr=True))[1]] == ["flaky"]
+
+
+def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing(tmp_path, fake_plugin):
+    """With `--init same` the folder keeps the draw: one changed since is refused, naming it; one
+    missing (a compare stopped before writing it, as on a full disk) is written by the resume."""
+    steady = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init="same")
+    folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
+    digest = reference_weights(model_spec("tiny"), 0, 32).digest
+    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    plan_resume(folder, "resume", None, Console(stderr=True))
+    assert read_weights_file(folder.initial_weights).digest == digest
+    weights_file(folder.initial_weights, 0.5)
+    with pytest.raises(
+        UsageError, match=f"initial-weights.npz holds weights .*, not the start the runs take \\({digest}\\)"
+    ):
+        plan_resume(folder, "resume", None, Console(stderr=True))

@@ -239,9 +239,10 @@ def resolve_init(init: str | None, model: str) -> str:
     if init in (INIT_SAME, INIT_FRAMEWORK):
         return init
     path = Path(init).expanduser().absolute()
-    if not path.is_file():
-        raise UsageError(f"--init {init}: no such weights file")
-    read_weights_file(path)
+    try:
+        read_weights_file(path)
+    except UsageError as error:
+        raise UsageError(f"--init {error}") from None
     return str(path)
 
 

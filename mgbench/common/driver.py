@@ -33,11 +33,13 @@ import psutil
 
 from mgbench.common.breakdown import TimedStep
 from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
 from mgbench.common.machine import host_environment
 from mgbench.common.metrics import diverged
 from mgbench.common.profiling import profile_window
 from mgbench.common.protocol import Adapter
 from mgbench.common.results import RunResult
+from mgbench.common.safe_files import new_file_by_writer
 from mgbench.common.schedule import learning_rate_at
 from mgbench.common.step_timer import Clock, StepTimer, step_sync_forced
 from mgbench.common.target import TargetMetric
@@ -255,6 +257,17 @@ def closed(feed: Iterator[Any]) -> None:
         close()
 
 
+def save_state(trainer: Adapter, path: Path) -> None:
+    """The trained weights as the new file `path` (`run --save-state`, checked free before the run):
+    written beside it and linked to the name, so that a file made there meanwhile is not replaced
+    (one UsageError), nor a link planted there written through."""
+    try:
+        with new_file_by_writer(path) as temporary:
+            trainer.save_state(temporary)
+    except FileExistsError:
+        raise UsageError(f"--save-state {path} was made while the run trained: it is not overwritten") from None
+
+
 def run_training(
     trainer: Adapter,
     config: RunConfig,
@@ -319,7 +332,7 @@ def run_training(
         metrics = trainer.evaluate()
         eval_seconds = time.perf_counter() - eval_start
     if state_path is not None and placement.is_primary:
-        trainer.save_state(state_path)
+        save_state(trainer, state_path)
     peak = trainer.peak_memory_bytes()
     versions = trainer.framework_versions()
     trainer.close()

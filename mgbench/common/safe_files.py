@@ -12,7 +12,11 @@ file, or a FIFO. Every write goes through here:
   a full disk leaves the old file whole instead of a truncated one;
 * a file written as it goes (`fresh_stream`, a run's log) first removes the old name (a link
   goes, its target stays) and is created anew with `O_EXCL | O_NOFOLLOW`; a writer that opens
-  the path itself (a profiler) is handed a name `clear_name` removed first.
+  the path itself (a profiler) is handed a name `clear_name` removed first;
+* a file the user names that must not replace anything (`convert-weights`' DST, `run
+  --save-state`) is checked free and writable before the work that ends in it
+  (`check_new_name`), and is written whole beside its name, then linked to it (`write_file`'s
+  `exclusive`, `new_file_by_writer`): a name taken meanwhile fails the link, never the taker.
 
 Reading or locking such a name goes through `open_regular`: only a regular file is opened, as a
 FIFO holds `open` (or the first read) until someone writes to it, and a device may never end.
@@ -92,11 +96,12 @@ def open_folder(root: Path, parts: list[str], create: bool = True) -> int:
     return fd
 
 
-def write_file(root: Path, relative: str | PurePath, data: str | bytes) -> Path:
+def write_file(root: Path, relative: str | PurePath, data: str | bytes, exclusive: bool = False) -> Path:
     """Write `root/relative` whole: a new file renamed over the old name (which may be a link or
-    a hard link: the entry is replaced, its target untouched). An OSError names the file, but a
-    LinkRefusedError, kept as it is, names the link on the way: what the user has to remove. The
-    new file's mode is 0666 less the umask, as `open` makes files. Returns the path."""
+    a hard link: the entry is replaced, its target untouched), or, `exclusive`, linked to the name
+    only where nothing holds it (else FileExistsError, and nothing is replaced). An OSError names
+    the file, but a LinkRefusedError, kept as it is, names the link on the way: what the user has
+    to remove. The new file's mode is 0666 less the umask, as `open` makes files. Returns the path."""
     *folders, name = _components(relative)
     path = root.joinpath(relative)
     payload = data.encode() if isinstance(data, str) else data
@@ -114,7 +119,7 @@ def write_file(root: Path, relative: str | PurePath, data: str | bytes) -> Path:
                 handle.write(payload)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.rename(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+            _publish(folder, temporary, name, exclusive)
         except BaseException as error:
             try:
                 os.unlink(temporary, dir_fd=folder)
@@ -126,6 +131,51 @@ def write_file(root: Path, relative: str | PurePath, data: str | bytes) -> Path:
     finally:
         os.close(folder)
     return path
+
+
+def _publish(folder: int, temporary: str, name: str, exclusive: bool) -> None:
+    """The whole `temporary` file of `folder` at `name`: renamed over it, or (`exclusive`) linked
+    there, which fails with FileExistsError where anything holds the name, and then removed."""
+    if not exclusive:
+        os.rename(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        return
+    os.link(temporary, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+    os.unlink(temporary, dir_fd=folder)
+
+
+def check_new_name(path: Path) -> None:
+    """Raise FileExistsError where anything holds `path` (a file, a link, a FIFO: nothing is
+    written over or through it), else an OSError where no file can be made in its folder (missing,
+    not a folder, read-only, a file system such as /proc that makes none): a file made there and
+    removed says so, before the work whose end is writing `path`."""
+    if os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "exists", str(path))
+    folder = open_folder(path.parent, [], create=False)
+    try:
+        probe = f".{path.name}.{secrets.token_hex(6)}.probe"
+        os.close(os.open(probe, NEW_FILE_FLAGS, 0o666, dir_fd=folder))
+        os.unlink(probe, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+@contextmanager
+def new_file_by_writer(path: Path) -> Iterator[Path]:
+    """A path for a writer that opens its own file (numpy's `savez`) to make the new file `path`:
+    a temporary name beside it (ending as `path` does, a suffix such a writer would add), linked
+    to `path` once the writer is done, which fails with FileExistsError where a file has taken
+    the name meanwhile: nothing is replaced. The temporary name is gone after, whatever happened."""
+    folder = open_folder(path.parent, [], create=False)
+    temporary = f".{path.stem}.{secrets.token_hex(6)}.partial{path.suffix}"
+    try:
+        yield path.parent / temporary
+        _publish(folder, temporary, path.name, exclusive=True)
+    finally:
+        try:
+            os.unlink(temporary, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        os.close(folder)
 
 
 @contextmanager

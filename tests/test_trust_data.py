@@ -4,6 +4,7 @@ run named twice runs once, and a metric without a value is null with a warning, 
 
 import argparse
 import json
+import os
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from mgbench.common.metrics import gathered_metrics
 from mgbench.common.models import model_spec
 from mgbench.common.results import RunResult, read_results
 from mgbench.common.runfolder import RunFolder
+from mgbench.datasets.check import time_limit
 from mgbench.datasets.resolve import check_dataset, describe_dataset, recheck_dataset
 from mgbench.reports.summary import results_frame
 from mgbench.reports.training import training_table
@@ -267,6 +269,13 @@ def test_resume_refuses_an_init_file_changed_since_the_rows_done(tmp_path, fake_
     assert folder.compare_file.read_text() == before
     weights_file(tmp_path / "w.npz", 0.5)
     assert [run.config.strategy for run in plan_resume(folder, "resume", None, Console(stderr=True))[1]] == ["flaky"]
+
+
+def test_resume_refuses_an_init_that_names_a_fifo_without_waiting_on_it(tmp_path, fake_plugin):
+    os.mkfifo(tmp_path / "w.npz")
+    folder = planned(tmp_path, [RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, init=str(tmp_path / "w.npz"))])
+    with time_limit(30), pytest.raises(UsageError, match="w.npz: not a readable .npz of weights \\(a FIFO, not a"):
+        plan_resume(folder, "resume", None, Console(stderr=True))
 
 
 def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing(tmp_path, fake_plugin):

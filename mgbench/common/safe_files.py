@@ -18,8 +18,9 @@ file, or a FIFO. Every write goes through here:
   (`check_new_name`), and is written whole beside its name, then linked to it (`write_file`'s
   `exclusive`, `new_file_by_writer`): a name taken meanwhile fails the link, never the taker.
 
-Reading or locking such a name goes through `open_regular`: only a regular file is opened, as a
-FIFO holds `open` (or the first read) until someone writes to it, and a device may never end.
+Reading or locking such a name goes through `open_regular` (`read_regular` for a whole file):
+only a regular file is opened, as a FIFO holds `open` (or the first read) until someone writes to
+it, and a device may never end.
 """
 
 from __future__ import annotations
@@ -243,6 +244,13 @@ def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY, follow_links
         os.close(fd)
         raise
     return fd
+
+
+def read_regular(path: str | os.PathLike) -> bytes:
+    """The whole of `path`, read only if it is a regular file (`open_regular`): a FIFO, a socket,
+    a device or a folder is a NotRegularFileError, never waited on."""
+    with open(path, "rb", opener=open_regular) as handle:
+        return handle.read()
 
 
 def _refuse_unless_regular(path: str | os.PathLike, mode: int) -> None:

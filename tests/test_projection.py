@@ -399,7 +399,9 @@ def test_a_run_folder_projects_through_the_cli_without_a_gpu(tmp_path):
     [
         (["--gpus", "12"], "12 GPUs do not fill nodes of 8"),
         (["--gpus", "64"], "name the network too"),
-        (["--gpus", "eight"], "--gpus takes a comma-separated list"),
+        (["--gpus", "eight"], "comma-separated list, got 'eight'"),
+        (["--gpus", "8,,16", "--interconnect", "nvlink4+ib-ndr"], "--gpus '8,,16' has an empty item"),
+        (["--gpus", str(10**24), "--interconnect", "nvlink4+ib-ndr"], "--gpus takes device counts of 1 to 1,048,576"),
         (["--gpus", "8", "--interconnect", "warp-drive"], "unknown interconnect 'warp-drive'"),
     ],
 )

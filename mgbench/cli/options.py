@@ -248,8 +248,17 @@ def resolve_init(init: str | None, model: str) -> str:
 
 def parse_device_counts(text: str) -> list[int]:
     """`4` means 1 and 4 devices; `1,2,4` means exactly those, each once (a script's `1,$N` on a
-    one-GPU machine asks for one run, not two of the same row). An empty item (`1,,2`, `2,`) is
-    refused: it is a count left out, perhaps an unset variable in a script's `1,$N`."""
+    one-GPU machine asks for one run, not two of the same row)."""
+    counts = device_counts(text)
+    if len(counts) == 1 and counts[0] > 1:
+        counts = [1, counts[0]]
+    return counts
+
+
+def device_counts(text: str) -> list[int]:
+    """The counts of a `--gpus` list (`compare`'s, `project`'s), each once, in the order given.
+    An empty item (`1,,2`, `2,`) is refused: it is a count left out, perhaps an unset variable in
+    a script's `1,$N`."""
     parts = [part.strip() for part in text.split(",")]
     if not any(parts):
         raise UsageError("--gpus is empty")
@@ -259,6 +268,4 @@ def parse_device_counts(text: str) -> list[int]:
         counts = [int(part) for part in parts]
     except ValueError:
         raise UsageError(f"--gpus takes a number or a comma-separated list, got {text!r}") from None
-    if len(counts) == 1 and counts[0] > 1:
-        counts = [1, counts[0]]
     return list(dict.fromkeys(counts))

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from mgbench.cli.interrupts import INTERRUPTED_EXIT_CODE
-from mgbench.cli.live import live_compare
+from mgbench.cli.live import heartbeat_seconds, live_compare
 from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
 from mgbench.cli.report import add_format_option
 from mgbench.cli.starting_point import check_start_again, record_start, shared_start
@@ -281,6 +281,7 @@ def bandwidth_report(
 
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
+    heartbeat_seconds()  # a bad MGBENCH_HEARTBEAT_SECONDS is refused before anything is written
     if args.resume:
         refuse_job_options(args.resume, typed_options(args.argv[1:]))
         recorded = RunFolder(args.resume).compare_file

@@ -292,3 +292,18 @@ def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing
         UsageError, match=f"initial-weights.npz holds weights .*, not the start the runs take \\({digest}\\)"
     ):
         plan_resume(folder, "resume", None, Console(stderr=True))
+
+
+def test_a_name_that_is_not_utf8_is_read_and_written_as_the_file_system_holds_it(tmp_path, in_process, capfd):
+    """An image named with a byte that is not UTF-8 is split by its bytes (`hashed_split`), and a
+    run folder so named gets its logs, rows and report, resumed too."""
+    imagefolder(tmp_path / "images", {"ant": 8, "bee": 8})
+    odd = os.fsdecode(b"\xff.png")
+    (tmp_path / "images" / "ant" / "0.png").rename(tmp_path / "images" / "ant" / odd)
+    described = describe_dataset(f"imagefolder:{tmp_path / 'images'}")
+    assert len(described.files) == 16 and any(name.endswith(odd) for name in described.files)
+    out = tmp_path / os.fsdecode(b"run-\xff")
+    assert main(["compare", *FAKE_JOB, "--out", str(out)]) == 0, capfd.readouterr().err
+    assert (out / "logs" / "fake-steady-1cpu.log").read_bytes().startswith(b"$ ")
+    assert b"run-\xff" in (out / "logs" / "fake-steady-1cpu.log").read_bytes()
+    assert main(["compare", "--resume", str(out)]) == 0 and main(["report", str(out)]) == 0

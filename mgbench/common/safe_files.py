@@ -102,10 +102,12 @@ def write_file(root: Path, relative: str | PurePath, data: str | bytes, exclusiv
     a hard link: the entry is replaced, its target untouched), or, `exclusive`, linked to the name
     only where nothing holds it (else FileExistsError, and nothing is replaced). An OSError names
     the file, but a LinkRefusedError, kept as it is, names the link on the way: what the user has
-    to remove. The new file's mode is 0666 less the umask, as `open` makes files. Returns the path."""
+    to remove. The new file's mode is 0666 less the umask, as `open` makes files. Text is written
+    as UTF-8, a name that is not (a file name's byte held as a surrogate) as its own bytes. Returns
+    the path."""
     *folders, name = _components(relative)
     path = root.joinpath(relative)
-    payload = data.encode() if isinstance(data, str) else data
+    payload = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     try:
         folder = open_folder(root, folders)
     except LinkRefusedError:
@@ -183,7 +185,8 @@ def new_file_by_writer(path: Path) -> Iterator[Path]:
 def fresh_stream(root: Path, relative: str | PurePath, mode: str = "w", newline: str | None = None) -> Iterator[IO]:
     """`root/relative` opened for writing as it goes (a log read while it grows): whatever held
     the name is removed first (a link goes, its target stays) and the file is created anew,
-    without following a link. `mode` is "w" or "wb"; `newline` as `open` takes it."""
+    without following a link. `mode` is "w" or "wb"; `newline` as `open` takes it; text goes as
+    `write_file` writes it, a file name's bytes that are not UTF-8 as they are."""
     *folders, name = _components(relative)
     folder = open_folder(root, folders)
     try:
@@ -191,7 +194,8 @@ def fresh_stream(root: Path, relative: str | PurePath, mode: str = "w", newline:
         fd = os.open(name, NEW_FILE_FLAGS, 0o666, dir_fd=folder)
     finally:
         os.close(folder)
-    with os.fdopen(fd, mode, newline=newline) as handle:
+    errors = None if "b" in mode else "surrogateescape"
+    with os.fdopen(fd, mode, newline=newline, errors=errors) as handle:
         yield handle
 
 

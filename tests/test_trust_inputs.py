@@ -373,3 +373,18 @@ def test_python_m_mgbench_refuses_another_mgbench_in_the_working_directory(tmp_p
     line = one_line_error(done)
     assert f"ran {tmp_path / 'mgbench'}, the working directory's, not the installed {package}" in line
     assert "0.0.0+copy" not in done.stdout
+
+
+def test_a_mgbench_package_of_its_own_in_the_working_directory_runs_under_python_m_only(tmp_path):
+    """What holds, as docs/faults.md states it: `python -m` imports the working directory first, as
+    Python does, so a `mgbench/` there with a `__main__.py` of its own runs before the installed
+    mgbench has any say; the `mgbench` command and `python -P -m mgbench` never import it."""
+    (tmp_path / "mgbench").mkdir()
+    (tmp_path / "mgbench" / "__init__.py").write_text("")
+    (tmp_path / "mgbench" / "__main__.py").write_text("open('ran', 'w').write('its own code')\n")
+    script = Path(sys.executable).parent / "mgbench"
+    for command in ([sys.executable, "-P", "-m", "mgbench", "--version"], [str(script), "--version"]):
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=cli_env(), timeout=60)
+        assert done.stdout == f"mgbench {mgbench.__version__}\n" and not (tmp_path / "ran").exists(), done.stderr
+    subprocess.run([sys.executable, "-m", "mgbench", "--version"], cwd=tmp_path, env=cli_env(), timeout=60)
+    assert (tmp_path / "ran").exists()

@@ -167,9 +167,10 @@ def test_a_new_file_is_not_written_over_a_name_taken_meanwhile(tmp_path, outside
         (lambda path, outside: os.mkfifo(path), "w.npz", "w.npz exists: give a new name"),
         (lambda path, outside: None, "no-folder/w.npz", "no file can be made there (No such file or directory)"),
         (lambda path, outside: path.parent.write_text("a file"), "file/w.npz", "no file can be made there (Not a dir"),
+        (lambda path, outside: None, "/proc/mgbench-w.npz", "/proc/mgbench-w.npz: no file can be made there ("),
         (lambda path, outside: None, "w.txt", "w.txt: the weights are written as .npz (what --init reads)"),
     ],
-    ids=["symlink", "existing", "fifo", "missing-folder", "under-a-file", "suffix"],
+    ids=["symlink", "existing", "fifo", "missing-folder", "under-a-file", "proc", "suffix"],
 )
 def test_weights_to_write_go_to_a_new_npz_in_a_folder_checked_before_anything_runs(
     tmp_path, outside, capsys, fake_plugin, verb, make, name, message

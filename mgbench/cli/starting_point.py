@@ -14,6 +14,7 @@ from __future__ import annotations
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import (
+    INIT_FRAMEWORK,
     INIT_SAME,
     InitialWeights,
     initial_weights,
@@ -28,6 +29,8 @@ from mgbench.datasets.resolve import dataset_for
 def shared_start(config: RunConfig) -> InitialWeights | None:
     """The weights `config`'s runs start from, as each framework's adapter loads them (for the
     dataset's task: its number of outputs); None: each framework's own initialiser."""
+    if config.init == INIT_FRAMEWORK:
+        return None
     dataset = dataset_for(config)
     spec = dataset.task_spec(config.spec) if dataset else config.spec
     return initial_weights(config.init, spec, config.seed, config.input_size)

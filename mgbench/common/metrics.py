@@ -79,7 +79,7 @@ def gathered_metrics(shards: Sequence[EvalShard], multi_label: bool) -> dict[str
 def diverged(losses: Sequence[float]) -> tuple[list[float], int | None]:
     """`losses` (one per training step, in order) with each that is no finite number as
     `Undefined`, saying at which step the loss diverged, and that step (1-based; None: every loss
-    is a number). A learning rate too high, or a start that holds NaN, ends here: the run's
+    is a number). A learning rate too high, or a start that holds NaN, shows so: the run's
     throughput still holds, its losses from that step on have no value."""
     step = next((index for index, loss in enumerate(losses, start=1) if not math.isfinite(loss)), None)
     if step is None:

@@ -147,6 +147,12 @@ def fake_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MGBENCH_PLUGINS", "fakefw")
 
 
+@pytest.fixture
+def in_process(fake_plugin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compares run in this process; their runs' workers load the fake adapter."""
+    monkeypatch.setenv("PYTHONPATH", cli_env()["PYTHONPATH"])
+
+
 def _options(job: dict[str, str]) -> list[str]:
     return [item for key, value in sorted(job.items()) for item in (f"--{key.replace('_', '-')}", value)]
 

@@ -4,7 +4,8 @@ Registered through MGBENCH_PLUGINS=fakefw (with tests/ on PYTHONPATH). Its strat
 what it does: `steady` trains (slow first steps, then steady), `crash` raises mid-run, `hang`
 never finishes a step, `oom` dies the way an out-of-memory run dies, `oom-above` does so only
 with more than OOM_ABOVE_BATCH samples per device, `slow` takes SLOW_STEP_SECONDS per step
-(to be interrupted), `flaky` crashes while the environment has FAKE_FAIL=1 (to be resumed).
+(to be interrupted), `flaky` crashes while the environment has FAKE_FAIL=1 (to be resumed),
+`diverge` trains but its loss is NaN from step DIVERGE_STEP on (a learning rate too high).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ STEP_SECONDS = 0.02
 INPUT_SECONDS = 0.005
 OOM_ABOVE_BATCH = 4
 SLOW_STEP_SECONDS = 1.0
+DIVERGE_STEP = 2
 
 FRAMEWORK = FrameworkSpec(
     name="fake",
@@ -39,6 +41,7 @@ FRAMEWORK = FrameworkSpec(
         StrategySpec("oom-above", "inprocess", f"dies of out-of-memory above {OOM_ABOVE_BATCH} per device"),
         StrategySpec("slow", "inprocess", f"{SLOW_STEP_SECONDS} s per step"),
         StrategySpec("flaky", "inprocess", "crashes while FAKE_FAIL=1"),
+        StrategySpec("diverge", "inprocess", f"its loss is NaN from step {DIVERGE_STEP} on"),
     ),
     import_names=("numpy",),
     environment="fake",
@@ -90,6 +93,8 @@ class FakeTrainer(Adapter):
         return None
 
     def last_loss(self) -> float:
+        if self.strategy == "diverge" and self.steps_done >= DIVERGE_STEP:
+            return float("nan")
         return 1.0 / (1 + self.steps_done)
 
     def evaluate(self, split: str = "val") -> dict[str, float]:

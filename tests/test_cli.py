@@ -89,6 +89,7 @@ def test_device_counts_run_each_count_once(text, counts):
         ("nosuchplugin", "MGBENCH_PLUGINS names 'nosuchplugin', which cannot be imported: ModuleNotFoundError"),
         ("fakefw,raisingplugin", "names 'raisingplugin', which cannot be imported: RuntimeError: broken at import"),
         ("emptyplugin", "MGBENCH_PLUGINS names 'emptyplugin', which defines no FRAMEWORK"),
+        ("fakefw,exitingplugin", "names 'exitingplugin', which cannot be imported: SystemExit: 0"),
     ],
 )
 def test_a_broken_plugin_is_one_line_for_every_verb(tmp_path, monkeypatch, capsys, plugins, message):
@@ -96,6 +97,7 @@ def test_a_broken_plugin_is_one_line_for_every_verb(tmp_path, monkeypatch, capsy
 
     (tmp_path / "raisingplugin.py").write_text("raise RuntimeError('broken at import')\n")
     (tmp_path / "emptyplugin.py").write_text("")
+    (tmp_path / "exitingplugin.py").write_text("raise SystemExit(0)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("MGBENCH_PLUGINS", plugins)
     for args in (["list"], ["compare", "--frameworks", "pytorch"], ["run", "--compile", "default"]):

@@ -2,6 +2,7 @@
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import torch
 import torchvision
 from conftest import mgbench, one_line_error
 
+from mgbench.cli import convert_weights, main
 from mgbench.common.initial_weights import read_weights_file, reference_weights
 from mgbench.common.models import model_spec
 
@@ -75,3 +77,67 @@ def test_a_converted_densenet_starts_a_compare_and_its_first_steps_agree(tmp_pat
     assert len(reference) == STEPS_AGREED
     np.testing.assert_allclose(rows[1]["step_losses"], reference, rtol=1e-3, err_msg=rows[1]["run_id"])
     assert "Same start: the first-step losses of" in done.stdout and " differs by " not in done.stdout
+
+
+def converted_in_process(capsys: pytest.CaptureFixture, *args: str) -> subprocess.CompletedProcess:
+    """`mgbench convert-weights ARGS` in this process (torch is imported already)."""
+    code = main(["convert-weights", *args])
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+
+def tiny_state() -> dict[str, torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2))
+    model.append(torch.nn.Conv2d(16, 32, 3))
+    model.extend([torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 14)])
+    return model.state_dict()
+
+
+@pytest.mark.parametrize(
+    "saved, message",
+    [
+        ({1: torch.zeros(3)}, "not a torch state dict (1 is no name of a tensor)"),
+        ({"0.weight": torch.zeros(3, device="meta")}, "0.weight is a meta tensor (a shape without data), not a plain"),
+        ({"0.weight": torch.zeros(3, 3).to_sparse()}, "0.weight is a torch.sparse_coo tensor, not a plain tensor"),
+        ({"0.weight": torch.quantize_per_tensor(torch.zeros(3), 0.1, 0, torch.quint8)}, "0.weight is a quantized"),
+        ({"0.weight": torch.zeros(3, dtype=torch.complex64)}, "0.weight is a complex tensor, not a plain tensor"),
+        ({}, "not a torch state dict (no named tensors in it)"),
+        (b"", "not a torch state dict (EOFError)"),
+    ],
+    ids=["int-keys", "meta", "sparse", "quantized", "complex", "empty-dict", "zero-bytes"],
+)
+def test_a_pth_torch_loads_but_that_holds_no_plain_weights_is_one_line(tmp_path, capsys, saved, message):
+    src = tmp_path / "odd.pth"
+    src.write_bytes(saved) if isinstance(saved, bytes) else torch.save(saved, src)
+    done = converted_in_process(capsys, str(src), str(tmp_path / "w.npz"), "--model", "tiny")
+    assert message in one_line_error(done) and not (tmp_path / "w.npz").exists()
+
+
+def test_a_dict_of_parameters_converts_as_its_state_dict(tmp_path, capsys):
+    """`dict(model.named_parameters())`: tensors that require gradients, read as their values."""
+    state = tiny_state()
+    parameters = {name: torch.nn.Parameter(tensor) for name, tensor in state.items()}
+    torch.save(parameters, tmp_path / "params.pth")
+    done = converted_in_process(capsys, str(tmp_path / "params.pth"), str(tmp_path / "w.npz"), "--model", "tiny")
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(read_weights_file(tmp_path / "w.npz").arrays["3.weight"], state["3.weight"].numpy())
+
+
+def test_a_dst_made_while_converting_is_not_overwritten(tmp_path, capsys, monkeypatch):
+    """A second conversion into the same new name, finishing first: its file stays, this one is one line."""
+    torch.save(tiny_state(), tmp_path / "tiny.pth")
+    dst = tmp_path / "w.npz"
+    convert = convert_weights.conformed
+
+    def meanwhile(*args, **kwargs):
+        dst.write_text("the other conversion's")
+        return convert(*args, **kwargs)
+
+    monkeypatch.setattr(convert_weights, "conformed", meanwhile)
+    done = converted_in_process(capsys, str(tmp_path / "tiny.pth"), str(dst), "--model", "tiny")
+    assert "w.npz was made while the weights were converted: it is not overwritten" in one_line_error(done)
+    assert dst.read_text() == "the other conversion's" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "tiny.pth",
+        "w.npz",
+    ]

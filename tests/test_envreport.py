@@ -6,7 +6,7 @@ from conftest import mgbench
 
 from mgbench.cli.envreport import render
 from mgbench.common.machine import gpu_environment
-from mgbench.common.topology import clock_warnings, link_warnings, parse_topology
+from mgbench.common.topology import clock_warnings, link_warnings, nvidia_smi_topology, parse_topology
 
 # As printed by nvidia-smi 550 on a 4-GPU PCIe machine with one NIC (tabs as nvidia-smi uses them).
 TOPO = (
@@ -151,3 +151,13 @@ def test_env_without_gpu_says_so():
         assert "sm_clock_mhz=" in done.stdout  # a GPU machine: clocks per GPU
     else:
         assert "no NVIDIA GPU" in done.stdout
+
+
+def test_an_nvidia_smi_that_prints_a_byte_that_is_not_utf8_is_shown_not_a_crash(tmp_path, monkeypatch):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_bytes(b"#!/bin/sh\nprintf '\\tGPU0\\tGPU1\\nGPU0\\t X \\tNV12 \\377\\n'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    topology = nvidia_smi_topology()
+    assert topology == "\tGPU0\tGPU1\nGPU0\t X \tNV12 \ufffd\n"
+    assert parse_topology(topology) == {"GPU0": {"GPU1": "NV12"}}

@@ -11,8 +11,10 @@ import subprocess
 import sys
 import termios
 
+import pytest
 from conftest import cli_env, mgbench, tiny_job
 
+from mgbench.cli import main
 from mgbench.cli.live import HEARTBEAT_ENV
 
 JOB = ["--frameworks", "fake", "--strategies", "steady,slow", "--gpus", "1", *tiny_job(3, batch=2, device="cpu")]
@@ -71,3 +73,15 @@ def test_an_out_of_memory_restart_is_announced_when_it_happens(tmp_path):
     lines = done.stderr.splitlines()
     restart = lines.index("[1/1] out of memory: fake oom-above x1 restarts with 4 per device")
     assert restart < next(i for i, line in enumerate(lines) if line.startswith("[1/1] ok fake oom-above x1: "))
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "nan"])
+def test_a_heartbeat_that_is_no_positive_number_of_seconds_is_one_line_before_anything_is_written(
+    tmp_path, monkeypatch, capsys, fake_plugin, value
+):
+    """`abc` would end the progress thread in a traceback; `0`, `-1`, `nan` print a line per turn."""
+    monkeypatch.setenv(HEARTBEAT_ENV, value)
+    assert main(["compare", *JOB, "--out", str(tmp_path / "run")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"mgbench: error: {HEARTBEAT_ENV}: takes ") and line.endswith(f"got {value!r}")
+    assert list(tmp_path.iterdir()) == []

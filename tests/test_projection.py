@@ -5,7 +5,9 @@ BENCHMARKS.md and published results), each from fixed inputs with its source."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from mgbench.common.projection import (
     fitted_overhead,
     scan_counts,
 )
+from mgbench.datasets.check import time_limit
 from mgbench.frameworks.registry import BUILTIN, framework_spec
 from mgbench.reports.figures import PIXEL_SIZE
 from mgbench.reports.projection import ASSUMED_OVERLAP, InputRate, input_rate, overlap_share, project_folder
@@ -305,6 +308,9 @@ def test_overlap_share_is_the_compute_between_the_first_and_the_last_collective(
     assert overlap_share(record) is None
 
 
+FIFO_WAIT_SECONDS = 20
+
+
 def test_a_profiled_multi_gpu_row_gives_the_series_its_measured_overlap(tmp_path):
     folder = copy_fixture(tmp_path)
     profile = folder / "profiles" / "pytorch-ddp-2cuda"
@@ -319,6 +325,12 @@ def test_a_profiled_multi_gpu_row_gives_the_series_its_measured_overlap(tmp_path
     (unprofiled,) = project_folder(load_run_folder(copy_fixture(tmp_path / "b")), target, [8], 1000)["series"]
     assert unprofiled["inputs"]["overlap_source"] == "assumed"
     assert unprofiled["inputs"]["overlap_share"] == pytest.approx(ASSUMED_OVERLAP)
+    (profile / "rank0-breakdown.json").unlink()
+    os.mkfifo(profile / "rank0-breakdown.json")  # never waited on: left out as an unreadable one is
+    started = time.monotonic()
+    with time_limit(FIFO_WAIT_SECONDS):  # a read waiting on it would be cut off, and left out as unreadable
+        (fifo,) = project_folder(load_run_folder(folder), target, [8], 1000)["series"]
+    assert fifo["inputs"]["overlap_source"] == "assumed" and time.monotonic() - started < FIFO_WAIT_SECONDS
 
 
 def test_real_data_rows_give_the_input_rate_per_node():
@@ -399,7 +411,9 @@ def test_a_run_folder_projects_through_the_cli_without_a_gpu(tmp_path):
     [
         (["--gpus", "12"], "12 GPUs do not fill nodes of 8"),
         (["--gpus", "64"], "name the network too"),
-        (["--gpus", "eight"], "--gpus takes a comma-separated list"),
+        (["--gpus", "eight"], "comma-separated list, got 'eight'"),
+        (["--gpus", "8,,16", "--interconnect", "nvlink4+ib-ndr"], "--gpus '8,,16' has an empty item"),
+        (["--gpus", str(10**24), "--interconnect", "nvlink4+ib-ndr"], "--gpus takes device counts of 1 to 1,048,576"),
         (["--gpus", "8", "--interconnect", "warp-drive"], "unknown interconnect 'warp-drive'"),
     ],
 )

@@ -29,6 +29,7 @@ from mgbench.common.errors import UnsafeNameError, UsageError
 from mgbench.common.folder_lock import FolderLock
 from mgbench.common.results import RunResult
 from mgbench.common.runfolder import RunFolder
+from mgbench.datasets.check import time_limit
 from mgbench.runner.hosts import parse_hosts
 from mgbench.runner.monitor import DeviceMonitor
 
@@ -172,6 +173,44 @@ def test_a_compare_json_that_is_not_a_plan_is_one_line_for_report_and_resume(com
     for verb in ("report", "resume"):
         assert "compare.json is not a compare plan" in one_line_error(report_or_resume(cli, verb, run))
     assert (run / "results.jsonl").read_text() == results and (run / "compare.json").read_text() == text
+
+
+VERBS = {
+    "report": lambda run: ["report", run],
+    "project": lambda run: ["project", run, "--gpus", "8", "--interconnect", "nvlink4"],
+    "resume": lambda run: ["compare", "--resume", run],
+}
+"""Every verb that reads a run folder, as it is given one."""
+
+
+PLAN_LOST = "compare.json cannot be read: a FIFO, not a regular file; the plan is lost"
+
+
+@pytest.mark.parametrize("verb", VERBS)
+@pytest.mark.parametrize(
+    "where, refusals",
+    [
+        ("compare.json", dict.fromkeys(VERBS, PLAN_LOST)),
+        ("results.jsonl", {"report": "has no results.jsonl", "project": "has no results.jsonl", "resume": "a FIFO"}),
+        ("traces/fake-steady-1cpu.csv", {}),
+        ("projection.json", {"project": "projection.json exists and was not written by mgbench project"}),
+    ],
+    ids=["plan", "results", "trace", "projection"],
+)
+def test_a_fifo_in_a_run_folder_is_never_waited_on(compared, tmp_path, cli, in_process, verb, where, refusals):
+    """A FIFO holds its reader until someone writes to it: as the plan or the rows it is one line;
+    as a trace or a projection it is left out, as a malformed one is (a
+    projection `project` did not write is not replaced)."""
+    run = shared_copy(compared, tmp_path)
+    (run / where).parent.mkdir(parents=True, exist_ok=True)
+    (run / where).unlink(missing_ok=True)
+    os.mkfifo(run / where)
+    with time_limit(30):
+        done = cli(*VERBS[verb](str(run)))
+    if verb in refusals:
+        assert refusals[verb] in one_line_error(done)
+    else:
+        assert done.returncode == 0, done.stderr
 
 
 def test_a_bandwidth_json_that_mgbench_did_not_measure_is_refused_up_front(tmp_path, cli):

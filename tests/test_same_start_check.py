@@ -73,6 +73,15 @@ def test_rows_without_two_finished_runs_give_no_check() -> None:
     assert same_start(pd.DataFrame([interrupted, {**interrupted, "run_id": "pytorch-ddp-2cpu"}])) is None
 
 
+def test_a_run_that_diverged_is_compared_over_the_steps_before_it_did() -> None:
+    """Its losses from the step it diverged at are null: its first steps are still set against the
+    reference's, and a run that diverged at its first step is left out."""
+    off = [LOSSES[0] * (1 + 10 * RELATIVE_TOLERANCE), LOSSES[1], None, None]
+    check = same_start(pd.DataFrame([row("pytorch"), row("gluon", losses=off), row("chainer", losses=[None] * 4)]))
+    assert check.compared == 1 and [(d.run_id, d.last_step) for d in check.disagreements] == [("gluon-x-1cpu", 2)]
+    assert same_start(pd.DataFrame([row("pytorch", losses=[LOSSES[0], None]), row("gluon")])).disagreements == ()
+
+
 def test_bf16_rows_are_not_held_to_the_fp32_tolerance() -> None:
     check = same_start(pd.DataFrame([row("pytorch", precision="bf16"), row("gluon", precision="bf16", losses=[3.0])]))
     assert not check.checked and not check.disagreements

@@ -4,10 +4,12 @@ run named twice runs once, and a metric without a value is null with a warning, 
 
 import argparse
 import json
+import os
 
 import numpy as np
 import pytest
 from conftest import tiny_job
+from fakefw import DIVERGE_STEP
 from PIL import Image
 from rich.console import Console
 from test_datasets import imagefolder, nih_rows, write_nih
@@ -17,9 +19,12 @@ from mgbench.cli.compare import add_arguments, plan_new, plan_resume
 from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.initial_weights import read_weights_file, reference_weights
 from mgbench.common.metrics import gathered_metrics
+from mgbench.common.models import model_spec
 from mgbench.common.results import RunResult, read_results
 from mgbench.common.runfolder import RunFolder
+from mgbench.datasets.check import time_limit
 from mgbench.datasets.resolve import check_dataset, describe_dataset, recheck_dataset
 from mgbench.reports.summary import results_frame
 from mgbench.reports.training import training_table
@@ -133,6 +138,8 @@ def test_an_undefined_auc_is_null_with_a_warning_saying_why_and_survives_a_rewri
         "test_metrics.auc undefined: all 2 images of the split are of one class; AUC needs two",
     ]
     assert RunResult.from_record(record).to_json() == text
+    nan_scores = gathered_metrics([(np.nan, np.full((2, 2), np.nan), np.array([0, 1]))], multi_label=False)
+    assert nan_scores["auc"].why == "the model's scores are not finite numbers (its loss diverged)"
     diverged = json.loads(RunResult(config, "ok", final_loss=float("nan")).to_json())
     assert diverged["final_loss"] is None and diverged["warnings"] == [
         "final_loss undefined: nan is not a finite number"
@@ -215,3 +222,88 @@ def test_resume_with_skip_bad_images_refuses_images_damaged_since_the_check(tmp_
     (src / "images" / "00000009_000.png").write_bytes(b"damaged since")
     with pytest.raises(UsageError, match=r"1 image\(s\) cannot be decoded now .*: images/00000009_000.png;"):
         recheck_dataset(recorded, [recorded], workers=1)
+
+
+def test_a_diverged_loss_is_a_row_that_says_where_and_every_report_still_comes_out(tmp_path, in_process, capsys):
+    """A learning rate too high (or a start holding NaN): the row keeps its throughput and says at
+    which step the loss diverged, in one line; the other rows, summary.md, report.html, `report`
+    and `run` come out as ever."""
+    out = tmp_path / "run"
+    assert main(["compare", *FAKE_JOB, "--strategies", "steady,diverge", "--out", str(out)]) == 0, capsys.readouterr()
+    rows = {row.config.strategy: row for row in read_results(out / "results.jsonl")}
+    diverged, steady = rows["diverge"], rows["steady"]
+    assert (diverged.status, diverged.diverged_at_step, steady.diverged_at_step) == ("ok", DIVERGE_STEP, None)
+    assert diverged.images_per_sec > 0 and diverged.losses[: DIVERGE_STEP - 1] == steady.losses[: DIVERGE_STEP - 1]
+    assert diverged.losses[DIVERGE_STEP - 1 :] == [None] * (len(diverged.losses) - DIVERGE_STEP + 1)
+    why = f"the loss diverged at step {DIVERGE_STEP} (nan)"
+    assert diverged.warnings == [f"final_loss, losses[1] and 2 more, step_losses[1] and 2 more undefined: {why}"]
+    assert why in capsys.readouterr().out
+    assert why in (out / "summary.md").read_text() and why in (out / "report.html").read_text()
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0 and (out / "report.html").exists()
+    ran = tmp_path / "one"
+    assert main(["run", "--framework", "fake", "--strategy", "diverge", *tiny_job(4), "--out", str(ran)]) == 0
+    assert why in capsys.readouterr().out
+
+
+def weights_file(path, value: float) -> str:
+    """An `--init` file for the tiny model, every array `value`: its path."""
+    arrays = reference_weights(model_spec("tiny"), 0, 32).arrays
+    np.savez(path, **{name: np.full_like(array, value) for name, array in arrays.items()})
+    return str(path)
+
+
+def test_resume_refuses_an_init_file_changed_since_the_rows_done(tmp_path, fake_plugin):
+    """`--init w.npz`, a row done, w.npz rewritten: the runs to come would start from other
+    weights than the row done, so the resume is refused before anything is written."""
+    steady = RunConfig(
+        "fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init=weights_file(tmp_path / "w.npz", 0.5)
+    )
+    folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
+    digest = read_weights_file(tmp_path / "w.npz").digest
+    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    before = folder.compare_file.read_text()
+    weights_file(tmp_path / "w.npz", 0.25)
+    with pytest.raises(UsageError, match=f"holds other weights now .* than the rows done started from \\({digest}\\)"):
+        plan_resume(folder, "mgbench compare --resume run", None, Console(stderr=True))
+    assert folder.compare_file.read_text() == before
+    weights_file(tmp_path / "w.npz", 0.5)
+    assert [run.config.strategy for run in plan_resume(folder, "resume", None, Console(stderr=True))[1]] == ["flaky"]
+
+
+def test_resume_refuses_an_init_that_names_a_fifo_without_waiting_on_it(tmp_path, fake_plugin):
+    os.mkfifo(tmp_path / "w.npz")
+    folder = planned(tmp_path, [RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, init=str(tmp_path / "w.npz"))])
+    with time_limit(30), pytest.raises(UsageError, match="w.npz: not a readable .npz of weights \\(a FIFO, not a"):
+        plan_resume(folder, "resume", None, Console(stderr=True))
+
+
+def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing(tmp_path, fake_plugin):
+    """With `--init same` the folder keeps the draw: one changed since is refused, naming it; one
+    missing (a compare stopped before writing it, as on a full disk) is written by the resume."""
+    steady = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init="same")
+    folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
+    digest = reference_weights(model_spec("tiny"), 0, 32).digest
+    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    plan_resume(folder, "resume", None, Console(stderr=True))
+    assert read_weights_file(folder.initial_weights).digest == digest
+    weights_file(folder.initial_weights, 0.5)
+    with pytest.raises(
+        UsageError, match=f"initial-weights.npz holds weights .*, not the start the runs take \\({digest}\\)"
+    ):
+        plan_resume(folder, "resume", None, Console(stderr=True))
+
+
+def test_a_name_that_is_not_utf8_is_read_and_written_as_the_file_system_holds_it(tmp_path, in_process, capfd):
+    """An image named with a byte that is not UTF-8 is split by its bytes (`hashed_split`), and a
+    run folder so named gets its logs, rows and report, resumed too."""
+    imagefolder(tmp_path / "images", {"ant": 8, "bee": 8})
+    odd = os.fsdecode(b"\xff.png")
+    (tmp_path / "images" / "ant" / "0.png").rename(tmp_path / "images" / "ant" / odd)
+    described = describe_dataset(f"imagefolder:{tmp_path / 'images'}")
+    assert len(described.files) == 16 and any(name.endswith(odd) for name in described.files)
+    out = tmp_path / os.fsdecode(b"run-\xff")
+    assert main(["compare", *FAKE_JOB, "--out", str(out)]) == 0, capfd.readouterr().err
+    assert (out / "logs" / "fake-steady-1cpu.log").read_bytes().startswith(b"$ ")
+    assert b"run-\xff" in (out / "logs" / "fake-steady-1cpu.log").read_bytes()
+    assert main(["compare", "--resume", str(out)]) == 0 and main(["report", str(out)]) == 0

@@ -5,14 +5,18 @@ not run a `mgbench/` package that happens to sit in the working directory."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import cli_env, one_line_error
 
@@ -21,6 +25,7 @@ from mgbench.cli import main
 from mgbench.common.bandwidth import BandwidthReport
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
+from mgbench.common.job import MAX_IMAGE_SIZE
 from mgbench.common.results import RunResult, read_result_lines
 from mgbench.common.schema import MAX_DEPTH
 from mgbench.datasets import labelmap
@@ -216,6 +221,10 @@ LONG_NAME = "x" * 256
             ["run", "--framework", "fake", "--dataset", "chestxray:~no-such-user-mgbench/x"],
             "no such user's home folder",
         ),
+        (
+            ["compare", "--frameworks", "fake", "--image-size", "99984", "--out", "{tmp}/run"],
+            f"image size must be 16 to {MAX_IMAGE_SIZE} px, got 99984",
+        ),
     ],
 )
 def test_a_bad_option_value_is_one_line_before_anything_starts(tmp_path, capsys, fake_plugin, args, message):
@@ -224,6 +233,94 @@ def test_a_bad_option_value_is_one_line_before_anything_starts(tmp_path, capsys,
         refused(capsys, *args, "--model", "tiny", "--steps", "1") if args[0] != "bandwidth" else refused(capsys, *args)
     )
     assert message in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("verb", [["list"], ["report", str(FIXTURE), "--format", "csv"]])
+def test_output_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch, verb):
+    """stdout on a full disk (`mgbench list > /dev/full`): one line on stderr, exit code 2."""
+    folder = run_folder(tmp_path)
+    with open("/dev/full", "w") as full:
+        monkeypatch.setattr(sys, "stdout", full)
+        line = refused(capsys, *[str(folder) if arg == str(FIXTURE) else arg for arg in verb])
+        monkeypatch.undo()
+    assert line == "mgbench: error: cannot write the output: No space left on device"
+
+
+def test_setup_with_an_interpreter_that_does_not_exist_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MGBENCH_VENVS", str(tmp_path))
+    assert main(["setup", "pytorch", "--python", str(tmp_path / "no-python")]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("mgbench: error: setting up pytorch failed at: ") and "(No such file or directory)" in last
+
+
+def npz_of(path: Path, members: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def npy_bytes(array: np.ndarray, header: dict | None = None) -> bytes:
+    """`array` as a .npy file, its header replaced by `header` where given."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, header or np.lib.format.header_data_from_array_1_0(array))
+    buffer.write(array.tobytes())
+    return buffer.getvalue()
+
+
+HUGE_HEADER = {"descr": "<f4", "fortran_order": False, "shape": (10**13,)}
+"""A header claiming 36 TiB of float32, which reading the array would try to allocate."""
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda path: path.write_bytes(b""), "File is not a zip file"),
+        (lambda path: path.write_bytes(npy_bytes(np.zeros(3, np.float32))), "File is not a zip file"),
+        (lambda path: npz_of(path, {"w.npy": npy_bytes(np.zeros(3, "f4,i4"))}), "w.npy is an array of [("),
+        (lambda path: npz_of(path, {"w.npy": npy_bytes(np.array(["a"]))}), "w.npy is an array of <U1, not of numbers"),
+        (lambda path: npz_of(path, {"w.npy": npy_bytes(np.zeros(4, np.float32), HUGE_HEADER)}), "claims 4000000"),
+        (lambda path: npz_of(path, {"w.npy": b"not an array"}), "the magic string is not correct"),
+        (lambda path: os.mkfifo(path), "a FIFO, not a regular file"),
+        (lambda path: path.mkdir(), "a folder, not a regular file"),
+        (lambda path: None, "No such file or directory"),
+    ],
+    ids=["empty", "npy", "structured", "text", "huge-header", "no-array", "fifo", "folder", "missing"],
+)
+def test_an_init_file_that_cannot_be_read_is_one_line_before_anything_is_written(
+    tmp_path, capsys, fake_plugin, make, reason
+):
+    make(tmp_path / "w.npz")
+    out = tmp_path / "run"
+    line = refused(capsys, "compare", "--frameworks", "fake", "--init", str(tmp_path / "w.npz"), "--out", str(out))
+    assert f"--init {tmp_path / 'w.npz'}: not a readable .npz of weights (" in line and reason in line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["convert-weights", "a.pth", "{tmp}/a.npz", "--seed", "-1"],
+            "argument --seed: the seed must be 0 to 2**32 - 1",
+        ),
+        (["convert-weights", "a.pth", "{tmp}/a.npz", "--seed", str(10**23)], f"(32 bits), got {10**23}"),
+        (["make-sample-chestxray", "{tmp}/s", "--seed", "-1"], "argument --seed: the seed must be 0 to 2**32 - 1"),
+        (["make-sample-chestxray", "{tmp}/s", "--seed", str(10**23)], f"(32 bits), got {10**23}"),
+        (
+            ["make-sample-chestxray", "{tmp}/s", "--size", "100000"],
+            f"--size: image size must be 32 to {MAX_IMAGE_SIZE}",
+        ),
+        (
+            ["prepare", "chestxray", "{tmp}", "{tmp}/p", "--size", "100000"],
+            f"image size must be 16 to {MAX_IMAGE_SIZE}",
+        ),
+    ],
+)
+def test_a_seed_or_a_size_out_of_range_is_one_line_for_every_verb(tmp_path, capsys, args, message):
+    """Every verb that draws from a seed takes the seeds a job takes; every verb that writes images
+    takes the sides a job trains on (`job.MAX_IMAGE_SIZE`), refused before anything is written."""
+    assert message in refused(capsys, *[arg.format(tmp=tmp_path) for arg in args])
     assert list(tmp_path.iterdir()) == []
 
 
@@ -276,3 +373,18 @@ def test_python_m_mgbench_refuses_another_mgbench_in_the_working_directory(tmp_p
     line = one_line_error(done)
     assert f"ran {tmp_path / 'mgbench'}, the working directory's, not the installed {package}" in line
     assert "0.0.0+copy" not in done.stdout
+
+
+def test_a_mgbench_package_of_its_own_in_the_working_directory_runs_under_python_m_only(tmp_path):
+    """What holds, as docs/faults.md states it: `python -m` imports the working directory first, as
+    Python does, so a `mgbench/` there with a `__main__.py` of its own runs before the installed
+    mgbench has any say; the `mgbench` command and `python -P -m mgbench` never import it."""
+    (tmp_path / "mgbench").mkdir()
+    (tmp_path / "mgbench" / "__init__.py").write_text("")
+    (tmp_path / "mgbench" / "__main__.py").write_text("open('ran', 'w').write('its own code')\n")
+    script = Path(sys.executable).parent / "mgbench"
+    for command in ([sys.executable, "-P", "-m", "mgbench", "--version"], [str(script), "--version"]):
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=cli_env(), timeout=60)
+        assert done.stdout == f"mgbench {mgbench.__version__}\n" and not (tmp_path / "ran").exists(), done.stderr
+    subprocess.run([sys.executable, "-m", "mgbench", "--version"], cwd=tmp_path, env=cli_env(), timeout=60)
+    assert (tmp_path / "ran").exists()

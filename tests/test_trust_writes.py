@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import cli_env, one_line_error
 from test_run_folder_trust import FAKE_JOB, cli, compared, shared_copy  # noqa: F401 (fixtures)
@@ -26,7 +27,7 @@ from mgbench.cli.compare import prepare_folder
 from mgbench.common.config import RunConfig
 from mgbench.common.driver import run_training
 from mgbench.common.errors import UsageError
-from mgbench.common.safe_files import LinkRefusedError, fresh_stream, write_file
+from mgbench.common.safe_files import LinkRefusedError, fresh_stream, new_file_by_writer, write_file
 from mgbench.datasets.output import writing_into
 from mgbench.reports.charts import ChartSet
 from mgbench.runner.scratch import SCRATCH_ENV, remove_scratch, run_scratch
@@ -125,6 +126,71 @@ def test_a_full_disk_leaves_the_old_file_whole_and_no_partial_file(tmp_path, mon
     assert (root / "results.jsonl").read_text() == "old\n" and leftovers(root) == []
 
 
+@pytest.mark.parametrize("taken", ["file", "symlink"])
+def test_a_new_file_is_not_written_over_a_name_taken_meanwhile(tmp_path, outside, taken):
+    """`exclusive` and `new_file_by_writer` link the whole new file to its name: one that appeared
+    while it was written (a second conversion, a planted link) stays as it is, and no temporary
+    file is left."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    name = folder / "w.npz"
+
+    def take() -> None:
+        name.unlink(missing_ok=True)
+        name.symlink_to(outside) if taken == "symlink" else name.write_text("the other writer's")
+
+    with pytest.raises(FileExistsError), new_file_by_writer(name) as temporary:
+        np.savez(temporary, a=np.zeros(2))
+        take()
+    taken_text = name.read_text()
+    take()
+    with pytest.raises(FileExistsError):
+        write_file(folder, "w.npz", "mine", exclusive=True)
+    assert name.read_text() == taken_text == (OUTSIDE if taken == "symlink" else "the other writer's")
+    assert outside.read_text() == OUTSIDE and [path.name for path in folder.iterdir()] == ["w.npz"]
+    name.unlink()
+    with new_file_by_writer(name) as temporary:
+        np.savez(temporary, a=np.ones(2))
+    assert np.load(name)["a"].tolist() == [1.0, 1.0] and [path.name for path in folder.iterdir()] == ["w.npz"]
+
+
+@pytest.mark.parametrize("verb", ["run", "convert-weights"])
+@pytest.mark.parametrize(
+    "make, name, message",
+    [
+        (
+            lambda path, outside: path.symlink_to(outside),
+            "w.npz",
+            "w.npz exists: give a new name (it is not overwritten)",
+        ),
+        (lambda path, outside: path.write_text("mine"), "w.npz", "w.npz exists: give a new name"),
+        (lambda path, outside: os.mkfifo(path), "w.npz", "w.npz exists: give a new name"),
+        (lambda path, outside: None, "no-folder/w.npz", "no file can be made there (No such file or directory)"),
+        (lambda path, outside: path.parent.write_text("a file"), "file/w.npz", "no file can be made there (Not a dir"),
+        (lambda path, outside: None, "/proc/mgbench-w.npz", "/proc/mgbench-w.npz: no file can be made there ("),
+        (lambda path, outside: None, "w.txt", "w.txt: the weights are written as .npz (what --init reads)"),
+    ],
+    ids=["symlink", "existing", "fifo", "missing-folder", "under-a-file", "proc", "suffix"],
+)
+def test_weights_to_write_go_to_a_new_npz_in_a_folder_checked_before_anything_runs(
+    tmp_path, outside, capsys, fake_plugin, verb, make, name, message
+):
+    """`run --save-state` and `convert-weights`' DST: what their end would overwrite, write
+    through, wait on or fail to make is one line before the run or the conversion starts."""
+    path = tmp_path / name
+    make(path, outside)
+    before = sorted(tmp_path.rglob("*"))
+    if verb == "run":
+        args = ["run", "--framework", "fake", "--steps", "1", "--save-state", str(path), "--out", str(tmp_path / "r")]
+    else:
+        args = ["convert-weights", str(tmp_path / "src.pth"), str(path), "--model", "tiny"]
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    line = one_line_error(subprocess.CompletedProcess(args, stopped.value.code, "", capsys.readouterr().err))
+    assert message in line
+    assert sorted(tmp_path.rglob("*")) == before and outside.read_text() == OUTSIDE
+
+
 def test_a_killed_compares_watchdog_removes_the_runs_temporary_folder(tmp_path):
     """mgbench SIGKILLed: its end of the watchdog's pipe closes, and the watchdog, having killed
     the run's processes, removes the run's TMPDIR, which mgbench can no longer remove itself."""
@@ -197,12 +263,6 @@ def test_bandwidth_keeps_its_temporary_files_in_a_folder_of_its_own(tmp_path, fa
     temporary = Path(next(line for line in log.splitlines() if line.startswith("TMPDIR ")).split(" ", 1)[1])
     assert temporary.parent.name.startswith("mgbench-run-") and not temporary.parent.exists()
     assert sorted(path.name for path in out.iterdir()) == ["logs"]
-
-
-@pytest.fixture
-def in_process(fake_plugin, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Compares run in this process; their runs' workers load the fake adapter."""
-    monkeypatch.setenv("PYTHONPATH", cli_env()["PYTHONPATH"])
 
 
 def hard_linked(run: Path, names: list[str], outside: Path) -> dict[str, Path]:

@@ -2,6 +2,8 @@
 the peak a row's share is taken against, and the figures put into rows."""
 
 import json
+import os
+from importlib import metadata
 
 import pytest
 
@@ -103,3 +105,33 @@ def test_counts_are_kept_in_the_cache_file_and_read_from_it(tmp_path, monkeypatc
     counting.model_work.cache_clear()
     assert counting.model_work("tiny", 32) == ModelWork(1.0, 2.0)
     counting.model_work.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "cache",
+    [
+        '["a list"]',
+        '{"KEY": [1, 2]}',
+        '{"KEY": {"flops_per_image": 1.0}}',
+        '{"KEY": {"flops_per_image": "many", "saved_elements_per_image": 2.0}}',
+        '{"KEY": {"flops_per_image": 1.0, "saved_elements_per_image": 2.0, "from": "a later version"}}',
+        '{"KEY": {"flops_per_image": -1.0, "saved_elements_per_image": 2.0}}',
+        "fifo",
+    ],
+    ids=["list", "entry-list", "field-missing", "text", "field-more", "negative", "fifo"],
+)
+def test_a_cache_of_another_shape_or_no_file_is_counted_again_and_replaced(tmp_path, monkeypatch, cache):
+    """What the cache holds is read back checked (`ModelWork.from_record`): an entry of another
+    shape, another version's or a damaged one, is counted again, and a FIFO is never waited on."""
+    from mgbench.datasets.check import time_limit
+    from mgbench.runner import counting
+
+    path = tmp_path / "work.json"
+    monkeypatch.setenv(counting.CACHE_ENV, str(path))
+    key = f"tiny@32 torchvision {metadata.version('torchvision')}"
+    os.mkfifo(path) if cache == "fifo" else path.write_text(cache.replace("KEY", key))
+    counting.model_work.cache_clear()
+    with time_limit(60):
+        assert counting.model_work("tiny", 32) == count_work(model_spec("tiny"), 32)
+    counting.model_work.cache_clear()
+    assert ModelWork.from_record(json.loads(path.read_text())[key]) == count_work(model_spec("tiny"), 32)

@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from mgbench import __version__
 from mgbench.cli.interrupts import sigterm_interrupts, stopped
+from mgbench.cli.output import OutputError, drop_stdout, guarded_stdout
 from mgbench.common.errors import UsageError
 
 EXAMPLES = """examples:
@@ -76,10 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """`mgbench ARGV` (`sys.argv`'s when None); the exit code. The verb's handler finds the
     arguments in `args.argv`, not in `sys.argv`, which a caller in the same process did not set:
-    compare records them as its command and checks what `--resume` is given against them."""
+    compare records them as its command and checks what `--resume` is given against them.
+    Output that cannot be written (stdout on a full disk, a closed pipe) is one line on stderr and
+    exit code 2 too (`output.guarded_stdout`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        with sigterm_interrupts():
+        with sigterm_interrupts(), guarded_stdout():
             parser = build_parser()
             args = parser.parse_args(argv)
             args.argv = argv
@@ -93,3 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return stopped()
+    except OutputError as error:
+        print(f"mgbench: error: cannot write the output: {error}", file=sys.stderr)
+        drop_stdout()
+        return 2

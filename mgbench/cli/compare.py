@@ -20,21 +20,20 @@ from rich.console import Console
 from rich.markup import escape
 
 from mgbench.cli.interrupts import INTERRUPTED_EXIT_CODE
-from mgbench.cli.live import live_compare
+from mgbench.cli.live import heartbeat_seconds, live_compare
 from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
 from mgbench.cli.report import add_format_option
+from mgbench.cli.starting_point import check_start_again, record_start, shared_start
 from mgbench.cli.values import folder_path, hosts_text, positive_seconds, rounds_count
 from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.common.compare_plan import ComparePlan
-from mgbench.common.config import RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import INIT_SAME, reference_weights, weights_file_bytes
 from mgbench.common.kinds import DeviceKind
 from mgbench.common.results import read_results, write_json_atomically
 from mgbench.common.runfolder import LOCK_FILE, RunFolder
 from mgbench.common.scaling import add_scaling_figures
-from mgbench.datasets.resolve import check_dataset, dataset_for, recheck_dataset
+from mgbench.datasets.resolve import check_dataset, recheck_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
 from mgbench.reports.compact import print_summary
 from mgbench.reports.html import write_report
@@ -249,26 +248,15 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
     return folder, plan, runs
 
 
-def record_initial_weights(folder: RunFolder, configs: list[RunConfig]) -> None:
-    """With `--init same`, the reference draw every run starts from, kept in the run folder: a
-    row's `init_digest` is this file's digest, and `--init` takes it for a later compare."""
-    if not configs or configs[0].init != INIT_SAME:
-        return
-    dataset = dataset_for(configs[0])
-    spec = dataset.task_spec(configs[0].spec) if dataset else configs[0].spec
-    folder.write(
-        folder.initial_weights, weights_file_bytes(reference_weights(spec, configs[0].seed, configs[0].input_size))
-    )
-
-
 def plan_resume(
     folder: RunFolder, command: str, timeout: float | None, repeat: int | None, console: Console
 ) -> tuple[ComparePlan, RoundBook]:
     """The recorded plan of the folder (one run per run_id, `ComparePlan`) and its rounds: the
-    runs that still owe one checked again as a new compare checks its dataset (`recheck_dataset`)
-    before anything is written; then its results keep only the rounds already done
-    (`RoundBook.kept`). `command` joins the plan's `resumed` list; a `timeout` or `repeat` given
-    now replaces the recorded one."""
+    runs that still owe one have their dataset and starting point checked again as a new compare
+    checks them (`recheck_dataset`, `check_start_again`) before anything is written; then its
+    results keep only the rounds already done (`RoundBook.kept`), and a starting point missing
+    from the folder is written. `command` joins the plan's `resumed` list; a `timeout` or
+    `repeat` given now replaces the recorded one."""
     plan = ComparePlan.read(folder.compare_file)
     missing = {
         name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
@@ -280,7 +268,10 @@ def plan_resume(
     book = RoundBook.kept(runs, plan.repeat, recorded_rounds(folder))
     if owed := book.owed():
         recheck_dataset(owed[0].config, [run.config for run in owed], on_note=say(console))
+    start = check_start_again(folder, plan.configs[0], book.rows()) if plan.configs else None
     book.rewrite(folder)
+    if plan.configs:
+        record_start(folder, plan.configs[0], start)
     plan.resumed.append(command)
     if timeout is not None:
         plan.timeout = timeout
@@ -305,6 +296,7 @@ def bandwidth_report(
 
 def handle(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
+    heartbeat_seconds()  # a bad MGBENCH_HEARTBEAT_SECONDS is refused before anything is written
     if args.resume:
         refuse_job_options(args.resume, typed_options(args.argv[1:]))
         recorded = RunFolder(args.resume).compare_file
@@ -314,6 +306,7 @@ def handle(args: argparse.Namespace) -> int:
     else:
         folder, plan, runs = plan_new(args, console)
         book = RoundBook(runs, plan.repeat)
+        start = shared_start(plan.configs[0]) if plan.configs else None  # drawn before a file is written
     with folder.claimed() as lock:
         if lock and lock.taken_over:
             console.print(f"[yellow]{folder.root}: lock taken over from an mgbench that is gone ({lock.taken_over})[/]")
@@ -322,7 +315,8 @@ def handle(args: argparse.Namespace) -> int:
         else:
             refuse_used_folder(folder.root)
             write_json_atomically(folder.compare_file, plan.to_json())
-            record_initial_weights(folder, plan.configs)
+            if plan.configs:
+                record_start(folder, plan.configs[0], start)
         hint = f"the rows written are kept; continue with: mgbench compare --resume {folder.root}"
         with folder.writing(hint):
             return run_planned(folder, plan, book, console, args.format)

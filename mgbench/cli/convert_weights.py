@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from mgbench.cli.values import new_weights_file, seed
 from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import conformed, weights_file_bytes
 from mgbench.common.models import model_spec
@@ -22,10 +23,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
         help="turn a torchvision state dict (.pth) into the .npz that --init FILE.npz starts every framework from",
     )
     parser.add_argument("src", type=Path, help="a torch state dict of the torchvision architecture (.pth or .pt)")
-    parser.add_argument("dst", type=Path, help="the .npz to write (not overwritten if it exists)")
+    parser.add_argument("dst", type=new_weights_file, help="the .npz to write (not overwritten if it exists)")
     parser.add_argument("--model", default="densenet121", help="the catalogue model the weights are for")
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the reference draw for arrays of another shape (the classifier)"
+        "--seed", type=seed, default=0, help="seed of the reference draw for arrays of another shape (the classifier)"
     )
     parser.set_defaults(handler=handle)
 
@@ -34,18 +35,17 @@ def handle(args: argparse.Namespace) -> int:
     spec = model_spec(args.model)
     if args.src.suffix not in TORCH_SUFFIXES:
         raise UsageError(f"{args.src}: convert-weights reads torch state dicts ({', '.join(TORCH_SUFFIXES)})")
-    if not args.src.is_file():
-        raise UsageError(f"{args.src}: no such file")
-    if args.dst.suffix != ".npz":
-        raise UsageError(f"{args.dst}: the weights are written as .npz (what --init reads)")
-    if args.dst.exists() or args.dst.is_symlink():
-        raise UsageError(f"{args.dst} exists: give a new name (it is not overwritten)")
     try:
         from mgbench.frameworks.pytorch.weights import read_state_dict
     except ImportError:
         raise UsageError("convert-weights reads torch files with PyTorch: make env-pytorch") from None
     result = conformed(read_state_dict(args.src), spec, args.seed, args.src.name)
-    write_file(args.dst.absolute().parent, args.dst.name, weights_file_bytes(result.weights))
+    try:
+        write_file(args.dst.absolute().parent, args.dst.name, weights_file_bytes(result.weights), exclusive=True)
+    except FileExistsError:
+        raise UsageError(f"{args.dst} was made while the weights were converted: it is not overwritten") from None
+    except OSError as error:
+        raise UsageError(f"cannot write {args.dst}: {error.strerror}") from None
     console = Console(stderr=True, soft_wrap=True)
     if result.redrawn:
         console.print(

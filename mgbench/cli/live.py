@@ -11,6 +11,7 @@ Both read the run's progress from its log (`logs/<run>.log`), where the worker p
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import threading
@@ -24,7 +25,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from mgbench.cli.values import positive_seconds
 from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult
 from mgbench.runner.orchestrator import RunEvent
 
@@ -58,7 +61,16 @@ def latest_step(log: Path) -> StepProgress | None:
 
 
 def heartbeat_seconds() -> float:
-    return float(os.environ.get(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS))
+    """`HEARTBEAT_ENV`'s seconds (default 60): a positive number, else one UsageError. Compare
+    reads it before anything is written: `abc` would end the progress thread in a traceback, and
+    `0`, `-1` or `nan` print a line on every turn of its loop."""
+    text = os.environ.get(HEARTBEAT_ENV)
+    if text is None:
+        return DEFAULT_HEARTBEAT_SECONDS
+    try:
+        return positive_seconds(text)
+    except argparse.ArgumentTypeError as error:
+        raise UsageError(f"{HEARTBEAT_ENV}: {error}") from None
 
 
 def run_name(config: RunConfig, round_label: str = "") -> str:
@@ -136,8 +148,12 @@ class LiveCompare(ABC):
 class PlainLines(LiveCompare):
     """For a pipe or a log: whole lines only, each saying which run and how far."""
 
+    def __init__(self, console: Console, total: int):
+        super().__init__(console, total)
+        self.heartbeat = heartbeat_seconds()
+
     def interval(self) -> float:
-        return heartbeat_seconds()
+        return self.heartbeat
 
     def position(self) -> str:
         return f"[{min(self.done + 1, self.total)}/{self.total}]"

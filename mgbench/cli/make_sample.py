@@ -8,8 +8,13 @@ from pathlib import Path
 from rich.console import Console
 
 from mgbench.cli.progress import interrupted, progress_bar
+from mgbench.cli.values import seed
 from mgbench.common.errors import UsageError
+from mgbench.common.job import image_size_refusal
 from mgbench.datasets.sample import make_sample
+
+SMALLEST_SAMPLE = 32
+"""The smallest side a sample is drawn at: its findings are shapes on a grid of cells."""
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -19,7 +24,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("dst", type=Path, help="folder to write")
     parser.add_argument("--n", type=int, default=512, help="number of images (default 512)")
     parser.add_argument("--size", type=int, default=264, help="image side in pixels (default 264)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument("--workers", type=int, default=None, help="drawing processes (default: CPU count)")
     parser.add_argument(
         "--overwrite", action="store_true", help="replace what an earlier make-sample wrote to DST (only that)"
@@ -30,8 +35,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.n < 10:
         raise UsageError(f"--n must be at least 10 (a training and a validation split), got {args.n}")
-    if args.size < 32:
-        raise UsageError(f"--size must be at least 32 px, got {args.size}")
+    if refusal := image_size_refusal(args.size, SMALLEST_SAMPLE):
+        raise UsageError(f"--size: {refusal}")
     console = Console(stderr=True, soft_wrap=True)
     try:
         with progress_bar(console, "drawing") as show:

@@ -243,16 +243,26 @@ def resolve_init(init: str | None, model: str) -> str:
     if init in (INIT_SAME, INIT_FRAMEWORK):
         return init
     path = Path(init).expanduser().absolute()
-    if not path.is_file():
-        raise UsageError(f"--init {init}: no such weights file")
-    read_weights_file(path)
+    try:
+        read_weights_file(path)
+    except UsageError as error:
+        raise UsageError(f"--init {error}") from None
     return str(path)
 
 
 def parse_device_counts(text: str) -> list[int]:
     """`4` means 1 and 4 devices; `1,2,4` means exactly those, each once (a script's `1,$N` on a
-    one-GPU machine asks for one run, not two of the same row). An empty item (`1,,2`, `2,`) is
-    refused: it is a count left out, perhaps an unset variable in a script's `1,$N`."""
+    one-GPU machine asks for one run, not two of the same row)."""
+    counts = device_counts(text)
+    if len(counts) == 1 and counts[0] > 1:
+        counts = [1, counts[0]]
+    return counts
+
+
+def device_counts(text: str) -> list[int]:
+    """The counts of a `--gpus` list (`compare`'s, `project`'s), each once, in the order given.
+    An empty item (`1,,2`, `2,`) is refused: it is a count left out, perhaps an unset variable in
+    a script's `1,$N`."""
     parts = [part.strip() for part in text.split(",")]
     if not any(parts):
         raise UsageError("--gpus is empty")
@@ -262,6 +272,4 @@ def parse_device_counts(text: str) -> list[int]:
         counts = [int(part) for part in parts]
     except ValueError:
         raise UsageError(f"--gpus takes a number or a comma-separated list, got {text!r}") from None
-    if len(counts) == 1 and counts[0] > 1:
-        counts = [1, counts[0]]
     return list(dict.fromkeys(counts))

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 from rich.table import Table
 
+from mgbench.cli.options import device_counts
 from mgbench.common.errors import UsageError
 from mgbench.common.interconnects import PRESETS, parse_interconnect
 from mgbench.common.runfolder import RunFolder
@@ -27,6 +28,10 @@ from mgbench.reports.projection import (
 )
 from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.summary import table_console
+
+MAX_PROJECTED_DEVICES = 2**20
+"""The most devices a projection takes: a million, past the largest training clusters built; a
+count far beyond it leaves the integers numpy computes the charts with."""
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -52,12 +57,10 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def parse_counts(text: str) -> list[int]:
-    try:
-        counts = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise UsageError(f"--gpus takes a comma-separated list of device counts, got {text!r}") from None
-    if not counts or counts[0] < 1:
-        raise UsageError(f"--gpus takes device counts of at least 1, got {text!r}")
+    """The device counts to project to, in order: each from 1 to `MAX_PROJECTED_DEVICES`."""
+    counts = sorted(device_counts(text))
+    if counts[0] < 1 or counts[-1] > MAX_PROJECTED_DEVICES:
+        raise UsageError(f"--gpus takes device counts of 1 to {MAX_PROJECTED_DEVICES:,}, got {text!r}")
     return counts
 
 

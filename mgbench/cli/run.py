@@ -17,7 +17,7 @@ from rich.console import Console
 
 from mgbench.cli.compare import say
 from mgbench.cli.options import add_job_options, job_from_args
-from mgbench.cli.values import folder_path, positive_seconds
+from mgbench.cli.values import folder_path, new_weights_file, positive_seconds
 from mgbench.common.config import RunConfig
 from mgbench.common.devices import check_device_counts
 from mgbench.common.results import append_result
@@ -39,7 +39,9 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument("--framework", default="pytorch")
     parser.add_argument("--strategy", default=None, help="default: the framework's default strategy")
     parser.add_argument("--gpus", type=int, default=1, help="device count (default 1)")
-    parser.add_argument("--save-state", type=Path, default=None, help="write trained weights (.npz) here")
+    parser.add_argument(
+        "--save-state", type=new_weights_file, default=None, help="write trained weights here (a new .npz)"
+    )
     parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_SECONDS, help="seconds")
     parser.add_argument("--out", type=folder_path, default=None, help="run folder (default runs/<time>-<run>)")
     add_job_options(parser)

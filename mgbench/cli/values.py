@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 
 from mgbench.common.errors import UsageError
+from mgbench.common.job import seed_refusal
+from mgbench.common.safe_files import check_new_name
 from mgbench.runner.hosts import parse_hosts
 
 NAME_MAX = 255
@@ -40,6 +42,19 @@ def rounds_count(text: str) -> int:
     return value
 
 
+def seed(text: str) -> int:
+    """argparse type for a `--seed` that is not a job's (`convert-weights`, `make-sample-chestxray`;
+    a job's is checked with the job, `job.settle`): an integer numpy's generators take as every
+    framework's does, 0 to 2**32 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes an integer, got {text!r}") from None
+    if refusal := seed_refusal(value):
+        raise argparse.ArgumentTypeError(refusal)
+    return value
+
+
 def folder_path(text: str) -> Path:
     """argparse type for `--out`: a path whose every name fits a file system (`NAME_MAX`)."""
     path = Path(text)
@@ -62,3 +77,23 @@ def hosts_text(text: str) -> str:
         except UsageError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
     return text
+
+
+WEIGHTS_SUFFIX = ".npz"
+
+
+def new_weights_file(text: str) -> Path:
+    """argparse type for a `.npz` of weights mgbench is to write (`convert-weights`' DST, `run
+    --save-state`): named `.npz` (what `--init` reads; numpy would add the suffix to another
+    name), free (nothing there is overwritten, nor a link written through, nor a FIFO waited on),
+    and in a folder where a file can be made, checked before the work whose end is writing it."""
+    path = Path(text)
+    if path.suffix != WEIGHTS_SUFFIX:
+        raise argparse.ArgumentTypeError(f"{text}: the weights are written as {WEIGHTS_SUFFIX} (what --init reads)")
+    try:
+        check_new_name(path.absolute())
+    except FileExistsError:
+        raise argparse.ArgumentTypeError(f"{text} exists: give a new name (it is not overwritten)") from None
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{text}: no file can be made there ({error.strerror})") from None
+    return path

@@ -20,7 +20,7 @@ from typing import Any
 
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult, write_json_atomically
-from mgbench.common.schema import check_fields, parse_json
+from mgbench.common.schema import check_fields, read_json_file
 
 BANDWIDTH_FILE = "bandwidth.json"
 GRADIENT_BYTES_PER_PARAM = 4
@@ -102,7 +102,7 @@ class BandwidthReport:
             )
 
         try:
-            record = parse_json(path.read_bytes(), path.name)
+            record = read_json_file(path, path.name)
             if not isinstance(record, dict):
                 raise UsageError(f"{type(record).__name__} instead of an object")
             check_fields(record, cls, path.name)

@@ -16,7 +16,7 @@ from typing import Any
 
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UsageError
-from mgbench.common.schema import parse_json
+from mgbench.common.schema import read_json_file
 
 SCALINGS = ("weak", "strong")
 
@@ -64,7 +64,7 @@ class ComparePlan:
     @classmethod
     def read(cls, path: Path) -> ComparePlan:
         try:
-            record = parse_json(path.read_bytes(), str(path))
+            record = read_json_file(path, str(path))
         except UsageError as error:
             raise UsageError(f"{error}; the plan is lost") from None
         try:

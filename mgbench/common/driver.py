@@ -33,10 +33,13 @@ import psutil
 
 from mgbench.common.breakdown import TimedStep
 from mgbench.common.config import RunConfig
+from mgbench.common.errors import UsageError
 from mgbench.common.machine import host_environment
+from mgbench.common.metrics import diverged
 from mgbench.common.profiling import profile_window
 from mgbench.common.protocol import Adapter
 from mgbench.common.results import RunResult
+from mgbench.common.safe_files import new_file_by_writer
 from mgbench.common.schedule import learning_rate_at
 from mgbench.common.step_timer import Clock, StepTimer, step_sync_forced
 from mgbench.common.target import TargetMetric
@@ -145,10 +148,18 @@ class StepClock:
         self.losses.extend(self.trainer.read_losses(self.pending))
         self.pending, self.in_window = [], False
 
-    @property
-    def first_losses(self) -> list[float]:
-        """The run's first training losses, its compile step's first (`STEP_LOSSES_KEPT`)."""
-        return (self.compile_losses + self.losses)[:STEP_LOSSES_KEPT]
+    def loss_figures(self) -> dict[str, Any]:
+        """The row's losses: every timed step's, the first `STEP_LOSSES_KEPT` (a compiled run's
+        compile step first), the last, and the step (counted the same way) at which the loss was
+        first no finite number, each loss from there on saying so (`metrics.diverged`)."""
+        every, diverged_at = diverged(self.compile_losses + self.losses)
+        losses = every[len(self.compile_losses) :]
+        return {
+            "losses": losses,
+            "step_losses": every[:STEP_LOSSES_KEPT],
+            "final_loss": losses[-1],
+            "diverged_at_step": diverged_at,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,6 +260,17 @@ def closed(feed: Iterator[Any]) -> None:
         close()
 
 
+def save_state(trainer: Adapter, path: Path) -> None:
+    """The trained weights as the new file `path` (`run --save-state`, checked free before the run):
+    written beside it and linked to the name, so that a file made there meanwhile is not replaced
+    (one UsageError), nor a link planted there written through."""
+    try:
+        with new_file_by_writer(path) as temporary:
+            trainer.save_state(temporary)
+    except FileExistsError:
+        raise UsageError(f"--save-state {path} was made while the run trained: it is not overwritten") from None
+
+
 def run_training(
     trainer: Adapter,
     config: RunConfig,
@@ -316,7 +338,7 @@ def run_training(
         metrics = trainer.evaluate()
         eval_seconds = time.perf_counter() - eval_start
     if state_path is not None and placement.is_primary:
-        trainer.save_state(state_path)
+        save_state(trainer, state_path)
     peak = trainer.peak_memory_bytes()
     versions = trainer.framework_versions()
     trainer.close()
@@ -350,12 +372,10 @@ def run_training(
         time_to_train_seconds=time_to_train,
         epoch_images_per_sec=epoch_rate,
         **target_figures,
-        final_loss=clock.losses[-1],
+        **clock.loss_figures(),
         peak_memory_bytes=peak,
         step_seconds=clock.step_seconds,
         input_wait_seconds=clock.waits,
-        losses=clock.losses,
-        step_losses=clock.first_losses,
         profile=profile,
         profile_seconds=profile_seconds,
     )

@@ -30,6 +30,7 @@ import numpy as np
 
 from mgbench.common.errors import UsageError
 from mgbench.common.models import ModelSpec
+from mgbench.common.safe_files import open_regular
 
 INIT_SAME = "same"
 """Every framework starts from the reference draw of this module."""
@@ -276,17 +277,43 @@ def reference_weights(spec: ModelSpec, seed: int, image_size: int) -> InitialWei
     return InitialWeights(arrays, INIT_SAME)
 
 
+WEIGHT_KINDS = "fiub"
+"""numpy's kinds of plain numbers (float, signed and unsigned integer, bool): what a weight can be
+read as float32 from; a structured, complex, text or object array cannot."""
+
+
 def read_weights_file(path: Path) -> InitialWeights:
     """An `.npz` of named arrays (torchvision's names and layouts), as float32; one UsageError if
-    it cannot be read as one (no pickled objects are loaded)."""
+    it cannot be read as one. The file is opened only if it is a regular file (a FIFO would hold
+    the read), no pickled object is loaded, and each array's header is checked before its data
+    is read (`_read_member`)."""
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {name: np.asarray(archive[name], dtype=np.float32) for name in archive.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
-        raise UsageError(f"--init {path}: not a readable .npz of weights ({error})") from None
+        with open(path, "rb", opener=open_regular) as handle, zipfile.ZipFile(handle) as archive:
+            arrays = {member.removesuffix(".npy"): _read_member(archive, member) for member in archive.namelist()}
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise UsageError(f"{path}: not a readable .npz of weights ({reason})") from None
     if not arrays:
-        raise UsageError(f"--init {path}: the file holds no arrays")
+        raise UsageError(f"{path}: the file holds no arrays")
     return InitialWeights(arrays, path.name)
+
+
+def _read_member(archive: zipfile.ZipFile, member: str) -> np.ndarray:
+    """The archive's array `member` as float32, its header read first: a ValueError unless it
+    holds plain numbers and claims no more bytes than the member holds (a header may claim
+    terabytes, which reading would try to allocate)."""
+    with archive.open(member) as stream:
+        version = np.lib.format.read_magic(stream)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(stream)
+        held = archive.getinfo(member).file_size - stream.tell()
+    if dtype.kind not in WEIGHT_KINDS or dtype.fields is not None:
+        raise ValueError(f"{member} is an array of {dtype}, not of numbers")
+    claimed = math.prod(shape) * dtype.itemsize
+    if claimed > held:
+        raise ValueError(f"{member}'s header claims {claimed} bytes, the file holds {held}")
+    with archive.open(member) as stream:
+        return np.asarray(np.lib.format.read_array(stream, allow_pickle=False), dtype=np.float32)
 
 
 def initial_weights(init: str, spec: ModelSpec, seed: int, image_size: int) -> InitialWeights | None:

@@ -30,6 +30,26 @@ SEED_LIMIT = 2**32
 larger or negative one would fail every run after launching instead of once before."""
 
 
+MIN_IMAGE_SIZE = 16
+MAX_IMAGE_SIZE = 4096
+"""The largest image side, in px, that mgbench trains on (`--image-size`) or writes (`prepare`'s
+and `make-sample-chestxray`'s `--size`): four times the NIH originals' 1024 px and over ten times
+the largest native input of the catalogue (299 px). A larger side is no benchmark, only minutes of
+allocation or a MemoryError (a transformer's position embedding grows with its square)."""
+
+
+def image_size_refusal(size: int, minimum: int = MIN_IMAGE_SIZE) -> str | None:
+    """Why an image side of `size` px is refused (None: it is from `minimum` to `MAX_IMAGE_SIZE`)."""
+    if minimum <= size <= MAX_IMAGE_SIZE:
+        return None
+    return f"image size must be {minimum} to {MAX_IMAGE_SIZE} px, got {size}"
+
+
+def seed_refusal(seed: int) -> str | None:
+    """Why `seed` cannot seed every framework alike (None: it can)."""
+    return None if 0 <= seed < SEED_LIMIT else f"the seed must be 0 to 2**32 - 1 (32 bits), got {seed}"
+
+
 @dataclass(frozen=True)
 class Job:
     model: str
@@ -141,8 +161,8 @@ def settle(job: Any) -> None:
         TargetMetric.parse(job.target_metric)
     if job.workers is not None and job.workers < 0:
         raise UsageError(f"workers must be 0 or more, got {job.workers}")
-    if not 0 <= job.seed < SEED_LIMIT:
-        raise UsageError(f"the seed must be 0 to 2**32 - 1 (32 bits), got {job.seed}")
+    if refusal := seed_refusal(job.seed):
+        raise UsageError(refusal)
     if not math.isfinite(job.learning_rate) or job.learning_rate < 0:
         raise UsageError(f"the learning rate must be a finite number >= 0, got {job.learning_rate}")
     if job.lr_reference_batch < 1:
@@ -151,8 +171,8 @@ def settle(job: Any) -> None:
         raise UsageError(f"--profile takes a number of steps >= 0 (0: none), got {job.profile_steps}")
     if job.compile is not None and not job.compile.strip():
         raise UsageError("--compile takes a mode name, got an empty one")
-    if job.image_size is not None and job.image_size < 16:
-        raise UsageError(f"image size must be at least 16 px, got {job.image_size}")
+    if job.image_size is not None and (refusal := image_size_refusal(job.image_size)):
+        raise UsageError(refusal)
     transformer = model_spec(job.model).transformer
     if job.image_size is not None and transformer and (refusal := transformer.size_refusal(job.image_size)):
         raise UsageError(f"{job.model} {refusal}")

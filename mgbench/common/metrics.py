@@ -43,6 +43,8 @@ def mean_auc(targets: np.ndarray, scores: np.ndarray) -> float:
     # reads results (the orchestrator, each run at its start) would pay otherwise.
     from sklearn.metrics import roc_auc_score
 
+    if not np.isfinite(scores).all():
+        return Undefined("the model's scores are not finite numbers (its loss diverged)")
     if targets.ndim == 1:
         classes = np.unique(targets)
         if len(classes) < 2:
@@ -74,18 +76,52 @@ def gathered_metrics(shards: Sequence[EvalShard], multi_label: bool) -> dict[str
     return {"loss": sum(shard[0] for shard in shards) / len(targets), **split_metrics(targets, scores, multi_label)}
 
 
-def defined(value: Any, where: str = "") -> tuple[Any, list[str]]:
+def diverged(losses: Sequence[float]) -> tuple[list[float], int | None]:
+    """`losses` (one per training step, in order) with each that is no finite number as
+    `Undefined`, saying at which step the loss diverged, and that step (1-based; None: every loss
+    is a number). A learning rate too high, or a start that holds NaN, shows so: the run's
+    throughput still holds, its losses from that step on have no value."""
+    step = next((index for index, loss in enumerate(losses, start=1) if not math.isfinite(loss)), None)
+    if step is None:
+        return list(losses), None
+    why = Undefined(f"the loss diverged at step {step} ({losses[step - 1]})")
+    return [loss if math.isfinite(loss) else why for loss in losses], step
+
+
+def defined(value: Any) -> tuple[Any, list[str]]:
     """`value` (a row's record, or any JSON-like part of it) with every NaN or infinite number
-    as None, and one line per such number saying which it was (`where`, as `test_metrics.auc`)
-    and why it has no value: its `Undefined.why`, or that it is not a finite number (a loss that
-    diverged)."""
+    as None, and a line per reason saying which numbers have no value (by where they are, as
+    `test_metrics.auc`) and why: its `Undefined.why`, or that it is not a finite number. Numbers
+    without a value for one reason share a line, and a list's are named by the first and a count:
+    a diverged run's thousand losses are one line, not a thousand."""
+    value, missing = _without_undefined(value, "")
+    return value, [f"{', '.join(wheres)} undefined: {why}" for why, wheres in _by_reason(missing).items()]
+
+
+def _by_reason(missing: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Where each number without a value is, by why it has none, in the order met."""
+    reasons: dict[str, list[str]] = {}
+    for where, why in missing:
+        reasons.setdefault(why, []).append(where)
+    return reasons
+
+
+def _without_undefined(value: Any, where: str) -> tuple[Any, list[tuple[str, str]]]:
+    """`defined`'s walk: the value with None for each number without one, and (where, why) of each."""
     if isinstance(value, float) and not math.isfinite(value):
-        why = value.why if isinstance(value, Undefined) else f"{value} is not a finite number"
-        return None, [f"{where} undefined: {why}"]
+        return None, [(where, value.why if isinstance(value, Undefined) else f"{value} is not a finite number")]
     if isinstance(value, dict):
-        pairs = [(key, defined(item, f"{where}.{key}" if where else str(key))) for key, item in value.items()]
-        return {key: item for key, (item, _) in pairs}, [line for _, (_, lines) in pairs for line in lines]
+        pairs = [
+            (key, _without_undefined(item, f"{where}.{key}" if where else str(key))) for key, item in value.items()
+        ]
+        return {key: item for key, (item, _) in pairs}, [each for _, (_, found) in pairs for each in found]
     if isinstance(value, list):
-        items = [defined(item, f"{where}[{index}]") for index, item in enumerate(value)]
-        return [item for item, _ in items], [line for _, lines in items for line in lines]
+        items = [_without_undefined(item, f"{where}[{index}]") for index, item in enumerate(value)]
+        missing = [each for _, found in items for each in found]
+        if len(missing) > 1 and all(isinstance(item, int | float) for item in value):
+            missing = [
+                (f"{first} and {len(rest)} more" if rest else first, why)
+                for why, (first, *rest) in _by_reason(missing).items()
+            ]
+        return [item for item, _ in items], missing
     return value, []

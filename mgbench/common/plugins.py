@@ -22,12 +22,13 @@ PLUGINS_ENV = "MGBENCH_PLUGINS"
 def plugin_modules() -> list[ModuleType]:
     """Each module `MGBENCH_PLUGINS` names, imported. A module that is missing or raises while it
     is imported is one UsageError naming it: every verb, `list` included, reads them, and a
-    plugin's traceback would hide which setting broke it."""
+    plugin's traceback would hide which setting broke it. A plugin's `SystemExit` is such an
+    error too, not the end of mgbench: it would end every verb silently, with its exit code."""
     modules = []
     for name in filter(None, (name.strip() for name in os.environ.get(PLUGINS_ENV, "").split(","))):
         try:
             modules.append(importlib.import_module(name))
-        except Exception as error:  # a plugin is third-party code: any exception it raises at import
+        except (Exception, SystemExit) as error:  # a plugin is third-party code: whatever it raises at import
             raise UsageError(
                 f"{plugin_named(name)}, which cannot be imported: {type(error).__name__}: {error}"
             ) from None

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from mgbench.common.config import RunConfig
 from mgbench.common.errors import UnsafeNameError, UsageError
 from mgbench.common.metrics import defined
-from mgbench.common.safe_files import write_file
+from mgbench.common.safe_files import read_regular, write_file
 from mgbench.common.schema import check_fields, parse_json
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
@@ -116,6 +116,10 @@ class RunResult:
     target_epoch: int | None = None
     """The epoch whose validation reached `--target-metric`, the last one trained."""
     final_loss: float | None = None
+    diverged_at_step: int | None = None
+    """The training step (1-based, a compiled run's compile step first) whose loss was first no
+    finite number: a learning rate too high, or a start holding NaN. The throughput figures still
+    hold; the losses from that step on are null, and `warnings` says where they diverged."""
     requested_batch_per_device: int | None = None
     """The batch per device asked for; `batch_per_device` is the one that ran (lower after OOM retries)."""
     oom_retries: int = 0
@@ -217,7 +221,7 @@ class RunResult:
         return json.dumps(self.to_record(), allow_nan=False)
 
 
-def write_json_atomically(path: Path, text: str) -> None:
+def write_json_atomically(path: Path, text: str | bytes) -> None:
     """Write `path` whole through a new file beside it renamed over the name
     (`safe_files.write_file`): a crash or a full disk leaves the old file whole, and a link or a
     hard link planted at the name is replaced, never written through.
@@ -232,16 +236,27 @@ def write_json_atomically(path: Path, text: str) -> None:
 
 
 def append_line(path: Path, line: str) -> None:
-    """Add one line of JSON to a file of lines, atomically."""
-    existing = path.read_text() if path.exists() else ""
-    if existing and not existing.endswith("\n"):
-        existing += "\n"
-    write_json_atomically(path, existing + line + "\n")
+    """Add one line of JSON to a file of lines, atomically; its other lines stay as they are, byte for byte."""
+    existing = results_file_bytes(path)
+    if existing and not existing.endswith(b"\n"):
+        existing += b"\n"
+    write_json_atomically(path, existing + (line + "\n").encode())
 
 
 def append_result(path: Path, result: RunResult) -> None:
     """Add one row to a results file, atomically."""
     append_line(path, result.to_json())
+
+
+def results_file_bytes(path: Path) -> bytes:
+    """What a results file holds (nothing where there is none yet); a name that holds no regular
+    file (a FIFO, which would hold the read) is one UsageError."""
+    try:
+        return read_regular(path)
+    except FileNotFoundError:
+        return b""
+    except OSError as error:
+        raise UsageError(f"{path} cannot be read: {error.strerror or error}") from None
 
 
 def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:
@@ -255,7 +270,7 @@ def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult]
     have been written by mgbench (`UnsafeNameError`) is raised, with its line.
     """
     records, results, unreadable = [], [], 0
-    lines = path.read_bytes().splitlines() if path.exists() else []
+    lines = results_file_bytes(path).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -12,10 +12,15 @@ file, or a FIFO. Every write goes through here:
   a full disk leaves the old file whole instead of a truncated one;
 * a file written as it goes (`fresh_stream`, a run's log) first removes the old name (a link
   goes, its target stays) and is created anew with `O_EXCL | O_NOFOLLOW`; a writer that opens
-  the path itself (a profiler) is handed a name `clear_name` removed first.
+  the path itself (a profiler) is handed a name `clear_name` removed first;
+* a file the user names that must not replace anything (`convert-weights`' DST, `run
+  --save-state`) is checked free and writable before the work that ends in it
+  (`check_new_name`), and is written whole beside its name, then linked to it (`write_file`'s
+  `exclusive`, `new_file_by_writer`): a name taken meanwhile fails the link, never the taker.
 
-Reading or locking such a name goes through `open_regular`: only a regular file is opened, as a
-FIFO holds `open` (or the first read) until someone writes to it, and a device may never end.
+Reading or locking such a name goes through `open_regular` (`read_regular` for a whole file):
+only a regular file is opened, as a FIFO holds `open` (or the first read) until someone writes to
+it, and a device may never end.
 """
 
 from __future__ import annotations
@@ -92,14 +97,17 @@ def open_folder(root: Path, parts: list[str], create: bool = True) -> int:
     return fd
 
 
-def write_file(root: Path, relative: str | PurePath, data: str | bytes) -> Path:
+def write_file(root: Path, relative: str | PurePath, data: str | bytes, exclusive: bool = False) -> Path:
     """Write `root/relative` whole: a new file renamed over the old name (which may be a link or
-    a hard link: the entry is replaced, its target untouched). An OSError names the file, but a
-    LinkRefusedError, kept as it is, names the link on the way: what the user has to remove. The
-    new file's mode is 0666 less the umask, as `open` makes files. Returns the path."""
+    a hard link: the entry is replaced, its target untouched), or, `exclusive`, linked to the name
+    only where nothing holds it (else FileExistsError, and nothing is replaced). An OSError names
+    the file, but a LinkRefusedError, kept as it is, names the link on the way: what the user has
+    to remove. The new file's mode is 0666 less the umask, as `open` makes files. Text is written
+    as UTF-8, a name that is not (a file name's byte held as a surrogate) as its own bytes. Returns
+    the path."""
     *folders, name = _components(relative)
     path = root.joinpath(relative)
-    payload = data.encode() if isinstance(data, str) else data
+    payload = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     try:
         folder = open_folder(root, folders)
     except LinkRefusedError:
@@ -114,7 +122,7 @@ def write_file(root: Path, relative: str | PurePath, data: str | bytes) -> Path:
                 handle.write(payload)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.rename(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+            _publish(folder, temporary, name, exclusive)
         except BaseException as error:
             try:
                 os.unlink(temporary, dir_fd=folder)
@@ -128,11 +136,57 @@ def write_file(root: Path, relative: str | PurePath, data: str | bytes) -> Path:
     return path
 
 
+def _publish(folder: int, temporary: str, name: str, exclusive: bool) -> None:
+    """The whole `temporary` file of `folder` at `name`: renamed over it, or (`exclusive`) linked
+    there, which fails with FileExistsError where anything holds the name, and then removed."""
+    if not exclusive:
+        os.rename(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+        return
+    os.link(temporary, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+    os.unlink(temporary, dir_fd=folder)
+
+
+def check_new_name(path: Path) -> None:
+    """Raise FileExistsError where anything holds `path` (a file, a link, a FIFO: nothing is
+    written over or through it), else an OSError where no file can be made in its folder (missing,
+    not a folder, read-only, a file system such as /proc that makes none): a file made there and
+    removed says so, before the work whose end is writing `path`."""
+    if os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "exists", str(path))
+    folder = open_folder(path.parent, [], create=False)
+    try:
+        probe = f".{path.name}.{secrets.token_hex(6)}.probe"
+        os.close(os.open(probe, NEW_FILE_FLAGS, 0o666, dir_fd=folder))
+        os.unlink(probe, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+@contextmanager
+def new_file_by_writer(path: Path) -> Iterator[Path]:
+    """A path for a writer that opens its own file (numpy's `savez`) to make the new file `path`:
+    a temporary name beside it (ending as `path` does, a suffix such a writer would add), linked
+    to `path` once the writer is done, which fails with FileExistsError where a file has taken
+    the name meanwhile: nothing is replaced. The temporary name is gone after, whatever happened."""
+    folder = open_folder(path.parent, [], create=False)
+    temporary = f".{path.stem}.{secrets.token_hex(6)}.partial{path.suffix}"
+    try:
+        yield path.parent / temporary
+        _publish(folder, temporary, path.name, exclusive=True)
+    finally:
+        try:
+            os.unlink(temporary, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        os.close(folder)
+
+
 @contextmanager
 def fresh_stream(root: Path, relative: str | PurePath, mode: str = "w", newline: str | None = None) -> Iterator[IO]:
     """`root/relative` opened for writing as it goes (a log read while it grows): whatever held
     the name is removed first (a link goes, its target stays) and the file is created anew,
-    without following a link. `mode` is "w" or "wb"; `newline` as `open` takes it."""
+    without following a link. `mode` is "w" or "wb"; `newline` as `open` takes it; text goes as
+    `write_file` writes it, a file name's bytes that are not UTF-8 as they are."""
     *folders, name = _components(relative)
     folder = open_folder(root, folders)
     try:
@@ -140,7 +194,8 @@ def fresh_stream(root: Path, relative: str | PurePath, mode: str = "w", newline:
         fd = os.open(name, NEW_FILE_FLAGS, 0o666, dir_fd=folder)
     finally:
         os.close(folder)
-    with os.fdopen(fd, mode, newline=newline) as handle:
+    errors = None if "b" in mode else "surrogateescape"
+    with os.fdopen(fd, mode, newline=newline, errors=errors) as handle:
         yield handle
 
 
@@ -193,6 +248,13 @@ def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY, follow_links
         os.close(fd)
         raise
     return fd
+
+
+def read_regular(path: str | os.PathLike) -> bytes:
+    """The whole of `path`, read only if it is a regular file (`open_regular`): a FIFO, a socket,
+    a device or a folder is a NotRegularFileError, never waited on."""
+    with open(path, "rb", opener=open_regular) as handle:
+        return handle.read()
 
 
 def _refuse_unless_regular(path: str | os.PathLike, mode: int) -> None:

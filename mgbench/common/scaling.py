@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.results import write_json_atomically
+from mgbench.common.results import results_file_bytes, write_json_atomically
 
 SCALING_FIELDS = ("speedup", "scaling_efficiency_fraction", "images_per_sec_per_device")
 
@@ -44,8 +44,8 @@ def scaling_figures(records: list[dict[str, Any]]) -> list[dict[str, float | Non
 
 def add_scaling_figures(path: Path) -> None:
     """Rewrite the results file atomically with every row's SCALING_FIELDS; a line that cannot be
-    read stays as it is, and every other field of a row (known or not) is kept."""
-    lines = path.read_text().splitlines() if path.exists() else []
+    read stays as it is, byte for byte, and every other field of a row (known or not) is kept."""
+    lines = results_file_bytes(path).decode("utf-8", "surrogateescape").splitlines()
     parsed: list[dict[str, Any] | None] = []
     for line in lines:
         try:
@@ -60,4 +60,4 @@ def add_scaling_figures(path: Path) -> None:
         for line, record in zip(lines, parsed, strict=True)
         if line.strip()
     )
-    write_json_atomically(path, text)
+    write_json_atomically(path, text.encode("utf-8", "surrogateescape"))

@@ -5,7 +5,8 @@ it to be what mgbench wrote: `images_per_sec` a number, `compile` a name. Rather
 description of each file kept beside the class that writes it, the class's own annotations are
 the schema (`check_fields`), so a field added to `RunResult` or `RunConfig` is checked as soon as
 it is declared. `parse_json` turns what is no JSON at all (cut short, not UTF-8, nested past
-`MAX_DEPTH`) into the same one-line `UsageError`, so every reader refuses alike.
+`MAX_DEPTH`) into the same one-line `UsageError`, so every reader refuses alike; `read_json_file`
+does so for a file, which it reads only if it is a regular file (a FIFO would hold the read).
 """
 
 from __future__ import annotations
@@ -18,14 +19,26 @@ import types
 import typing
 from collections.abc import Mapping
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from mgbench.common.errors import UsageError
+from mgbench.common.safe_files import read_regular
 
 MAX_DEPTH = 32
 """Objects and lists nested deeper than this are refused. mgbench writes at most a few levels (a
 row's profile summary); the bound keeps every later `json.dumps`, `repr` or pandas call on a
 value far from Python's recursion limit, which a file nested a thousand levels deep would reach."""
+
+
+def read_json_file(path: Path, what: str) -> Any:
+    """The JSON value of the file `path` (`parse_json`); a file that cannot be read, or is no
+    regular file (`safe_files.read_regular`), is one UsageError naming `what` and why."""
+    try:
+        data = read_regular(path)
+    except OSError as error:
+        raise UsageError(f"{what} cannot be read: {error.strerror or error}") from None
+    return parse_json(data, what)
 
 
 def parse_json(data: str | bytes, what: str) -> Any:

@@ -21,12 +21,15 @@ COLUMN_LABEL = re.compile(r"^(GPU\d+|NIC\d+|mlx\w+)$")
 
 
 def nvidia_smi_topology() -> str | None:
-    """The raw `nvidia-smi topo -m` text, or None where nvidia-smi is missing or fails."""
+    """The raw `nvidia-smi topo -m` text, or None where nvidia-smi is missing or fails. A byte
+    that is not UTF-8 (a driver's, a locale's) is shown as U+FFFD, not a failure of `env`."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
     try:
-        done = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=30, check=True)
+        done = subprocess.run(
+            [smi, "topo", "-m"], capture_output=True, text=True, errors="replace", timeout=30, check=True
+        )
     except (subprocess.SubprocessError, OSError):
         return None
     return ANSI_ESCAPE.sub("", done.stdout)

@@ -17,10 +17,14 @@ halved). A row's `peak_fraction` is its achieved TFLOP/s over the peak of all it
 
 from __future__ import annotations
 
+import dataclasses
+import reprlib
 from dataclasses import dataclass
 
 from mgbench.common.bandwidth import BandwidthReport
+from mgbench.common.errors import UsageError
 from mgbench.common.results import RunResult
+from mgbench.common.schema import check_fields
 
 TERA = 1e12
 BYTES_PER_ELEMENT = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -36,6 +40,18 @@ class ModelWork:
     """Forward + backward FLOPs (a multiply-add counts 2)."""
     saved_elements_per_image: float
     """Elements of the tensors the forward keeps for the backward (parameters excluded)."""
+
+    @classmethod
+    def from_record(cls, record: object) -> ModelWork:
+        """A count read back (`runner.counting`'s cache, which may be another version's or damaged):
+        an object of exactly these fields, positive numbers, else a UsageError."""
+        names = {field.name for field in dataclasses.fields(cls)}
+        if not isinstance(record, dict) or set(record) != names:
+            raise UsageError(f"not a count of work: {reprlib.repr(record)}")
+        check_fields(record, cls, "not a count of work")
+        if not all(value > 0 for value in record.values()):
+            raise UsageError(f"not a count of work: {reprlib.repr(record)} holds a number that is not positive")
+        return cls(**record)
 
 
 @dataclass(frozen=True)

@@ -119,7 +119,7 @@ def hashed_split(groups: Iterable[str], held_out: Iterable[str] = HELD_OUT) -> n
     slots = [(name, HELD_OUT.index(name) * VALIDATION_PERCENT) for name in held_out]
     assigned = []
     for group in groups:
-        bucket = zlib.crc32(group.encode()) % 100
+        bucket = zlib.crc32(os.fsencode(group)) % 100  # a name as the file system holds it, UTF-8 or not
         assigned.append(next((name for name, low in slots if low <= bucket < low + VALIDATION_PERCENT), "train"))
     return np.array(assigned, dtype=object)
 

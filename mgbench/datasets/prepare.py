@@ -19,6 +19,7 @@ from pathlib import Path
 from PIL import Image
 
 from mgbench.common.errors import UsageError
+from mgbench.common.job import image_size_refusal
 from mgbench.common.safe_files import write_file
 from mgbench.datasets.check import check_files
 from mgbench.datasets.chestxray import IMAGE_COLUMN, LABEL_FILE, TEST_LIST, TRAIN_LIST, read_entries
@@ -84,8 +85,8 @@ def prepare_chestxray(
     """
     if image_format not in FORMATS:
         raise UsageError(f"unknown image format {image_format!r}; choose from {', '.join(FORMATS)}")
-    if size < 16:
-        raise UsageError(f"size must be at least 16 px, got {size}")
+    if refusal := image_size_refusal(size):
+        raise UsageError(f"--size: {refusal}")
     check_workers(workers)
     check_apart(src, dst)
     csv_path = src / LABEL_FILE

@@ -60,6 +60,7 @@ from mgbench.common.projection import (
 )
 from mgbench.common.results import write_json_atomically
 from mgbench.common.runfolder import RunFolder
+from mgbench.common.safe_files import read_regular
 from mgbench.frameworks.registry import framework_spec
 from mgbench.reports.readings import has_breakdown
 from mgbench.reports.runfolder import RunFolderData
@@ -110,7 +111,7 @@ def measured_overlap(root: Path, run_id: str) -> float | None:
     shares = []
     for path in sorted(RunFolder(root).profile_dir(run_id).glob(RANK_BREAKDOWN_FILE.format("*"))):
         try:
-            share = overlap_share(json.loads(path.read_text()))
+            share = overlap_share(json.loads(read_regular(path)))
         except READ_ERRORS:
             continue
         if share is not None:
@@ -424,7 +425,7 @@ def read_projection(root: Path) -> dict[str, Any] | None:
     """The folder's projection, or None when there is none or the file is not this tool's."""
     path = RunFolder(root).inside(PROJECTION_FILE)
     try:
-        projection = json.loads(path.read_text())
+        projection = json.loads(read_regular(path))
     except (OSError, ValueError):
         return None
     return projection if isinstance(projection, dict) and projection.get("written_by") == WRITTEN_BY else None

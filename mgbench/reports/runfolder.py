@@ -11,6 +11,7 @@ name that would lead a file outside the folder (one line, exit code 2).
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RENAMED, RESULTS_FILE, RunResult, read_result_lines
 from mgbench.common.runfolder import TRACE_COLUMNS, RunFolder
+from mgbench.common.safe_files import read_regular
 from mgbench.reports.summary import results_frame
 
 NOT_RUN_ERROR = "no result: the compare ended before this run finished"
@@ -39,16 +41,15 @@ class RunFolderData:
     notes: list[str] = field(default_factory=list)
 
     def trace(self, run_id: str) -> pd.DataFrame | None:
-        """The run's utilisation samples, or None when the file is missing, empty or malformed:
+        """The run's utilisation samples, or None when the file is missing, no regular file (a FIFO
+        is never waited on), empty or malformed:
         not UTF-8, short of a column, or text where a number belongs (`TRACE_TEXT_COLUMNS` aside,
         every column holds numbers, empty where a device does not report one), which every chart
         of it would trip over."""
         path = RunFolder(self.root).trace(run_id)
-        if not path.exists():
-            return None
         try:
-            trace = pd.read_csv(path)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+            trace = pd.read_csv(io.BytesIO(read_regular(path)))
+        except (OSError, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
             return None
         if trace.empty or not set(TRACE_COLUMNS) <= set(trace.columns):
             return None

@@ -85,8 +85,15 @@ def _relative(value: float, reference: float) -> float:
 
 
 def _losses(row: pd.Series) -> list[float]:
+    """The row's first losses up to the first without a value (null: the loss diverged there),
+    so a run that diverged is compared over the steps before it did."""
     losses = row.get("step_losses")
-    return [float(v) for v in losses] if isinstance(losses, list) else []
+    finite = []
+    for value in losses if isinstance(losses, list) else []:
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            break
+        finite.append(float(value))
+    return finite
 
 
 def _reference(rows: pd.DataFrame) -> pd.Series:
@@ -102,7 +109,7 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
     if frame.empty or "step_losses" not in frame:
         return None
     rows = frame[frame["status"] == "ok"]
-    rows = rows[[bool(_losses(row)) and all(map(math.isfinite, _losses(row))) for _, row in rows.iterrows()]]
+    rows = rows[[bool(_losses(row)) for _, row in rows.iterrows()]]
     if len(rows) < 2:
         return None
     groups = [group for _, group in rows.groupby("global_batch") if len(group) > 1]

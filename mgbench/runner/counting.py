@@ -25,9 +25,12 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
+from mgbench.common.errors import UsageError
 from mgbench.common.models import model_spec
 from mgbench.common.results import write_json_atomically
+from mgbench.common.safe_files import read_regular
 from mgbench.common.work import ModelWork
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 
@@ -39,11 +42,14 @@ def cache_path() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "mgbench" / "work.json")
 
 
-def _read_cache(path: Path) -> dict[str, dict[str, float]]:
+def _read_cache(path: Path) -> dict[str, Any]:
+    """The cache's counts by key; a cache that is absent, no regular file (a FIFO is not waited
+    on), cut short or not an object holds none: its counts are counted again, and the file replaced."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):  # absent, unreadable or cut short: count again
+        cached = json.loads(read_regular(path))
+    except (OSError, ValueError):
         return {}
+    return cached if isinstance(cached, dict) else {}
 
 
 def compiler_cache() -> str:
@@ -83,7 +89,10 @@ def model_work(model: str, image_size: int) -> ModelWork | None:
     path = cache_path()
     cached = _read_cache(path)
     if key in cached:
-        return ModelWork(**cached[key])
+        try:
+            return ModelWork.from_record(cached[key])
+        except UsageError:  # another version's entry, or a damaged one: counted again
+            pass
     with compiler_cache_named():
         try:
             from mgbench.frameworks.pytorch.flops import count_work

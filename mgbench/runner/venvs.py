@@ -174,6 +174,12 @@ def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
 
 
 def run_step(step: list[str], spec: FrameworkSpec, env: dict[str, str]) -> None:
+    """Run one step of a setup, its output shown; one that fails, or cannot start (an interpreter
+    that does not exist), is one UsageError naming it."""
     print("$", " ".join(step), file=sys.stderr, flush=True)
-    if subprocess.run(step, env=env).returncode != 0:
+    try:
+        failed = subprocess.run(step, env=env).returncode != 0
+    except OSError as error:
+        raise UsageError(f"setting up {spec.name} failed at: {' '.join(step)} ({error.strerror})") from None
+    if failed:
         raise UsageError(f"setting up {spec.name} failed at: {' '.join(step)}")

@@ -4,7 +4,7 @@ dict itself; Horovod and the FLOP count build the same modules."""
 
 from __future__ import annotations
 
-import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +14,7 @@ from torch import nn
 from mgbench.common.errors import UsageError
 from mgbench.common.initial_weights import InitialWeights
 from mgbench.common.models import Hyperparameters
+from mgbench.common.safe_files import open_regular
 
 BATCH_COUNTER = "num_batches_tracked"
 """torch's own count of batches seen by a batch-norm layer: not a weight, not shared."""
@@ -38,13 +39,38 @@ def set_batch_norm(model: nn.Module, hyperparameters: Hyperparameters) -> None:
 
 
 def read_state_dict(path: Path) -> dict[str, np.ndarray]:
-    """A saved torch state dict (a checkpoint holding one under `state_dict` too) as numpy arrays,
-    loaded without running pickled code (`weights_only`)."""
+    """A saved torch state dict (a checkpoint holding one under `state_dict` too, or a dict of a
+    model's parameters) as numpy arrays, loaded without running pickled code (`weights_only`) from
+    a regular file only (a FIFO would hold the read). Anything torch cannot load, or loads as
+    other than tensors of numbers by name, is one UsageError."""
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, pickle.UnpicklingError) as error:
-        raise UsageError(f"{path}: not a torch state dict ({str(error).splitlines()[0]})") from None
+        # torch warns as it loads tensors of kinds refused below (sparse, quantized): the refusal says it.
+        with open(path, "rb", opener=open_regular) as handle, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            saved = torch.load(handle, map_location="cpu", weights_only=True)
+    except Exception as error:  # a damaged file fails in many ways: EOFError, pickle's, zip's, torch's own
+        said = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        reason = (said.splitlines() or [type(error).__name__])[0]
+        raise UsageError(f"{path}: not a torch state dict ({reason})") from None
     state = saved.get("state_dict", saved) if isinstance(saved, dict) else None
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+    if not isinstance(state, dict) or not state:
         raise UsageError(f"{path}: not a torch state dict (no named tensors in it)")
-    return {name: tensor.float().numpy() for name, tensor in state.items()}
+    for name, tensor in state.items():
+        if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
+            raise UsageError(f"{path}: not a torch state dict ({name!r} is no name of a tensor)")
+        if refusal := _tensor_refusal(tensor):
+            raise UsageError(f"{path}: {name} is {refusal}, not a plain tensor of numbers")
+    return {name: tensor.detach().float().numpy() for name, tensor in state.items()}
+
+
+def _tensor_refusal(tensor: torch.Tensor) -> str | None:
+    """Why `tensor` holds no weights to copy as float32 (None: it does)."""
+    if tensor.is_meta:
+        return "a meta tensor (a shape without data)"
+    if tensor.layout != torch.strided:
+        return f"a {tensor.layout} tensor"
+    if tensor.is_quantized:
+        return "a quantized tensor"
+    if tensor.is_complex():
+        return "a complex tensor"
+    return None

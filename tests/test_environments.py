@@ -1,11 +1,12 @@
 """Framework environments layered on another's packages (`FrameworkSpec.packages_from`).
 
-torch with its CUDA libraries takes about 6 GB; keras-torch and horovod see the pytorch
+torch with its CUDA libraries takes about 6 GB; keras-torch, keras-jax and horovod see the pytorch
 environment's copy beneath their own instead of installing it again, which keeps `make test`'s
 environments within a CI machine's disk.
 """
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from conftest import framework_python
 
 from mgbench.frameworks.registry import registered
 from mgbench.runner.launch import VENVS_ENV, environment_python
-from mgbench.runner.venvs import LAYER_FILE, layer_environment, site_packages
+from mgbench.runner.venvs import LAYER_FILE, layer_environment, requirements_file, site_packages
 
 SHOW_ORIGIN = "import marker; print(marker.ORIGIN)"
 
@@ -71,3 +72,27 @@ def test_keras_torch_uses_the_pytorch_environments_torch_rather_than_a_copy():
 
     assert Path(torch_file).resolve().is_relative_to(lower)
     assert not Path(torch_file).resolve().is_relative_to(own)
+
+
+def pins(requirements: Path) -> set[str]:
+    """The distributions a requirements file names, those of the files it includes (`-r`) too."""
+    names = set()
+    for line in requirements.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("-r "):
+            names |= pins(requirements.parent / line.removeprefix("-r ").strip())
+        elif line and not line.startswith("-"):
+            names.add(re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower())
+    return names
+
+
+def test_no_two_environments_install_their_own_torch():
+    """torch with its CUDA libraries is about 6 GB: every environment that needs it but the pytorch
+    framework's own takes it from there (`packages_from`), keras-jax's `--decode gpu` included."""
+    specs = registered().values()
+    torch_holders = {spec.environment for spec in specs if "torch" in pins(requirements_file(spec))}
+    assert {"pytorch", "keras-torch", "keras-jax", "horovod"} <= torch_holders
+    own_copy = {
+        spec.environment for spec in specs if spec.environment in torch_holders and spec.packages_from != "pytorch"
+    }
+    assert own_copy == {"pytorch"}

@@ -37,6 +37,22 @@ def test_list_shows_frameworks_models_and_install_state():
         assert word in done.stdout
 
 
+@pytest.mark.parametrize("columns", [None, "100", "300"], ids=["piped", "columns-100", "columns-300"])
+def test_list_fits_100_columns_piped_or_wide_and_splits_no_word(columns):
+    """Piped (200 columns for tables elsewhere) or in a wider terminal, `list` takes 100 columns
+    at most; every word of every strategy's description is whole on some line."""
+    from mgbench.cli.catalog import strategy_text
+    from mgbench.frameworks.registry import registered
+
+    done = mgbench("list", **({"COLUMNS": columns} if columns else {}))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100 and all(line == line.rstrip() for line in lines)
+    words = set(done.stdout.split())
+    described = {word for spec in registered().values() for s in spec.strategies for word in strategy_text(s).split()}
+    assert described - words == set()
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -96,3 +96,32 @@ def test_no_two_environments_install_their_own_torch():
         spec.environment for spec in specs if spec.environment in torch_holders and spec.packages_from != "pytorch"
     }
     assert own_copy == {"pytorch"}
+
+
+QUIETLY = Path(__file__).resolve().parent.parent / "scripts" / "quietly.sh"
+
+
+def test_a_set_up_step_is_one_line_its_output_in_a_log_and_a_failure_shows_the_logs_end(tmp_path):
+    log = tmp_path / "logs" / "env.log"
+    chatty = ["sh", "-c", "for i in $(seq 1 500); do echo pip line $i; done"]
+    done = subprocess.run([str(QUIETLY), "env", str(log), *chatty], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(rf"env: setting up \(log: {re.escape(str(log))}\) \.\.\. done in \d+ s\n", done.stdout)
+    assert log.read_text().splitlines()[-1] == "pip line 500" and done.stderr == ""
+    failing = ["sh", "-c", "for i in $(seq 1 500); do echo pip line $i; done; exit 3"]
+    done = subprocess.run([str(QUIETLY), "env", str(log), *failing], capture_output=True, text=True)
+    assert done.returncode == 3
+    assert "failed (exit code 3)" in done.stdout and done.stdout.rstrip().endswith("pip line 500")
+    assert "pip line 400" not in done.stdout
+
+
+def test_make_demo_and_make_test_build_every_environment_through_quietly():
+    """`make -n`: every command that installs (pip, mgbench setup) is run by scripts/quietly.sh."""
+    root = QUIETLY.parent.parent
+    for target in ("demo", "test"):
+        planned = subprocess.run(
+            ["make", "-n", "-B", target], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+        commands = re.sub(r"\\\n\s*", " ", planned).splitlines()
+        installs = [line for line in commands if "pip install" in line or "mgbench setup" in line]
+        assert installs and all(line.startswith("scripts/quietly.sh ") for line in installs), installs

@@ -26,6 +26,7 @@ from rich.text import Text
 
 from mgbench.common.kinds import DeviceKind
 from mgbench.reports.answer import answer
+from mgbench.reports.cells import run_label
 from mgbench.reports.ranking import Ranking, Throughput, ranking_of
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
 from mgbench.reports.same_start import same_start_sentence
@@ -92,10 +93,6 @@ class Note:
     run: str = ""
 
 
-def run_name(row: pd.Series) -> str:
-    return f"{row['framework']} {row['strategy']} x{row['devices']}"
-
-
 class NoteBook:
     """Numbered notes, each sentence once: lines refer to them by number, and a sentence about
     several runs names them all, or says `every run` where it is about every run of the compare."""
@@ -131,7 +128,7 @@ def _notes_of(group: pd.DataFrame, held: HeldBack | None) -> list[Note]:
     restart, and what its bottleneck means."""
     notes = []
     for _, row in group.sort_values("devices").iterrows():
-        where = run_name(row)
+        where = run_label(row)
         if row["status"] != "ok":
             cause = str(row.get("error") or "").splitlines()
             notes.append(Note(row["status"] + (f": {cause[0]}" if cause and cause[0] else ""), where))
@@ -179,7 +176,7 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     ranked = [f"{ranking.ranked}_{count}dev" for count in reversed(counts)]
     ascending = not ranking.descending
     table = table.sort_values(ranked, ascending=ascending, na_position="last", kind="stable").reset_index(drop=True)
-    book = NoteBook([run_name(row) for _, row in frame.iterrows()])
+    book = NoteBook([run_label(row) for _, row in frame.iterrows()])
     table["notes"] = [sorted({book.number(note) for note in notes}) for notes in table["notes"]]
     table["vs_fastest_ratio"] = ranking.vs_fastest(table[f"{ranking.ranked}_{top}dev"])
     columns = _columns(counts, word, ranking)

@@ -64,11 +64,6 @@ def job_title(frame: pd.DataFrame) -> str:
     return " ".join(parts)
 
 
-def run_label(row: pd.Series) -> str:
-    """`framework strategy xN` for legends and axis ticks."""
-    return f"{row['framework']} {row['strategy']} x{int(row['devices'])}"
-
-
 def run_title(row: pd.Series) -> str:
     kind = "GPU" if DeviceKind(row["device_kind"]).on_gpu else "CPU device"
     devices = int(row["devices"])

@@ -1,10 +1,11 @@
 """`report.html`: one self-contained page per run folder (charts inlined, no external assets).
 
 The page is meant to be mailed or attached to a ticket and opened offline, so charts are
-embedded as base64 data URIs and the CSS is inline. It fits any screen without scrolling sideways:
-on a phone's width every table shows each row as a card, a cell a line named by its header
-(`data-label`), and each run's details are folded behind its name. Every value written into the page goes
-through `html.escape`: errors and commands come from subprocess output and may hold anything.
+embedded as base64 data URIs and the CSS is inline. It fits any screen without scrolling
+sideways: on a phone's width every table shows each row as a card, a cell a line named by its
+header (`data-label`), and each run's details are folded behind its name. Every value written
+into the page goes through `html.escape`: errors and commands come from subprocess output and
+may hold anything.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from PIL import Image
 
 from mgbench.common.config import RunConfig
 from mgbench.common.runfolder import CHARTS_DIR, RunFolder
-from mgbench.reports.cells import MISSING, number
+from mgbench.reports.cells import MISSING, number, run_label
 from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
-from mgbench.reports.figures import job_title, run_label
+from mgbench.reports.figures import job_title
 from mgbench.reports.projection import PROJECTION_COLUMNS, read_projection, series_notes, series_rows, series_title
 from mgbench.reports.readings import breakdown_text, limits_details, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
@@ -245,7 +246,7 @@ def _split_summary(shown: pd.DataFrame, headers: dict[str, str]) -> tuple[list[s
     return compared, [column for column in shown.columns if column not in compared]
 
 
-def varying(table: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, object]]]:
+def _varying(table: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, object]]]:
     """The table without the columns that tell its rows nothing apart: those empty in every row
     are left out, and where it has several rows, those holding one value in every row are
     returned as (header, value) to be said once above it."""
@@ -271,7 +272,7 @@ def _said_once(shared: list[tuple[str, object]]) -> str:
 def _summary_section(frame: pd.DataFrame, compared: pd.DataFrame, warnings: pd.Series) -> str:
     """Every run's compared figures, one row each (what all rows share said once above them),
     linking to the run's details, where a row with a warning says so in its link."""
-    table, shared = varying(compared)
+    table, shared = _varying(compared)
     attrs, rows = [], []
     for (_, row), cells, warned in zip(frame.iterrows(), table.itertuples(index=False), warnings):
         state = "ok" if row["status"] == "ok" else "problem"
@@ -286,7 +287,7 @@ def _training_section(frame: pd.DataFrame) -> str:
     if lines.empty:
         return ""
     named = lines.map(_fixed).rename(columns=TRAINING_COLUMNS)
-    table, shared = varying(named)
+    table, shared = _varying(named)
     return f"<h2>Time to train</h2>{_said_once(shared)}{_table(list(table.columns), table.itertuples(index=False))}"
 
 

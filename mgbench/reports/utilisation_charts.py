@@ -18,9 +18,10 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
 from mgbench.common.phases import PHASES, run_phases
-from mgbench.reports.cells import number
-from mgbench.reports.figures import job_title, new_figure, run_label, save
+from mgbench.reports.cells import number, run_label
+from mgbench.reports.figures import job_title, new_figure, save
 from mgbench.reports.run_charts import OTHER_ALPHA, PHASE_ALPHA, PHASE_COLORS, shade_phases
+from mgbench.reports.summary import measured_host
 
 DEVICE_COLORS = ("#1f3b73", "#8c1d40", "#2f6b2f", "#6b4c9a", "#b8860b", "#006d77", "#444444", "#c71585")
 """One line colour per device index, dark enough to read over every phase's shade."""
@@ -33,9 +34,8 @@ SUMMARY_WIDTH_INCHES = 6.0
 
 
 def source_word(ok: pd.DataFrame) -> str:
-    """What the rows' utilisation measured: `GPU` or `host CPU` (`RunResult.utilisation_source`)."""
-    sources = {str(source) for source in ok.get("utilisation_source", pd.Series(dtype=object)).dropna()}
-    return "host CPU" if sources and all(source.startswith("host") for source in sources) else "GPU"
+    """What the rows' utilisation measured: `GPU`, or `host CPU` where CPU devices stood in."""
+    return "host CPU" if measured_host(ok) else "GPU"
 
 
 def every_run_utilisation_chart(ok: pd.DataFrame, traces: dict[str, pd.DataFrame], path: Path) -> Path:

@@ -17,6 +17,7 @@ their median.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,12 +81,8 @@ class _Timeline:
 
 def _stall_step(steps: Sequence[float], warmup: int) -> float:
     """The step time above which a steady step is a stall (`STALL_FACTOR` x the steady median)."""
-    steady = sorted(steps[warmup:])
-    if not steady:
-        return math.inf
-    middle = len(steady) // 2
-    median = steady[middle] if len(steady) % 2 else (steady[middle - 1] + steady[middle]) / 2
-    return STALL_FACTOR * median
+    steady = steps[warmup:]
+    return STALL_FACTOR * statistics.median(steady) if steady else math.inf
 
 
 def _step_phases(timeline: _Timeline, steps: Sequence[float], first: int, warmup: int, stall: float) -> None:
@@ -101,7 +98,9 @@ def _epochs_phases(row: Mapping[str, Any], start: float, compile_seconds: float)
     epochs = list(row["epoch_metrics"])
     steps = [float(s) for s in row.get("step_seconds") or []]
     untimed = 1 if compile_seconds else 0  # the compile step: the first epoch's first, not in the series
-    per_epoch = (len(steps) + untimed) // len(epochs) if (len(steps) + untimed) % len(epochs) == 0 else 0
+    per_epoch, uneven = divmod(len(steps) + untimed, len(epochs))
+    if uneven:  # epochs of unequal length: their steps cannot be told apart, only their spans
+        per_epoch, steps = 0, []
     warmup = int(_seconds(row.get("warmup_steps")))
     stall = _stall_step(steps, warmup)
     timeline = _Timeline(start)
@@ -111,7 +110,7 @@ def _epochs_phases(row: Mapping[str, Any], start: float, compile_seconds: float)
         ends = start + _seconds(epoch.get("elapsed_seconds"))
         validation = _seconds(epoch.get("val_seconds"))
         first = max(0, index * per_epoch - untimed)
-        own = steps[first : (index + 1) * per_epoch - untimed]
+        own = steps[first : max(first, (index + 1) * per_epoch - untimed)]
         compiled = compile_seconds if index == 0 else 0.0
         gap = ends - validation - opening - sum(own) - compiled
         timeline.jump(opening)

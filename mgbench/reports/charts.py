@@ -67,11 +67,11 @@ def write_charts(data: RunFolderData, folder: RunFolder | None = None) -> ChartS
     ok = data.frame[data.frame["status"] == "ok"]
     traces = {run_id: trace for run_id in data.frame["run_id"] if (trace := data.trace(run_id)) is not None}
     if not ok.empty:
-        ranked = ok.sort_values(GROUP + ["devices"], kind="stable")
-        if any(run_id in traces for run_id in ranked["run_id"]):
-            path = every_run_utilisation_chart(ranked, traces, folder.chart("utilisation-all.png"))
+        ordered = ok.sort_values(GROUP + ["devices"], kind="stable")
+        if any(run_id in traces for run_id in ordered["run_id"]):
+            path = every_run_utilisation_chart(ordered, traces, folder.chart("utilisation-all.png"))
             charts.side_by_side.append(Chart("Utilisation of every run, phases shaded", path))
-        path = throughput_and_utilisation_chart(ranked, folder.chart("throughput-utilisation.png"))
+        path = throughput_and_utilisation_chart(ordered, folder.chart("throughput-utilisation.png"))
         charts.side_by_side.append(Chart("Throughput and utilisation per run", path))
         charts.compare.append(Chart("Throughput", throughput_chart(ok, folder.chart("throughput.png"))))
         if ok["devices"].nunique() > 1:

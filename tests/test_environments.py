@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import framework_python
 
 from mgbench.frameworks.registry import registered
@@ -60,11 +61,13 @@ def test_an_environment_without_packages_from_gets_no_layer(tmp_path, monkeypatc
     assert not any(Path(site, LAYER_FILE).exists() for site in site_packages(interpreter)[1])
 
 
-def test_keras_torch_uses_the_pytorch_environments_torch_rather_than_a_copy():
-    own = Path(framework_python("keras-torch")).parent.parent.resolve()
+@pytest.mark.parametrize("framework", ["keras-torch", "keras-jax"])
+def test_a_layered_environment_uses_the_pytorch_environments_torch_rather_than_a_copy(framework):
+    """As built (`make test` rebuilds an environment whose requirements changed, anew)."""
+    own = Path(framework_python(framework)).parent.parent.resolve()
     lower = Path(framework_python("pytorch")).parent.parent.resolve()
     torch_file = subprocess.run(
-        [framework_python("keras-torch"), "-c", "import torch; print(torch.__file__)"],
+        [framework_python(framework), "-c", "import torch; print(torch.__file__)"],
         capture_output=True,
         text=True,
         check=True,

@@ -140,3 +140,32 @@ def test_a_cpu_compare_gives_every_ok_row_its_utilisation_in_results_summary_csv
         assert f"{row['utilisation_pct']:.0f} ({row['utilisation_p10_pct']:.0f}-{row['utilisation_p90_pct']:.0f})" in (
             markdown
         )
+
+
+def test_one_chart_puts_every_runs_utilisation_on_one_time_axis_with_its_phases(tmp_path, monkeypatch):
+    """The fixture's GPU runs (two trained in epochs): a panel each on one shared time axis, a
+    line per GPU, every phase of the run shaded where its clocks put it, its steady median named."""
+    from test_reports import fixture_folder
+
+    from mgbench.reports import utilisation_charts
+    from mgbench.reports.cells import run_label
+    from mgbench.reports.runfolder import load_run_folder
+
+    folder, _ = fixture_folder(tmp_path)
+    data = load_run_folder(folder)
+    ok = data.frame[data.frame["status"] == "ok"]
+    drawn = []
+    monkeypatch.setattr(utilisation_charts, "save", lambda figure, path: drawn.append(figure) or path)
+    traces = {run_id: data.trace(run_id) for run_id in ok["run_id"]}
+    utilisation_charts.every_run_utilisation_chart(ok, traces, tmp_path / "utilisation-all.png")
+    panels = drawn[0].axes
+    assert len(panels) == len(ok) == 3
+    assert all(panels[0].get_shared_x_axes().joined(panels[0], panel) for panel in panels)
+    for panel, (_, row) in zip(panels, ok.iterrows()):
+        assert len(panel.lines) == row["devices"]
+        edges = [edge for patch in panel.patches for edge in (patch.get_bbox().x0, patch.get_bbox().x1)]
+        assert edges == pytest.approx([edge for phase in run_phases(row) for edge in (phase.start, phase.end)])
+        assert panel.get_ylabel() == f"{run_label(row)}\nsteady median {row['utilisation_pct']:.0f}%"
+    assert any(isinstance(row, list) and row for row in ok["epoch_metrics"])
+    legend = [text.get_text() for text in drawn[0].legends[0].get_texts()]
+    assert legend == [STARTUP, WARMUP, STEADY, EVALUATION, "GPU 0", "GPU 1", "GPU 2", "GPU 3"]

@@ -46,8 +46,11 @@ def every_run_utilisation_chart(ok: pd.DataFrame, traces: dict[str, pd.DataFrame
     figure = new_figure(FRAME_INCHES + PANEL_INCHES * len(rows))
     panels = figure.subplots(len(rows), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     devices: dict[int, str] = {}
+    shaded: set[str] = set()
     for axes, row in zip(panels, rows):
-        shade_phases(axes, run_phases(row), labelled=False)
+        phases = run_phases(row)
+        shaded |= {phase.name for phase in phases}
+        shade_phases(axes, phases, labelled=False)
         for index, ((kind, device), samples) in enumerate(traces[row["run_id"]].groupby(["kind", "device"], sort=True)):
             devices.setdefault(index, f"GPU {device}" if kind == "gpu" else "host CPU")
             color = DEVICE_COLORS[index % len(DEVICE_COLORS)]
@@ -63,6 +66,7 @@ def every_run_utilisation_chart(ok: pd.DataFrame, traces: dict[str, pd.DataFrame
     handles = [
         Patch(color=PHASE_COLORS[name], alpha=min(1.0, 2 * PHASE_ALPHA.get(name, OTHER_ALPHA)), label=name)
         for name in PHASES
+        if name in shaded
     ]
     handles += [Patch(color=DEVICE_COLORS[i % len(DEVICE_COLORS)], label=label) for i, label in sorted(devices.items())]
     figure.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), fontsize="small")

@@ -65,17 +65,22 @@ def test_the_host_clock_names_a_bottleneck_wherever_no_profile_does():
 
 def test_every_run_keeps_the_compared_columns_and_links_each_row_to_its_details(tmp_path):
     """The folded figures (warm-up, input wait, start-up, compile, peak memory, all-reduce, the
-    warning) are in each run's section, which its row links to, saying so where it has a warning."""
+    warning) are in each run's details, folded behind its name, which its row links to, saying so
+    where it has a warning; what every row shares (one framework, one kind of device) is said once
+    above the table instead of in a column."""
     folder, run_ids = fixture_folder(tmp_path)
     text = write_report(folder).read_text()
     table = re.search(r'<table class="summary">(.*?)</table>', text).group(1)
     headers = re.findall(r"<th>([^<]*)</th>", table)
-    assert headers == [TABLE_COLUMNS[key] for key in COMPARED] + [DETAILS]
+    shared = ("framework", "device_kind")
+    assert headers == [TABLE_COLUMNS[key] for key in COMPARED if key not in shared] + [DETAILS]
+    assert '<p class="all-runs">Every row: framework pytorch; kind cuda</p><table class="summary">' in text
     for folded in ("warm-up", "input wait %", "start-up s", "peak mem GiB", "warning"):
         assert folded not in headers
     links = re.findall(r'<tr id="row-([^"]*)".*?<a href="#([^"]*)">([^<]*)</a></td></tr>', table)
     assert [(row, target) for row, target, _ in links] == [(run_id, f"run-{run_id}") for run_id in run_ids]
-    sections = dict(re.findall(r'<section class="run" id="(run-[^"]*)">(.*?)</section>', text, re.DOTALL))
+    sections = dict(re.findall(r'<details class="run" id="(run-[^"]*)">(.*?)</details>', text, re.DOTALL))
+    assert re.search(r"<summary>pytorch ddp x1: ok</summary>", sections[f"run-{run_ids[0]}"])
     first = sections[f"run-{run_ids[0]}"]
     assert "<td>start-up s</td><td>9.5</td>" in first and "<td>peak mem GiB</td><td>40.00</td>" in first
     assert "<td>warm-up</td><td>3 st / " in first
@@ -143,7 +148,7 @@ def test_the_step_chart_marks_stalls_and_draws_the_steady_rate_by_that_name(tmp_
     monkeypatch.setattr(run_charts, "run_title", lambda row: "a run")
     run_charts.step_throughput_chart(row, tmp_path / "steps.png")
     (axes,) = drawn[0].axes
-    labels = [text.get_text() for text in axes.get_legend().get_texts()]
+    labels = [text.get_text() for text in drawn[0].legends[0].get_texts()]  # outside the data
     assert f"steady rate {stats.images_per_sec:.1f}" in labels
     assert "stalls, 1 step (left out of the steady rate)" in labels
     (marked,) = axes.collections

@@ -105,7 +105,8 @@ def test_the_verdict_is_an_object_a_report_can_serialise():
     assert [tie["name"] for tie in judged["ties"]] == ["pytorch ddp-unstaged"]
     assert judged["runner_up"]["name"] == "chainer chainermn" and judged["lead"] == pytest.approx(1000 / 600)
     assert judged["text"].startswith("pytorch ddp and pytorch ddp-unstaged tie")
-    lines = json.loads(json_text(summary_of(rows)))["lines"]
+    frame = results_frame(rows)
+    lines = json.loads(json_text(compact_summary(frame, "densenet121 fp32"), frame))["lines"]
     assert [line["tie"] for line in lines] == [False, True, False]
     assert lines[0]["images_per_sec_low_2dev"] == 960.0 and lines[0]["rounds_2dev"] == 3
 

@@ -21,6 +21,7 @@ EXAMPLES = """examples:
   mgbench compare --frameworks pytorch --strategies all --gpus 1,2,4 --format md
   mgbench compare --resume runs/NAME                         rerun what an interrupted compare left
   mgbench report runs/NAME --format csv                      rebuild report.html, print the table as CSV
+  mgbench diff runs/BEFORE runs/AFTER                        exit 1 where a run of AFTER is slower
   mgbench list                                               frameworks, strategies, models, what is installed
 """
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         catalog,
         compare,
         convert_weights,
+        diff,
         envreport,
         make_sample,
         prepare,
@@ -60,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         compare,
         run,
         report,
+        diff,
         project,
         catalog,
         envreport,

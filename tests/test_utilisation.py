@@ -10,16 +10,18 @@ from conftest import mgbench, read_rows, tiny_job
 
 from mgbench.common.phases import (
     COMPILE,
+    EPOCH_START,
     EVALUATION,
     PROFILE,
     STALL,
-    STALL_FACTOR,
     STARTUP,
     STEADY,
     WARMUP,
+    row_window,
     run_phases,
     steady_spans,
 )
+from mgbench.common.timing import STALL_FACTOR, summarise_steps
 from mgbench.common.utilisation import SOURCES, utilisation_figures
 
 
@@ -29,10 +31,11 @@ def named(phases) -> list[tuple[str, float, float]]:
 
 def steps_row(**figures) -> dict:
     """A steps row's clocks: 2 s start-up, 3 s compile, two warm-up steps of 1 s, steady steps of
-    0.5 s with one of 2 s (a stall) in them, a 1.5 s profile and a 0.5 s evaluation."""
+    0.5 s with one of 2 s (a stall, which the row counted) in them, a 1.5 s profile and a 0.5 s
+    evaluation."""
     steps = [1.0, 1.0, 0.5, 0.5, 2.0, 0.5, 0.5]
     row = {"status": "ok", "startup_seconds": 2.0, "compile_seconds": 3.0, "step_seconds": steps}
-    return {**row, "warmup_steps": 2, "profile_seconds": 1.5, "eval_seconds": 0.5, **figures}
+    return {**row, "warmup_steps": 2, "stall_steps": 1, "profile_seconds": 1.5, "eval_seconds": 0.5, **figures}
 
 
 def test_a_steps_run_is_start_up_compile_warm_up_steady_with_its_stall_then_profile_and_evaluation():
@@ -51,11 +54,35 @@ def test_a_steps_run_is_start_up_compile_warm_up_steady_with_its_stall_then_prof
     assert run_phases({**steps_row(), "status": "failed"}) == []
 
 
+def stall_seconds(phases) -> float:
+    return sum(phase.seconds for phase in phases if phase.name == STALL)
+
+
+def test_a_stall_is_what_the_row_counted_by_timings_one_rule():
+    """The phases find the stalls `timing` counted in the row, and no others: two steps of 1.2 s
+    (over twice the 0.5 s median, so stalls) among 38 steady ones; a step of 1.2 s in every four
+    (too frequent to be stalls: how the job runs); a row written before stalls were counted."""
+    rare = [2.0, 1.5] + [0.5] * 18 + [1.2] + [0.5] * 18 + [1.2] + [0.5] * 2
+    stats = summarise_steps(rare, [0.0] * len(rare), 32)
+    row = {"status": "ok", "startup_seconds": 1.0, "step_seconds": rare, **stats.__dict__}
+    assert stats.stall_steps == 2 and row_window(row).stalls == (20, 39)
+    assert stall_seconds(run_phases(row)) == pytest.approx(stats.stall_seconds)
+    warm = sum(phase.seconds for phase in run_phases(row) if phase.name == WARMUP)
+    steady = sum(phase.seconds for phase in run_phases(row) if phase.name == STEADY)
+    assert (warm, steady) == (pytest.approx(stats.warmup_seconds), pytest.approx(stats.window_seconds))
+    frequent = [2.0, 1.5] + [0.5, 0.5, 0.5, 1.2] * 10
+    stats = summarise_steps(frequent, [0.0] * len(frequent), 32)
+    row = {"status": "ok", "startup_seconds": 1.0, "step_seconds": frequent, **stats.__dict__}
+    assert stats.stall_steps == 0 and stall_seconds(run_phases(row)) == 0
+    before_stalls = {**row, "step_seconds": rare, "stall_steps": None}
+    assert row_window(before_stalls).stalls == () and stall_seconds(run_phases(before_stalls)) == 0
+
+
 def test_an_epochs_run_shades_each_epochs_opening_its_steps_and_its_validation():
     """Two epochs of 4 steps, validation 1 s each; the run compiled, so its first step is the
     compile step (1 s), out of the timed series, whose steps take 0.5 s. The first epoch's training
     took 6 s of wall time, 3.5 s more than its compile step and 3 timed steps - its loader
-    starting, a stall; the second 2.1 s, its 0.1 s opening too short to be one."""
+    starting, its epoch start (not a step, so never a stall); the second 2.1 s, its opening 0.1 s."""
     epochs = [
         {"epoch": 1, "elapsed_seconds": 7.0, "val_seconds": 1.0},
         {"epoch": 2, "elapsed_seconds": 10.1, "val_seconds": 1.0},
@@ -64,19 +91,24 @@ def test_an_epochs_run_shades_each_epochs_opening_its_steps_and_its_validation()
     phases = run_phases({**row, "warmup_steps": 1, "epoch_metrics": epochs, "eval_seconds": 2.0})
     assert named(phases) == [
         (STARTUP, 0.0, 4.0),
-        (STALL, 4.0, 7.5),
+        (EPOCH_START, 4.0, 7.5),
         (COMPILE, 7.5, 8.5),
         (WARMUP, 8.5, 9.0),
         (STEADY, 9.0, 10.0),
         (EVALUATION, 10.0, 11.0),
-        (STEADY, 11.0, 13.0),
+        (EPOCH_START, 11.0, 11.1),
+        (STEADY, 11.1, 13.1),
         (EVALUATION, 13.1, 14.1),
     ]
-    assert [(span.start, span.end) for span in steady_spans(phases)] == [(9.0, 10.0), (11.0, 13.0)]
+    assert [edge for span in steady_spans(phases) for edge in (span.start, span.end)] == pytest.approx(
+        [9.0, 10.0, 11.1, 13.1]
+    )
     eager = run_phases(
         {**row, "compile_seconds": None, "step_seconds": [0.5] * 8, "warmup_steps": 0, "epoch_metrics": epochs}
     )
-    assert [phase.name for phase in eager] == [STARTUP, STALL, STEADY, EVALUATION, STEADY, EVALUATION]
+    assert [phase.name for phase in eager] == [STARTUP, *[EPOCH_START, STEADY, EVALUATION] * 2]
+    stalled = {**row, "step_seconds": [0.5, 0.5, 0.5, 1.5, 0.5, 0.5, 0.5], "stall_steps": 1, "epoch_metrics": epochs}
+    assert [phase.name for phase in run_phases(stalled)].count(STALL) == 1  # the row's stall, in its epoch
 
 
 def trace(samples: list[tuple[float, int, float, float]], kind: str = "gpu") -> pd.DataFrame:

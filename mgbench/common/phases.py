@@ -5,37 +5,39 @@ at the first training step, a compiled run's compile step follows, then its step
 another (`step_seconds`, warm-up first), then the profiled window and the evaluation. A run
 trained in epochs validates after each epoch (`epoch_metrics`: each epoch's `elapsed_seconds`
 from the first step, its `val_seconds`), and the wall time of an epoch's training that its steps
-do not account for (the loader starting its workers) opens the epoch.
+do not account for (its loader set up, the step clock started and read) opens the epoch: an
+`epoch start`, never steady.
 
 The phases are what the report shades on every run's utilisation (`reports.run_charts`) and what
-a row's utilisation figures are taken over (`utilisation`: the steady phases only). A steady step
-far longer than the others (`STALL_FACTOR`) is a stall: shaded as such and left out of the steady
-window, so one loader restart or collection neither hides among the steady samples nor drags
-their median.
+a row's utilisation figures are taken over (`utilisation`: the steady phases only). A stall is
+what the row counted as one (`timing`'s one rule, from the row's own warm-up: `row_window`): a
+rare step after warm-up over twice the median, shaded as such and left out of the steady window,
+so one loader restart or collection neither hides among the steady samples nor drags their
+median, and the stall phases add up to the row's `stall_seconds`.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-STARTUP, COMPILE, WARMUP, STEADY, STALL, PROFILE, EVALUATION = (
+from mgbench.common.timing import SteadyWindow, Warmup, window_after
+
+STARTUP, COMPILE, EPOCH_START, WARMUP, STEADY, STALL, PROFILE, EVALUATION = (
     "start-up",
     "compile",
+    "epoch start",
     "warm-up",
     "steady",
     "stall",
     "profile",
     "evaluation",
 )
-PHASES = (STARTUP, COMPILE, WARMUP, STEADY, STALL, PROFILE, EVALUATION)
+PHASES = (STARTUP, COMPILE, EPOCH_START, WARMUP, STEADY, STALL, PROFILE, EVALUATION)
 TRAINING = (WARMUP, STEADY, STALL)
 """The phases the training steps fall in."""
-STALL_FACTOR = 3.0
-"""A steady step (or an epoch's unclocked opening) longer than this many median steady steps is a stall."""
 
 
 @dataclass(frozen=True)
@@ -79,30 +81,34 @@ class _Timeline:
         self.at = max(self.at, to)
 
 
-def _stall_step(steps: Sequence[float], warmup: int) -> float:
-    """The step time above which a steady step is a stall (`STALL_FACTOR` x the steady median)."""
-    steady = steps[warmup:]
-    return STALL_FACTOR * statistics.median(steady) if steady else math.inf
+def row_window(row: Mapping[str, Any]) -> SteadyWindow:
+    """The row's warm-up (its own `warmup_steps`) and the stalls it counted, found again in its
+    step series by `timing`'s one rule (`timing.window_after`); none in a row that counted none,
+    such as one written before stalls were counted (`stall_steps` null), whose figures took every
+    step after warm-up."""
+    steps = [float(s) for s in row.get("step_seconds") or []]
+    warmup = Warmup(int(_seconds(row.get("warmup_steps"))), bool(row.get("warmup_detected")))
+    return window_after(steps, warmup) if _seconds(row.get("stall_steps")) else SteadyWindow(warmup, ())
 
 
-def _step_phases(timeline: _Timeline, steps: Sequence[float], first: int, warmup: int, stall: float) -> None:
+def _step_phases(timeline: _Timeline, steps: Sequence[float], first: int, window: SteadyWindow) -> None:
     """Steps `first`, `first + 1`, ... of the run: warm-up, then steady or stall each."""
+    stalled = set(window.stalls)
     for index, seconds in enumerate(steps, start=first):
-        name = WARMUP if index < warmup else STALL if seconds > stall else STEADY
+        name = WARMUP if index < window.warmup.steps else STALL if index in stalled else STEADY
         timeline.add(name, seconds)
 
 
 def _epochs_phases(row: Mapping[str, Any], start: float, compile_seconds: float) -> list[Phase]:
-    """Each epoch: its unclocked opening (a stall where long), the compile step in the first,
-    its steps, then its validation."""
+    """Each epoch: its unclocked opening (`EPOCH_START`), the compile step in the first, its
+    steps, then its validation."""
     epochs = list(row["epoch_metrics"])
     steps = [float(s) for s in row.get("step_seconds") or []]
     untimed = 1 if compile_seconds else 0  # the compile step: the first epoch's first, not in the series
     per_epoch, uneven = divmod(len(steps) + untimed, len(epochs))
     if uneven:  # epochs of unequal length: their steps cannot be told apart, only their spans
         per_epoch, steps = 0, []
-    warmup = int(_seconds(row.get("warmup_steps")))
-    stall = _stall_step(steps, warmup)
+    window = row_window(row)
     timeline = _Timeline(start)
     elapsed = 0.0
     for index, epoch in enumerate(epochs):
@@ -114,10 +120,10 @@ def _epochs_phases(row: Mapping[str, Any], start: float, compile_seconds: float)
         compiled = compile_seconds if index == 0 else 0.0
         gap = ends - validation - opening - sum(own) - compiled
         timeline.jump(opening)
-        if gap > stall:
-            timeline.add(STALL, gap)
+        if per_epoch:  # else the whole of the epoch's training would read as its opening
+            timeline.add(EPOCH_START, gap)
         timeline.add(COMPILE, compiled)
-        _step_phases(timeline, own, first, warmup, stall)
+        _step_phases(timeline, own, first, window)
         timeline.jump(ends - validation)
         timeline.add(EVALUATION, validation)
         elapsed = _seconds(epoch.get("elapsed_seconds"))
@@ -140,9 +146,8 @@ def run_phases(row: Mapping[str, Any]) -> list[Phase]:
     timeline = _Timeline(startup)
     timeline.add(COMPILE, compiled)
     steps = [float(s) for s in row.get("step_seconds") or []]
-    warmup = int(_seconds(row.get("warmup_steps")))
     if steps:
-        _step_phases(timeline, steps, 0, warmup, _stall_step(steps, warmup))
+        _step_phases(timeline, steps, 0, row_window(row))
     else:
         warm = _seconds(row.get("warmup_seconds"))
         timeline.add(WARMUP, warm)

@@ -14,8 +14,19 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
-from mgbench.common.phases import COMPILE, EVALUATION, PROFILE, STALL, STARTUP, STEADY, WARMUP, Phase, run_phases
-from mgbench.common.timing import steady_window
+from mgbench.common.phases import (
+    COMPILE,
+    EPOCH_START,
+    EVALUATION,
+    PROFILE,
+    STALL,
+    STARTUP,
+    STEADY,
+    WARMUP,
+    Phase,
+    row_window,
+    run_phases,
+)
 from mgbench.reports.cells import number
 from mgbench.reports.figures import legend_outside, new_figure, run_title, save
 
@@ -27,6 +38,7 @@ def _device_label(kind: str, device: object) -> str:
 PHASE_COLORS = {
     STARTUP: "tab:gray",
     COMPILE: "tab:red",
+    EPOCH_START: "tab:olive",
     WARMUP: "tab:orange",
     STEADY: "tab:green",
     STALL: "tab:brown",
@@ -103,8 +115,8 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     if warmup:
         detected = "detected" if row["warmup_detected"] else "not detected: run too short or never steady"
         axes.axvspan(0.5, warmup + 0.5, color="tab:orange", alpha=0.2, label=f"warm-up, {warmup} steps ({detected})")
-    if number(row.get("stall_steps")):
-        stalls = list(steady_window(seconds).stalls)
+    stalls = list(row_window(row).stalls)
+    if stalls:
         label = f"stalls, {len(stalls)} step{'s' if len(stalls) > 1 else ''} (left out of the steady rate)"
         axes.scatter(steps[stalls], rate[stalls], color="tab:red", zorder=3, label=label)
     rate_line = number(row["images_per_sec"])

@@ -465,15 +465,16 @@ def test_report_prints_the_compact_summary_in_each_format_from_the_command_line(
         assert [(line["framework"], line["images_per_sec_1dev"]) for line in lines] == [("pytorch", 3980.0)]
         assert answer["version"] == 1 and answer["ranked_by"] == "images_per_sec" and answer["higher_is_better"]
         assert answer["verdict"].startswith("pytorch ddp is fastest on 2 GPUs: 7,914 img/s [7,835-7,993]")
-        assert answer["winner"] == {"framework": "pytorch", "strategy": "ddp", "devices": 2, "images_per_sec": 7914.0}
-        assert answer["ties"] == [] and answer["warnings"] == []
+        winner = {key: answer["winner"][key] for key in ("framework", "strategy", "devices", "value")}
+        assert winner == {"framework": "pytorch", "strategy": "ddp", "devices": 2, "value": 7914.0}
+        assert answer["ties"] == [] and answer["runner_up"] is None and answer["warnings"] == []
         rows = {row["devices"]: row for row in answer["rows"]}
         frame = load_run_folder(folder).frame.set_index("devices")
         for devices, row in rows.items():
             assert row["images_per_sec"] == pytest.approx(frame.loc[devices, "images_per_sec"])
             assert row["spread"]["low"] == pytest.approx(frame.loc[devices, "images_per_sec_p10"])
             assert row["spread"]["high"] == pytest.approx(frame.loc[devices, "images_per_sec_p90"])
-            assert row["rounds"] is None and row["held_back_by"]["name"] == "idle"
+            assert row["rounds"] is None and row["interval"]["low"] is None and row["held_back_by"]["name"] == "idle"
     elif fmt == "md":
         title, blank, header, rule, row = done.stdout.splitlines()[:5]
         assert title == "**resnet50 bf16 channels_last**" and blank == "" and row.startswith("| pytorch")

@@ -1,13 +1,12 @@
 """The compare's answer for a script: `--format json` of `compare` and `report`.
 
 The same objects the console and the report show, in one JSON object of a stable shape
-(`ANSWER_VERSION`, documented in docs/reports.md): the verdict sentence, the winner (the first
-line of the compact summary, where it has the ranked figure at the largest device count), the
-lines the winner is ranked among, each run's figures with their spreads, and the warnings. A key
-whose value the compare did not measure is null, never left out, so a script reads every key of
-every answer alike. `ties` and each row's `rounds` are kept for figures that rounds give (a
-compare repeated, each figure with its spread across rounds): empty and null until a compare
-holds them.
+(`ANSWER_VERSION`, documented in docs/reports.md): the verdict's sentence and its parts
+(`verdict.Verdict`: the winner, the lines that tie with it, the runner-up and the winner's lead,
+scaling, what holds it back, hints and caveats), the lines they are ranked among, each run's
+figures with the steady rate's interval, its rounds and the spread of its single steps, and the
+warnings. A key whose value the compare did not measure is null (or an empty list), never left
+out, so a script reads every key of every answer alike.
 """
 
 from __future__ import annotations
@@ -17,51 +16,49 @@ from typing import Any, Protocol
 import pandas as pd
 
 from mgbench.reports.cells import number
-from mgbench.reports.ranking import Ranking, split_metric
+from mgbench.reports.ranking import split_metric
 from mgbench.reports.readings import held_back
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import row_warnings
-from mgbench.reports.verdict import verdict
+from mgbench.reports.verdict import CompactSummary, judge
 
 ANSWER_VERSION = 1
 """Raised when a key changes meaning or goes; adding a key keeps it."""
 STEP_SPREAD = "p10-p90 of single steps"
 """What a row's `spread` is: its steady steps' 10th to 90th percentile rate."""
+RATE_INTERVAL = "slowest and fastest third of any round's steady window"
+"""What a row's `interval` is: the steady rate's own (`images_per_sec_low`, `_high`)."""
+VERDICT_PARTS = ("winner", "ties", "runner_up", "lead", "scaling", "held_back", "compiling", "hints", "caveats")
+"""The parts of `Verdict.to_dict` the answer holds beside the sentence (`verdict`)."""
 
 
-class Summary(Protocol):
+class Summary(CompactSummary, Protocol):
     """What the answer reads of a `compact.CompactSummary` (named by its shape: compact writes
     the answer, so importing it here would be a cycle)."""
 
     title: str
     notes: list[str]
-    on_gpus: bool
-    ranking: Ranking
-    counts: list[int]
-
-    def to_records(self) -> list[dict[str, object]]: ...
-
-
-def winner(summary: Summary) -> dict[str, Any] | None:
-    """The first line at the largest device count, with its ranked figure; None where no line has it."""
-    lines, ranked = summary.to_records(), summary.ranking.ranked
-    if not lines:
-        return None
-    top = summary.counts[-1]
-    first = lines[0]
-    figure = first.get(f"{ranked}_{top}dev")
-    if figure is None:
-        return None
-    return {"framework": first["framework"], "strategy": first["strategy"], "devices": top, ranked: figure}
 
 
 def _figure(row: pd.Series, name: str) -> float | None:
     return number(row.get(name))
 
 
+def _count(row: pd.Series, name: str) -> int | None:
+    value = number(row.get(name))
+    return None if value is None else int(value)
+
+
+def _figures(row: pd.Series, name: str) -> list[float | None]:
+    """A list a row holds (each round's figure), [] where it holds none."""
+    values = row.get(name)
+    return [number(value) for value in values] if isinstance(values, list) else []
+
+
 def row_answer(row: pd.Series) -> dict[str, Any]:
-    """One run's figures: its rate with the spread of its steps, scaling, time to train (to the
-    target) and test metrics, utilisation, what holds it back, and its warnings."""
+    """One run's figures: its steady rate with its interval and the spread of its steps, its rounds
+    and each round's figures, scaling, time to train (to the target) and test metrics,
+    utilisation, what holds it back, and its warnings."""
     held = held_back(row)
     error = str(row.get("error") or "").splitlines()
     tests = row.get("test_metrics")
@@ -74,12 +71,20 @@ def row_answer(row: pd.Series) -> dict[str, Any]:
         "status": row["status"],
         "error": error[0] if error else None,
         "images_per_sec": _figure(row, "images_per_sec"),
+        "interval": {
+            "of": RATE_INTERVAL,
+            "low": _figure(row, "images_per_sec_low"),
+            "high": _figure(row, "images_per_sec_high"),
+        },
         "spread": {
             "of": STEP_SPREAD,
             "low": _figure(row, "images_per_sec_p10"),
             "high": _figure(row, "images_per_sec_p90"),
         },
-        "rounds": None,
+        "rounds": _count(row, "rounds"),
+        "round_images_per_sec": _figures(row, "round_images_per_sec"),
+        "round_time_to_train_seconds": _figures(row, "round_time_to_train_seconds"),
+        "round_time_to_target_seconds": _figures(row, "round_time_to_target_seconds"),
         "speedup": _figure(row, "speedup"),
         "scaling_efficiency_fraction": _figure(row, "scaling_efficiency_fraction"),
         "time_to_train_seconds": _figure(row, "time_to_train_seconds"),
@@ -103,15 +108,15 @@ def row_answer(row: pd.Series) -> dict[str, Any]:
 def answer(summary: Summary, frame: pd.DataFrame) -> dict[str, Any]:
     """The whole answer: every key always present (`ANSWER_VERSION`)."""
     rows = [row_answer(row) for _, row in frame.iterrows()]
+    judged = judge(summary).to_dict()
     return {
         "version": ANSWER_VERSION,
         "title": summary.title,
         "ranked_by": summary.ranking.ranked,
         "higher_is_better": summary.ranking.descending,
         "on_gpus": summary.on_gpus,
-        "verdict": verdict(summary),
-        "winner": winner(summary),
-        "ties": [],
+        "verdict": judged["text"],
+        **{part: judged[part] for part in VERDICT_PARTS},
         "lines": summary.to_records(),
         "rows": rows,
         "warnings": [{"run_id": row["run_id"], "warning": warning} for row in rows for warning in row["warnings"]],

@@ -12,8 +12,10 @@ import pytest
 from conftest import mgbench, one_line_error
 from test_reports import fixture_folder
 
-from mgbench.reports.diff import diff_folders
+from mgbench.reports.diff import STEPS, diff_folders
 from mgbench.reports.runfolder import load_run_folder
+
+RATES = ("images_per_sec", "images_per_sec_low", "images_per_sec_high", "images_per_sec_p10", "images_per_sec_p90")
 
 
 def rewritten(source: Path, target: Path, change) -> Path:
@@ -26,12 +28,12 @@ def rewritten(source: Path, target: Path, change) -> Path:
 
 
 def slower(factor: float):
-    """A row `factor` times as fast: its rate and its spread scaled, its steps stretched."""
+    """A row `factor` times as fast: its rate, its interval and its steps' spread scaled, its steps stretched."""
 
     def change(row: dict) -> dict:
         if row["status"] != "ok":
             return row
-        scaled = {name: row[name] * factor for name in ("images_per_sec", "images_per_sec_p10", "images_per_sec_p90")}
+        scaled = {name: row[name] * factor for name in RATES}
         return {**row, **scaled, "step_seconds": [seconds / factor for seconds in row["step_seconds"]]}
 
     return change
@@ -62,8 +64,8 @@ def test_a_folder_whose_rows_run_half_as_fast_exits_1_naming_each(old, tmp_path)
 
 
 def test_fail_above_sets_the_threshold_whatever_the_spread(old, tmp_path):
-    """1% slower: inside the steps' spread (about 2.5% wide), so not beyond it; over a 0.5%
-    threshold, under a 2% one."""
+    """1% slower: inside the spread (the steady rate's interval, never under ±1%), so not beyond
+    it; over a 0.5% threshold, under a 2% one."""
     new = rewritten(old, tmp_path / "one", slower(0.99))
     assert mgbench("diff", str(old), str(new)).returncode == 0
     done = mgbench("diff", str(old), str(new), "--fail-above", "0.5")
@@ -97,6 +99,38 @@ def test_the_diff_reads_both_folders_as_they_are(old, tmp_path):
     assert changes["pytorch-ddp-1cuda"].beyond_spread() == -1
     assert changes["pytorch-dp-2cuda"].regression(None) is None  # failed in both: nothing to compare
     assert diff.only_old == diff.only_new == [] and diff.machine == diff.versions == diff.job == []
+
+
+def test_the_spread_is_the_steady_rates_interval_and_p10_p90_where_a_folder_has_none(old, tmp_path):
+    """NEW's rows run 5% slower with single steps as steady as OLD's (p10-p90 about 2.5% wide), but
+    one of NEW's rounds ran as fast as OLD: its interval reaches OLD's, so within the spread. Set
+    against a copy of OLD written before intervals (none in its rows), both sides fall back to
+    p10-p90, and NEW is slower beyond it."""
+
+    def noisy(row: dict) -> dict:
+        if row["status"] != "ok":
+            return row
+        rate = row["images_per_sec"]
+        return {**slower(0.95)(row), "images_per_sec_low": 0.90 * rate, "images_per_sec_high": rate}
+
+    def before_intervals(row: dict) -> dict:
+        return {key: value for key, value in row.items() if key not in ("images_per_sec_low", "images_per_sec_high")}
+
+    new = rewritten(old, tmp_path / "noisy", noisy)
+    done = mgbench("diff", str(old), str(new))
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.count("within the spread") == 3
+    assert "spread: the steady rate's interval" in done.stdout and "p10-p90 of single steps for" not in done.stdout
+    older = rewritten(old, tmp_path / "older", before_intervals)
+    done = mgbench("diff", str(older), str(new))
+    assert done.returncode == 1 and done.stdout.strip().splitlines()[-1].startswith("3 of 4 runs of NEW are worse")
+    assert "spread: p10-p90 of single steps (a folder written before" in done.stdout
+    one_older = rewritten(old, tmp_path / "one", lambda row: before_intervals(row) if "1cuda" in row["run_id"] else row)
+    done = mgbench("diff", str(one_older), str(new))
+    assert "p10-p90 of single steps for pytorch-ddp-1cuda (a folder's row has no interval)" in done.stdout
+    changes = {change.run_id: change for change in diff_folders(load_run_folder(older), load_run_folder(new)).changes}
+    rate = changes["pytorch-ddp-1cuda"].new_rate
+    assert rate.of == STEPS and rate.low == pytest.approx(0.95 * changes["pytorch-ddp-1cuda"].old_rate.low)
 
 
 @pytest.mark.parametrize(

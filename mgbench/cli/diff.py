@@ -1,9 +1,11 @@
 """`mgbench diff OLD NEW`: two run folders set against each other (`reports.diff`), for a regression check.
 
 Prints per matched run its images/sec in each folder with their spreads and the change (and with
-`--epochs` the time to train), names the runs found in one folder only and what else sets the
-folders apart (job, machine, versions), and exits 1 where a run of NEW is slower than OLD beyond
-the spread, or by more than `--fail-above PCT`; else 0. Both folders are read only.
+`--epochs` the time to train), says what the spread is (the steady rate's interval, or p10-p90 of
+single steps for runs of a folder written before intervals), names the runs found in one folder
+only and what else sets the folders apart (job, machine, versions), and exits 1 where a run of
+NEW is slower than OLD beyond the spread, or by more than `--fail-above PCT`; else 0. Both
+folders are read only.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from rich.text import Text
 from mgbench.common.errors import UsageError
 from mgbench.common.runfolder import RunFolder
 from mgbench.reports.compact import say
-from mgbench.reports.diff import FolderDiff, RowChange, diff_folders
+from mgbench.reports.diff import STEPS, FolderDiff, RowChange, diff_folders
 from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.summary import table_console
 
@@ -47,7 +49,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
         type=percentage,
         metavar="PCT",
         help="fail where a run of NEW is more than PCT%% slower (or longer to train) than in OLD, whatever "
-        "the spread (default: fail where NEW's p10-p90 lies wholly below OLD's)",
+        "the spread (default: fail where NEW's spread lies wholly below OLD's: the steady rate's interval, "
+        "or p10-p90 of single steps where a folder has no interval)",
     )
     parser.set_defaults(handler=handle)
 
@@ -57,12 +60,12 @@ def _change_text(change: float | None) -> str:
 
 
 def changes_table(diff: FolderDiff, fail_above: float | None) -> Table:
-    """One line per run in both folders: images/sec in each with its p10-p90, the change, the time
-    to train where a folder trained in epochs, and how NEW stands against OLD."""
+    """One line per run in both folders: images/sec in each with its spread (`spread_note`), the
+    change, the time to train where a folder trained in epochs, and how NEW stands against OLD."""
     trained = any(change.old_train is not None or change.new_train is not None for change in diff.changes)
     table = Table()
     table.add_column("run", no_wrap=True)
-    for header in ("OLD img/s (p10-p90)", "NEW img/s (p10-p90)", "change"):
+    for header in ("OLD img/s (spread)", "NEW img/s (spread)", "change"):
         table.add_column(header, justify="right", no_wrap=True)
     if trained:
         for header in ("OLD train s", "NEW train s", "change"):
@@ -82,9 +85,22 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
+def spread_note(diff: FolderDiff) -> str:
+    """What the table's spreads are: the steady rate's interval, and the runs where a folder has
+    none, whose spread is the p10-p90 of their single steps."""
+    measured = [change for change in diff.changes if None not in (change.old_rate.value, change.new_rate.value)]
+    fallen_back = [change.run_id for change in measured if change.old_rate.of == STEPS]
+    note = "spread: the steady rate's interval (slowest-fastest third of any round's steady window, at least ±1%)"
+    if fallen_back and len(fallen_back) == len(measured):
+        return "spread: p10-p90 of single steps (a folder written before the steady rate's interval was measured)"
+    if fallen_back:
+        return f"{note}; p10-p90 of single steps for {', '.join(fallen_back)} (a folder's row has no interval)"
+    return note
+
+
 def conclusion(regressions: list[tuple[RowChange, str]], compared: int, fail_above: float | None) -> str:
     """The last line: which runs of NEW are worse, or that none is."""
-    rule = f"by more than {fail_above:g}%" if fail_above is not None else "beyond the spread (p10-p90 of its steps)"
+    rule = f"by more than {fail_above:g}%" if fail_above is not None else "beyond the spread"
     if not regressions:
         return f"No run of NEW is slower than in OLD {rule} ({compared} compared)."
     named = "; ".join(f"{change.run_id}: {why}" for change, why in regressions)
@@ -101,6 +117,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"no run of {args.old} is in {args.new} (runs match by framework, strategy and devices)")
     console = table_console()
     console.print(changes_table(diff, args.fail_above))
+    say(console, spread_note(diff))
     for label, runs in (("only in OLD", diff.only_old), ("only in NEW", diff.only_new)):
         if runs:
             say(console, f"{label}: {', '.join(runs)}")

@@ -2,10 +2,14 @@
 
 Rows match by run id (framework, strategy, device count and kind). A matched row's change is
 its images/sec (and with `--epochs` its time to train) in NEW against OLD, each with its spread
-(`row_spread`). NEW is slower beyond the spread where its whole spread lies below OLD's; with a
-threshold (`--fail-above PCT`) where it is slower by more than PCT percent, whatever the spread
-says, as pytest-benchmark's `--benchmark-compare-fail` does. A row ok in OLD that did not finish
-in NEW is a regression too. What else sets the folders apart is named, since it may explain the
+(`row_spread`): the steady rate's interval (the slowest and fastest third of any round's steady
+window, never under the noise floor either side: `spread.Spread`, by which the compare's table
+calls two lines a tie), or where a folder's row has none (written before intervals were
+measured) the p10-p90 of both rows' single steps. NEW is slower beyond the spread where its
+whole spread lies below OLD's: where the two would not tie in one compare; with a threshold
+(`--fail-above PCT`) where it is slower by more than PCT percent, whatever the spread says, as
+pytest-benchmark's `--benchmark-compare-fail` does. A row ok in OLD that did not finish in NEW
+is a regression too. What else sets the folders apart is named, since it may explain the
 change: rows found in one folder only, the job (model, batch, precision, ...), the machine
 (GPUs, driver, Python) and the versions (mgbench, each framework's packages).
 """
@@ -21,6 +25,7 @@ import pandas as pd
 from mgbench.common.config import RunConfig
 from mgbench.reports.cells import number
 from mgbench.reports.runfolder import RunFolderData
+from mgbench.reports.spread import Spread
 
 MACHINE_FIELDS = ("hostname", "platform", "python", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
 """What a row's `environment` says of the machine, compared field by field (its GPUs too)."""
@@ -28,15 +33,21 @@ JOB_FIELDS = tuple(
     name for name in RunConfig.__dataclass_fields__ if name not in ("framework", "strategy", "devices", "device_kind")
 )
 """The config fields besides the run id's: a matched row that differs in one trained another job."""
+INTERVAL = "interval"
+"""A spread that is the steady rate's interval (`images_per_sec_low`-`_high`, widened to the noise floor)."""
+STEPS = "p10-p90"
+"""A spread that is the p10-p90 of single steps' rates: rows written before intervals were measured."""
 
 
 @dataclass(frozen=True)
 class Measured:
-    """A figure of one row with its spread (`low`-`high`), None where the row has none."""
+    """A figure of one row with its spread (`low`-`high`, what `of` says: `INTERVAL` or `STEPS`),
+    None where the row has none."""
 
     value: float | None
     low: float | None = None
     high: float | None = None
+    of: str = INTERVAL
 
     def text(self, pattern: str) -> str:
         if self.value is None:
@@ -45,11 +56,21 @@ class Measured:
         return pattern.format(self.value) + spread
 
 
-def row_spread(row: pd.Series) -> Measured:
-    """A row's images/sec and its spread: the p10-p90 of its steady steps' rates."""
-    return Measured(
-        number(row.get("images_per_sec")), number(row.get("images_per_sec_p10")), number(row.get("images_per_sec_p90"))
-    )
+def has_interval(row: pd.Series) -> bool:
+    """Whether a row holds its steady rate's interval (rows written before it was measured do not)."""
+    return number(row.get("images_per_sec_low")) is not None and number(row.get("images_per_sec_high")) is not None
+
+
+def row_spread(row: pd.Series, interval: bool) -> Measured:
+    """A row's images/sec and its spread: with `interval`, its steady rate's interval as the
+    compare's table reads it (`Spread.of`), else the p10-p90 of its steady steps' rates."""
+    value = number(row.get("images_per_sec"))
+    if value is None:
+        return Measured(None, of=INTERVAL if interval else STEPS)
+    if interval:
+        spread = Spread.of(value, number(row.get("images_per_sec_low")), number(row.get("images_per_sec_high")))
+        return Measured(value, spread.low, spread.high, INTERVAL)
+    return Measured(value, number(row.get("images_per_sec_p10")), number(row.get("images_per_sec_p90")), STEPS)
 
 
 def _change(old: float | None, new: float | None) -> float | None:
@@ -180,18 +201,22 @@ def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
     else sets the folders apart."""
     before, after = old.frame.set_index("run_id", drop=False), new.frame.set_index("run_id", drop=False)
     matched = [run_id for run_id in before.index if run_id in after.index]
-    changes = [
-        RowChange(
-            run_id,
-            str(before.loc[run_id, "status"]),
-            str(after.loc[run_id, "status"]),
-            row_spread(before.loc[run_id]),
-            row_spread(after.loc[run_id]),
-            _train_seconds(before.loc[run_id]),
-            _train_seconds(after.loc[run_id]),
+    changes = []
+    for run_id in matched:
+        old_row, new_row = before.loc[run_id], after.loc[run_id]
+        measured = [row for row in (old_row, new_row) if number(row.get("images_per_sec")) is not None]
+        interval = all(has_interval(row) for row in measured)  # one kind of spread on both sides
+        changes.append(
+            RowChange(
+                run_id,
+                str(old_row["status"]),
+                str(new_row["status"]),
+                row_spread(old_row, interval),
+                row_spread(new_row, interval),
+                _train_seconds(old_row),
+                _train_seconds(new_row),
+            )
         )
-        for run_id in matched
-    ]
     return FolderDiff(
         changes,
         [run_id for run_id in before.index if run_id not in after.index],

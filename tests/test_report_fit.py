@@ -17,7 +17,8 @@ from mgbench.common.results import append_result
 from mgbench.common.timing import HOST_PHASES
 from mgbench.reports.compare_charts import THROUGHPUT_CAPTION, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
 from mgbench.reports.html import COMPARED, DETAILS, write_report
-from mgbench.reports.summary import TABLE_COLUMNS
+from mgbench.reports.runfolder import load_run_folder
+from mgbench.reports.summary import TABLE_COLUMNS, rate_spread
 
 INPUT_BOUND = {"input_wait": 0.31, "step": 0.66, "synchronize": 0.0, "loss_read": 0.03}
 STEP_BOUND = {"input_wait": 0.02, "step": 0.95, "synchronize": 0.0, "loss_read": 0.03}
@@ -64,10 +65,11 @@ def test_the_host_clock_names_a_bottleneck_wherever_no_profile_does():
 
 
 def test_every_run_keeps_the_compared_columns_and_links_each_row_to_its_details(tmp_path):
-    """The folded figures (warm-up, input wait, start-up, compile, peak memory, all-reduce, the
-    warning) are in each run's details, folded behind its name, which its row links to, saying so
-    where it has a warning; what every row shares (one framework, one kind of device) is said once
-    above the table instead of in a column."""
+    """The folded figures (warm-up, stalls, rounds, input wait, start-up, compile, peak memory,
+    all-reduce, the warning) are in each run's details, folded behind its name, which its row links
+    to, saying so where it has a warning; the steady rate's range sits beside it in the table; what
+    every row shares (one framework, one kind of device) is said once above the table instead of
+    in a column."""
     folder, run_ids = fixture_folder(tmp_path)
     text = write_report(folder).read_text()
     table = re.search(r'<table class="summary">(.*?)</table>', text).group(1)
@@ -83,7 +85,10 @@ def test_every_run_keeps_the_compared_columns_and_links_each_row_to_its_details(
     assert re.search(r"<summary>pytorch ddp x1: ok</summary>", sections[f"run-{run_ids[0]}"])
     first = sections[f"run-{run_ids[0]}"]
     assert "<td>start-up s</td><td>9.5</td>" in first and "<td>peak mem GiB</td><td>40.00</td>" in first
-    assert "<td>warm-up</td><td>3 st / " in first
+    assert "<td>warm-up</td><td>3 st / " in first and "<td>rounds</td><td>1</td>" in first
+    shown = rate_spread(load_run_folder(folder).frame.iloc[0])
+    assert f'<td class="num" data-label="images/sec">{shown.text()}</td>' in table
+    assert f'<td class="num" data-label="range">{shown.range_text}</td>' in table
     assert "start-up s" not in sections[f"run-{run_ids[3]}"]  # failed: no figures to fold
 
 

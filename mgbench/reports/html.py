@@ -102,7 +102,7 @@ ol.notes-list { font-size: 0.85rem; color: #3d4654; margin-top: 0.2rem; }
 """
 DETAILS = "details"
 """The "Every run" column linking each row to its run's details."""
-NUMERIC_COLUMNS = {"devices", "images/sec", "p10-p90", "speedup", "efficiency"}
+NUMERIC_COLUMNS = {"devices", "images/sec", "range", "p10-p90", "speedup", "efficiency"}
 COLUMN_CLASSES = {
     **dict.fromkeys(NUMERIC_COLUMNS, "num"),
     "status": "status",
@@ -117,6 +117,7 @@ COMPARED = (
     "device_kind",
     "status",
     "images_per_sec",
+    "interval",
     "spread",
     "speedup",
     "efficiency",
@@ -124,8 +125,9 @@ COMPARED = (
     "reading",
 )
 """The `summary.TABLE_COLUMNS` a reader compares across runs, kept in "Every run" so that it fits
-a 1280-px window; the row's other figures (warm-up, start-up, memory, warning, ...) are in its
-run's details, which the row links to."""
+a 1280-px window (the steady rate's range fits; its rounds do not, and are in the details); the
+row's other figures (rounds, warm-up, stalls, start-up, memory, warning, ...) are in its run's
+details, which the row links to."""
 
 
 @dataclass(frozen=True)

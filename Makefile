@@ -7,6 +7,9 @@ DEMO_STAMP := $(shell date +%Y%m%d-%H%M%S)
 DEMO_OUT ?= runs/demo-$(DEMO_STAMP)
 
 VENVS := .venvs
+## Set-up is one line per environment; pip's output goes to $(LOGS)/<environment>.log.
+LOGS := $(VENVS)/logs
+QUIETLY := scripts/quietly.sh
 ## Framework environments `make test` builds first (each rebuilt only when its requirements change).
 TEST_ENVS := gluon chainer horovod keras-tf keras-jax keras-torch
 
@@ -15,11 +18,10 @@ TEST_ENVS := gluon chainer horovod keras-tf keras-jax keras-torch
 ## .venv is the pytorch framework's environment too: its loaders get pillow-simd where this machine
 ## can compile it, as `mgbench setup` gives every framework environment (mgbench/runner/pillow_simd.py).
 $(STAMP): pyproject.toml requirements/base.txt requirements/pytorch.txt requirements/dev.txt requirements/pillow-simd.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements/base.txt -r requirements/pytorch.txt -r requirements/dev.txt
-	$(PY) -m pip install -q --no-deps -e .
-	$(PY) -m mgbench.runner.pillow_simd $(PY)
-	touch $(STAMP)
+	@$(QUIETLY) "$(VENV) (pytorch)" $(LOGS)/pytorch.log sh -c '$(PYTHON) -m venv $(VENV) \
+		&& $(PY) -m pip install -r requirements/base.txt -r requirements/pytorch.txt -r requirements/dev.txt \
+		&& $(PY) -m pip install --no-deps -e . && $(PY) -m mgbench.runner.pillow_simd $(PY)'
+	@touch $(STAMP)
 
 ## The command mgbench exists for, as typed, on whatever devices exist (CPU devices stand in for
 ## GPUs when there is none, with a job shrunk to end in minutes).
@@ -44,8 +46,8 @@ env-%: $(VENVS)/%/.installed
 	@echo "$*: $(VENVS)/$*/bin/python"
 
 $(VENVS)/%/.installed: requirements/%.txt requirements/base.txt requirements/pillow-simd.txt pyproject.toml | $(STAMP)
-	$(VENV)/bin/mgbench setup $*
-	touch $@
+	@$(QUIETLY) $* $(LOGS)/$*.log $(VENV)/bin/mgbench setup $*
+	@touch $@
 
 $(VENVS)/chainer/.installed: requirements/chainer-build-constraints.txt | mpi
 

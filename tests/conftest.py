@@ -20,12 +20,13 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 BENCHMARKS = TESTS.parent / "benchmarks"
+SCRIPTS = TESTS.parent / "scripts"
 
 
-def benchmark_script(name: str) -> ModuleType:
-    """`benchmarks/<name>.py` as a module: the scripts are not a package, and the figures
-    BENCHMARKS.md quotes come from their functions."""
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+def benchmark_script(name: str, folder: Path = BENCHMARKS) -> ModuleType:
+    """`benchmarks/<name>.py` (or `folder`'s) as a module: the scripts are not a package, and the
+    figures BENCHMARKS.md quotes come from their functions."""
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

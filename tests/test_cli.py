@@ -37,6 +37,22 @@ def test_list_shows_frameworks_models_and_install_state():
         assert word in done.stdout
 
 
+@pytest.mark.parametrize("columns", [None, "100", "300"], ids=["piped", "columns-100", "columns-300"])
+def test_list_fits_100_columns_piped_or_wide_and_splits_no_word(columns):
+    """Piped (200 columns for tables elsewhere) or in a wider terminal, `list` takes 100 columns
+    at most; every word of every strategy's description is whole on some line."""
+    from mgbench.cli.catalog import strategy_text
+    from mgbench.frameworks.registry import registered
+
+    done = mgbench("list", **({"COLUMNS": columns} if columns else {}))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100 and all(line == line.rstrip() for line in lines)
+    words = set(done.stdout.split())
+    described = {word for spec in registered().values() for s in spec.strategies for word in strategy_text(s).split()}
+    assert described - words == set()
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -107,11 +123,11 @@ def test_a_broken_plugin_is_one_line_for_every_verb(tmp_path, monkeypatch, capsy
 
 
 def compare_option_table() -> set[str]:
-    """The options README's `compare` option table names in its first column."""
+    """The options docs/options.md's `compare` option table names in its first column."""
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    text = (Path(__file__).resolve().parent.parent / "docs" / "options.md").read_text()
     table = text.split("`compare` options:", 1)[1].split("\n\n", 2)[1]
     return {
         option
@@ -120,7 +136,7 @@ def compare_option_table() -> set[str]:
     }
 
 
-def test_readme_option_table_matches_the_compare_parser():
+def test_the_documented_option_table_matches_the_compare_parser():
     from mgbench.cli import build_parser
 
     verbs = next(action for action in build_parser()._actions if action.dest == "verb")

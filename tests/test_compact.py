@@ -102,7 +102,7 @@ def test_failures_and_warnings_are_numbered_notes_and_formats_carry_the_same_lin
     assert summary.cells.loc[2, "notes"] == f"[{','.join(str(n) for n in summary.lines.loc[2, 'notes'])}]"
     assert "keras-jax jax-shard-map x2: oom: CUDA out of memory. Tried to allocate 2 GiB" in summary.notes
     assert list(summary.lines["framework"]) == ["pytorch", "keras-tf", "keras-torch", "keras-jax"]
-    records = json.loads(json_text(summary))["lines"]
+    records = json.loads(json_text(summary, results_frame(rows)))["lines"]
     assert records[-1]["images_per_sec_2dev"] is None and records[0]["vs_fastest_ratio"] == 1.0
     table = pd.read_csv(io.StringIO(csv_text(summary)))
     assert table["images_per_sec_1dev"].tolist() == pytest.approx([1234.5, 845.6, 612.3, 1100.2])
@@ -180,3 +180,50 @@ def test_unprofiled_gpu_rows_read_host_timing_and_a_profile_is_read_over_it():
         row.bottleneck = bottleneck(row.breakdown)
     summary = compact_summary(results_frame(traced))
     assert summary.cells.iloc[0]["bottleneck"] == "idle 50%" and "(host timing" not in verdict(summary)
+
+
+def test_a_warning_of_several_runs_is_one_note_naming_them_and_of_every_run_says_so():
+    rows = headline_rows()
+    unsteady = "input_wait_fraction: no value (the adapter timed no wait)"
+    rows[0].warnings, rows[1].warnings = [unsteady], [unsteady]
+    summary = compact_summary(results_frame(rows))
+    assert f"pytorch ddp x1, pytorch ddp x2: {unsteady}" in summary.notes
+    assert sum(unsteady in note for note in summary.notes) == 1
+    for row in rows:
+        row.warnings = [unsteady]
+    summary = compact_summary(results_frame(rows))
+    assert f"every run: {unsteady}" in summary.notes and sum(unsteady in note for note in summary.notes) == 1
+    assert all(f"[{summary.notes.index(f'every run: {unsteady}') + 1}" in cell for cell in summary.cells["notes"])
+
+
+def test_the_title_notes_and_verdict_are_printed_whole_and_unpadded():
+    """At 80 columns the table fits; the title carries no padding, and each note and the verdict
+    stays one line however long (the terminal wraps it, a grep finds it whole)."""
+    rows = headline_rows()
+    rows[2].warnings = ["a warning that runs on well past eighty columns, " * 3]
+    summary = compact_summary(results_frame(rows), "densenet121 fp32, weak scaling, cuda")
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=80, force_terminal=False, color_system=None)
+    print_compact(summary, console)
+    lines = buffer.getvalue().splitlines()
+    assert lines[0] == "densenet121 fp32, weak scaling, cuda"
+    notes = [line for line in lines if line.startswith("[")]
+    assert len(notes) == len(summary.notes) and any(len(line) > 80 for line in notes)
+    assert max(len(line) for line in lines[1 : lines.index(notes[0])]) <= 80
+
+
+def test_the_json_answer_names_the_winner_and_every_rows_warnings_and_says_when_there_is_none():
+    rows = headline_rows()
+    rows[1].warnings = ["input_wait_fraction: no value (the adapter timed no wait)"]
+    frame = results_frame(rows)
+    answer = json.loads(json_text(compact_summary(frame, "t"), frame))
+    winner = {key: answer["winner"][key] for key in ("framework", "strategy", "devices", "value")}
+    assert winner == {"framework": "pytorch", "strategy": "ddp", "devices": 2, "value": pytest.approx(2301.7)}
+    assert answer["verdict"] == verdict(compact_summary(frame, "t"))
+    assert answer["warnings"] == [{"run_id": rows[1].run_id, "warning": rows[1].warnings[0]}]
+    assert [row["run_id"] for row in answer["rows"]] == [row.run_id for row in rows]
+    failed = [RunResult(row.config, "failed", error="boom\ntraceback") for row in rows]
+    frame = results_frame(failed)
+    answer = json.loads(json_text(compact_summary(frame), frame))
+    assert answer["winner"] is None and answer["verdict"].startswith("No run finished")
+    assert {row["error"] for row in answer["rows"]} == {"boom"} and answer["ties"] == []

@@ -16,7 +16,7 @@ from mgbench.runner.launchers import RUN_ENTRY
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-README_MAX_LINES = 300
+README_MAX_LINES = 150
 BENCHMARKS = ROOT / "BENCHMARKS.md"
 BENCHMARKS_MAX_LINES = 400
 RUN_LOG = ROOT / "benchmarks" / "RUNS.md"
@@ -48,7 +48,7 @@ def anchors(page: Path) -> set[str]:
 
 def test_readme_stays_under_its_line_limit():
     lines = len(README.read_text().splitlines())
-    assert lines < README_MAX_LINES, f"README.md has {lines} lines; move detail into docs/"
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move detail into docs/"
 
 
 def test_readme_links_every_docs_page():

@@ -17,7 +17,8 @@ from mgbench.common.results import append_result
 from mgbench.common.timing import HOST_PHASES
 from mgbench.reports.compare_charts import THROUGHPUT_CAPTION, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
 from mgbench.reports.html import COMPARED, DETAILS, write_report
-from mgbench.reports.summary import TABLE_COLUMNS
+from mgbench.reports.runfolder import load_run_folder
+from mgbench.reports.summary import TABLE_COLUMNS, rate_spread
 
 INPUT_BOUND = {"input_wait": 0.31, "step": 0.66, "synchronize": 0.0, "loss_read": 0.03}
 STEP_BOUND = {"input_wait": 0.02, "step": 0.95, "synchronize": 0.0, "loss_read": 0.03}
@@ -64,21 +65,30 @@ def test_the_host_clock_names_a_bottleneck_wherever_no_profile_does():
 
 
 def test_every_run_keeps_the_compared_columns_and_links_each_row_to_its_details(tmp_path):
-    """The folded figures (warm-up, input wait, start-up, compile, peak memory, all-reduce, the
-    warning) are in each run's section, which its row links to, saying so where it has a warning."""
+    """The folded figures (warm-up, stalls, rounds, input wait, start-up, compile, peak memory,
+    all-reduce, the warning) are in each run's details, folded behind its name, which its row links
+    to, saying so where it has a warning; the steady rate's range sits beside it in the table; what
+    every row shares (one framework, one kind of device) is said once above the table instead of
+    in a column."""
     folder, run_ids = fixture_folder(tmp_path)
     text = write_report(folder).read_text()
     table = re.search(r'<table class="summary">(.*?)</table>', text).group(1)
     headers = re.findall(r"<th>([^<]*)</th>", table)
-    assert headers == [TABLE_COLUMNS[key] for key in COMPARED] + [DETAILS]
+    shared = ("framework", "device_kind")
+    assert headers == [TABLE_COLUMNS[key] for key in COMPARED if key not in shared] + [DETAILS]
+    assert '<p class="all-runs">Every row: framework pytorch; kind cuda</p><table class="summary">' in text
     for folded in ("warm-up", "input wait %", "start-up s", "peak mem GiB", "warning"):
         assert folded not in headers
     links = re.findall(r'<tr id="row-([^"]*)".*?<a href="#([^"]*)">([^<]*)</a></td></tr>', table)
     assert [(row, target) for row, target, _ in links] == [(run_id, f"run-{run_id}") for run_id in run_ids]
-    sections = dict(re.findall(r'<section class="run" id="(run-[^"]*)">(.*?)</section>', text, re.DOTALL))
+    sections = dict(re.findall(r'<details class="run" id="(run-[^"]*)">(.*?)</details>', text, re.DOTALL))
+    assert re.search(r"<summary>pytorch ddp x1: ok</summary>", sections[f"run-{run_ids[0]}"])
     first = sections[f"run-{run_ids[0]}"]
     assert "<td>start-up s</td><td>9.5</td>" in first and "<td>peak mem GiB</td><td>40.00</td>" in first
-    assert "<td>warm-up</td><td>3 st / " in first
+    assert "<td>warm-up</td><td>3 st / " in first and "<td>rounds</td><td>1</td>" in first
+    shown = rate_spread(load_run_folder(folder).frame.iloc[0])
+    assert f'<td class="num" data-label="images/sec">{shown.text()}</td>' in table
+    assert f'<td class="num" data-label="range">{shown.range_text}</td>' in table
     assert "start-up s" not in sections[f"run-{run_ids[3]}"]  # failed: no figures to fold
 
 
@@ -143,7 +153,7 @@ def test_the_step_chart_marks_stalls_and_draws_the_steady_rate_by_that_name(tmp_
     monkeypatch.setattr(run_charts, "run_title", lambda row: "a run")
     run_charts.step_throughput_chart(row, tmp_path / "steps.png")
     (axes,) = drawn[0].axes
-    labels = [text.get_text() for text in axes.get_legend().get_texts()]
+    labels = [text.get_text() for text in drawn[0].legends[0].get_texts()]  # outside the data
     assert f"steady rate {stats.images_per_sec:.1f}" in labels
     assert "stalls, 1 step (left out of the steady rate)" in labels
     (marked,) = axes.collections

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from test_reports import BASE, chromium, chromium_or_skip, fixture_folder, ok_result
+from test_reports import BASE, SCREENSHOTS, chromium, chromium_or_skip, fixture_folder, ok_result
 
 from mgbench.common.breakdown import CATEGORIES, bottleneck
 from mgbench.common.interconnects import preset_link
 from mgbench.common.projection import Interconnect
-from mgbench.common.results import RunResult, append_result
+from mgbench.common.results import append_result
 from mgbench.reports.html import write_report
 from mgbench.reports.projection import project_folder, write_projection
 from mgbench.reports.runfolder import load_run_folder
@@ -24,6 +24,8 @@ from mgbench.reports.runfolder import load_run_folder
 WINDOW = (1400, 900)
 NARROW_WINDOW = (1280, 900)
 """A laptop's browser window: every table of the report fits it."""
+PHONE_WINDOW = (390, 844)
+"""A phone's screen (CSS pixels): the report fits it too, its tables as cards."""
 MEASURE = """<script>
 const box = (id) => document.getElementById(id).getBoundingClientRect();
 const room = (element) => {
@@ -33,11 +35,12 @@ const room = (element) => {
 const tables = [...document.querySelectorAll("table")].map((table) => ({
   name: table.id || table.className || table.rows[0].textContent.slice(0, 40),
   width: table.getBoundingClientRect().width, room: room(table.parentElement)}));
-document.body.setAttribute("data-layout", JSON.stringify({
+parent.document.body.setAttribute("data-layout", JSON.stringify({
   scroll_width: document.documentElement.scrollWidth, window_width: window.innerWidth,
   verdict_bottom: box("verdict").bottom, compact_bottom: box("compact").bottom, tables}));
 </script>"""
-"""Added to a copy of the page (the report itself holds no script): writes its layout into the DOM,
+"""Added to a copy of the page (the report itself holds no script), shown in a frame of the window's
+width (`report_screenshots.framed`): writes its layout into the DOM of the page around the frame,
 each table's width beside the content width of the element holding it."""
 LEFT_OUT = "keras: keras-tf left out: tensorflow not installed (make env-keras-tf)"
 SHRINK = "CPU devices and no job size given: the job is shrunk to --image-size 64 --batch-per-gpu 8 --steps 20"
@@ -71,8 +74,9 @@ def cpu_folder(root: Path, profiled: bool = True) -> Path:
 def page_layout(binary: str, report: Path, tmp_path: Path, window: tuple[int, int]) -> dict:
     """The page's layout (`MEASURE`) as Chromium lays it out in a window of `window` pixels."""
     probe = tmp_path / "probe.html"
-    probe.write_text(report.read_text().replace("</body>", MEASURE + "</body>"))
-    dom = chromium(binary, "--dump-dom", f"--window-size={window[0]},{window[1]}", probe.as_uri())
+    probe.write_text(SCREENSHOTS.framed(report.read_text().replace("</body>", MEASURE + "</body>"), *window))
+    size = f"--window-size={max(window[0], SCREENSHOTS.NARROWEST_WINDOW)},{window[1]}"
+    dom = chromium(binary, "--dump-dom", size, probe.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     return json.loads(re.search(r'data-layout="([^"]*)"', dom.stdout).group(1).replace("&quot;", '"'))
 
@@ -114,15 +118,17 @@ def trained_and_projected_folder(root: Path) -> Path:
     return folder
 
 
-def test_every_table_of_a_gpu_and_a_cpu_report_fits_a_1280_px_window(tmp_path):
+@pytest.mark.parametrize("window", [NARROW_WINDOW, PHONE_WINDOW], ids=["laptop", "phone"])
+def test_every_table_of_a_gpu_and_a_cpu_report_fits_a_laptops_and_a_phones_window(tmp_path, window):
     """The tables of every run, time to train, the projection, the environment and each run's
     details: no sideways scroll, and no table wider than what holds it (one in a scrolling box
-    would be)."""
+    would be); on a phone each table's rows are cards, a cell a line."""
     binary = chromium_or_skip()
     for folder in (trained_and_projected_folder(tmp_path), cpu_folder(tmp_path)):
         report = write_report(folder)
-        layout = page_layout(binary, report, tmp_path, NARROW_WINDOW)
-        assert layout["scroll_width"] <= layout["window_width"] == NARROW_WINDOW[0], (folder, layout)
+        assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in report.read_text()
+        layout = page_layout(binary, report, tmp_path, window)
+        assert layout["scroll_width"] <= layout["window_width"] == window[0], (folder, layout)
         wide = [table for table in layout["tables"] if table["width"] > table["room"] + 0.5]
         assert not wide, (folder, wide)
         names = {table["name"] for table in layout["tables"]}
@@ -164,31 +170,15 @@ def test_a_one_device_folder_shows_no_speed_up_or_efficiency(tmp_path):
     assert "1.50x pytorch dp" in text
 
 
-def test_utilisation_phases_follow_the_rows_own_clocks():
-    from mgbench.reports.run_charts import run_phases
-    from mgbench.reports.summary import results_frame
-
-    result = ok_result(BASE.with_changes(devices=2), 0.2)
-    result.compile_seconds, result.profile_seconds = 3.0, 1.5
-    row = results_frame([result]).iloc[0]
-    phases = run_phases(row)
-    assert [name for name, _, _ in phases] == ["start-up", "compile", "warm-up", "timed steps", "profile"]
-    assert all(end == pytest.approx(after) for (_, _, end), (_, after, _) in zip(phases, phases[1:]))
-    ends = dict((name, end - start) for name, start, end in phases)
-    assert ends["start-up"] == 9.5 and ends["compile"] == 3.0 and ends["profile"] == 1.5
-    assert ends["warm-up"] == pytest.approx(sum(result.step_seconds[: result.warmup_steps]))
-    assert ends["timed steps"] == pytest.approx(sum(result.step_seconds[result.warmup_steps :]))
-    assert run_phases(results_frame([RunResult(BASE, "failed", error="boom")]).iloc[0]) == []
-
-
-def test_the_utilisation_chart_shades_the_timed_steps_marks_each_phase_and_parts_the_two_memories(
+def test_the_utilisation_chart_shades_the_steady_steps_marks_each_phase_and_parts_the_two_memories(
     tmp_path, monkeypatch
 ):
     """Drawn, not only computed: both panels shade every phase where the row's clocks put it, the
-    timed steps strongest; the memory panel draws the framework's own peak (dashed) apart from
+    steady steps strongest; the memory panel draws the framework's own peak (dashed) apart from
     what NVML says the device holds, under its capacity (dotted)."""
     import pandas as pd
 
+    from mgbench.common.phases import run_phases
     from mgbench.reports import run_charts
     from mgbench.reports.summary import results_frame
 
@@ -207,13 +197,15 @@ def test_the_utilisation_chart_shades_the_timed_steps_marks_each_phase_and_parts
     monkeypatch.setattr(run_charts, "save", lambda figure, path: drawn.append(figure) or path)
     run_charts.utilisation_chart(row, trace, tmp_path / "utilisation.png")
     top, bottom = drawn[0].axes[:2]
-    phases = {name: (start, end) for name, start, end in run_charts.run_phases(row)}
+    phases = {phase.name: (phase.start, phase.end) for phase in run_phases(row)}
+    assert list(phases) == ["start-up", "compile", "warm-up", "steady", "profile"]
+    assert phases["compile"] == pytest.approx((9.5, 12.5)) and phases["profile"][1] - phases["profile"][0] == 1.5
     for axes in (top, bottom):
         spans = [patch for patch in axes.patches if patch.get_width() > 0]
         edges = [edge for patch in spans for edge in (patch.get_bbox().x0, patch.get_bbox().x1)]
         assert edges == pytest.approx([edge for span in phases.values() for edge in span])
         alphas = dict(zip(phases, (p.get_alpha() for p in spans), strict=True))
-        assert alphas["timed steps"] > max(alpha for name, alpha in alphas.items() if name != "timed steps")
+        assert alphas["steady"] > max(alpha for name, alpha in alphas.items() if name != "steady")
     legend = [text.get_text() for text in top.get_legend().get_texts()]
     assert set(phases) <= set(legend) and {"GPU 0", "GPU 1"} <= set(legend)
     lines = {line.get_label(): line for line in bottom.lines}

@@ -8,15 +8,13 @@ import io
 import json
 import re
 import shutil
-import subprocess
-import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import mgbench, tiny_job
+from conftest import SCRIPTS, benchmark_script, mgbench, one_line_error, tiny_job
 from PIL import Image
 
 from mgbench.common.breakdown import CATEGORIES, bottleneck
@@ -26,12 +24,13 @@ from mgbench.common.runfolder import TRACE_COLUMNS
 from mgbench.common.timing import summarise_steps
 from mgbench.reports.charts import write_charts
 from mgbench.reports.compact import print_summary
-from mgbench.reports.figures import PIXEL_SIZE
+from mgbench.reports.figures import DPI, PIXEL_SIZE
 from mgbench.reports.html import write_report
 from mgbench.reports.readings import COLORS, CPU_READINGS, LABELS, NOT_PROFILED, READINGS, limits_details, reading
 from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.scaling_loss import scaling_loss, scaling_losses
 from mgbench.reports.summary import display_table, write_summary
+from mgbench.reports.utilisation_charts import FRAME_INCHES, PANEL_INCHES, SUMMARY_WIDTH_INCHES
 
 ENVIRONMENT = {
     "mgbench": "0.1.0",
@@ -117,7 +116,7 @@ def write_trace(folder: Path, run_id: str, gpus: int) -> None:
         for tick in range(50):
             for gpu in range(gpus):
                 writer.writerow(
-                    [tick / 10, "gpu", gpu, min(100, 2 * tick + 10 * gpu), 1000 + 500 * tick, 81559, 1980, 2619]
+                    [tick / 2, "gpu", gpu, min(100, 2 * tick + 10 * gpu), 1000 + 500 * tick, 81559, 1980, 2619]
                 )
 
 
@@ -190,11 +189,17 @@ def test_charts_are_pngs_of_the_expected_size(tmp_path):
         assert {c.path.name for c in charts.runs[run_id]} == {f"utilisation-{run_id}.png", f"steps-{run_id}.png"}
     failed = run_ids[3]
     assert charts.runs[failed] == [] and charts.notes[failed] == ["no utilisation trace in this folder"]
+    assert [chart.path.name for chart in charts.side_by_side] == ["utilisation-all.png", "throughput-utilisation.png"]
     written = sorted((folder / "charts").glob("*.png"))
-    assert len(written) == 5 + 2 * len(ok_ids)
+    assert len(written) == 7 + 2 * len(ok_ids)
+    sizes = {
+        "utilisation-all.png": (PIXEL_SIZE[0], round(DPI * (FRAME_INCHES + PANEL_INCHES * len(ok_ids)))),
+        "throughput-utilisation.png": (round(DPI * SUMMARY_WIDTH_INCHES), PIXEL_SIZE[1]),
+    }
     for path in written:
         with Image.open(path) as image:
-            assert image.format == "PNG" and image.size == PIXEL_SIZE, path.name
+            size = sizes.get(path.name, PIXEL_SIZE)
+            assert image.format == "PNG" and image.size == size, path.name
             assert np.unique(np.asarray(image.convert("L"))).size > 20, f"{path.name} looks blank"
 
 
@@ -214,7 +219,7 @@ def test_report_is_self_contained_with_environment_configs_and_errors(tmp_path):
     page = scan(text)
     assert page.row_ids == run_ids
     assert page.external == []
-    assert len(page.images) == 5 + 2 * 3
+    assert len(page.images) == 7 + 2 * 3
     assert all(src.startswith("data:image/png;base64,") for src in page.images)
     assert text.index("charts/scaling.png") < text.index("charts/scaling-loss.png") < text.index("charts/breakdown.png")
     assert "communication 12%: gradient exchange that compute does not hide" in text
@@ -223,7 +228,7 @@ def test_report_is_self_contained_with_environment_configs_and_errors(tmp_path):
     for expected in ("NVIDIA H100 80GB HBM3", "550.54.15", "1980", "torch 2.5.1", "bf16", "densenet121"):
         assert expected in text
     assert "RuntimeError: NCCL &lt;boom&gt; &amp; co" in text and "<boom>" not in text
-    assert text.count('<section class="run"') == len(run_ids)
+    assert text.count('<details class="run"') == len(run_ids)
 
 
 def chromium_or_skip() -> str:
@@ -233,29 +238,9 @@ def chromium_or_skip() -> str:
     return binary
 
 
-def chromium(binary: str, *args: str) -> subprocess.CompletedProcess:
-    profile = tempfile.mkdtemp(prefix="mgbench-chromium-")
-    try:
-        return subprocess.run(
-            [
-                binary,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                f"--user-data-dir={profile}",
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
+SCREENSHOTS = benchmark_script("report_screenshots", SCRIPTS)
+"""scripts/report_screenshots.py: Chromium run as the docs' screenshots are taken."""
+chromium = SCREENSHOTS.chromium
 
 
 def test_report_renders_in_headless_chromium_with_every_run_row(tmp_path):
@@ -266,7 +251,7 @@ def test_report_renders_in_headless_chromium_with_every_run_row(tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     rendered = scan(dom.stdout)
     assert rendered.row_ids == run_ids
-    assert len(rendered.images) == 5 + 2 * 3
+    assert len(rendered.images) == 7 + 2 * 3
     screenshot = tmp_path / "report.png"
     shot = chromium(binary, f"--screenshot={screenshot}", "--window-size=1400,2000", report.as_uri())
     assert screenshot.exists(), shot.stderr[-2000:]
@@ -293,7 +278,8 @@ def test_missing_traces_failed_runs_and_an_interrupted_compare_still_report(tmp_
     assert "interrupted" in text and "1 line(s) of results.jsonl could not be read" in text
     assert "no utilisation trace in this folder" in text
     names = sorted(p.name for p in (folder / "charts").glob("*.png"))
-    assert names == ["breakdown.png", f"steps-{planned[0].run_id}.png", "throughput.png"]
+    # No row's step was split (an unprofiled GPU row): no chart of where step time goes.
+    assert names == [f"steps-{planned[0].run_id}.png", "throughput-utilisation.png", "throughput.png"]
 
 
 def test_report_usage_errors_are_one_line(tmp_path):
@@ -474,8 +460,21 @@ def test_report_prints_the_compact_summary_in_each_format_from_the_command_line(
         table = pd.read_csv(io.StringIO(done.stdout))
         assert table.loc[0, ["framework", "strategy", "images_per_sec_2dev"]].tolist() == ["pytorch", "ddp", 7914.0]
     elif fmt == "json":
-        lines = json.loads(done.stdout)["lines"]
+        answer = json.loads(done.stdout)
+        lines = answer["lines"]
         assert [(line["framework"], line["images_per_sec_1dev"]) for line in lines] == [("pytorch", 3980.0)]
+        assert answer["version"] == 1 and answer["ranked_by"] == "images_per_sec" and answer["higher_is_better"]
+        assert answer["verdict"].startswith("pytorch ddp is fastest on 2 GPUs: 7,914 img/s [7,835-7,993]")
+        winner = {key: answer["winner"][key] for key in ("framework", "strategy", "devices", "value")}
+        assert winner == {"framework": "pytorch", "strategy": "ddp", "devices": 2, "value": 7914.0}
+        assert answer["ties"] == [] and answer["runner_up"] is None and answer["warnings"] == []
+        rows = {row["devices"]: row for row in answer["rows"]}
+        frame = load_run_folder(folder).frame.set_index("devices")
+        for devices, row in rows.items():
+            assert row["images_per_sec"] == pytest.approx(frame.loc[devices, "images_per_sec"])
+            assert row["spread"]["low"] == pytest.approx(frame.loc[devices, "images_per_sec_p10"])
+            assert row["spread"]["high"] == pytest.approx(frame.loc[devices, "images_per_sec_p90"])
+            assert row["rounds"] is None and row["interval"]["low"] is None and row["held_back_by"]["name"] == "idle"
     elif fmt == "md":
         title, blank, header, rule, row = done.stdout.splitlines()[:5]
         assert title == "**resnet50 bf16 channels_last**" and blank == "" and row.startswith("| pytorch")
@@ -602,11 +601,50 @@ def test_ok_rows_with_null_figures_report_a_dash_on_every_path(tmp_path, capsys,
     assert scan(page).row_ids == list(frame["run_id"])
     write_summary(folder, load_run_folder(folder).results)
     table = display_table(frame).set_index(frame["run_id"])
-    for devices in (1, 2):
-        cells = table.loc[BASE.with_changes(devices=devices).run_id, list(NULLABLE_HEADERS)]
-        assert (cells == "-").all() == (devices in nulled), cells
+    if nulled == (1, 2):  # a column with a dash in every row is left out
+        assert not set(NULLABLE_HEADERS) & set(table.columns)
+    else:
+        for devices in (1, 2):
+            cells = table.loc[BASE.with_changes(devices=devices).run_id, list(NULLABLE_HEADERS)]
+            assert (cells == "-").all() == (devices in nulled), cells
     outputs = [page, (folder / "summary.md").read_text()]
     for fmt in ("table", "md", "csv", "json"):
         print_summary(frame, "nulls", fmt)
         outputs.append(capsys.readouterr().out)
     assert not [text for text in outputs if re.search(r"\bnan\b", text, re.IGNORECASE)]
+
+
+def snapshot(folder: Path) -> dict[str, tuple[bytes | None, int]]:
+    """Every file's bytes and every entry's modification time under `folder`, the folder's own too."""
+    entries = {".": (None, folder.stat().st_mtime_ns)}
+    for path in sorted(folder.rglob("*")):
+        data = path.read_bytes() if path.is_file() else None
+        entries[str(path.relative_to(folder))] = (data, path.stat().st_mtime_ns)
+    return entries
+
+
+def test_report_out_renders_elsewhere_and_leaves_the_run_folder_byte_for_byte_as_it_was(tmp_path):
+    """A colleague's folder, its report made once already: `report --out DIR` writes DIR's report
+    and charts, twice over, and changes no byte nor time of the folder; a DIR inside the folder, or
+    holding other files, is one line and nothing is written."""
+    folder, run_ids = fixture_folder(tmp_path)
+    write_report(folder)
+    before = snapshot(folder)
+    out = tmp_path / "elsewhere"
+    for _ in range(2):
+        done = mgbench("report", str(folder), "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == str(out / "report.html")
+    assert snapshot(folder) == before
+    page = (out / "report.html").read_text()
+    assert scan(page).row_ids == run_ids and "charts/utilisation-all.png" in page
+    assert {path.name for path in (out / "charts").glob("*.png")} == {
+        path.name for path in (folder / "charts").glob("*.png")
+    }
+    assert sorted(path.name for path in out.iterdir()) == ["charts", "report.html"]
+    cluttered = tmp_path / "cluttered"
+    cluttered.mkdir()
+    (cluttered / "notes.txt").write_text("mine")
+    for bad, message in ((folder / "sub", "is inside the run folder"), (cluttered, "holds other files (notes.txt)")):
+        assert message in one_line_error(mgbench("report", str(folder), "--out", str(bad)))
+    assert snapshot(folder) == before and sorted(p.name for p in cluttered.iterdir()) == ["notes.txt"]

@@ -190,17 +190,22 @@ def test_summary_md_carries_time_to_train_and_test_auc_of_epochs_rows_only(tmp_p
     assert not {"train s", "test AUC"} & set(display_table(results_frame(steps_rows())).columns)
 
 
-def test_piped_output_fits_the_width_columns_gives(monkeypatch, capsys):
+def test_piped_output_fits_its_table_to_the_width_columns_gives_and_leaves_sentences_whole(monkeypatch, capsys):
+    """The table fits COLUMNS; a note and the verdict are one line each, however long, for the
+    terminal to wrap and a search of the output to find whole."""
     from mgbench.reports.compact import print_summary
     from mgbench.reports.summary import results_frame
 
     monkeypatch.setenv("COLUMNS", "100")
     rows = epoch_rows("auc=0.6")
-    rows[0].warnings = ["a warning long enough to need wrapping at one hundred columns " * 3]
+    rows[0].warnings = [("a warning long enough to need wrapping at one hundred columns " * 3).strip()]
     print_summary(results_frame(rows), "densenet121 fp32, chestxray, 2 epochs, weak scaling, cuda")
-    out = capsys.readouterr().out
-    assert "pytorch ddp reached val AUC 0.6 fastest" in out.replace("\n", " ")
-    assert max(len(line) for line in out.splitlines()) <= 100 < len(rows[0].warnings[0])
+    lines = capsys.readouterr().out.splitlines()
+    table = lines[1 : next(i for i, line in enumerate(lines) if line.startswith("[1]"))]
+    assert max(len(line) for line in table) <= 100
+    assert any(line.startswith("[") and line.endswith(rows[0].warnings[0]) for line in lines)
+    verdict = next(line for line in lines if line.startswith("pytorch ddp reached val AUC 0.6 fastest"))
+    assert len(verdict) > 100 and verdict.endswith(".")
 
 
 def test_a_steps_compare_still_ranks_by_images_per_sec():

@@ -320,7 +320,7 @@ def test_a_full_disk_while_the_report_is_written_leaves_the_old_one_whole(
     the new report as long as the old one)."""
     run = shared_copy(compared, tmp_path)
     before = (run / "report.html").read_bytes()
-    monkeypatch.setattr("mgbench.reports.html.write_charts", lambda data: ChartSet())
+    monkeypatch.setattr("mgbench.reports.html.write_charts", lambda data, folder: ChartSet())
     monkeypatch.setattr("mgbench.reports.html.render_report", lambda data, charts: "n" * len(before))
     file_size_limit(len(before) // 2)
     done = cli("report", str(run))

@@ -99,15 +99,34 @@ def test_the_verdict_is_an_object_a_report_can_serialise():
     judged = judge(summary_of(rows)).to_dict()
     assert json.loads(json.dumps(judged)) == judged
     assert judged["winner"] == {
-        "name": "pytorch ddp", "value": pytest.approx(1000.0), "low": 960.0, "high": 1040.0, "rounds": 3,
-        "unit": "img/s", "detail": "",
+        "name": "pytorch ddp", "framework": "pytorch", "strategy": "ddp", "devices": 2,
+        "value": pytest.approx(1000.0), "low": 960.0, "high": 1040.0, "rounds": 3, "unit": "img/s", "detail": "",
     }  # fmt: skip
     assert [tie["name"] for tie in judged["ties"]] == ["pytorch ddp-unstaged"]
     assert judged["runner_up"]["name"] == "chainer chainermn" and judged["lead"] == pytest.approx(1000 / 600)
     assert judged["text"].startswith("pytorch ddp and pytorch ddp-unstaged tie")
-    lines = json.loads(json_text(summary_of(rows)))["lines"]
+    frame = results_frame(rows)
+    answer = json.loads(json_text(compact_summary(frame, "densenet121 fp32"), frame))
+    assert answer["verdict"] == judged["text"]
+    assert {part: answer[part] for part in ("winner", "ties", "runner_up", "lead", "hints", "caveats")} == {
+        part: judged[part] for part in ("winner", "ties", "runner_up", "lead", "hints", "caveats")
+    }
+    lines = answer["lines"]
     assert [line["tie"] for line in lines] == [False, True, False]
     assert lines[0]["images_per_sec_low_2dev"] == 960.0 and lines[0]["rounds_2dev"] == 3
+
+
+def test_each_run_of_the_answer_carries_its_rounds_and_the_steady_rates_interval():
+    rows = [
+        line_row("pytorch", "ddp", 1000.0, 960.0, 1040.0, round_images_per_sec=[990.0, 1000.0, 1010.0]),
+        line_row("chainer", "chainermn", 600.0, rounds=None, images_per_sec_low=None, images_per_sec_high=None),
+    ]
+    frame = results_frame(rows)
+    ddp, chainer = json.loads(json_text(compact_summary(frame), frame))["rows"]
+    assert ddp["rounds"] == 3 and ddp["round_images_per_sec"] == [990.0, 1000.0, 1010.0]
+    assert (ddp["interval"]["low"], ddp["interval"]["high"]) == (960.0, 1040.0)
+    assert ddp["spread"]["of"] == "p10-p90 of single steps" and ddp["round_time_to_train_seconds"] == []
+    assert chainer["rounds"] is None and chainer["interval"]["low"] is None and chainer["interval"]["high"] is None
 
 
 def test_lines_that_differ_in_compiling_are_told_apart_and_an_eager_launch_bound_line_is_told_to_compile():

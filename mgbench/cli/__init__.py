@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   mgbench compare --frameworks pytorch --strategies all --gpus 1,2,4 --format md
   mgbench compare --resume runs/NAME                         rerun what an interrupted compare left
   mgbench report runs/NAME --format csv                      rebuild report.html, print the table as CSV
+  mgbench diff runs/BEFORE runs/AFTER                        exit 1 where a run of AFTER is slower
   mgbench list                                               frameworks, strategies, models, what is installed
 """
 
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         catalog,
         compare,
         convert_weights,
+        diff,
         envreport,
         make_sample,
         prepare,
@@ -61,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         compare,
         run,
         report,
+        diff,
         project,
         catalog,
         envreport,

@@ -1,14 +1,21 @@
-"""`mgbench list`: frameworks, strategies, models, and whether each framework is installed."""
+"""`mgbench list`: frameworks, strategies, models, and whether each framework is installed.
+
+Within 100 columns (`LIST_WIDTH`), in a terminal or piped: each framework is a few lines of its
+own, its strategies in a borderless grid whose last column wraps on words."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
+from rich.console import Console, RenderableType
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from mgbench.common.models import MODELS, catalogue
 from mgbench.frameworks.registry import families, registered
-from mgbench.frameworks.specs import Compiler, FrameworkSpec
+from mgbench.frameworks.specs import Compiler, FrameworkSpec, StrategySpec
 from mgbench.reports.summary import table_console
 from mgbench.runner.venvs import inspect_installation
 
@@ -42,46 +49,76 @@ def compiler_text(compiler: Compiler | None) -> str:
     return f"--compile: {compiler.name}" + (" on 1 device" if compiler.one_device_note else "")
 
 
+LIST_WIDTH = 100
+"""The most columns `mgbench list` takes, in a wider terminal and piped alike."""
+INDENT = (0, 0, 0, 2)
+
+
+def installed_text(spec: FrameworkSpec) -> str:
+    """`installed (interpreter; versions)`, or what is missing and how to install it."""
+    found = inspect_installation(spec)
+    if found.installed:
+        versions = ", ".join(f"{k} {v}" for k, v in found.versions.items())
+        return f"installed ({found.interpreter}; {versions})"
+    return f"not installed: missing {', '.join(found.missing)}; install: {spec.install_hint}"
+
+
+def strategy_text(strategy: StrategySpec) -> str:
+    """What a strategy does, with where it cannot run."""
+    text = strategy.description
+    if strategy.cpu_multi_device_note:
+        text += f" [GPU only for N>1: {strategy.cpu_multi_device_note}]"
+    if strategy.no_compile_note:
+        text += f" [no --compile: {strategy.no_compile_note}]"
+    return text
+
+
+def framework_block(spec: FrameworkSpec) -> list[RenderableType]:
+    """A framework's name and installation, what it can train, then one line per strategy
+    (launcher, what it does: wrapped in its own column, words never split)."""
+    strategies = Table.grid(padding=(0, 2))
+    strategies.add_column(no_wrap=True)
+    strategies.add_column(no_wrap=True)
+    strategies.add_column()
+    for strategy in spec.strategies:
+        default = "*" if strategy.name in spec.defaults else ""
+        strategies.add_row(strategy.name + default, strategy.launcher, Text(strategy_text(strategy)))
+    return [
+        Text(f"{spec.name}: {installed_text(spec)}", style="bold"),
+        Padding(Text(f"can train: {capability_text(spec)}"), INDENT, expand=False),
+        Padding(strategies, INDENT, expand=False),
+    ]
+
+
 def handle(args: argparse.Namespace) -> int:
-    console = table_console()
-    frameworks = Table(title="frameworks and strategies")
-    for column in ("framework", "strategy", "default", "launcher", "what it does", "can train", "installed"):
-        frameworks.add_column(column, overflow="fold")
+    shown = table_console()
+    console = Console(width=min(shown.width, LIST_WIDTH), force_terminal=shown.is_terminal)
+    with console.capture() as listing:
+        print_listing(console)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in listing.get().splitlines()))
+    return 0
+
+
+def print_listing(console: Console) -> None:
+    """Every framework (`framework_block`), the families `--frameworks` takes, the models; lines
+    are padded to the width, which `handle` trims."""
+    console.print(Text("Frameworks and their strategies (* the default, which compare runs without --strategies)"))
     for spec in registered().values():
-        found = inspect_installation(spec)
-        if found.installed:
-            state = f"yes ({found.interpreter}; " + ", ".join(f"{k} {v}" for k, v in found.versions.items()) + ")"
-        else:
-            state = f"no: missing {', '.join(found.missing)}; install: {spec.install_hint}"
-        for i, strategy in enumerate(spec.strategies):
-            notes = strategy.description
-            if strategy.cpu_multi_device_note:
-                notes += f" [GPU only for N>1: {strategy.cpu_multi_device_note}]"
-            if strategy.no_compile_note:
-                notes += f" [no --compile: {strategy.no_compile_note}]"
-            default = "yes" if strategy.name in spec.defaults else ""
-            first = i == 0
-            frameworks.add_row(
-                spec.name if first else "",
-                strategy.name,
-                default,
-                strategy.launcher,
-                notes,
-                capability_text(spec) if first else "",
-                state if first else "",
-            )
-    console.print(frameworks)
+        console.print()
+        for part in framework_block(spec):
+            console.print(part)
+    console.print()
     for family, members in families(registered()).items():
         console.print(
             f"--frameworks {family} runs {', '.join(members)} (those installed); --strategies all runs every strategy"
         )
-    models = Table(title="models")
-    for column in ("model", "input", "outputs", "loss", "description"):
-        models.add_column(column)
+    models = Table(title="models", title_justify="left")
+    for column in ("model", "input", "outputs", "loss"):
+        models.add_column(column, no_wrap=True)
+    models.add_column("description")
     for model in catalogue().values():
         note = f" ({model.layout_note})" if model.layout_note else ""
         models.add_row(
-            model.name, f"{model.image_size} px", str(model.num_classes), model.loss, model.description + note
+            model.name, f"{model.image_size} px", str(model.num_classes), model.loss, Text(model.description + note)
         )
     console.print(models)
-    return 0

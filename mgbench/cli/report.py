@@ -1,7 +1,8 @@
 """`mgbench report RUN_DIR`: charts and a self-contained report.html for a run folder.
 
 `compare` writes the report itself; this verb rebuilds it, e.g. for a folder copied from a
-GPU machine or one whose compare was interrupted. With `--format` it also prints the folder's
+GPU machine or one whose compare was interrupted; with `--out DIR` into a folder of its own,
+reading the run folder only (a colleague's, a read-only copy). With `--format` it also prints the folder's
 compact summary, for a reader (`table`, `md`) or a script (`csv`, `json`). A folder it
 cannot write (read-only, disk full) or another mgbench writes (a compare still running) is
 one line and exit code 2.
@@ -13,10 +14,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from mgbench.common.runfolder import RunFolder
+from mgbench.common.errors import UsageError
+from mgbench.common.runfolder import CHARTS_DIR, LOCK_FILE, REPORT_FILE, RunFolder
 from mgbench.reports.compact import FORMATS, print_summary
 from mgbench.reports.figures import job_title
-from mgbench.reports.html import write_report
+from mgbench.reports.html import write_folder_report
 from mgbench.reports.runfolder import load_run_folder
 
 
@@ -34,17 +36,47 @@ def add_format_option(parser: argparse.ArgumentParser, default: str | None = "ta
 def register(verbs: argparse._SubParsersAction) -> None:
     parser = verbs.add_parser("report", help="write charts/ and report.html for a run folder")
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a folder written by `mgbench compare`")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="write charts/ and report.html into DIR (new, or one an earlier --out wrote) and leave RUN_DIR as it is",
+    )
     add_format_option(parser, default=None)
     parser.set_defaults(handler=handle)
 
 
+REPORT_FILES = {REPORT_FILE, CHARTS_DIR, LOCK_FILE}
+"""What a folder `--out` writes holds: such a folder is written again, any other refused."""
+
+
+def report_folder(run_dir: Path, out: Path | None) -> Path:
+    """Where the report goes: the run folder, or `out` where it is a folder of its own, empty or
+    holding only an earlier report; one inside the run folder (which it would change) or holding
+    anything else (which it could overwrite) is one line."""
+    if out is None or out.resolve() == run_dir.resolve():
+        return run_dir
+    if out.resolve().is_relative_to(run_dir.resolve()):
+        raise UsageError(
+            f"--out {out} is inside the run folder {run_dir}: give a folder outside it, or leave out --out"
+        )
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is not a folder")
+    if out.is_dir() and (others := sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES)):
+        raise UsageError(f"--out {out} holds other files ({', '.join(others[:3])}): give a new or empty folder")
+    return out
+
+
 def handle(args: argparse.Namespace) -> int:
-    with RunFolder(args.run_dir).claimed():
-        path = write_report(args.run_dir)
+    with RunFolder(args.run_dir).writing():  # read only, an unreadable file one line all the same
+        data = load_run_folder(args.run_dir)
+    out = report_folder(args.run_dir, args.out)
+    folder = RunFolder(out)
+    with folder.claimed(create=True):
+        path = write_folder_report(data, folder)
     if args.format is None:
         print(path)
         return 0
-    frame = load_run_folder(args.run_dir).frame
-    print_summary(frame, job_title(frame), args.format)
+    print_summary(data.frame, job_title(data.frame), args.format)
     print(f"report: {path}", file=sys.stderr)
     return 0

@@ -1,6 +1,6 @@
 """Links to project onto: named presets at their vendors' rates, or what `mgbench bandwidth` measured.
 
-A preset's bandwidth is the link's nominal rate per direction (the README names each vendor's
+A preset's bandwidth is the link's nominal rate per direction (docs/scaling-projection.md names each vendor's
 page); NCCL reaches less than that, so a measured `bandwidth.json` is the better figure where one
 exists. Hop latencies are NCCL's own (its tuning model, Simple protocol, per link type).
 

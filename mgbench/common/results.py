@@ -172,6 +172,20 @@ class RunResult:
     breakdown_clock: str | None = None
     """`device`: from GPU kernels and copies; `cpu`: from operators on host threads (CPU runs)."""
     peak_memory_bytes: int | None = None
+    utilisation_pct: float | None = None
+    """Median utilisation over the steady window, every device's samples pooled
+    (`mgbench.common.utilisation`): the GPUs' (NVML), or where CPU devices stand in the host's CPU
+    (psutil), as `utilisation_source` says; None where the window holds no sample."""
+    utilisation_p10_pct: float | None = None
+    utilisation_p90_pct: float | None = None
+    utilisation_source: str | None = None
+    """What the utilisation figures measured: `GPU (NVML)` or `host CPU (psutil, every process on the host)`."""
+    memory_used_mib: float | None = None
+    """The most memory a device held over the steady window (NVML; the host's memory in use on CPU
+    devices): what the device holds, where `peak_memory_bytes` is what the framework allocated."""
+    device_utilisation: list[dict[str, Any]] = field(default_factory=list)
+    """Per device (`GPU 0`, ..., `host CPU`): `utilisation_pct`, `utilisation_p10_pct`,
+    `utilisation_p90_pct` and `memory_used_mib` over the steady window."""
     step_seconds: list[float] = field(default_factory=list)
     input_wait_seconds: list[float] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)

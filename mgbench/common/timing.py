@@ -127,13 +127,18 @@ class SteadyWindow:
         return [item for index, item in enumerate(series) if index >= self.warmup.steps and index not in stalled]
 
 
+def window_after(step_seconds: Sequence[float], warmup: Warmup) -> SteadyWindow:
+    """The steady window of steps whose warm-up is known (a row's own `warmup_steps`): its stalls
+    by the module's one rule, so a report that lays out a row's steps finds the stalls it counted."""
+    stalled = np.nonzero(find_stalls(step_seconds[warmup.steps :]))[0] + warmup.steps
+    return SteadyWindow(warmup, tuple(int(index) for index in stalled))
+
+
 def steady_window(
     step_seconds: Sequence[float], window: int = DEFAULT_WINDOW, tolerance: float = DEFAULT_TOLERANCE
 ) -> SteadyWindow:
     """The run's warm-up and stalls, by the module's one rule."""
-    warmup = detect_warmup(step_seconds, window, tolerance)
-    stalled = np.nonzero(find_stalls(step_seconds[warmup.steps :]))[0] + warmup.steps
-    return SteadyWindow(warmup, tuple(int(index) for index in stalled))
+    return window_after(step_seconds, detect_warmup(step_seconds, window, tolerance))
 
 
 @dataclass(frozen=True)

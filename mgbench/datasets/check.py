@@ -4,7 +4,7 @@ A file that cannot be decoded fails a run when a loader first reaches it, minute
 training, naming that one file. The check reads every file first, so that all bad files are
 named together (or left out, with `--skip-bad-images`). It reads what decoding needs: a PNG is
 verified (its header, then every chunk against its CRC, which finds truncated files and damaged
-bytes) at about a tenth of the cost of decoding it (README gives the figures); a JPEG is decoded,
+bytes) at about a tenth of the cost of decoding it (docs/real-data.md gives the figures); a JPEG is decoded,
 as it has no checksums and PIL's verify reads nothing of it.
 
 Only regular files are read (`safe_files.open_regular`): a FIFO, socket or device named like an

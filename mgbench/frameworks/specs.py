@@ -298,7 +298,7 @@ class FrameworkSpec:
     the run's environment, and an in-process worker sets them before importing the adapter.
     Must not import the framework."""
     gpu_note: str | None = None
-    """What keeps this framework off GPUs here (None: it trains on GPUs), for `list` and README."""
+    """What keeps this framework off GPUs here (None: it trains on GPUs), for `list` and docs/frameworks.md."""
 
     def variables_for(self, config: RunConfig) -> dict[str, str]:
         variables = self.environment_variables(config) if self.environment_variables else {}

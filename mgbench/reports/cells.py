@@ -7,6 +7,9 @@ prints a missing one as `MISSING`, so a gap shows as a dash, never as `nan` or a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 
 MISSING = "-"
@@ -21,3 +24,8 @@ def figure_text(value: object, pattern: str) -> str:
     """`value` in `pattern` (`{:.1f}`), `MISSING` where it has no value."""
     figure = number(value)
     return MISSING if figure is None else pattern.format(figure)
+
+
+def run_label(row: Mapping[str, Any]) -> str:
+    """`framework strategy xN`: a run as tables, notes, legends and axis ticks name it."""
+    return f"{row['framework']} {row['strategy']} x{int(row['devices'])}"

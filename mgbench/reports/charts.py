@@ -2,7 +2,8 @@
 
 Which charts exist depends on what the folder holds: scaling needs two device counts, its
 loss also a breakdown on both rows of a framework/strategy, training curves need per-epoch
-metrics, a utilisation chart needs the run's trace. What a chart could not be drawn from is
+metrics, a utilisation chart needs the run's trace, where step time goes a row whose step was
+split (a profile, or on CPU devices the host's timing). What a chart could not be drawn from is
 listed as a note for the report instead of failing it.
 """
 
@@ -17,6 +18,7 @@ from mgbench.reports.compare_charts import (
     epoch_chart,
     scaling_chart,
     scaling_loss_chart,
+    splits_any_step,
     throughput_chart,
 )
 from mgbench.reports.projection import read_projection
@@ -24,7 +26,9 @@ from mgbench.reports.projection_chart import projection_chart
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
 from mgbench.reports.runfolder import RunFolderData
 from mgbench.reports.scaling_loss import scaling_losses
+from mgbench.reports.summary import GROUP
 from mgbench.reports.training import time_to_train_chart, training_table
+from mgbench.reports.utilisation_charts import every_run_utilisation_chart, throughput_and_utilisation_chart
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ class Chart:
 
 @dataclass
 class ChartSet:
+    side_by_side: list[Chart] = field(default_factory=list)
+    """Every run's utilisation on one time axis, and throughput beside utilisation per run."""
     compare: list[Chart] = field(default_factory=list)
     runs: dict[str, list[Chart]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
@@ -47,19 +53,26 @@ def _has_epochs(value: object) -> bool:
     return isinstance(value, list) and len(value) > 0
 
 
-def write_charts(data: RunFolderData) -> ChartSet:
-    """Draw what the folder supports into its `charts/`; a folder with no successful run gets
-    per-run notes only.
+def write_charts(data: RunFolderData, folder: RunFolder | None = None) -> ChartSet:
+    """Draw what the folder supports into the `charts/` of `folder` (default: the run folder's
+    own); a folder with no successful run gets per-run notes only.
 
     PNGs left in `charts/` by an earlier report are removed first, so `charts/` always matches
     the report next to it; `charts/` itself is made with no link on the way (`RunFolder.made`).
     """
-    folder = RunFolder(data.root)
+    folder = folder or RunFolder(data.root)
     for stale in folder.made(folder.charts).glob("*.png"):
         folder.chart(stale.name).unlink()
     charts = ChartSet()
     ok = data.frame[data.frame["status"] == "ok"]
+    traces = {run_id: trace for run_id in data.frame["run_id"] if (trace := data.trace(run_id)) is not None}
     if not ok.empty:
+        ordered = ok.sort_values(GROUP + ["devices"], kind="stable")
+        if any(run_id in traces for run_id in ordered["run_id"]):
+            path = every_run_utilisation_chart(ordered, traces, folder.chart("utilisation-all.png"))
+            charts.side_by_side.append(Chart("Utilisation of every run, phases shaded", path))
+        path = throughput_and_utilisation_chart(ordered, folder.chart("throughput-utilisation.png"))
+        charts.side_by_side.append(Chart("Throughput and utilisation per run", path))
         charts.compare.append(Chart("Throughput", throughput_chart(ok, folder.chart("throughput.png"))))
         if ok["devices"].nunique() > 1:
             charts.compare.append(Chart("Scaling", scaling_chart(ok, folder.chart("scaling.png"))))
@@ -67,7 +80,8 @@ def write_charts(data: RunFolderData) -> ChartSet:
             if losses:
                 path = scaling_loss_chart(ok, losses, folder.chart("scaling-loss.png"))
                 charts.compare.append(Chart("Scaling loss: what each category cost", path))
-        charts.compare.append(Chart("Time breakdown", breakdown_chart(ok, folder.chart("breakdown.png"))))
+        if splits_any_step(ok):
+            charts.compare.append(Chart("Time breakdown", breakdown_chart(ok, folder.chart("breakdown.png"))))
         with_epochs = ok[ok["epoch_metrics"].map(_has_epochs)]
         if not with_epochs.empty:
             charts.compare.append(Chart("Training curves", epoch_chart(with_epochs, folder.chart("epochs.png"))))
@@ -81,7 +95,7 @@ def write_charts(data: RunFolderData) -> ChartSet:
     for _, row in data.frame.iterrows():
         run_id = row["run_id"]
         drawn, notes = [], []
-        trace = data.trace(run_id)
+        trace = traces.get(run_id)
         if trace is None:
             notes.append("no utilisation trace in this folder")
         else:

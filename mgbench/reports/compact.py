@@ -27,11 +27,13 @@ from rich.table import Table
 from rich.text import Text
 
 from mgbench.common.kinds import DeviceKind
+from mgbench.reports.answer import answer
+from mgbench.reports.cells import run_label
 from mgbench.reports.hints import EAGER, compile_hint, differ_in_compiling, step_kind
 from mgbench.reports.ranking import Ranking, Throughput, line_spread, ranking_of
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
 from mgbench.reports.same_start import same_start_sentence
-from mgbench.reports.summary import table_console
+from mgbench.reports.summary import row_warnings, table_console
 from mgbench.reports.verdict import verdict
 
 FORMATS = ("table", "md", "csv", "json")
@@ -95,46 +97,74 @@ def on_gpus(frame: pd.DataFrame) -> bool:
     return bool(kinds) and all(kind.on_gpu for kind in kinds)
 
 
+@dataclass(frozen=True)
+class Note:
+    """A sentence under the table, and the run it is about (`framework strategy xN`; "" for one
+    about no run, such as what a bottleneck means)."""
+
+    text: str
+    run: str = ""
+
+
 class NoteBook:
-    """Numbered notes, each sentence once: lines refer to them by number."""
+    """Numbered notes, each sentence once: lines refer to them by number, and a sentence about
+    several runs names them all, or says `every run` where it is about every run of the compare."""
 
-    def __init__(self) -> None:
-        self.notes: list[str] = []
+    def __init__(self, runs: list[str]):
+        self.runs = runs
+        self.texts: list[str] = []
+        self.about: dict[str, list[str]] = {}
 
-    def number(self, text: str) -> int:
-        if text not in self.notes:
-            self.notes.append(text)
-        return self.notes.index(text) + 1
+    def number(self, note: Note) -> int:
+        if note.text not in self.texts:
+            self.texts.append(note.text)
+        about = self.about.setdefault(note.text, [])
+        if note.run and note.run not in about:
+            about.append(note.run)
+        return self.texts.index(note.text) + 1
+
+    @property
+    def notes(self) -> list[str]:
+        return [self._said(text) for text in self.texts]
+
+    def _said(self, text: str) -> str:
+        about = self.about.get(text, [])
+        if not about:
+            return text
+        if len(self.runs) > 1 and set(about) == set(self.runs):
+            return f"every run: {text}"
+        return f"{', '.join(about)}: {text}"
 
 
-def _notes_of(group: pd.DataFrame, held: HeldBack | None, hint: str | None) -> list[str]:
+def _notes_of(group: pd.DataFrame, held: HeldBack | None, hint: str | None) -> list[Note]:
     """What a line's cells cannot say: each failure's cause, each warning and out-of-memory
     restart, what its bottleneck means, and its hint."""
     notes = []
     for _, row in group.sort_values("devices").iterrows():
-        where = f"{row['framework']} {row['strategy']} x{row['devices']}"
+        where = run_label(row)
         if row["status"] != "ok":
             cause = str(row.get("error") or "").splitlines()
-            notes.append(f"{where}: {row['status']}" + (f": {cause[0]}" if cause and cause[0] else ""))
-        elif row.get("warning"):
-            notes.append(f"{where}: {row['warning']}")
+            notes.append(Note(row["status"] + (f": {cause[0]}" if cause and cause[0] else ""), where))
+        else:
+            notes += [Note(warning, where) for warning in row_warnings(row)]
         if row.get("oom_retries"):
-            notes.append(
-                f"{where}: out of memory at {int(row['requested_batch_per_device'])} per device; "
+            restarts = (
+                f"out of memory at {int(row['requested_batch_per_device'])} per device; "
                 f"ran with {int(row['batch_per_device'])} after {int(row['oom_retries'])} restart(s)"
             )
+            notes.append(Note(restarts, where))
     if held is not None:
         source = " (host timing, not profiled)" if held.source == HOST_TIMING else ""
-        notes.append(f"{held.label}{source}: {held.meaning}")
+        notes.append(Note(f"{held.label}{source}: {held.meaning}"))
     if hint:
-        notes.append(hint)
+        notes.append(Note(hint))
     return notes
 
 
 def _caveats_of(group: pd.DataFrame) -> list[dict[str, str]]:
     """Each caveat of the line's rows (`caveats`), with where it is (`pytorch ddp x4`)."""
     return [
-        {"where": f"{row['framework']} {row['strategy']} x{row['devices']}", **caveat.to_dict()}
+        {"where": run_label(row), **caveat.to_dict()}
         for _, row in group.sort_values("devices").iterrows()
         for caveat in (row.get("caveats") if isinstance(row.get("caveats"), list) else [])
     ]
@@ -161,8 +191,7 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
                 line[f"scaling_efficiency_pct_{count}dev"] = 100 * float(efficiency) if ok else math.nan
         shown = by_count.get(top) if top in by_count else by_count[max(by_count)]
         held = None if shown is None else held_back(shown)
-        name = f"{framework} {strategy}"
-        hint = compile_hint(f"{name} x{shown['devices']}", shown, held) if shown["status"] == "ok" else None
+        hint = compile_hint(run_label(shown), shown, held) if shown["status"] == "ok" else None
         line["step"] = step_kind(shown) if shown["status"] == "ok" else ""
         line["compile_hint"] = hint or ""
         line["caveats"] = _caveats_of(group)
@@ -175,8 +204,8 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     ranked = [f"{ranking.ranked}_{count}dev" for count in reversed(counts)]
     ascending = not ranking.descending
     table = table.sort_values(ranked, ascending=ascending, na_position="last", kind="stable").reset_index(drop=True)
-    book = NoteBook()
-    table["notes"] = [sorted({book.number(text) for text in texts}) for texts in table["notes"]]
+    book = NoteBook([run_label(row) for _, row in frame.iterrows()])
+    table["notes"] = [sorted({book.number(note) for note in notes}) for notes in table["notes"]]
     table["vs_fastest_ratio"] = ranking.vs_fastest(table[f"{ranking.ranked}_{top}dev"])
     table["tie"] = _ties(table, ranking, top)
     kinds = {f"{line['framework']} {line['strategy']}": line["step"] for _, line in table.iterrows() if line["step"]}
@@ -281,7 +310,7 @@ def fitting_columns(summary: CompactSummary, width: int) -> list[Column]:
 def rich_table(summary: CompactSummary, width: int) -> Table:
     """The summary as a rich table that fits `width`: every cell on one line, no number folded."""
     columns = fitting_columns(summary, width)
-    table = Table(title=summary.title or None, title_justify="left")
+    table = Table()
     for column in columns:
         justify = "right" if column.numeric else "left"
         table.add_column(
@@ -292,11 +321,19 @@ def rich_table(summary: CompactSummary, width: int) -> Table:
     return table
 
 
+def say(console: Console, text: str) -> None:
+    """A sentence on one line, however long: the terminal wraps it, so that a search of the
+    output (grep) finds it whole."""
+    console.print(Text(text), soft_wrap=True)
+
+
 def print_compact(summary: CompactSummary, console: Console) -> None:
-    """The table, then its numbered notes (prose, which may wrap)."""
+    """The title, the table, then its numbered notes, each on one line (`say`)."""
+    if summary.title:
+        say(console, summary.title)
     console.print(rich_table(summary, console.width))
     for number, note in enumerate(summary.notes, start=1):
-        console.print(Text(f"[{number}] {note}"))
+        say(console, f"[{number}] {note}")
 
 
 def markdown(summary: CompactSummary) -> str:
@@ -316,8 +353,9 @@ def csv_text(summary: CompactSummary) -> str:
     return lines.to_csv(index=False)
 
 
-def json_text(summary: CompactSummary) -> str:
-    return json.dumps({"title": summary.title, "lines": summary.to_records(), "notes": summary.notes}, indent=2) + "\n"
+def json_text(summary: CompactSummary, frame: pd.DataFrame) -> str:
+    """The answer a script reads (`answer`): the verdict, the winner, the lines and every run's figures."""
+    return json.dumps(answer(summary, frame), indent=2) + "\n"
 
 
 def print_summary(frame: pd.DataFrame, title: str, fmt: str = "table") -> None:
@@ -325,13 +363,17 @@ def print_summary(frame: pd.DataFrame, title: str, fmt: str = "table") -> None:
     terminal (`table_console`) and ending on the report's verdict, the others as plain text a
     script reads."""
     summary = compact_summary(frame, title)
-    writers: dict[str, Callable[[CompactSummary], str]] = {"md": markdown, "csv": csv_text, "json": json_text}
+    writers: dict[str, Callable[[CompactSummary], str]] = {
+        "md": markdown,
+        "csv": csv_text,
+        "json": lambda summary: json_text(summary, frame),
+    }
     if fmt == "table":
         console = table_console()
         print_compact(summary, console)
-        console.print(Text(verdict(summary)))
+        say(console, verdict(summary))
         if sentence := same_start_sentence(frame):
-            console.print(Text(sentence))
+            say(console, sentence)
     else:
         sys.stdout.write(writers[fmt](summary))
         sys.stdout.flush()

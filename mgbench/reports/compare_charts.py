@@ -13,9 +13,11 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from mgbench.common.breakdown import CATEGORIES
-from mgbench.reports.cells import number
-from mgbench.reports.figures import job_title, new_figure, run_label, save
-from mgbench.reports.readings import COLORS, LABELS, has_breakdown
+from mgbench.common.kinds import DeviceKind
+from mgbench.common.timing import HOST_PHASES
+from mgbench.reports.cells import number, run_label
+from mgbench.reports.figures import job_title, legend_outside, new_figure, save
+from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_breakdown, has_host_timing, held_back
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
 
@@ -61,7 +63,7 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     axes.set_xlim(-0.75, len(groups) - 0.25)
     axes.set_ylabel("images/sec")
     axes.grid(axis="y", alpha=0.3)
-    axes.legend()
+    legend_outside(figure, axes, columns=1, where="right upper")
     axes.set_title(f"Throughput: {job_title(ok)}, {_devices_text(counts)}")
     figure.supxlabel(THROUGHPUT_CAPTION, fontsize="small")
     return save(figure, path)
@@ -89,7 +91,7 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
         axes.set_xlabel("devices")
         axes.set_xticks(counts)
         axes.grid(alpha=0.3)
-        axes.legend(fontsize="small")
+    legend_outside(figure, speedup_axes, efficiency_axes)
     speedup_axes.set_ylabel(f"speed-up over {int(base)} device{'s' if base > 1 else ''}")
     efficiency_axes.set_ylabel("scaling efficiency %")
     efficiency_axes.set_ylim(0, max(110, float(ok["scaling_efficiency_fraction"].max()) * 105))
@@ -102,42 +104,64 @@ def _style(name: str) -> dict[str, str]:
     return {"color": COLORS[name]} if name in COLORS else {"color": "white", "edgecolor": "grey", "hatch": "//"}
 
 
+HOST_KEYS = {name: f"host_{name}" for name in HOST_PHASES}
+"""The host timing's shares under keys of their own: its input wait is not the profile's."""
+
+
+def _split(row: pd.Series) -> tuple[dict[str, float], str]:
+    """The row's step split in percent (a profile's categories, or the host timing's phases under
+    `HOST_KEYS`) and what it came from; empty where neither split it."""
+    if has_breakdown(row.get("breakdown")):
+        source = " (CPU trace)" if row.get("breakdown_clock") == "cpu" else ""
+        return {name: row["breakdown"][name] * 100 for name in CATEGORIES}, source
+    if not DeviceKind(row["device_kind"]).on_gpu and has_host_timing(row.get("host_breakdown")):
+        return {HOST_KEYS[name]: row["host_breakdown"][name] * 100 for name in HOST_PHASES}, " (host timing)"
+    return {}, " (not profiled)"
+
+
+def splits_any_step(ok: pd.DataFrame) -> bool:
+    """Whether any row's step was split (a profile, or a CPU row's host timing): where none was,
+    a chart of where step time goes would show nothing but unsplit bars."""
+    return any(_split(row)[0] for _, row in ok.iterrows())
+
+
 def breakdown_chart(ok: pd.DataFrame, path: Path) -> Path:
-    """Share of the profiled step per run: input wait, host-to-device, compute, communication,
-    idle (`breakdown`). Runs without a breakdown show their timed input wait and the rest of
-    the step, unsplit; runs split from a CPU trace say so in their label."""
+    """Share of the step per run: the profiled step's input wait, host-to-device, compute,
+    communication and idle (`breakdown`); on CPU devices not profiled, the host's own timing of
+    its steps (input wait, step call, synchronisation, loss read), said so in its label; other
+    rows their timed input wait and the rest of the step, unsplit."""
     ordered = ok.sort_values(GROUP + ["devices"])
     labels, shares = [], []
     for _, row in ordered.iterrows():
-        label = run_label(row)
-        if has_breakdown(row.get("breakdown")):
-            shares.append({name: row["breakdown"][name] * 100 for name in CATEGORIES})
-            label += " (CPU trace)" if row.get("breakdown_clock") == "cpu" else ""
-        else:
+        split, source = _split(row)
+        if not split:
             waiting = float(np.nan_to_num(row["input_wait_fraction"])) * 100
-            shares.append({"input_wait": waiting, UNSPLIT: 100 - waiting})
-            label += " (not profiled)"
-        labels.append(label)
+            split = {"input_wait": waiting, UNSPLIT: 100 - waiting}
+        shares.append(split)
+        labels.append(run_label(row) + source)
     figure = new_figure()
     axes = figure.subplots()
     positions = np.arange(len(labels))
     left = np.zeros(len(labels))
-    for name in (*CATEGORIES, UNSPLIT):
+    names = {**LABELS, **{key: f"{HOST_LABELS[name]} (host)" for name, key in HOST_KEYS.items()}}
+    colors = {**COLORS, **{key: HOST_COLORS[name] for name, key in HOST_KEYS.items()}}
+    for name in (*CATEGORIES, *HOST_KEYS.values(), UNSPLIT):
         widths = np.array([share.get(name, 0.0) for share in shares])
         if not widths.any():
             continue
-        axes.barh(positions, widths, 0.6, left=left, label=LABELS.get(name, name), **_style(name))
+        style = {"color": colors[name]} if name in colors else _style(name)
+        axes.barh(positions, widths, 0.6, left=left, label=names.get(name, name), **style)
         left += widths
     for position, (_, row) in zip(positions, ordered.iterrows(), strict=True):
-        if has_breakdown(row.get("breakdown")) and row.get("bottleneck") in LABELS:
-            name = row["bottleneck"]
-            axes.text(101, position, f"{LABELS[name]} {row['breakdown'][name]:.0%}", va="center", fontsize="small")
+        held = held_back(row)
+        if held is not None:
+            axes.text(101, position, f"{held.label} {held.fraction:.0%}", va="center", fontsize="small")
     axes.set_yticks(positions, labels)
     axes.invert_yaxis()
     axes.set_xlim(0, 125)
     axes.set_xticks(range(0, 101, 20))
     axes.set_xlabel("% of the step (right: the bottleneck)")
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=6, fontsize="small")
+    legend_outside(figure, axes, columns=5)
     axes.set_title(f"Where step time goes: {job_title(ok)}")
     return save(figure, path)
 
@@ -174,7 +198,7 @@ def scaling_loss_chart(ok: pd.DataFrame, losses: list[ScalingLoss], path: Path) 
     axes.set_ylim(min(heights) * 1.1, max(heights) * 1.1)
     axes.set_ylabel("speed-up over the smallest device count")
     axes.grid(axis="y", alpha=0.3)
-    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    legend_outside(figure, axes, columns=1, where="right upper")
     axes.set_title(f"Scaling loss, ideal to measured speed-up: what each category cost ({job_title(ok)})")
     return save(figure, path)
 
@@ -203,7 +227,6 @@ def epoch_chart(ok: pd.DataFrame, path: Path) -> Path:
         axes.set_xlabel("epoch")
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.grid(alpha=0.3)
-        if axes.get_legend_handles_labels()[0]:
-            axes.legend(fontsize="small")
+    legend_outside(figure, loss_axes, auc_axes)
     figure.suptitle(f"Training curves, 1 vs N devices: {job_title(ok)}")
     return save(figure, path)

@@ -11,6 +11,8 @@ import io
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -23,10 +25,23 @@ PIXEL_SIZE = (int(FIGSIZE_INCHES[0] * DPI), int(FIGSIZE_INCHES[1] * DPI))
 """(width, height) of every chart PNG."""
 
 
-def new_figure() -> Figure:
-    figure = Figure(figsize=FIGSIZE_INCHES, dpi=DPI, layout="constrained")
+def new_figure(height_inches: float = FIGSIZE_INCHES[1], width_inches: float = FIGSIZE_INCHES[0]) -> Figure:
+    """A figure of the charts' size (`height_inches` for one whose panels grow with the runs it
+    shows, `width_inches` for one set beside another)."""
+    figure = Figure(figsize=(width_inches, height_inches), dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+def legend_outside(figure: Figure, *axes: Axes, columns: int = 4, where: str = "lower center") -> None:
+    """One legend of the named `axes`' lines and patches (each label once), outside every panel
+    (`outside lower center`, or another `outside` place), so that no entry covers the data."""
+    entries: dict[str, Artist] = {}
+    for panel in axes:
+        for handle, label in zip(*panel.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        figure.legend(entries.values(), entries.keys(), loc=f"outside {where}", ncol=columns, fontsize="small")
 
 
 def save(figure: Figure, path: Path) -> Path:
@@ -47,11 +62,6 @@ def job_title(frame: pd.DataFrame) -> str:
         values = [str(v) for v in dict.fromkeys(frame[column].dropna())]
         parts.append("/".join(values))
     return " ".join(parts)
-
-
-def run_label(row: pd.Series) -> str:
-    """`framework strategy xN` for legends and axis ticks."""
-    return f"{row['framework']} {row['strategy']} x{int(row['devices'])}"
 
 
 def run_title(row: pd.Series) -> str:

@@ -1,14 +1,19 @@
 """`report.html`: one self-contained page per run folder (charts inlined, no external assets).
 
 The page is meant to be mailed or attached to a ticket and opened offline, so charts are
-embedded as base64 data URIs and the CSS is inline. Every value written into the page goes
-through `html.escape`: errors and commands come from subprocess output and may hold anything.
+embedded as base64 data URIs and the CSS is inline. It fits any screen without scrolling
+sideways: on a phone's width every table shows each row as a card, a cell a line named by its
+header (`data-label`), and each run's details are folded behind its name. Every value written
+into the page goes through `html.escape`: errors and commands come from subprocess output and
+may hold anything.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import io
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,9 +22,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from PIL import Image
 
 from mgbench.common.config import RunConfig
 from mgbench.common.runfolder import CHARTS_DIR, RunFolder
+from mgbench.reports.cells import MISSING, number, run_label
 from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
@@ -27,7 +34,7 @@ from mgbench.reports.projection import PROJECTION_COLUMNS, read_projection, seri
 from mgbench.reports.readings import breakdown_text, limits_details, reading
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.same_start import same_start_sentence
-from mgbench.reports.summary import TABLE_COLUMNS, display_table
+from mgbench.reports.summary import TABLE_COLUMNS, display_table, table_headers
 from mgbench.reports.training import COLUMNS as TRAINING_COLUMNS
 from mgbench.reports.training import training_table
 from mgbench.reports.verdict import verdict
@@ -42,13 +49,15 @@ GPU_FIELDS = (
     "mem_clock_mhz",
     "mem_clock_max_mhz",
 )
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
+"""Lays the page out at the device's width, which a phone would otherwise render at 980 px and shrink."""
 RUN_FIELDS = ("command", "interpreter", "started_at", "wall_seconds", "device_names", "parameters", "eval_metrics")
 CONFIG_FIELDS = tuple(RunConfig.__dataclass_fields__)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1.2rem auto;
        max-width: 1200px; padding: 0 1rem; color: #1d2430; line-height: 1.45; }
-h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
+h1 { font-size: 1.6rem; margin-bottom: 0.2rem; overflow-wrap: anywhere; }
 h2 { border-bottom: 2px solid #d6dbe3; padding-bottom: 0.2rem; margin-top: 2.2rem; }
 h3 { margin-top: 1.6rem; }
 .meta { color: #5a6472; font-size: 0.9rem; }
@@ -61,7 +70,7 @@ tr.problem td { background: #fff4f2; }
 tr.problem td.status { color: #b42318; font-weight: 600; }
 table.summary td { white-space: nowrap; }
 table.summary td.status { white-space: normal; min-width: 6rem; }
-table.summary td.link { white-space: normal; }
+table.summary td.link { white-space: nowrap; }
 table.summary td.wrap { white-space: normal; min-width: 12rem; }
 td { overflow-wrap: anywhere; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -71,16 +80,29 @@ pre { background: #f6f8fa; border: 1px solid #d6dbe3; padding: 0.6rem; overflow-
 figure { margin: 1rem 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #e3e7ee; }
 figcaption { color: #5a6472; font-size: 0.85rem; }
-section.run { border-top: 1px solid #e3e7ee; }
+details.run { border-top: 1px solid #e3e7ee; padding: 0.3rem 0; }
+details.run > summary { cursor: pointer; font-weight: 600; }
+.side-by-side { display: flex; flex-wrap: wrap; gap: 1rem; }
+.side-by-side figure { min-width: 18rem; margin: 0; }
+p.all-runs { font-size: 0.9rem; }
 p.verdict { font-size: 1.15rem; margin: 0.6rem 0; }
 table.compact th { text-align: right; }
 table.compact th:first-child, table.compact th:nth-child(2) { text-align: left; }
 table.compact td { white-space: nowrap; }
 ol.notes-list { font-size: 0.85rem; color: #3d4654; margin-top: 0.2rem; }
+@media (max-width: 40rem) {
+  body { padding: 0 0.5rem; }
+  table, tbody, tr, td { display: block; }
+  thead { display: none; }
+  tr { border: 1px solid #d6dbe3; margin: 0.4rem 0; padding: 0.2rem 0; }
+  td, table.compact td, table.summary td { border: none; padding: 0.1rem 0.5rem; white-space: normal;
+       text-align: left; }
+  td[data-label]::before { content: attr(data-label) ": "; color: #5a6472; }
+}
 """
 DETAILS = "details"
 """The "Every run" column linking each row to its run's details."""
-NUMERIC_COLUMNS = {"devices", "images/sec", "p10-p90", "speedup", "efficiency"}
+NUMERIC_COLUMNS = {"devices", "images/sec", "range", "p10-p90", "speedup", "efficiency"}
 COLUMN_CLASSES = {
     **dict.fromkeys(NUMERIC_COLUMNS, "num"),
     "status": "status",
@@ -95,14 +117,17 @@ COMPARED = (
     "device_kind",
     "status",
     "images_per_sec",
+    "interval",
     "spread",
     "speedup",
     "efficiency",
+    "utilisation",
     "reading",
 )
 """The `summary.TABLE_COLUMNS` a reader compares across runs, kept in "Every run" so that it fits
-a 1280-px window; the row's other figures (warm-up, start-up, memory, warning, ...) are in its
-run's details, which the row links to."""
+a 1280-px window (the steady rate's range fits; its rounds do not, and are in the details); the
+row's other figures (rounds, warm-up, stalls, start-up, memory, warning, ...) are in its run's
+details, which the row links to."""
 
 
 @dataclass(frozen=True)
@@ -124,9 +149,15 @@ def _e(value: object) -> str:
 
 
 def _table(
-    header: Sequence[str], rows: Iterable[Sequence[object]], row_attrs: Iterable[str] | None = None, css_class: str = ""
+    header: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    row_attrs: Iterable[str] | None = None,
+    css_class: str = "",
+    labelled: bool = True,
 ) -> str:
-    """An escaped table; `row_attrs` holds each row's (already escaped) `<tr>` attributes."""
+    """An escaped table, its values as a person reads them (`_readable`); `row_attrs` holds each
+    row's (already escaped) `<tr>` attributes. Each cell is `labelled` with its header, which a
+    phone's width shows in front of it (a two-column table of names and values needs none)."""
     rows = list(rows)
     attrs = list(row_attrs) if row_attrs is not None else [""] * len(rows)
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
@@ -135,26 +166,49 @@ def _table(
         tds = []
         for name, cell in zip(header, cells):
             cls = COLUMN_CLASSES.get(name, "")
-            content = cell.html() if isinstance(cell, Link) else _e(cell)
-            tds.append(f'<td class="{cls}">{content}</td>' if cls else f"<td>{content}</td>")
+            content = cell.html() if isinstance(cell, Link) else _e(_readable(cell))
+            styled = (f' class="{cls}"' if cls else "") + (f' data-label="{_e(name)}"' if labelled else "")
+            tds.append(f"<td{styled}>{content}</td>")
         body.append(f"<tr{attr}>{''.join(tds)}</tr>")
     return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def _readable(value: object) -> object:
+    """A value as a person reads it: a mapping as `name value, ...` and a list joined by commas,
+    the numbers in them to four significant figures; anything else as it is (`_e` prints it)."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {_item(item)}" for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_item(item) for item in value)
+    return value
+
+
+def _item(value: object) -> str:
+    """One value inside a mapping or a list (`_readable`)."""
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.4g}"
+    return str(_readable(value))
+
+
 def _is_blank(value: object) -> bool:
+    """Nothing to show: empty, null, NaN, or the dash a table shows for a figure without a value."""
     if isinstance(value, (list, dict, str)):
-        return len(value) == 0
+        return len(value) == 0 or value == MISSING
     return value is None or bool(pd.isna(value))
 
 
 def _key_values(pairs: Iterable[tuple[str, object]]) -> str:
-    return _table(("field", "value"), [(k, v) for k, v in pairs if not _is_blank(v)])
+    return _table(("field", "value"), [(k, v) for k, v in pairs if not _is_blank(v)], labelled=False)
 
 
-def _image(chart: Chart) -> str:
-    encoded = base64.b64encode(chart.path.read_bytes()).decode("ascii")
+def _image(chart: Chart, grow: bool = False) -> str:
+    """The chart inlined; `grow`: in a row of charts, taking room in proportion to its width."""
+    data = chart.path.read_bytes()
+    encoded = base64.b64encode(data).decode("ascii")
+    with Image.open(io.BytesIO(data)) as image:
+        style = f' style="flex: {image.width} 1 0"' if grow else ""
     return (
-        f'<figure><img alt="{_e(chart.title)}" src="data:image/png;base64,{encoded}">'
+        f'<figure{style}><img alt="{_e(chart.title)}" src="data:image/png;base64,{encoded}">'
         f"<figcaption>{_e(chart.title)} ({_e(CHARTS_DIR + '/' + chart.path.name)})</figcaption></figure>"
     )
 
@@ -163,9 +217,13 @@ def _answer_section(summary: CompactSummary) -> str:
     """The first screen: the verdict, then one line per framework/strategy and the numbered notes."""
     columns = shown_columns(summary)
     head = "".join(f"<th>{'<br>'.join(_e(part) for part in c.header.splitlines())}</th>" for c in columns)
+    labels = {c.key: " ".join(c.header.splitlines()) for c in columns}
     body = []
     for _, cells in summary.cells.iterrows():
-        tds = "".join(f'<td class="{"num" if c.numeric else ""}">{_e(cells[c.key])}</td>' for c in columns)
+        tds = "".join(
+            f'<td class="{"num" if c.numeric else ""}" data-label="{_e(labels[c.key])}">{_e(cells[c.key])}</td>'
+            for c in columns
+        )
         body.append(f"<tr>{tds}</tr>")
     table = f'<table class="compact" id="compact"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     notes = "".join(f"<li>{_e(note)}</li>" for note in summary.notes)
@@ -182,33 +240,57 @@ def _same_start_paragraph(frame: pd.DataFrame) -> str:
     return f'<p class="same-start" id="same-start">{_e(sentence)}</p>' if sentence else ""
 
 
-def _split_summary(shown: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """`display_table`'s columns as (those "Every run" keeps, `COMPARED`; those each run's details
-    show): a column the table gains later goes to the details, never widening the table."""
-    compared = [TABLE_COLUMNS[key] for key in COMPARED if TABLE_COLUMNS[key] in shown.columns]
+def _split_summary(shown: pd.DataFrame, headers: dict[str, str]) -> tuple[list[str], list[str]]:
+    """`display_table`'s columns (named by `headers`) as (those "Every run" keeps, `COMPARED`;
+    those each run's details show): a column the table gains later goes to the details, never
+    widening the table."""
+    compared = [headers[key] for key in COMPARED if headers[key] in shown.columns]
     return compared, [column for column in shown.columns if column not in compared]
 
 
-def _summary_section(frame: pd.DataFrame, compared: pd.DataFrame, details: pd.DataFrame) -> str:
-    """Every run's compared figures, one row each, linking to the run's details (where a row
-    with a warning says so in its link)."""
+def _varying(table: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[str, object]]]:
+    """The table without the columns that tell its rows nothing apart: those empty in every row
+    are left out, and where it has several rows, those holding one value in every row are
+    returned as (header, value) to be said once above it."""
+    shared, kept = [], []
+    for column in table.columns:
+        values = table[column].map(_readable)
+        if values.map(_is_blank).all():
+            continue
+        if len(table) > 1 and values.nunique(dropna=False) == 1:
+            shared.append((str(column), values.iloc[0]))
+        else:
+            kept.append(column)
+    return table[kept], shared
+
+
+def _said_once(shared: list[tuple[str, object]]) -> str:
+    """What every row of the table under it holds, in one line."""
+    if not shared:
+        return ""
+    return '<p class="all-runs">Every row: ' + "; ".join(f"{_e(name)} {_e(value)}" for name, value in shared) + "</p>"
+
+
+def _summary_section(frame: pd.DataFrame, compared: pd.DataFrame, warnings: pd.Series) -> str:
+    """Every run's compared figures, one row each (what all rows share said once above them),
+    linking to the run's details, where a row with a warning says so in its link."""
+    table, shared = _varying(compared)
     attrs, rows = [], []
-    for (_, row), cells, (_, extra) in zip(frame.iterrows(), compared.itertuples(index=False), details.iterrows()):
+    for (_, row), cells, warned in zip(frame.iterrows(), table.itertuples(index=False), warnings):
         state = "ok" if row["status"] == "ok" else "problem"
         attrs.append(f' id="row-{_e(row["run_id"])}" class="{state}" data-run-id="{_e(row["run_id"])}"')
-        warned = bool(extra.get(TABLE_COLUMNS["warning"]))
         rows.append([*cells, Link(f"{DETAILS} (warning)" if warned else DETAILS, f"run-{row['run_id']}")])
-    return "<h2>Every run</h2>" + _table([*compared.columns, DETAILS], rows, attrs, "summary")
+    return "<h2>Every run</h2>" + _said_once(shared) + _table([*table.columns, DETAILS], rows, attrs, "summary")
 
 
 def _training_section(frame: pd.DataFrame) -> str:
     """Time to train N epochs and the test split's metrics, when rows trained in epochs."""
-    table = training_table(frame)
-    if table.empty:
+    lines = training_table(frame)
+    if lines.empty:
         return ""
-    header = list(TRAINING_COLUMNS.values())
-    rows = [[_fixed(value) for value in line] for line in table.itertuples(index=False)]
-    return f"<h2>Time to train</h2>{_table(header, rows)}"
+    named = lines.map(_fixed).rename(columns=TRAINING_COLUMNS)
+    table, shared = _varying(named)
+    return f"<h2>Time to train</h2>{_said_once(shared)}{_table(list(table.columns), table.itertuples(index=False))}"
 
 
 def _fixed(value: object) -> object:
@@ -257,14 +339,23 @@ def profiler_slowdown(profile: object) -> str:
     return f"{slowdown:.2f}x" if isinstance(slowdown, int | float) else ""
 
 
+def _config_fields(row: pd.Series) -> list[str]:
+    """The config fields a run's details show: an `--epochs` run's `steps` is not what it ran."""
+    return [name for name in CONFIG_FIELDS if not (name == "steps" and number(row.get("epochs")))]
+
+
 def _run_section(row: pd.Series, figures: pd.Series, charts: ChartSet) -> str:
-    """The run's details: the summary figures "Every run" leaves out (`figures`), its config, how
-    it ran, what holds it back, and its own charts."""
+    """The run's details, folded behind its name: the summary figures "Every run" leaves out
+    (`figures`), its config, how it ran, what holds it back, and its own charts."""
     run_id = row["run_id"]
-    parts = [f'<section class="run" id="run-{_e(run_id)}"><h3>{_e(run_id)}: {_e(row["status"])}</h3>']
+    warned = " (warning)" if figures.get(TABLE_COLUMNS["warning"]) else ""
+    parts = [
+        f'<details class="run" id="run-{_e(run_id)}">'
+        f"<summary>{_e(run_label(row))}: {_e(row['status'])}{warned}</summary>"
+    ]
     if row["status"] != "ok" and row["error"]:
         parts.append(f"<pre>{_e(row['error'])}</pre>")
-    config = [(name, row[name]) for name in CONFIG_FIELDS] + [("global_batch", row["global_batch"])]
+    config = [(name, row[name]) for name in _config_fields(row)] + [("global_batch", row["global_batch"])]
     profiled = [
         ("what holds it back", reading(row)),
         ("breakdown", breakdown_text(row.get("breakdown"))),
@@ -273,10 +364,11 @@ def _run_section(row: pd.Series, figures: pd.Series, charts: ChartSet) -> str:
         ("profiler slowdown of the step", profiler_slowdown(row.get("profile"))),
         *limits_details(row),
     ]
-    parts.append(_key_values([*figures.items(), *config, *((name, row[name]) for name in RUN_FIELDS), *profiled]))
+    fields = [("run", run_id), *figures.items(), *config, *((name, row[name]) for name in RUN_FIELDS), *profiled]
+    parts.append(_key_values(fields))
     parts.extend(_image(chart) for chart in charts.runs.get(run_id, []))
     parts.extend(f'<p class="meta">{_e(note)}</p>' for note in charts.notes.get(run_id, []))
-    parts.append("</section>")
+    parts.append("</details>")
     return "".join(parts)
 
 
@@ -294,11 +386,21 @@ def _projection_section(projection: dict[str, Any], chart: Chart) -> str:
     return "".join(parts)
 
 
+def _side_by_side_section(charts: ChartSet) -> str:
+    """Every run's utilisation on one time axis, beside throughput against utilisation per run:
+    each chart as wide as its share of the charts' pixels, the two one under the other where the
+    page is too narrow for both."""
+    if not charts.side_by_side:
+        return ""
+    figures = "".join(_image(chart, grow=True) for chart in charts.side_by_side)
+    return f'<h2>Utilisation side by side</h2><div class="side-by-side">{figures}</div>'
+
+
 def render_report(data: RunFolderData, charts: ChartSet) -> str:
     title = f"mgbench report: {job_title(data.frame)}"
     generated = datetime.now().strftime("%Y-%m-%d %H:%M")
     parts = [
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>',
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{VIEWPORT}<title>{_e(title)}</title>',
         f"<style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         _answer_section(compact_summary(data.frame)),
@@ -310,9 +412,12 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
     parts.append("</p>")
     if data.notes:
         parts.append('<div class="notes">' + "".join(f"<p>{_e(n)}</p>" for n in data.notes) + "</div>")
+    headers = table_headers(data.frame)
     shown = display_table(data.frame)
-    compared, details = _split_summary(shown)
-    parts.append(_summary_section(data.frame, shown[compared], shown[details]))
+    compared, details = _split_summary(shown, headers)
+    warnings = shown.get(headers["warning"], pd.Series("", index=shown.index))
+    parts.append(_summary_section(data.frame, shown[compared], warnings))
+    parts.append(_side_by_side_section(charts))
     parts.append(_training_section(data.frame))
     if charts.compare:
         parts.append("<h2>Charts</h2>" + "".join(_image(chart) for chart in charts.compare))
@@ -330,7 +435,11 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
 
 def write_report(root: Path) -> Path:
     """Charts into `root/charts/`, then `root/report.html`; raises UsageError if `root` is no run folder."""
-    data = load_run_folder(root)
-    charts = write_charts(data)
-    folder = RunFolder(root)
+    return write_folder_report(load_run_folder(root), RunFolder(root))
+
+
+def write_folder_report(data: RunFolderData, folder: RunFolder) -> Path:
+    """The report of the run folder `data` was read from, its charts and `report.html` written
+    into `folder`: the run folder itself, or another one (`report --out`), which leaves it as it was."""
+    charts = write_charts(data, folder)
     return folder.write(folder.report, render_report(data, charts))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mgbench.common.projection import EFFICIENCY_FLOOR
-from mgbench.reports.figures import new_figure, save
+from mgbench.reports.figures import legend_outside, new_figure, save
 
 
 def projection_chart(projection: dict[str, Any], path: Path) -> Path:
@@ -58,7 +58,7 @@ def projection_chart(projection: dict[str, Any], path: Path) -> Path:
     efficiency_axes.set_ylabel("efficiency % (against one GPU)")
     efficiency_axes.set_ylim(0, 110)
     throughput_axes.set_ylabel("images/sec")
-    efficiency_axes.legend(fontsize="small")
+    legend_outside(figure, efficiency_axes)
     within, across = projection["interconnect"]["within"], projection["interconnect"]["across"]
     links = within["name"] + (f" + {projection['interconnect']['nics_per_node']} x {across['name']}" if across else "")
     jobs = "/".join(dict.fromkeys(f"{series['model']} {series['precision']}" for series in projection["series"]))

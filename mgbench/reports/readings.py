@@ -52,6 +52,13 @@ HOST_LABELS = {
     "synchronize": "synchronisation",
     "loss_read": "loss read",
 }
+HOST_COLORS = {
+    "input_wait": COLORS["input_wait"],
+    "step": "tab:cyan",
+    "synchronize": "tab:gray",
+    "loss_read": "tab:pink",
+}
+"""The host-timing shares' colours on the step-time chart: input wait as the profile's, the rest apart."""
 HOST_READINGS = {
     "input_wait": READINGS["input_wait"],
     "step": "the framework's step call takes nearly all of it: the step itself sets the pace (on CPU devices its "

@@ -11,11 +11,24 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
-from mgbench.common.timing import steady_window
+from mgbench.common.phases import (
+    COMPILE,
+    EPOCH_START,
+    EVALUATION,
+    PROFILE,
+    STALL,
+    STARTUP,
+    STEADY,
+    WARMUP,
+    Phase,
+    row_window,
+    run_phases,
+)
 from mgbench.reports.cells import number
-from mgbench.reports.figures import new_figure, run_title, save
+from mgbench.reports.figures import legend_outside, new_figure, run_title, save
 
 
 def _device_label(kind: str, device: object) -> str:
@@ -23,45 +36,41 @@ def _device_label(kind: str, device: object) -> str:
 
 
 PHASE_COLORS = {
-    "start-up": "tab:gray",
-    "compile": "tab:red",
-    "warm-up": "tab:orange",
-    "timed steps": "tab:green",
-    "profile": "tab:purple",
+    STARTUP: "tab:gray",
+    COMPILE: "tab:red",
+    EPOCH_START: "tab:olive",
+    WARMUP: "tab:orange",
+    STEADY: "tab:green",
+    STALL: "tab:brown",
+    PROFILE: "tab:purple",
+    EVALUATION: "tab:blue",
 }
+"""Each phase's shade, the same on every chart that shades phases."""
+PHASE_ALPHA = {STEADY: 0.18, STALL: 0.35}
+"""The steady phases, which the row's figures are taken over, shaded strong, a stall in them
+stronger; the others at `OTHER_ALPHA`."""
+OTHER_ALPHA = 0.08
 
 
-def run_phases(row: pd.Series) -> list[tuple[str, float, float]]:
-    """(phase, start, end) in seconds since launch, from the row's own clocks: start-up, the compile
-    step, the warm-up steps, the timed steps after them, the profiled window. None for a row that
-    did not finish or trained in epochs (validation interleaves its steps)."""
-    if row["status"] != "ok" or row.get("epochs") or not isinstance(row.get("startup_seconds"), int | float):
-        return []
-    lengths = [
-        ("start-up", row["startup_seconds"]),
-        ("compile", row.get("compile_seconds")),
-        ("warm-up", row.get("warmup_seconds")),
-        ("timed steps", (row.get("train_seconds") or 0) - (row.get("warmup_seconds") or 0)),
-        ("profile", row.get("profile_seconds")),
-    ]
-    phases, start = [], 0.0
-    for name, length in lengths:
-        if isinstance(length, int | float) and not np.isnan(length) and length > 0:
-            phases.append((name, start, start + float(length)))
-            start += float(length)
-    return phases
+def shade_phases(axes: Axes, phases: list[Phase], labelled: bool = True) -> None:
+    """Shade each phase across `axes`, labelled once per name for a legend where `labelled`."""
+    named: set[str] = set()
+    for phase in phases:
+        label = phase.name if labelled and phase.name not in named else None
+        named.add(phase.name)
+        alpha = PHASE_ALPHA.get(phase.name, OTHER_ALPHA)
+        axes.axvspan(phase.start, phase.end, color=PHASE_COLORS[phase.name], alpha=alpha, label=label, linewidth=0)
 
 
 def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
     """Top: utilisation % per device; bottom: memory the device holds (dotted: its capacity) beside
     the framework's own peak (dashed), which can be far lower (JAX preallocates most of the device).
-    Both panels shade the run's phases, the timed steps strongest."""
+    Both panels shade the run's phases (`phases.run_phases`), the steady ones strongest."""
     figure = new_figure()
     top, bottom = figure.subplots(2, 1, sharex=True)
-    for name, start, end in run_phases(row):
-        alpha = 0.18 if name == "timed steps" else 0.08
-        top.axvspan(start, end, color=PHASE_COLORS[name], alpha=alpha, label=name, linewidth=0)
-        bottom.axvspan(start, end, color=PHASE_COLORS[name], alpha=alpha, linewidth=0)
+    phases = run_phases(row)
+    shade_phases(top, phases)
+    shade_phases(bottom, phases, labelled=False)
     for (kind, device), samples in trace.groupby(["kind", "device"], sort=True):
         label = _device_label(str(kind), device)
         line = top.plot(samples["seconds"], samples["utilization_pct"], label=label, linewidth=1.2)[0]
@@ -106,8 +115,8 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     if warmup:
         detected = "detected" if row["warmup_detected"] else "not detected: run too short or never steady"
         axes.axvspan(0.5, warmup + 0.5, color="tab:orange", alpha=0.2, label=f"warm-up, {warmup} steps ({detected})")
-    if number(row.get("stall_steps")):
-        stalls = list(steady_window(seconds).stalls)
+    stalls = list(row_window(row).stalls)
+    if stalls:
         label = f"stalls, {len(stalls)} step{'s' if len(stalls) > 1 else ''} (left out of the steady rate)"
         axes.scatter(steps[stalls], rate[stalls], color="tab:red", zorder=3, label=label)
     rate_line = number(row["images_per_sec"])
@@ -119,6 +128,6 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     axes.set_xlim(0.5, len(steps) + 0.5)
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.grid(alpha=0.3)
-    axes.legend(loc="lower right", fontsize="small")
+    legend_outside(figure, axes, columns=3)
     axes.set_title(f"Throughput over steps: {run_title(row)}")
     return save(figure, path)

@@ -11,7 +11,6 @@ name that would lead a file outside the folder (one line, exit code 2).
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,13 +19,11 @@ import pandas as pd
 from mgbench.common.compare_plan import ComparePlan
 from mgbench.common.errors import UsageError
 from mgbench.common.results import RENAMED, RESULTS_FILE, RunResult, read_result_lines
-from mgbench.common.runfolder import TRACE_COLUMNS, RunFolder
-from mgbench.common.safe_files import read_regular
+from mgbench.common.runfolder import RunFolder
+from mgbench.common.utilisation import attach_utilisation, read_trace
 from mgbench.reports.summary import results_frame
 
 NOT_RUN_ERROR = "no result: the compare ended before this run finished"
-TRACE_TEXT_COLUMNS = ("kind", "device")
-"""The columns of a trace that name things (`cpu`/`cuda`, the device); the others are samples."""
 
 
 @dataclass
@@ -41,22 +38,8 @@ class RunFolderData:
     notes: list[str] = field(default_factory=list)
 
     def trace(self, run_id: str) -> pd.DataFrame | None:
-        """The run's utilisation samples, or None when the file is missing, no regular file (a FIFO
-        is never waited on), empty or malformed:
-        not UTF-8, short of a column, or text where a number belongs (`TRACE_TEXT_COLUMNS` aside,
-        every column holds numbers, empty where a device does not report one), which every chart
-        of it would trip over."""
-        path = RunFolder(self.root).trace(run_id)
-        try:
-            trace = pd.read_csv(io.BytesIO(read_regular(path)))
-        except (OSError, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
-            return None
-        if trace.empty or not set(TRACE_COLUMNS) <= set(trace.columns):
-            return None
-        numbers = [column for column in TRACE_COLUMNS if column not in TRACE_TEXT_COLUMNS]
-        if not all(pd.api.types.is_numeric_dtype(trace[column]) for column in numbers):
-            return None
-        return trace
+        """The run's utilisation samples, or None where they cannot be read (`utilisation.read_trace`)."""
+        return read_trace(RunFolder(self.root).trace(run_id))
 
 
 def _planned(folder: RunFolder) -> ComparePlan:
@@ -83,6 +66,9 @@ def load_run_folder(root: Path) -> RunFolderData:
     records, results, unreadable = read_result_lines(results_path)
     if not results:
         raise UsageError(f"{results_path} holds no readable result rows")
+    for result in results:
+        if result.utilisation_pct is None:  # a row written before rows held it
+            attach_utilisation(result, folder.trace(result.run_id))
     plan = _planned(folder)
     notes = [*plan.left_out, *filter(None, [plan.job_shrink])]
     finished = {r.run_id for r in results}

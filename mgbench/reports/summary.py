@@ -22,6 +22,7 @@ from mgbench.common.runfolder import RunFolder
 from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
 from mgbench.common.schema import field_types
 from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
+from mgbench.common.utilisation import SOURCES
 from mgbench.reports.caveats import frame_caveats
 from mgbench.reports.cells import MISSING, figure_text, number
 from mgbench.reports.ranking import NOT_REACHED, split_metric
@@ -45,6 +46,9 @@ TABLE_COLUMNS = {
     "spread": "p10-p90",
     "speedup": "speedup",
     "efficiency": "efficiency",
+    "utilisation": "GPU util % (p10-p90)",
+    "device_utilisation": "GPU util % per device",
+    "memory_used_gib": "GPU mem used GiB",
     "warmup": "warm-up",
     "stalls": "stalls",
     "input_wait_pct": "input wait %",
@@ -62,19 +66,13 @@ TABLE_COLUMNS = {
     "reading": "what holds it back",
     "warning": "warning",
 }
+HOST_HEADERS = {"utilisation": "host CPU util % (p10-p90)", "memory_used_gib": "host mem used GiB"}
+"""The utilisation columns' headers where CPU devices stood in: the figures are the host's own."""
 SCALING_COLUMNS = ("speedup", "efficiency")
-EPOCH_COLUMNS = (
-    "time_to_train_seconds",
-    "epoch_images_per_sec",
-    "time_to_target_seconds",
-    "target_epoch",
-    "test_auc",
-    "test_top1",
-)
-"""Columns only rows trained in epochs fill (`_epoch_cells`): left out where no row does."""
-SOMETIMES_FILLED = (*EPOCH_COLUMNS, "attention_kernel")
-"""Columns left out where no row fills them: the epoch columns, and the attention kernel that only
-a transformer's rows name."""
+NAMING_COLUMNS = ("framework", "strategy", "devices", "status")
+"""Columns every table keeps; any other is left out where it is empty (or a dash) in every row:
+the epoch columns where no row trained in epochs, the attention kernel where no model has it,
+the expected all-reduce where no bandwidth was measured, ..."""
 SUPERLINEAR_TOLERANCE = 1.05
 """A speed-up above the device ratio by more than this factor is not scaling: the runs were not
 measured under the same conditions (a busy machine during one of them)."""
@@ -86,7 +84,16 @@ OUTSIDE_P10 = "steady rate below its steps' p10: a few slow steps, too frequent 
 OUTSIDE_P90 = "steady rate above its steps' p90: most steps were slower than the few fast ones that carry it"
 """Why a row's steady rate (a mean over its window, weighted by time) lies outside the p10-p90 of
 its single steps."""
-LIST_COLUMNS = ("step_seconds", "input_wait_seconds", "losses", "environment", "profile", "breakdown", "caveats")
+LIST_COLUMNS = (
+    "step_seconds",
+    "input_wait_seconds",
+    "losses",
+    "environment",
+    "profile",
+    "breakdown",
+    "caveats",
+    "device_utilisation",
+)
 NUMBER_FIGURES = [name for name, hint in field_types(RunResult).items() if hint in (float | None, int | None)]
 """The figures a row holds as a number or null (no value: the row's `warnings` say why). The
 frame holds them as floats, a null as NaN, whether one row lacks the figure or every row does
@@ -104,7 +111,7 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
     numbers = [*NUMBER_FIGURES, *SCALING_FIELDS]
     frame[numbers] = frame[numbers].astype(float)
     frame["caveats"] = frame_caveats(frame)
-    frame["warning"] = [row_warning(row) for _, row in frame.iterrows()]
+    frame["warning"] = ["; ".join(row_warnings(row)) for _, row in frame.iterrows()]
     for column, keys in (("profile", ("communication_share", "input_copy_share")), ("breakdown", CATEGORIES)):
         if column in frame:
             for key in keys:
@@ -113,10 +120,11 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
     return frame
 
 
-def row_warning(row: pd.Series) -> str:
-    """Why a row's figures should not be trusted as they stand ("" when nothing stands out)."""
+def row_warnings(row: pd.Series) -> list[str]:
+    """Why a row's figures should not be trusted as they stand, one sentence each (none when
+    nothing stands out)."""
     if row["status"] != "ok":
-        return ""
+        return []
     warnings = list(row.get("warnings") or [])  # the row's own: figures it wrote as null, and why
     if row["scaling_efficiency_fraction"] > SUPERLINEAR_TOLERANCE:
         warnings.append(
@@ -137,7 +145,7 @@ def row_warning(row: pd.Series) -> str:
     if cudnn.startswith("not used"):
         warnings.append(f"cuDNN {cudnn}: convolutions ran without it, unlike the other frameworks' GPU rows")
     warnings += [caveat.text for caveat in row.get("caveats") or []]
-    return "; ".join(warnings)
+    return warnings
 
 
 def rate_spread(row: pd.Series) -> Spread:
@@ -159,9 +167,37 @@ def _spread(row: pd.Series) -> str:
     return MISSING if low is None or high is None else f"{low:.0f}-{high:.0f}"
 
 
+def _utilisation(row: pd.Series) -> str:
+    """`97 (95-99)`: the median utilisation over the steady window and its p10-p90."""
+    median = number(row.get("utilisation_pct"))
+    low, high = number(row.get("utilisation_p10_pct")), number(row.get("utilisation_p90_pct"))
+    if median is None:
+        return MISSING
+    return f"{median:.0f}" + (f" ({low:.0f}-{high:.0f})" if low is not None and high is not None else "")
+
+
+def _per_device(devices: object) -> str:
+    """`98, 97, 41, 96`: each GPU's median utilisation, where a row has more than one ("" else)."""
+    if not isinstance(devices, list) or len(devices) < 2:
+        return ""
+    return ", ".join(figure_text(device.get("utilisation_pct"), "{:.0f}") for device in devices)
+
+
+def measured_host(frame: pd.DataFrame) -> bool:
+    """Whether the rows' utilisation is the host's own (CPU devices stood in for GPUs)."""
+    sources = frame["utilisation_source"].dropna() if "utilisation_source" in frame else []
+    return len(sources) > 0 and all(source == SOURCES["cpu"] for source in sources)
+
+
+def table_headers(frame: pd.DataFrame) -> dict[str, str]:
+    """Each table column's header: `TABLE_COLUMNS`, the utilisation's named as the host's where
+    CPU devices stood in."""
+    return {**TABLE_COLUMNS, **(HOST_HEADERS if measured_host(frame) else {})}
+
+
 def _ok_cells(r: pd.Series) -> dict[str, str]:
     """The figures only a finished row has, formatted (`MISSING` where one has no value)."""
-    peak = number(r["peak_memory_bytes"])
+    peak, used = number(r["peak_memory_bytes"]), number(r.get("memory_used_mib"))
     rate = rate_spread(r)
     return {
         "images_per_sec": rate.text(),
@@ -177,6 +213,9 @@ def _ok_cells(r: pd.Series) -> dict[str, str]:
         "compile_seconds": figure_text(r["compile_seconds"], "{:.1f}"),
         **({"attention_kernel": r["attention_kernel"]} if isinstance(r.get("attention_kernel"), str) else {}),
         "peak_memory_gib": figure_text(peak / 2**30 if peak else None, "{:.2f}"),
+        "utilisation": _utilisation(r),
+        "device_utilisation": _per_device(r.get("device_utilisation")),
+        "memory_used_gib": figure_text(used / 1024 if used is not None else None, "{:.1f}"),
         "allreduce_pct": figure_text(r["allreduce_step_fraction"] * 100, "{:.1f}"),
     }
 
@@ -210,9 +249,8 @@ def _epoch_cells(r: pd.Series) -> dict[str, str]:
 def display_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The human table: formatted strings, `MISSING` for a figure an ok row has no value for,
     failures showing their status and first error line (and no figures); without speed-up and
-    efficiency where every row ran on one device count (they would all read 1), and without the
-    time to train and test metrics where no row trained in epochs, and without the attention
-    kernel where no row's model has attention."""
+    efficiency where every row ran on one device count (they would all read 1), and without any
+    other column empty in every row (`NAMING_COLUMNS`)."""
     rows = []
     for _, r in frame.iterrows():
         ok = r["status"] == "ok"
@@ -229,17 +267,35 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "warning": r["warning"],
             }
         )
-    filled = {key for row in rows for key in row}
-    columns = [c for c in TABLE_COLUMNS if c not in SOMETIMES_FILLED or c in filled]
+    table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS), dtype=object).fillna("")
+    empty = [c for c in table if c not in NAMING_COLUMNS and table[c].isin(["", MISSING]).all()]
     if frame["devices"].nunique() == 1:
-        columns = [c for c in columns if c not in SCALING_COLUMNS]
-    return pd.DataFrame(rows, columns=columns).fillna("").rename(columns=TABLE_COLUMNS)
+        empty += SCALING_COLUMNS
+    return table.drop(columns=[c for c in dict.fromkeys(empty) if c in table]).rename(columns=table_headers(frame))
+
+
+def per_gpu_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each GPU's utilisation figures as columns of their own (`utilisation_pct_gpu0`,
+    `memory_used_mib_gpu0`, ...), empty where a row has no such GPU; the host's one figure on CPU
+    devices is the row's own."""
+    cells: list[dict[str, float]] = []
+    for devices in frame.get("device_utilisation", pd.Series([[]] * len(frame), index=frame.index)):
+        row = {}
+        for device in devices if isinstance(devices, list) else []:
+            name = str(device.get("device", ""))
+            if name.startswith("GPU "):
+                slug = "gpu" + name.removeprefix("GPU ")
+                for figure in ("utilisation_pct", "utilisation_p10_pct", "utilisation_p90_pct", "memory_used_mib"):
+                    row[f"{figure}_{slug}"] = device.get(figure)
+        cells.append(row)
+    return pd.DataFrame(cells, index=frame.index)
 
 
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """What `summary.csv` holds: every column but the per-step series, nested values as JSON, and
-    no column that is empty in every row (`results.jsonl` keeps everything)."""
-    table = frame.drop(columns=[c for c in LIST_COLUMNS if c in frame])
+    """What `summary.csv` holds: every column but the per-step series, each GPU's utilisation as
+    columns of their own (`per_gpu_columns`), other nested values as JSON, and no column that is
+    empty in every row (`results.jsonl` keeps everything)."""
+    table = frame.drop(columns=[c for c in LIST_COLUMNS if c in frame]).join(per_gpu_columns(frame))
     table = table.drop(columns=[c for c in table.columns if table[c].map(_is_empty).all()])
     for column in table.columns:
         if table[column].map(lambda v: isinstance(v, dict | list)).any():
@@ -267,6 +323,6 @@ def table_console() -> Console:
     """A console for wide tables: the terminal's width, or when output is piped/logged `COLUMNS`
     where it is set (a script or CI log that says how wide it is, which rich reads), else 200
     columns (rich would otherwise fold every column of a logged table into an unreadable 80).
-    Text printed to it (notes, the verdict) wraps at that width."""
+    Sentences (notes, the verdict) are printed to it unwrapped (`compact.say`): the terminal wraps them."""
     console = Console()
     return console if console.is_terminal or os.environ.get("COLUMNS", "").isdigit() else Console(width=PIPED_WIDTH)

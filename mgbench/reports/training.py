@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mgbench.reports.cells import figure_text, number
-from mgbench.reports.figures import job_title, new_figure, run_label, save
+from mgbench.reports.cells import figure_text, number, run_label
+from mgbench.reports.figures import job_title, new_figure, save
 from mgbench.reports.ranking import split_metric
 
 COLUMNS = {

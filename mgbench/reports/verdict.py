@@ -45,13 +45,20 @@ class CompactSummary(Protocol):
 
 @dataclass(frozen=True)
 class LineFigure:
-    """A line's ranked figure at the largest device count, with its interval and what the verdict
-    says beside it (`test AUC 0.601`)."""
+    """A line's ranked figure at the largest device count (`devices`), with its interval and what
+    the verdict says beside it (`test AUC 0.601`)."""
 
-    name: str
+    framework: str
+    strategy: str
+    devices: int
     figure: Spread
     unit: str
     detail: str = ""
+
+    @property
+    def name(self) -> str:
+        """`pytorch ddp`: the line as the verdict names it."""
+        return line_name({"framework": self.framework, "strategy": self.strategy})
 
     @property
     def text(self) -> str:
@@ -61,7 +68,15 @@ class LineFigure:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **self.figure.to_dict(), "unit": self.unit, "detail": self.detail}
+        return {
+            "name": self.name,
+            "framework": self.framework,
+            "strategy": self.strategy,
+            "devices": self.devices,
+            **self.figure.to_dict(),
+            "unit": self.unit,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True)
@@ -166,7 +181,8 @@ def judge(summary: CompactSummary) -> Verdict:
         return Verdict(winner=None, nothing=ranking.nothing, **shared)  # type: ignore[arg-type]
 
     def figure(line: dict[str, object], spread: Spread) -> LineFigure:
-        return LineFigure(line_name(line), spread, ranking.unit, ranking.detail(line, top))
+        framework, strategy = str(line["framework"]), str(line["strategy"])
+        return LineFigure(framework, strategy, top, spread, ranking.unit, ranking.detail(line, top))
 
     others = [(line, spread) for line, spread in figures[1:] if spread is not None]
     ties = tuple(figure(line, spread) for line, spread in others if line.get("tie"))

@@ -31,6 +31,7 @@ from mgbench.common.devices import visible_gpus
 from mgbench.common.driver import LAUNCH_TIME_ENV
 from mgbench.common.results import RunResult, Status
 from mgbench.common.runfolder import RunFolder
+from mgbench.common.utilisation import attach_utilisation
 from mgbench.common.work import annotate_work
 from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.runner.counting import COMPILER_CACHE_ENV, compiler_cache, model_work
@@ -169,9 +170,10 @@ def execute_run(
 ) -> RunResult:
     """One run in its own subprocess(es); always returns a result, a failure row if it did not finish.
 
-    A run planning refused gets its row without launching. `state_path`, when given, receives
-    the trained weights (equivalence checks). With `hosts`, a run asking for all their slots is
-    launched across them (`spans_hosts`).
+    A run planning refused gets its row without launching. A finished row gets its devices'
+    utilisation over its steady window from the trace the monitor kept (`utilisation`).
+    `state_path`, when given, receives the trained weights (equivalence checks). With `hosts`, a
+    run asking for all their slots is launched across them (`spans_hosts`).
     """
     refused = run.refused_row()
     if refused is not None:
@@ -206,6 +208,7 @@ def execute_run(
         if config.profile_steps:
             attach_breakdown(result, folder.profile_dir(config.run_id))
         attach_host_bottleneck(result)
+        attach_utilisation(result, folder.trace(config.run_id))
         return result
     status = classify_failure(outcome.timed_out, outcome.log_tail)
     if outcome.timed_out:

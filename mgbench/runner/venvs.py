@@ -151,8 +151,10 @@ def layer_environment(spec: FrameworkSpec, interpreter: str) -> list[str]:
 
 
 def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
-    """Build `.venvs/<env>` from the requirements file plus mgbench; returns its interpreter.
+    """Build `.venvs/<env>` anew from the requirements file plus mgbench; returns its interpreter.
 
+    The folder is cleared first (`venv --clear`), so a package an earlier build installed that
+    the lower environment now provides (`packages_from`) does not stay behind as a second copy.
     The requirements and mgbench are installed in one pip call, so mgbench's own dependencies
     are resolved against the framework's pins (numpy 1.23.5 stays numpy 1.23.5).
     """
@@ -164,7 +166,7 @@ def create_environment(spec: FrameworkSpec, python: str | None = None) -> Path:
     env = pip_environment(spec)
     # `-P`: venv and pip import nothing from the working directory; unlike PYTHONSAFEPATH it is
     # not inherited, so the build scripts pip runs see their own folder on sys.path as they expect.
-    run_step([python or sys.executable, "-P", "-m", "venv", str(target)], spec, env)
+    run_step([python or sys.executable, "-P", "-m", "venv", "--clear", str(target)], spec, env)
     for shared in layer_environment(spec, interpreter):
         print(f"{spec.name}: packages already in {shared} are used from there", file=sys.stderr, flush=True)
     run_step([interpreter, "-P", "-m", "pip", "install", "-r", str(requirements), "-e", str(project_root())], spec, env)

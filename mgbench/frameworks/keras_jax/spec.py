@@ -11,7 +11,8 @@ from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, Stra
 HANDED_TO_JAX = "handed to JAX by DLPack"
 TORCHVISION_BY_DLPACK = f"{NVJPEG}, {HANDED_TO_JAX}"
 """JAX has no JPEG decoder: with `--decode gpu` torchvision decodes on the GPU JAX trains on
-(`device_decode.py`; requirements/keras-jax.txt installs torch for it)."""
+(`device_decode.py`): the torch of the pytorch environment, which this one sees beneath its own
+(`packages_from`), so no second copy of torch and its CUDA libraries is installed."""
 
 FRAMEWORK = FrameworkSpec(
     name="keras-jax",
@@ -47,6 +48,7 @@ FRAMEWORK = FrameworkSpec(
     ),
     import_names=("keras", "jax"),
     environment="keras-jax",
+    packages_from="pytorch",
     install_hint="make env-keras-jax (or: pip install -r requirements/keras-jax.txt)",
     environment_variables=jax_variables,
     default_strategies=("jax-shard-map",),

@@ -1,0 +1,125 @@
+"""The compare's answer for a script: `--format json` of `compare` and `report`.
+
+The same objects the console and the report show, in one JSON object of a stable shape
+(`ANSWER_VERSION`, documented in docs/reports.md): the verdict's sentence and its parts
+(`verdict.Verdict`: the winner, the lines that tie with it, the runner-up and the winner's lead,
+scaling, what holds it back, hints and caveats), the lines they are ranked among, each run's
+figures with the steady rate's interval, its rounds and the spread of its single steps, and the
+warnings. A key whose value the compare did not measure is null (or an empty list), never left
+out, so a script reads every key of every answer alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import pandas as pd
+
+from mgbench.reports.cells import number
+from mgbench.reports.ranking import split_metric
+from mgbench.reports.readings import held_back
+from mgbench.reports.same_start import same_start_sentence
+from mgbench.reports.summary import row_warnings
+from mgbench.reports.verdict import CompactSummary, judge
+
+ANSWER_VERSION = 1
+"""Raised when a key changes meaning or goes; adding a key keeps it."""
+STEP_SPREAD = "p10-p90 of single steps"
+"""What a row's `spread` is: its steady steps' 10th to 90th percentile rate."""
+RATE_INTERVAL = "slowest and fastest third of any round's steady window"
+"""What a row's `interval` is: the steady rate's own (`images_per_sec_low`, `_high`)."""
+VERDICT_PARTS = ("winner", "ties", "runner_up", "lead", "scaling", "held_back", "compiling", "hints", "caveats")
+"""The parts of `Verdict.to_dict` the answer holds beside the sentence (`verdict`)."""
+
+
+class Summary(CompactSummary, Protocol):
+    """What the answer reads of a `compact.CompactSummary` (named by its shape: compact writes
+    the answer, so importing it here would be a cycle)."""
+
+    title: str
+    notes: list[str]
+
+
+def _figure(row: pd.Series, name: str) -> float | None:
+    return number(row.get(name))
+
+
+def _count(row: pd.Series, name: str) -> int | None:
+    value = number(row.get(name))
+    return None if value is None else int(value)
+
+
+def _figures(row: pd.Series, name: str) -> list[float | None]:
+    """A list a row holds (each round's figure), [] where it holds none."""
+    values = row.get(name)
+    return [number(value) for value in values] if isinstance(values, list) else []
+
+
+def row_answer(row: pd.Series) -> dict[str, Any]:
+    """One run's figures: its steady rate with its interval and the spread of its steps, its rounds
+    and each round's figures, scaling, time to train (to the target) and test metrics,
+    utilisation, what holds it back, and its warnings."""
+    held = held_back(row)
+    error = str(row.get("error") or "").splitlines()
+    tests = row.get("test_metrics")
+    return {
+        "run_id": row["run_id"],
+        "framework": row["framework"],
+        "strategy": row["strategy"],
+        "devices": int(row["devices"]),
+        "device_kind": row["device_kind"],
+        "status": row["status"],
+        "error": error[0] if error else None,
+        "images_per_sec": _figure(row, "images_per_sec"),
+        "interval": {
+            "of": RATE_INTERVAL,
+            "low": _figure(row, "images_per_sec_low"),
+            "high": _figure(row, "images_per_sec_high"),
+        },
+        "spread": {
+            "of": STEP_SPREAD,
+            "low": _figure(row, "images_per_sec_p10"),
+            "high": _figure(row, "images_per_sec_p90"),
+        },
+        "rounds": _count(row, "rounds"),
+        "round_images_per_sec": _figures(row, "round_images_per_sec"),
+        "round_time_to_train_seconds": _figures(row, "round_time_to_train_seconds"),
+        "round_time_to_target_seconds": _figures(row, "round_time_to_target_seconds"),
+        "speedup": _figure(row, "speedup"),
+        "scaling_efficiency_fraction": _figure(row, "scaling_efficiency_fraction"),
+        "time_to_train_seconds": _figure(row, "time_to_train_seconds"),
+        "time_to_target_seconds": _figure(row, "time_to_target_seconds"),
+        "test_auc": number(split_metric(tests, "auc")),
+        "test_top1": number(split_metric(tests, "top1")),
+        "utilisation": {
+            "median_pct": _figure(row, "utilisation_pct"),
+            "p10_pct": _figure(row, "utilisation_p10_pct"),
+            "p90_pct": _figure(row, "utilisation_p90_pct"),
+            "source": row.get("utilisation_source") if isinstance(row.get("utilisation_source"), str) else None,
+            "memory_used_mib": _figure(row, "memory_used_mib"),
+        },
+        "held_back_by": None
+        if held is None
+        else {"name": held.name, "label": held.label, "fraction": held.fraction, "source": held.source},
+        "warnings": row_warnings(row),
+    }
+
+
+def answer(summary: Summary, frame: pd.DataFrame) -> dict[str, Any]:
+    """The whole answer: every key always present (`ANSWER_VERSION`)."""
+    rows = [row_answer(row) for _, row in frame.iterrows()]
+    judged = judge(summary).to_dict()
+    return {
+        "version": ANSWER_VERSION,
+        "title": summary.title,
+        "ranked_by": summary.ranking.ranked,
+        "higher_is_better": summary.ranking.descending,
+        "on_gpus": summary.on_gpus,
+        "verdict": judged["text"],
+        **{part: judged[part] for part in VERDICT_PARTS},
+        "lines": summary.to_records(),
+        "rows": rows,
+        "warnings": [{"run_id": row["run_id"], "warning": warning} for row in rows for warning in row["warnings"]],
+        "notes": summary.notes,
+        "same_start": same_start_sentence(frame),
+    }

@@ -1,0 +1,227 @@
+"""Two run folders set against each other (`mgbench diff OLD NEW`): did NEW get slower?
+
+Rows match by run id (framework, strategy, device count and kind). A matched row's change is
+its images/sec (and with `--epochs` its time to train) in NEW against OLD, each with its spread
+(`row_spread`): the steady rate's interval (the slowest and fastest third of any round's steady
+window, never under the noise floor either side: `spread.Spread`, by which the compare's table
+calls two lines a tie), or where a folder's row has none (written before intervals were
+measured) the p10-p90 of both rows' single steps. NEW is slower beyond the spread where its
+whole spread lies below OLD's: where the two would not tie in one compare; with a threshold
+(`--fail-above PCT`) where it is slower by more than PCT percent, whatever the spread says, as
+pytest-benchmark's `--benchmark-compare-fail` does. A row ok in OLD that did not finish in NEW
+is a regression too. What else sets the folders apart is named, since it may explain the
+change: rows found in one folder only, the job (model, batch, precision, ...), the machine
+(GPUs, driver, Python) and the versions (mgbench, each framework's packages).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from mgbench.common.config import RunConfig
+from mgbench.reports.cells import number
+from mgbench.reports.runfolder import RunFolderData
+from mgbench.reports.spread import Spread
+
+MACHINE_FIELDS = ("hostname", "platform", "python", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
+"""What a row's `environment` says of the machine, compared field by field (its GPUs too)."""
+JOB_FIELDS = tuple(
+    name for name in RunConfig.__dataclass_fields__ if name not in ("framework", "strategy", "devices", "device_kind")
+)
+"""The config fields besides the run id's: a matched row that differs in one trained another job."""
+INTERVAL = "interval"
+"""A spread that is the steady rate's interval (`images_per_sec_low`-`_high`, widened to the noise floor)."""
+STEPS = "p10-p90"
+"""A spread that is the p10-p90 of single steps' rates: rows written before intervals were measured."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A figure of one row with its spread (`low`-`high`, what `of` says: `INTERVAL` or `STEPS`),
+    None where the row has none."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    of: str = INTERVAL
+
+    def text(self, pattern: str) -> str:
+        if self.value is None:
+            return "-"
+        spread = f" ({self.low:,.0f}-{self.high:,.0f})" if self.low is not None and self.high is not None else ""
+        return pattern.format(self.value) + spread
+
+
+def has_interval(row: pd.Series) -> bool:
+    """Whether a row holds its steady rate's interval (rows written before it was measured do not)."""
+    return number(row.get("images_per_sec_low")) is not None and number(row.get("images_per_sec_high")) is not None
+
+
+def row_spread(row: pd.Series, interval: bool) -> Measured:
+    """A row's images/sec and its spread: with `interval`, its steady rate's interval as the
+    compare's table reads it (`Spread.of`), else the p10-p90 of its steady steps' rates."""
+    value = number(row.get("images_per_sec"))
+    if value is None:
+        return Measured(None, of=INTERVAL if interval else STEPS)
+    if interval:
+        spread = Spread.of(value, number(row.get("images_per_sec_low")), number(row.get("images_per_sec_high")))
+        return Measured(value, spread.low, spread.high, INTERVAL)
+    return Measured(value, number(row.get("images_per_sec_p10")), number(row.get("images_per_sec_p90")), STEPS)
+
+
+def _change(old: float | None, new: float | None) -> float | None:
+    """NEW against OLD as a fraction (-0.5: half), None where either has no value."""
+    return None if old is None or new is None or old == 0 else new / old - 1
+
+
+@dataclass(frozen=True)
+class RowChange:
+    """One run id found in both folders."""
+
+    run_id: str
+    old_status: str
+    new_status: str
+    old_rate: Measured
+    new_rate: Measured
+    old_train: float | None
+    new_train: float | None
+
+    @property
+    def rate_change(self) -> float | None:
+        return _change(self.old_rate.value, self.new_rate.value)
+
+    @property
+    def train_change(self) -> float | None:
+        return _change(self.old_train, self.new_train)
+
+    def beyond_spread(self) -> int:
+        """-1 where NEW's spread lies wholly below OLD's, 1 wholly above, 0 where they overlap
+        (or a row lacks one)."""
+        old, new = self.old_rate, self.new_rate
+        if None in (old.low, old.high, new.low, new.high):
+            return 0
+        return -1 if new.high < old.low else 1 if new.low > old.high else 0  # type: ignore[operator]
+
+    def regression(self, fail_above_pct: float | None) -> str | None:
+        """Why NEW is worse than OLD for this row, None where it is not."""
+        if self.old_status == "ok" and self.new_status != "ok":
+            return f"{self.new_status} in NEW"
+        if self.old_status != "ok" or self.rate_change is None:
+            return None
+        if fail_above_pct is None:
+            return "slower beyond the spread" if self.beyond_spread() < 0 else None
+        limit = fail_above_pct / 100
+        if -self.rate_change > limit:
+            return f"{-self.rate_change:.1%} slower (over {fail_above_pct:g}%)"
+        if self.train_change is not None and self.train_change > limit:
+            return f"{self.train_change:.1%} longer to train (over {fail_above_pct:g}%)"
+        return None
+
+    def reading(self) -> str:
+        """How NEW's rate stands against OLD's spread, in a few words."""
+        if self.old_status != "ok" or self.new_status != "ok":
+            return f"{self.old_status} -> {self.new_status}"
+        return {-1: "slower beyond the spread", 0: "within the spread", 1: "faster beyond the spread"}[
+            self.beyond_spread()
+        ]
+
+
+@dataclass
+class FolderDiff:
+    changes: list[RowChange]
+    only_old: list[str]
+    only_new: list[str]
+    job: list[str] = field(default_factory=list)
+    machine: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+
+    def regressions(self, fail_above_pct: float | None) -> list[tuple[RowChange, str]]:
+        return [(change, why) for change in self.changes if (why := change.regression(fail_above_pct))]
+
+
+def _train_seconds(row: pd.Series) -> float | None:
+    return number(row.get("time_to_train_seconds"))
+
+
+def _machine(frame: pd.DataFrame) -> dict[str, Any]:
+    """The machine the folder's first row with an environment ran on, its GPUs as `N x name`."""
+    for environment in frame["environment"]:
+        if isinstance(environment, dict) and environment:
+            gpus = [str(gpu.get("name")) for gpu in environment.get("gpus") or [] if isinstance(gpu, dict)]
+            named = {name: environment.get(name) for name in MACHINE_FIELDS}
+            return {**named, "gpus": ", ".join(f"{gpus.count(n)} x {n}" for n in dict.fromkeys(gpus)) or "none"}
+    return {}
+
+
+def _versions(frame: pd.DataFrame) -> dict[str, str]:
+    """mgbench's version and each framework's packages', as `framework package` -> version."""
+    versions = {}
+    for _, row in frame.iterrows():
+        environment, packages = row.get("environment"), row.get("framework_versions")
+        if isinstance(environment, dict) and environment.get("mgbench"):
+            versions["mgbench"] = str(environment["mgbench"])
+        for package, version in packages.items() if isinstance(packages, dict) else []:
+            versions[f"{row['framework']} {package}"] = str(version)
+    return versions
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    return [
+        f"{name} {old.get(name)} -> {new.get(name)}"
+        for name in dict.fromkeys([*old, *new])
+        if old.get(name) != new.get(name)
+    ]
+
+
+def _job(old: pd.DataFrame, new: pd.DataFrame, matched: list[str]) -> list[str]:
+    """The job fields the matched rows differ in between the folders."""
+    differences = []
+    for name in JOB_FIELDS:
+        if name not in old or name not in new:
+            continue
+        before = {_value(v) for v in old.loc[matched, name]}
+        after = {_value(v) for v in new.loc[matched, name]}
+        if before != after:
+            differences.append(f"{name} {'/'.join(sorted(before))} -> {'/'.join(sorted(after))}")
+    return differences
+
+
+def _value(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "none"
+    return str(value)
+
+
+def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
+    """Every run id of both folders: the changes of those in both, those in one only, and what
+    else sets the folders apart."""
+    before, after = old.frame.set_index("run_id", drop=False), new.frame.set_index("run_id", drop=False)
+    matched = [run_id for run_id in before.index if run_id in after.index]
+    changes = []
+    for run_id in matched:
+        old_row, new_row = before.loc[run_id], after.loc[run_id]
+        measured = [row for row in (old_row, new_row) if number(row.get("images_per_sec")) is not None]
+        interval = all(has_interval(row) for row in measured)  # one kind of spread on both sides
+        changes.append(
+            RowChange(
+                run_id,
+                str(old_row["status"]),
+                str(new_row["status"]),
+                row_spread(old_row, interval),
+                row_spread(new_row, interval),
+                _train_seconds(old_row),
+                _train_seconds(new_row),
+            )
+        )
+    return FolderDiff(
+        changes,
+        [run_id for run_id in before.index if run_id not in after.index],
+        [run_id for run_id in after.index if run_id not in before.index],
+        _job(before, after, matched),
+        _differences(_machine(old.frame), _machine(new.frame)),
+        _differences(_versions(old.frame), _versions(new.frame)),
+    )

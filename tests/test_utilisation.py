@@ -125,11 +125,12 @@ def trace(samples: list[tuple[float, int, float, float]], kind: str = "gpu") -> 
 def test_figures_are_of_the_steady_window_only_per_device_and_pooled():
     """GPU 0 works alone while compiling (100%, 70 GiB); over the steady window GPU 0 reads 90-98%
     and GPU 1 60-68%, and a stall's samples drop to 0: neither the compile nor the stall counts."""
-    phases = run_phases(steps_row())  # steady: 7-8 s and 10-11 s; compile 2-5 s, stall 8-10 s
+    phases = run_phases(steps_row(step_seconds=[1.0, 1.0, *[0.5] * 6, 2.0, *[0.5] * 6]))
+    # compile 2-5 s, warm-up 5-7 s, steady 7-10 s, stall 10-12 s, steady 12-15 s
     compile = [(t, 0, 100.0, 70_000) for t in (2.5, 3.0, 4.0)] + [(t, 1, 0.0, 500) for t in (2.5, 3.0, 4.0)]
-    stall = [(9.0, 0, 0.0, 1_000), (9.0, 1, 0.0, 1_000)]
-    steady = [(t, 0, 90.0 + 2 * i, 20_000 + i) for i, t in enumerate((7.0, 7.5, 10.0, 10.5, 11.0))]
-    steady += [(t, 1, 60.0 + 2 * i, 10_000) for i, t in enumerate((7.0, 7.5, 10.0, 10.5, 11.0))]
+    stall = [(11.0, 0, 0.0, 1_000), (11.0, 1, 0.0, 1_000)]
+    steady = [(t, 0, 90.0 + 2 * i, 20_000 + i) for i, t in enumerate((8.5, 9.5, 13.5, 14.0, 15.0))]
+    steady += [(t, 1, 60.0 + 2 * i, 10_000) for i, t in enumerate((8.5, 9.5, 13.5, 14.0, 15.0))]
     figures = utilisation_figures(trace(compile + stall + steady), phases)
     gpu0, gpu1 = figures["device_utilisation"]
     assert (gpu0["device"], gpu0["utilisation_pct"], gpu0["memory_used_mib"]) == ("GPU 0", 94.0, 20_004)
@@ -140,6 +141,21 @@ def test_figures_are_of_the_steady_window_only_per_device_and_pooled():
     assert figures["utilisation_p10_pct"] == pytest.approx(pd.Series(pooled).quantile(0.1))
     assert figures["memory_used_mib"] == 20_004 and figures["utilisation_source"] == SOURCES["gpu"]
     assert utilisation_figures(trace(compile + stall), phases) == {}
+
+
+def test_a_gpu_reading_counts_only_once_the_period_it_tells_of_lies_in_the_steady_window():
+    """NVML's reading tells of up to the second before it: the readings of a steady span's first
+    second still tell of the warm-up (here idle) and are left out; a span no longer than that
+    second gives no reading at all, where CPU devices' readings, which tell of 0.1 s, still count."""
+    phases = run_phases(steps_row(step_seconds=[1.0, 1.0, *[0.5] * 6]))  # steady 7-10 s
+    readings = [(7.2, 0, 0.0, 500), (7.9, 0, 10.0, 500), (8.5, 0, 95.0, 500), (9.5, 0, 97.0, 500)]
+    assert utilisation_figures(trace(readings), phases)["utilisation_pct"] == 96.0
+    short = run_phases(steps_row(step_seconds=[1.0, 1.0, 0.5, 0.5]))  # steady 7-8 s
+    assert utilisation_figures(trace([(7.5, 0, 0.0, 500), (8.0, 0, 90.0, 500)]), short) == {}
+    assert (
+        utilisation_figures(trace([(7.5, 0, 40.0, 500), (8.0, 0, 60.0, 500)], kind="cpu"), short)["utilisation_pct"]
+        == 50.0
+    )
 
 
 def test_on_cpu_devices_the_figure_is_the_hosts_and_says_so():
@@ -197,7 +213,10 @@ def test_one_chart_puts_every_runs_utilisation_on_one_time_axis_with_its_phases(
         assert len(panel.lines) == row["devices"]
         edges = [edge for patch in panel.patches for edge in (patch.get_bbox().x0, patch.get_bbox().x1)]
         assert edges == pytest.approx([edge for phase in run_phases(row) for edge in (phase.start, phase.end)])
-        assert panel.get_ylabel() == f"{run_label(row)}\nsteady median {row['utilisation_pct']:.0f}%"
+        figure = row["utilisation_pct"]
+        named = f"steady median {figure:.0f}%" if pd.notna(figure) else "no steady sample"
+        assert panel.get_ylabel() == f"{run_label(row)}\n{named}"
+    assert ok["utilisation_pct"].notna().any()  # a window shorter than NVML's period gives none
     assert any(isinstance(row, list) and row for row in ok["epoch_metrics"])
     legend = [text.get_text() for text in drawn[0].legends[0].get_texts()]
     assert legend == [STARTUP, WARMUP, STEADY, EVALUATION, "GPU 0", "GPU 1", "GPU 2", "GPU 3"]

@@ -7,6 +7,13 @@ A row keeps, over its steady phases (`phases.steady_spans`: warm-up, compile, st
 left out), the median and p10-p90 of each device's samples and of all its devices' samples
 pooled, and the most memory a device held there; where its steady window holds no sample (a run
 shorter than the sampling interval), it keeps none.
+
+A reading tells of the time before it: NVML's utilisation is the share of its sample period
+(1/6 s to 1 s, by product) in which a kernel ran, psutil's the CPU time since the monitor's last
+reading. So a reading counts toward a steady span only when the whole period it tells of lies
+inside the span: its first second is left out on GPUs. Without that, a short window's figure is
+mostly the idle start-up and warm-up before it (40-step windows of 1.2-1.5 s read 4-5% on
+2x H200s whose steps kept the GPUs busy: benchmarks/RUNS.md, 2026-11-28, run b).
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ TRACE_TEXT_COLUMNS = ("kind", "device")
 """The columns of a trace that name things (`cpu`/`gpu`, the device); the others are samples."""
 SOURCES = {"gpu": "GPU (NVML)", "cpu": "host CPU (psutil, every process on the host)"}
 """What a trace's `kind` measured, as rows and reports name it."""
+SAMPLE_INTERVAL_SECONDS = 0.1
+"""How often the monitor reads every device (`runner.monitor`)."""
+READING_SECONDS = {"gpu": 1.0, "cpu": SAMPLE_INTERVAL_SECONDS}
+"""How far back a reading of each `kind` tells: NVML's longest sample period, psutil's interval."""
 
 
 def read_trace(path: Path) -> pd.DataFrame | None:
@@ -55,6 +66,11 @@ def within(trace: pd.DataFrame, spans: list[Phase]) -> pd.DataFrame:
     return trace[inside]
 
 
+def told_of(spans: list[Phase], period: float) -> list[Phase]:
+    """Where a reading that tells of the `period` before it must be taken to tell of `spans` alone."""
+    return [Phase(span.name, span.start + period, span.end) for span in spans if span.seconds > period]
+
+
 def _spread(values: pd.Series) -> dict[str, float]:
     p10, median, p90 = np.percentile(values.to_numpy(dtype=float), [10, 50, 90])
     return {"utilisation_pct": float(median), "utilisation_p10_pct": float(p10), "utilisation_p90_pct": float(p90)}
@@ -63,7 +79,11 @@ def _spread(values: pd.Series) -> dict[str, float]:
 def utilisation_figures(trace: pd.DataFrame, phases: list[Phase]) -> dict[str, Any]:
     """The row's figures over the steady phases of `phases` (`RunResult`'s utilisation fields);
     empty where no sample lies there."""
-    samples = within(trace, steady_spans(phases)).dropna(subset=["utilization_pct"])
+    spans = steady_spans(phases)
+    samples = pd.concat(
+        [within(own, told_of(spans, READING_SECONDS[str(kind)])) for kind, own in trace.groupby("kind")]
+        or [trace.iloc[:0]]
+    ).dropna(subset=["utilization_pct"])
     if samples.empty:
         return {}
     devices = []

@@ -19,8 +19,7 @@ import psutil
 from mgbench.common.devices import nvml_or_none
 from mgbench.common.runfolder import TRACE_COLUMNS
 from mgbench.common.safe_files import fresh_stream
-
-SAMPLE_INTERVAL_SECONDS = 0.1
+from mgbench.common.utilisation import SAMPLE_INTERVAL_SECONDS
 
 
 class DeviceMonitor:

@@ -47,8 +47,7 @@ PROBES = {
 """What a framework's interpreter must have to train on GPUs, beyond the framework itself."""
 FULL_FP32 = {"keras-jax": {"JAX_DEFAULT_MATMUL_PRECISION": "highest"}}
 """XLA runs fp32 convolutions and matrix products in TF32 on GPUs unless told otherwise, and
-TF32's rounding (about 1e-3) moves a batch split N ways further than the tolerance: a 2-GPU
-`jax-dp-on-batch` step differed by 1.2e-3 from 1 GPU's without this (benchmarks/RUNS.md,
+TF32's rounding moves a batch split N ways further than the tolerance (benchmarks/RUNS.md,
 2026-11-28, 2x H200, run b)."""
 
 

@@ -12,8 +12,7 @@ A reading tells of the time before it: NVML's utilisation is the share of its sa
 (1/6 s to 1 s, by product) in which a kernel ran, psutil's the CPU time since the monitor's last
 reading. So a reading counts toward a steady span only when the whole period it tells of lies
 inside the span: its first second is left out on GPUs. Without that, a short window's figure is
-mostly the idle warm-up before it: on H200s the readings rose about a second after the steps
-began, and 40-step windows of 1.2-1.5 s read 4-5% where the steps kept the GPUs busy.
+mostly the idle warm-up before it (benchmarks/RUNS.md, 2026-11-28, 2x H200, run b).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Scaling on every GPU of the GPU machine (N = its GPU count), in one call, from the repo root
 # with .whl/ carried (scripts/fetch_gpu_deps.sh fills it); writes under $OUT. Parts (PARTS, in
-# this order; DEADLINE=S starts nothing once the script has run S seconds):
+# this order; DEADLINE=S starts nothing once the script has run S seconds; the tests stop at
+# LIMIT=S, default 570, and TESTS=EXPR picks them as pytest's -k does):
 #   optimizer  benchmarks/foreach_strides.py on GPU 0: torch's SGD step with gradients in their
 #              weights' strides and with contiguous gradients (ResNet-50, channels_last)
 #   keras-jax  ViT-B/16 (no batch-norm): jax-shard-map on 1 and N GPUs, jax-dp and

@@ -4,7 +4,8 @@
 #
 # DenseNet-121 as CheXNet on ChestX-ray14-layout PNGs (IMAGES, default 2000, 264 px), fp32,
 # 64 per GPU, EPOCHS (default 5) epochs through each framework's own loader with validation and
-# the test split, 1 GPU. For each start in INITS (default "same framework"), one compare of
+# the test split, one round on GPUS (compare's --gpus, default 1). For each start in INITS
+# (default "same framework"), one compare of
 # FRAMEWORKS (default pytorch,horovod,keras-jax,keras-torch,chainer; Horovod is built first where
 # named, ~90-150 s); an entry INIT:F1,F2 names its own frameworks (INITS="same:chainer
 # framework:pytorch,chainer" splits the work over two calls). benchmarks/same_job_table.py then prints per row its start, first losses,
@@ -32,8 +33,8 @@ for entry in ${INITS:-same framework}; do
   if [ $SECONDS -ge "${DEADLINE:-999999}" ]; then echo "init $init not started: past DEADLINE"; continue; fi
   rm -rf runs/same-job-$init
   echo "$(date +%T) --init $init: $frameworks"
-  python3 -m mgbench compare --frameworks "$frameworks" --gpus 1 --model densenet121 --precision fp32 \
-    --batch-per-gpu 64 --epochs "${EPOCHS:-5}" --dataset chestxray:$PNG --init "$init" --profile 0 --timeout 500 \
+  python3 -m mgbench compare --frameworks "$frameworks" --model densenet121 --precision fp32 \
+    --batch-per-gpu 64 --epochs "${EPOCHS:-5}" --gpus "${GPUS:-1}" --repeat 1 --dataset chestxray:$PNG --init "$init" --profile 0 --timeout 500 \
     --out runs/same-job-$init >"$OUT/same-job-$init.log" 2>&1 || grep -h "rror" "$OUT/same-job-$init.log" | tail -3
   grep -h "Same start" "$OUT/same-job-$init.log"
   mkdir -p "$OUT/same-job-$init"

@@ -27,9 +27,11 @@ def lines(folder: Path, target: float) -> list[str]:
     rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
     out = [
         f"== {folder.name}",
-        "framework     init       digest        loss@1  val AUC per epoch              test AUC  train s  to target s (+start-up)",
+        "framework     GPUs  init       digest        loss@1  val AUC per epoch              test AUC  train s  speed-up"
+        "  to target s (+start-up)",
     ]
     aucs = []
+    one_device = {row["framework"]: row["time_to_train_seconds"] for row in rows if row["status"] == "ok" and row["devices"] == 1}
     for row in rows:
         if row["status"] != "ok":
             out.append(f"{row['framework']:<13} {row['status']}: {(row.get('error') or '').splitlines()[:1]}")
@@ -41,9 +43,12 @@ def lines(folder: Path, target: float) -> list[str]:
         extra = row.get("startup_seconds") or 0.0
         to_target = f"{reached[1]:.1f} (+{extra:.1f}) at epoch {reached[0]}" if reached else "not reached"
         init = Path(row.get("init") or "framework").name
+        alone = one_device.get(row["framework"])
+        speedup = f"{alone / row['time_to_train_seconds']:.2f}x" if alone and row["devices"] > 1 else "-"
         out.append(
-            f"{row['framework']:<13} {init:<10} {row.get('init_digest') or '-':<13} {row['step_losses'][0]:.4f}  "
-            f"{vals:<30} {test:.4f}    {row['time_to_train_seconds']:7.1f}  {to_target}"
+            f"{row['framework']:<13} {row['devices']:>4}  {init:<10} {row.get('init_digest') or '-':<13} "
+            f"{row['step_losses'][0]:.4f}  {vals:<30} {test:.4f}    {row['time_to_train_seconds']:7.1f}  {speedup:>8}"
+            f"  {to_target}"
         )
     if len(aucs) > 1:
         out.append(

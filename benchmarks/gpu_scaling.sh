@@ -15,8 +15,8 @@
 #              completion, both)
 #   horovod    compare horovod,pytorch on COUNTS GPUs, then horovod on N under TUNED (default
 #              a 0.1 ms cycle and async completion; Horovod's own defaults are 1 ms and off)
-#   tests      tests/test_gpu_data_parallel.py: for every framework and strategy, N GPUs' weights
-#              after two steps equal 1 GPU's on the same global batch
+#   tests      tests/test_gpu_data_parallel.py, one pytest a case: for every framework and strategy,
+#              N GPUs' weights after two steps equal 1 GPU's on the same global batch
 # Horovod (NCCL flavour) is built from the carried sdist in the background, on the upper half of
 # the cores, while the parts before `exchange` run on the lower half (~90-150 s; log in
 # $OUT/horovod-build.log). Every training row: ResNet-50 or ViT-B/16, bf16, channels_last, 128
@@ -94,6 +94,14 @@ if part horovod; then
   keep
 fi
 
-part tests && timeout $((${LIMIT:-570} - SECONDS)) python3 -m pytest -q -rs -p no:cacheprovider \
-  tests/test_gpu_data_parallel.py ${TESTS:+-k "$TESTS"} 2>&1 | tail -12
+if part tests; then  # a pytest a case, so a case cut off at LIMIT leaves the others' results and reasons
+  python3 -m pytest --co -q -p no:cacheprovider tests/test_gpu_data_parallel.py ${TESTS:+-k "$TESTS"} | grep :: |
+    while read -r case; do
+      left=$((${LIMIT:-570} - SECONDS))
+      if [ $left -lt 20 ]; then echo "${case#*::}: not started (LIMIT)"; continue; fi
+      timeout $left python3 -m pytest -q -rs -p no:cacheprovider --tb=line "$case" >/tmp/case.log 2>&1
+      echo "${case#*::}: $(tail -1 /tmp/case.log)"
+      grep -E "^(E |/.*Error|SKIPPED)" /tmp/case.log | head -4
+    done
+fi
 echo "$(date +%T) [$SECONDS s] done"

@@ -45,10 +45,14 @@ PROBES = {
     "chainer": ("import importlib.util; print(importlib.util.find_spec('cupy') is not None)", "CuPy"),
 }
 """What a framework's interpreter must have to train on GPUs, beyond the framework itself."""
-FULL_FP32 = {"keras-jax": {"JAX_DEFAULT_MATMUL_PRECISION": "highest"}}
-"""XLA runs fp32 convolutions and matrix products in TF32 on GPUs unless told otherwise, and
-TF32's rounding moves a batch split N ways further than the tolerance (benchmarks/RUNS.md,
-2026-11-28, 2x H200, run b)."""
+FULL_FP32 = {"NVIDIA_TF32_OVERRIDE": "0"}
+"""cuBLAS and cuDNN run fp32 products and convolutions in TF32 where a framework lets them
+(PyTorch does for cuDNN's convolutions by default), and TF32's rounding moves a batch split N
+ways further than the tolerance; NVIDIA's libraries read this variable in every framework."""
+FULL_FP32_BY_FRAMEWORK = {"keras-jax": {"JAX_DEFAULT_MATMUL_PRECISION": "highest"}}
+"""XLA picks TF32 itself for fp32 convolutions and matrix products on GPUs unless told otherwise
+(benchmarks/RUNS.md: 2026-11-28, 2x H200, run b failed by 1.2e-3 without it; 4x H200, run f
+passed with it)."""
 
 
 def require_gpu_build(framework: str) -> None:
@@ -63,6 +67,6 @@ def require_gpu_build(framework: str) -> None:
 @pytest.mark.parametrize("framework, strategy", CASES)
 def test_all_gpus_equal_one_gpu_on_the_same_global_batch(tmp_path, monkeypatch, framework, strategy):
     require_gpu_build(framework)
-    for name, value in FULL_FP32.get(framework, {}).items():
+    for name, value in {**FULL_FP32, **FULL_FP32_BY_FRAMEWORK.get(framework, {})}.items():
         monkeypatch.setenv(name, value)
     assert_devices_equal_one(tmp_path, framework, strategy, TOLERANCE, GPUS, steps="2", device="cuda")

@@ -31,7 +31,9 @@ def lines(folder: Path, target: float) -> list[str]:
         "  to target s (+start-up)",
     ]
     aucs = []
-    one_device = {row["framework"]: row["time_to_train_seconds"] for row in rows if row["status"] == "ok" and row["devices"] == 1}
+    one_device = {
+        row["framework"]: row["time_to_train_seconds"] for row in rows if row["status"] == "ok" and row["devices"] == 1
+    }
     for row in rows:
         if row["status"] != "ok":
             out.append(f"{row['framework']:<13} {row['status']}: {(row.get('error') or '').splitlines()[:1]}")

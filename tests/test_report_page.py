@@ -215,3 +215,22 @@ def test_the_utilisation_chart_shades_the_steady_steps_marks_each_phase_and_part
     capacities = [line for line in bottom.lines if line.get_linestyle() == ":"]
     assert [set(line.get_ydata()) for line in capacities] == [{140.0}, {140.0}]
     assert "framework's own peak 3.00 GiB" in [text.get_text() for text in bottom.get_legend().get_texts()]
+
+
+CHEXNET_4GPU = Path(__file__).parent / "fixtures" / "run-folder-chexnet-4gpu"
+"""The rows of a 4x H200 compare (2026-11-28, benchmarks/RUNS.md run e): three frameworks, one
+of them compiled, trained 2 epochs on 1 and 4 GPUs, every row with warnings: the widest compact
+table a report has shown, a time, AUC, rate and range for each count."""
+
+
+@pytest.mark.parametrize("window", [NARROW_WINDOW, PHONE_WINDOW], ids=["laptop", "phone"])
+def test_an_epochs_compare_on_1_and_4_gpus_fits_a_laptops_and_a_phones_window(tmp_path, window):
+    binary = chromium_or_skip()
+    folder = tmp_path / "chexnet"
+    folder.mkdir()
+    (folder / "results.jsonl").write_bytes((CHEXNET_4GPU / "results.jsonl").read_bytes())
+    report = write_report(folder)
+    layout = page_layout(binary, report, tmp_path, window)
+    assert layout["scroll_width"] <= layout["window_width"] == window[0], layout
+    wide = [table for table in layout["tables"] if table["width"] > table["room"] + 0.5]
+    assert not wide, wide

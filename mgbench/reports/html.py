@@ -70,8 +70,8 @@ tr.problem td { background: #fff4f2; }
 tr.problem td.status { color: #b42318; font-weight: 600; }
 table.summary td { white-space: nowrap; }
 table.summary td.status { white-space: normal; min-width: 6rem; }
-table.summary td.link { white-space: nowrap; }
-table.summary td.wrap { white-space: normal; min-width: 12rem; }
+table.summary td.link { white-space: normal; overflow-wrap: normal; }
+table.summary td.wrap { white-space: normal; min-width: 9rem; }
 td { overflow-wrap: anywhere; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .notes { background: #fff8e1; border-left: 4px solid #f2b600; padding: 0.5rem 1rem; }
@@ -88,7 +88,8 @@ p.all-runs { font-size: 0.9rem; }
 p.verdict { font-size: 1.15rem; margin: 0.6rem 0; }
 table.compact th { text-align: right; }
 table.compact th:first-child, table.compact th:nth-child(2) { text-align: left; }
-table.compact td { white-space: nowrap; }
+table.compact td.num, table.compact td:first-child, table.compact td:nth-child(2) { white-space: nowrap; }
+table.compact td { overflow-wrap: normal; }
 ol.notes-list { font-size: 0.85rem; color: #3d4654; margin-top: 0.2rem; }
 @media (max-width: 40rem) {
   body { padding: 0 0.5rem; }

@@ -45,7 +45,7 @@ done
 python3 - "${MLPERF:-0}" <<'PY'
 import sys
 from pathlib import Path
-from mgbench.common.results import read_results
+from mgbench.records.results import read_results
 mlperf = float(sys.argv[1])
 for folder in sorted(Path("runs").glob("ceiling-*")):
     for row in read_results(folder / "results.jsonl") if (folder / "results.jsonl").exists() else []:

@@ -54,7 +54,7 @@ part horovod && compare horovod --frameworks horovod
 python3 benchmarks/limits_table.py runs/vit-*[a-z] --csv "$OUT/vit.csv" 2>&1 | grep -v "^$"
 python3 - <<'PY'
 from pathlib import Path
-from mgbench.common.results import read_results
+from mgbench.records.results import read_results
 for folder in sorted(Path("runs").glob("vit-*")):
     for row in read_results(folder / "results.jsonl") if (folder / "results.jsonl").exists() else []:
         c = row.config

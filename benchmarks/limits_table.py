@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mgbench.common.breakdown import BOUND_LABELS
-from mgbench.common.results import RESULTS_FILE, read_results
+from mgbench.measure.breakdown import BOUND_LABELS
+from mgbench.records.results import RESULTS_FILE, read_results
 
 
 def peak_fraction(tflops: float | None, peak: float | None, devices: int) -> float | None:

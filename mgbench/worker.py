@@ -16,12 +16,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult, write_json_atomically
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.images import host_decoder
 from mgbench.frameworks.registry import create_trainer, framework_spec
+from mgbench.records.results import RunResult, write_json_atomically
+from mgbench.training.driver import run_training
 
 
 def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path | None = None) -> RunResult | None:

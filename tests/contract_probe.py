@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.protocol import Adapter
+from mgbench.core.config import RunConfig
 from mgbench.frameworks.registry import create_trainer, framework_spec
+from mgbench.training.protocol import Adapter
 
 OPTIONAL = {"loader": ("steps_per_epoch", "epoch_batches", "set_learning_rate"), "profiler": ("profile",)}
 

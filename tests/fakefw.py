@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.models import MODELS
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.core.config import RunConfig
+from mgbench.core.models import MODELS
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, ModelBuilders, StrategySpec
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 WARMUP_STEPS = 3
 WARMUP_SECONDS = 0.12

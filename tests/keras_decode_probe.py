@@ -22,7 +22,7 @@ from functools import partial
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.registry import framework_spec

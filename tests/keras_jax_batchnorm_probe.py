@@ -17,7 +17,7 @@ import json
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.synthetic import Shard, synthetic_batch
 from mgbench.frameworks.keras_jax.adapter import JaxDataParallelTrainer
 

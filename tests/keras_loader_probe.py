@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.registry import create_trainer, framework_spec
 

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 from same_start import same_start_batch, start_weights
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
 from mgbench.frameworks.chainer import compat as chainer_compat
 
 chainer_compat.apply()

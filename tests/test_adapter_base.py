@@ -5,8 +5,8 @@ import resource
 
 import pytest
 
-from mgbench.common.config import RunConfig
-from mgbench.common.protocol import Adapter
+from mgbench.core.config import RunConfig
+from mgbench.training.protocol import Adapter
 
 
 class ReportsDeviceMemory(Adapter):

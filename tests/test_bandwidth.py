@@ -8,11 +8,11 @@ import pytest
 from conftest import mgbench, tiny_job
 from rich.console import Console
 
-from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult
-from mgbench.common.work import MEASURED
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.records.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
+from mgbench.records.peak import MEASURED
+from mgbench.records.results import RunResult
 
 
 def test_ring_formula():

@@ -7,7 +7,8 @@ from itertools import pairwise
 
 import pytest
 
-from mgbench.common.breakdown import (
+from mgbench.core.config import RunConfig
+from mgbench.measure.breakdown import (
     BOUND_LABELS,
     CATEGORIES,
     TimedStep,
@@ -23,10 +24,9 @@ from mgbench.common.breakdown import (
     subtract,
     union,
 )
-from mgbench.common.breakdown_record import attach_breakdown, merge_breakdowns, rank_breakdown, write_rank_breakdown
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult
-from mgbench.common.trace_events import STEP_MARK, TraceWindow, interval_kind, torch_trace_window, xla_trace_window
+from mgbench.measure.trace_events import STEP_MARK, TraceWindow, interval_kind, torch_trace_window, xla_trace_window
+from mgbench.records.breakdown_record import attach_breakdown, merge_breakdowns, rank_breakdown, write_rank_breakdown
+from mgbench.records.results import RunResult
 
 US = 1e-6
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from mgbench.common.breakdown import CATEGORIES, bottleneck
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult
-from mgbench.common.timing import summarise_steps
+from mgbench.core.config import RunConfig
+from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.measure.timing import summarise_steps
+from mgbench.records.results import RunResult
 from mgbench.reports.compact import compact_summary, csv_text, json_text, markdown, print_compact, shown_columns
 from mgbench.reports.readings import host_bottleneck
 from mgbench.reports.spread import Spread

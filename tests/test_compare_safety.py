@@ -20,8 +20,8 @@ from conftest import (
     wait_for,
 )
 
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult
+from mgbench.core.config import RunConfig
+from mgbench.records.results import RunResult
 from mgbench.reports.summary import results_frame
 from mgbench.runner.orchestrator import failure_cause
 
@@ -135,7 +135,7 @@ mgbench: error: Caught UsageError in DataLoader worker process 0.
 Original Traceback (most recent call last):
   File "mgbench/datasets/images.py", line 40, in open_image
     raise UsageError(f"cannot decode image {path}: {error}") from None
-mgbench.common.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated
+mgbench.core.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated
 
 E1123 torch/distributed/elastic/multiprocessing/api.py: failed (exitcode: 2)
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
@@ -144,7 +144,7 @@ torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 
 def test_the_cause_is_the_workers_own_error_not_the_one_relaying_it():
     assert failure_cause(DATALOADER_FAILURE, 1) == (
-        "mgbench.common.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated"
+        "mgbench.core.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated"
     )
     assert (
         failure_cause(

@@ -8,11 +8,11 @@ The compiled steps themselves are checked against eager ones in each framework's
 from conftest import mgbench, read_rows
 
 from mgbench.cli import build_parser
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.job import Job
+from mgbench.core.config import RunConfig
+from mgbench.core.job import Job
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
+from mgbench.training.driver import run_training
 
 
 def job(framework: str = "pytorch", strategy: str = "ddp", devices: int = 1, **changes) -> RunConfig:

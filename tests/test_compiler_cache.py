@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import mgbench, state_run_args
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.counting import COMPILER_CACHE_ENV, compiler_cache
 from mgbench.runner.orchestrator import child_environment

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from conftest import TESTS, cli_env, framework_python
 
-from mgbench.common.config import RunConfig
-from mgbench.common.models import MODELS
+from mgbench.core.config import RunConfig
+from mgbench.core.models import MODELS
 from mgbench.frameworks.registry import BUILTIN
 from mgbench.runner.launchers import LAUNCHERS, launcher_for
 
@@ -66,7 +66,7 @@ def test_planning_accepts_the_default_job_or_names_why_not(combination):
 def test_planning_every_combination_and_the_cli_import_no_framework():
     code = (
         "import sys; from mgbench.cli import build_parser; from mgbench.runner.plan import plan_runs; "
-        "from mgbench.frameworks.registry import BUILTIN; from mgbench.common.job import Job; build_parser(); "
+        "from mgbench.frameworks.registry import BUILTIN; from mgbench.core.job import Job; build_parser(); "
         "[plan_runs(Job('densenet121', 'cpu', 1, 1), [s.name], ['all'], [1, 2], 'weak')"
         f" for s in BUILTIN]; print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORK_MODULES!r})))"
     )

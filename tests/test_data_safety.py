@@ -16,8 +16,8 @@ from PIL import Image
 from test_datasets import nih_rows, write_nih
 
 from mgbench.cli import main
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import LABEL_FILE
 from mgbench.datasets.images import open_image

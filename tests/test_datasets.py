@@ -9,12 +9,9 @@ import pytest
 from conftest import mgbench
 from PIL import Image
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.metrics import gathered_metrics, mean_auc, split_metrics
-from mgbench.common.models import MODELS
-from mgbench.common.schedule import learning_rate_at
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.models import MODELS
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import NIH_LABELS, multi_hot
 from mgbench.datasets.description import SPLITS
@@ -23,6 +20,9 @@ from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.sample import draw_image, make_sample
 from mgbench.datasets.sampling import epoch_batches, epoch_keys, rank_major_keys, validation_indices
 from mgbench.datasets.synthetic import Shard
+from mgbench.measure.metrics import gathered_metrics, mean_auc, split_metrics
+from mgbench.training.loaders import loader_workers
+from mgbench.training.schedule import learning_rate_at
 
 CSV_HEADER = "Image Index,Finding Labels,Follow-up #,Patient ID\n"
 

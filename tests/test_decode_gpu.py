@@ -16,11 +16,9 @@ import torchvision
 from conftest import mgbench, one_line_error
 from PIL import Image
 
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.errors import UsageError
-from mgbench.common.job import Job
-from mgbench.common.protocol import Placement
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import Job
 from mgbench.datasets.augment import IMAGENET_STD, Augmentation
 from mgbench.datasets.description import Split
 from mgbench.datasets.encoded import EncodedTrainItems, device_file
@@ -34,6 +32,8 @@ from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped,
 from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding, PlannedCollate, decoded_images
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
+from mgbench.training.driver import run_training
+from mgbench.training.protocol import Placement
 
 
 def test_gpu_decode_on_cpu_devices_is_one_line_exit_2(tmp_path):

@@ -6,11 +6,11 @@ import fakefw
 import numpy as np
 import pytest
 
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.protocol import Adapter, ModelInfo
-from mgbench.common.step_timer import FORCE_SYNC_ENV, StepTimer
-from mgbench.common.timing import HOST_PHASES, detect_warmup
+from mgbench.core.config import RunConfig
+from mgbench.measure.step_timer import FORCE_SYNC_ENV, StepTimer
+from mgbench.measure.timing import HOST_PHASES, detect_warmup
+from mgbench.training.driver import run_training
+from mgbench.training.protocol import Adapter, ModelInfo
 
 
 def fake_config(**changes):

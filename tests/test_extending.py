@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import mgbench, read_rows
 
-from mgbench.common.errors import UsageError
-from mgbench.common.models import model_spec
+from mgbench.core.errors import UsageError
+from mgbench.core.models import model_spec
 from mgbench.frameworks.registry import framework_spec
 
 PACKAGE = "throwaway_fw"
@@ -24,7 +24,7 @@ PLUGIN = f"{PACKAGE}.spec"
 FILES = {
     "__init__.py": '"""A throwaway framework, written by tests/test_extending.py."""\n',
     "spec.py": """
-from mgbench.common.models import ModelSpec
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
 ADDED_MODELS = (ModelSpec("throwaway_net", 16, 3, "softmax", "a linear head over the mean pixel", 12, 2),)
@@ -52,7 +52,7 @@ from itertools import cycle
 
 import numpy as np
 
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from throwaway_fw.spec import FRAMEWORK
 
@@ -130,7 +130,7 @@ def test_a_plugin_framework_and_its_model_are_registered(plugin, monkeypatch):
 
 def test_a_plugin_model_named_as_one_in_the_catalogue_is_refused(tmp_path, monkeypatch):
     (tmp_path / "clashing_plugin.py").write_text(
-        "from mgbench.common.models import MODELS\nADDED_MODELS = (MODELS['tiny'],)\n"
+        "from mgbench.core.models import MODELS\nADDED_MODELS = (MODELS['tiny'],)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("MGBENCH_PLUGINS", "clashing_plugin")

@@ -3,8 +3,8 @@ unfused one; elsewhere an `unsupported` row decided before launching."""
 
 import torch
 
-from mgbench.common.config import RunConfig
-from mgbench.common.models import HYPERPARAMETERS
+from mgbench.core.config import RunConfig
+from mgbench.core.models import HYPERPARAMETERS
 from mgbench.frameworks.pytorch.models import build_optimizer
 from mgbench.frameworks.registry import framework_spec
 

@@ -13,7 +13,7 @@ from conftest import assert_two_devices_equal_one, framework_python, mgbench, on
 
 ONE_STEP_ON_TWO_CONTEXTS = """
 import json
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.frameworks.gluon.adapter import create_trainer
 trainer = create_trainer("device")
 info = trainer.setup(RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
@@ -66,7 +66,7 @@ def test_compare_uses_the_gluon_environment_and_reports_nccl_on_cpu_unsupported(
 LOADER_MATCHES_THE_SHARED_READER = """
 import json, sys
 import numpy as np
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.sampling import epoch_batches
 from mgbench.datasets.synthetic import Shard
@@ -123,8 +123,8 @@ def test_one_epoch_of_the_sample_through_gluons_loader_on_two_contexts(gluon_pyt
 SHARED_START_ON_TWO_CONTEXTS = """
 import json, sys
 import numpy as np
-from mgbench.common.config import RunConfig
-from mgbench.common.initial_weights import reference_weights
+from mgbench.core.config import RunConfig
+from mgbench.core.initial_weights import reference_weights
 from mgbench.frameworks.gluon.adapter import create_trainer
 from mgbench.frameworks.gluon.weights import weighted_layers
 config = RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
@@ -155,10 +155,10 @@ LOAD_REFUSALS = """
 import json
 import mxnet as mx
 import numpy as np
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import InitialWeights, reference_weights
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import InitialWeights, reference_weights
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
 from mgbench.frameworks.gluon import models, weights
 spec = model_spec("tiny")
 arrays = reference_weights(spec, 0, spec.image_size).arrays
@@ -192,7 +192,7 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd
 from mxnet.gluon import nn
-from mgbench.common.models import Hyperparameters
+from mgbench.core.models import Hyperparameters
 from mgbench.frameworks.gluon.weights import set_batch_norm
 net = nn.HybridSequential()
 net.add(nn.BatchNorm(in_channels=1))
@@ -220,7 +220,7 @@ STEPS_UNDER_A_CHANGING_RATE = """
 import json, sys
 import mxnet as mx
 from mxnet import autograd, gluon
-from mgbench.common.models import Hyperparameters
+from mgbench.core.models import Hyperparameters
 from mgbench.frameworks.gluon.sgd import TorchFormSGD
 case = json.loads(sys.argv[1])
 contexts = [mx.cpu(0), mx.cpu(1)]

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import framework_python, run_in
 
-from mgbench.common.models import model_spec
+from mgbench.core.models import model_spec
 
 VIT = model_spec("vit_b_16")
 
@@ -16,11 +16,11 @@ PROBE = """
 import json
 import mxnet as mx
 import numpy as np
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import InitialWeights, reference_weights
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import InitialWeights, reference_weights
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
 from mgbench.frameworks.gluon import models, transformer, weights
 from mgbench.frameworks.gluon.adapter import create_trainer
 

@@ -16,10 +16,10 @@ from test_datasets import nih_rows, write_nih
 import mgbench.cli.compare
 import mgbench.cli.options
 from mgbench.cli.compare import add_arguments, plan_new
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import Job
-from mgbench.common.kinds import DataFormat, DeviceKind
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import Job
+from mgbench.core.kinds import DataFormat, DeviceKind
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-before-layout" / "compare.json"
 SPELLINGS = {member.value for kind in (DeviceKind, DataFormat) for member in kind}

@@ -24,10 +24,10 @@ from conftest import (
     saved_state,
 )
 
-from mgbench.common.config import RunConfig
-from mgbench.common.trace_events import xla_device_events
+from mgbench.core.config import RunConfig
 from mgbench.datasets.synthetic import Shard, synthetic_pool
 from mgbench.frameworks.registry import framework_spec
+from mgbench.measure.trace_events import xla_device_events
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)

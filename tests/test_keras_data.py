@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import TESTS, framework_python, mgbench, read_rows
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.sample import make_sample

@@ -15,7 +15,7 @@ import pytest
 from conftest import TESTS, framework_python
 from test_decode_gpu import jpeg_folder
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import IMAGENET_STD
 from mgbench.frameworks.registry import framework_spec
 

@@ -21,7 +21,7 @@ from conftest import (
     saved_state,
 )
 
-from mgbench.common.breakdown import CATEGORIES
+from mgbench.measure.breakdown import CATEGORIES
 
 TOLERANCE = 1e-5
 JOB = dict(steps="2", data_format="channels_last")

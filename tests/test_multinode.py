@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from conftest import mgbench, tiny_job
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.frameworks.registry import BUILTIN
+from mgbench.records.runfolder import RunFolder
 from mgbench.runner.hosts import Host, expand_nodelist, parse_hosts, resolve_hosts, slurm_hosts
 from mgbench.runner.launch import launched_by_launcher, node_argv
 from mgbench.runner.launchers import LAUNCHERS, RUN_ENTRY, NodeCommand, launcher_for

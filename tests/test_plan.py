@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 from conftest import mgbench, read_rows, tiny_job
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import Job
 from mgbench.common.projection import DDP_EXCHANGE
-from mgbench.common.timing import FIRST_STEP_KEPT
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import Job
 from mgbench.frameworks.registry import BUILTIN, expand_frameworks, families, framework_spec, registered
 from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec, with_unstaged_twin
+from mgbench.measure.timing import FIRST_STEP_KEPT
 from mgbench.runner.plan import chosen_strategies, installed_runs, plan_runs
 
 PLUGINS = "fakefw,fakefw_absent"

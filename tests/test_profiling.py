@@ -11,14 +11,14 @@ import pytest
 from conftest import profiled_two_cpu_compare
 
 from mgbench.cli.options import AUTO_PROFILE_STEPS, profile_option, profile_steps
-from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.models import model_spec
-from mgbench.common.profiling import OpTime, self_time_ops, summarise_ops
-from mgbench.common.timing import HOST_PHASES
-from mgbench.common.trace_events import STEP_MARK, torch_trace_window, xla_device_events, xla_trace_window
+from mgbench.core.config import RunConfig
+from mgbench.core.kinds import DeviceKind
+from mgbench.core.models import model_spec
+from mgbench.measure.breakdown import CATEGORIES, device_times, mean_shares
+from mgbench.measure.timing import HOST_PHASES
+from mgbench.measure.trace_events import STEP_MARK, torch_trace_window, xla_device_events, xla_trace_window
+from mgbench.training.driver import run_training
+from mgbench.training.profiling import OpTime, self_time_ops, summarise_ops
 
 OPS = [
     OpTime("aten::convolution", 0.6, 4),

@@ -17,10 +17,7 @@ from conftest import mgbench
 from PIL import Image
 
 from mgbench.cli import main
-from mgbench.common.bandwidth import GB, BandwidthReport
-from mgbench.common.errors import UsageError
 from mgbench.common.interconnects import HOP_SECONDS, measured_link, preset_link
-from mgbench.common.models import MODELS
 from mgbench.common.projection import (
     DDP_EXCHANGE,
     HOROVOD_EXCHANGE,
@@ -35,8 +32,11 @@ from mgbench.common.projection import (
     fitted_overhead,
     scan_counts,
 )
+from mgbench.core.errors import UsageError
+from mgbench.core.models import MODELS
 from mgbench.datasets.check import time_limit
 from mgbench.frameworks.registry import BUILTIN, framework_spec
+from mgbench.records.bandwidth import GB, BandwidthReport
 from mgbench.reports.figures import PIXEL_SIZE
 from mgbench.reports.projection import ASSUMED_OVERLAP, InputRate, input_rate, overlap_share, project_folder
 from mgbench.reports.runfolder import load_run_folder

@@ -12,8 +12,8 @@ import pytest
 import torch
 from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one
 
-from mgbench.common.config import RunConfig
-from mgbench.common.models import MODELS
+from mgbench.core.config import RunConfig
+from mgbench.core.models import MODELS
 from mgbench.frameworks.pytorch.adapter import Autocasting, TorchTrainer, create_trainer
 from mgbench.frameworks.pytorch.models import build_loss
 from mgbench.frameworks.pytorch.strategies import LossComputingModule, TorchStrategy

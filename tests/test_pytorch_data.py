@@ -16,10 +16,10 @@ torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
 
 from conftest import mgbench, one_epoch_rows  # noqa: E402
 
-from mgbench.common.config import RunConfig  # noqa: E402
-from mgbench.common.driver import closed  # noqa: E402
+from mgbench.core.config import RunConfig  # noqa: E402
 from mgbench.datasets.sample import make_sample  # noqa: E402
 from mgbench.frameworks.pytorch.adapter import create_trainer  # noqa: E402
+from mgbench.training.driver import closed  # noqa: E402
 
 
 @pytest.fixture(scope="module")

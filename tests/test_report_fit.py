@@ -11,10 +11,10 @@ import pandas as pd
 from conftest import mgbench, tiny_job
 from test_reports import BASE, fixture_folder, ok_result
 
-from mgbench.common.breakdown import CATEGORIES, host_bottleneck
-from mgbench.common.breakdown_record import HOST_CLOCK, attach_host_bottleneck
-from mgbench.common.results import append_result
-from mgbench.common.timing import HOST_PHASES
+from mgbench.measure.breakdown import CATEGORIES, host_bottleneck
+from mgbench.measure.timing import HOST_PHASES
+from mgbench.records.breakdown_record import HOST_CLOCK, attach_host_bottleneck
+from mgbench.records.results import append_result
 from mgbench.reports.compare_charts import THROUGHPUT_CAPTION, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
 from mgbench.reports.html import COMPARED, DETAILS, write_report
 from mgbench.reports.runfolder import load_run_folder
@@ -142,7 +142,7 @@ def test_the_throughput_chart_draws_each_p10_p90_where_it_lies_and_says_what_bar
 
 
 def test_the_step_chart_marks_stalls_and_draws_the_steady_rate_by_that_name(tmp_path, monkeypatch):
-    from mgbench.common.timing import summarise_steps
+    from mgbench.measure.timing import summarise_steps
     from mgbench.reports import run_charts
 
     steps = [1.0, 0.4] + [0.1] * 18 + [2.0] + [0.1] * 19

@@ -13,10 +13,10 @@ import pytest
 from PIL import Image
 from test_reports import BASE, SCREENSHOTS, chromium, chromium_or_skip, fixture_folder, ok_result
 
-from mgbench.common.breakdown import CATEGORIES, bottleneck
 from mgbench.common.interconnects import preset_link
 from mgbench.common.projection import Interconnect
-from mgbench.common.results import append_result
+from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.records.results import append_result
 from mgbench.reports.html import write_report
 from mgbench.reports.projection import project_folder, write_projection
 from mgbench.reports.runfolder import load_run_folder
@@ -178,7 +178,7 @@ def test_the_utilisation_chart_shades_the_steady_steps_marks_each_phase_and_part
     what NVML says the device holds, under its capacity (dotted)."""
     import pandas as pd
 
-    from mgbench.common.phases import run_phases
+    from mgbench.measure.phases import run_phases
     from mgbench.reports import run_charts
     from mgbench.reports.summary import results_frame
 

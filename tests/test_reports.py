@@ -17,11 +17,11 @@ import pytest
 from conftest import SCRIPTS, benchmark_script, mgbench, one_line_error, tiny_job
 from PIL import Image
 
-from mgbench.common.breakdown import CATEGORIES, bottleneck
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult, append_result
-from mgbench.common.runfolder import TRACE_COLUMNS
-from mgbench.common.timing import summarise_steps
+from mgbench.core.config import RunConfig
+from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.measure.timing import summarise_steps
+from mgbench.records.results import RunResult, append_result
+from mgbench.records.runfolder import TRACE_COLUMNS
 from mgbench.reports.charts import write_charts
 from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import DPI, PIXEL_SIZE

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult, append_result, read_results
+from mgbench.core.config import RunConfig
+from mgbench.records.results import RunResult, append_result, read_results
 from mgbench.reports.summary import results_frame, write_summary
 
 
@@ -65,7 +65,7 @@ def test_speedup_and_efficiency_per_strategy(tmp_path):
 
 
 def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_and_field(tmp_path):
-    from mgbench.common.scaling import add_scaling_figures
+    from mgbench.records.scaling import add_scaling_figures
 
     path = tmp_path / "results.jsonl"
     one = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 4, 5)

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from conftest import mgbench, one_line_error, read_rows, tiny_job
 
-from mgbench.common.config import RunConfig
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.results import RunResult
+from mgbench.core.config import RunConfig
+from mgbench.core.kinds import DeviceKind
+from mgbench.records.results import RunResult
 from mgbench.runner.rounds import CPU_ROUNDS, GPU_ROUNDS, combine_rounds, default_rounds
 
 FAKE_ROUNDS = ("--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "1", *tiny_job(12, device="cpu"))

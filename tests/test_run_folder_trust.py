@@ -24,12 +24,12 @@ import pytest
 from conftest import cli_env, interruptible, mgbench, one_line_error, read_rows, tiny_job
 
 from mgbench.cli import main
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UnsafeNameError, UsageError
-from mgbench.common.folder_lock import FolderLock
-from mgbench.common.results import RunResult
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UnsafeNameError, UsageError
 from mgbench.datasets.check import time_limit
+from mgbench.records.folder_lock import FolderLock
+from mgbench.records.results import RunResult
+from mgbench.records.runfolder import RunFolder
 from mgbench.runner.hosts import parse_hosts
 from mgbench.runner.monitor import DeviceMonitor
 
@@ -278,7 +278,7 @@ def test_a_second_compare_or_a_resume_into_a_held_folder_is_refused_naming_the_h
 
 HOLD = """import sys, time
 from pathlib import Path
-from mgbench.common.folder_lock import FolderLock
+from mgbench.records.folder_lock import FolderLock
 with FolderLock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)

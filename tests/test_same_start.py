@@ -30,7 +30,7 @@ def probe_logits(framework: str, folder: Path) -> dict[str, dict[str, np.ndarray
 
     from conftest import cli_env
 
-    from mgbench.common.config import RunConfig
+    from mgbench.core.config import RunConfig
     from mgbench.frameworks.registry import framework_spec
 
     # The variables a run of the framework sets before importing it (Keras' backend among them).

@@ -12,11 +12,11 @@ from rich.console import Console
 from test_cli import exit_code
 from test_driver import EpochTrainer, fake_config
 
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult
-from mgbench.common.target import TargetMetric
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.target import TargetMetric
+from mgbench.records.results import RunResult
+from mgbench.training.driver import run_training
 
 
 class LearningTrainer(EpochTrainer):
@@ -75,7 +75,7 @@ def test_a_target_is_a_rising_metric_at_a_share(text):
 
 
 def test_a_target_the_datasets_validation_does_not_give_is_refused_before_reading_images(tmp_path):
-    from mgbench.common.job import Job
+    from mgbench.core.job import Job
     from mgbench.datasets.resolve import check_dataset
     from mgbench.datasets.sample import make_sample
 
@@ -103,7 +103,7 @@ EPOCH_LINES = {
 
 
 def epoch_rows(target: str | None = None) -> list[RunResult]:
-    from mgbench.common.timing import summarise_steps
+    from mgbench.measure.timing import summarise_steps
 
     rows = []
     for (framework, strategy), (rate, seconds, to_target, auc) in EPOCH_LINES.items():

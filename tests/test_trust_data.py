@@ -16,16 +16,16 @@ from test_datasets import imagefolder, nih_rows, write_nih
 
 from mgbench.cli import main
 from mgbench.cli.compare import add_arguments, plan_new, plan_resume
-from mgbench.common.compare_plan import ComparePlan
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import read_weights_file, reference_weights
-from mgbench.common.metrics import gathered_metrics
-from mgbench.common.models import model_spec
-from mgbench.common.results import RunResult, read_results
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import read_weights_file, reference_weights
+from mgbench.core.models import model_spec
 from mgbench.datasets.check import time_limit
 from mgbench.datasets.resolve import check_dataset, describe_dataset, recheck_dataset
+from mgbench.measure.metrics import gathered_metrics
+from mgbench.records.compare_plan import ComparePlan
+from mgbench.records.results import RunResult, read_results
+from mgbench.records.runfolder import RunFolder
 from mgbench.reports.summary import results_frame
 from mgbench.reports.training import training_table
 

@@ -22,13 +22,13 @@ from conftest import cli_env, one_line_error
 
 import mgbench
 from mgbench.cli import main
-from mgbench.common.bandwidth import BandwidthReport
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import MAX_IMAGE_SIZE
-from mgbench.common.results import RunResult, read_result_lines
-from mgbench.common.schema import MAX_DEPTH
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import MAX_IMAGE_SIZE
+from mgbench.core.schema import MAX_DEPTH
 from mgbench.datasets import labelmap
+from mgbench.records.bandwidth import BandwidthReport
+from mgbench.records.results import RunResult, read_result_lines
 from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.runner.hosts import slurm_hosts
 

@@ -24,13 +24,13 @@ from test_run_folder_trust import FAKE_JOB, cli, compared, shared_copy  # noqa: 
 
 from mgbench.cli import main
 from mgbench.cli.compare import prepare_folder
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.errors import UsageError
-from mgbench.common.safe_files import LinkRefusedError, fresh_stream, new_file_by_writer, write_file
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import LinkRefusedError, fresh_stream, new_file_by_writer, write_file
 from mgbench.datasets.output import writing_into
 from mgbench.reports.charts import ChartSet
 from mgbench.runner.scratch import SCRATCH_ENV, remove_scratch, run_scratch
+from mgbench.training.driver import run_training
 
 OUTSIDE = "outside, not mgbench's"
 

@@ -10,10 +10,10 @@ import json
 import pandas as pd
 import pytest
 
-from mgbench.common.breakdown import CATEGORIES, bottleneck
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult
-from mgbench.common.timing import summarise_steps
+from mgbench.core.config import RunConfig
+from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.measure.timing import summarise_steps
+from mgbench.records.results import RunResult
 from mgbench.reports.caveats import MIN_STEADY_STEPS
 from mgbench.reports.compact import TIE, compact_summary, json_text
 from mgbench.reports.spread import NOISE_FLOOR, Spread

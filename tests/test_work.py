@@ -7,11 +7,11 @@ from importlib import metadata
 
 import pytest
 
-from mgbench.common.bandwidth import BandwidthReport
-from mgbench.common.config import RunConfig
-from mgbench.common.models import model_spec
-from mgbench.common.results import RunResult
-from mgbench.common.work import MEASURED, ModelWork, annotate_work, reference_peak, vendor_peak
+from mgbench.core.config import RunConfig
+from mgbench.core.models import model_spec
+from mgbench.records.bandwidth import BandwidthReport
+from mgbench.records.peak import MEASURED, ModelWork, annotate_work, reference_peak, vendor_peak
+from mgbench.records.results import RunResult
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 from mgbench.frameworks.pytorch.flops import count_work  # noqa: E402

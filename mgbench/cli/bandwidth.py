@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from mgbench.cli.values import folder_path, positive_seconds
-from mgbench.common.bandwidth import (
+from mgbench.machine.devices import AUTO, DEVICE_REQUESTS, check_device_counts, device_capacity, resolve_device_kind
+from mgbench.records.bandwidth import (
     BANDWIDTH_FILE,
     DEFAULT_COPY_BYTES,
     DEFAULT_SIZES,
@@ -17,9 +18,8 @@ from mgbench.common.bandwidth import (
     parse_size,
     parse_sizes,
 )
-from mgbench.common.devices import AUTO, DEVICE_REQUESTS, check_device_counts, device_capacity, resolve_device_kind
-from mgbench.common.runfolder import RunFolder
-from mgbench.common.work import vendor_peak
+from mgbench.records.peak import vendor_peak
+from mgbench.records.runfolder import RunFolder
 from mgbench.runner.bandwidth import BANDWIDTH_LOG, measure_bandwidth
 
 DEFAULT_TIMEOUT_SECONDS = 600.0

@@ -25,16 +25,16 @@ from mgbench.cli.options import add_job_options, job_from_args, parse_device_cou
 from mgbench.cli.report import add_format_option
 from mgbench.cli.starting_point import check_start_again, record_start, shared_start
 from mgbench.cli.values import folder_path, hosts_text, positive_seconds, rounds_count
-from mgbench.common.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
-from mgbench.common.compare_plan import ComparePlan
-from mgbench.common.devices import check_device_counts
-from mgbench.common.errors import UsageError
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.results import read_results, write_json_atomically
-from mgbench.common.runfolder import LOCK_FILE, RunFolder
-from mgbench.common.scaling import add_scaling_figures
+from mgbench.core.errors import UsageError
+from mgbench.core.kinds import DeviceKind
 from mgbench.datasets.resolve import check_dataset, recheck_dataset
 from mgbench.frameworks.registry import expand_frameworks, framework_spec
+from mgbench.machine.devices import check_device_counts
+from mgbench.records.bandwidth import BANDWIDTH_FILE, DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
+from mgbench.records.compare_plan import ComparePlan
+from mgbench.records.results import read_results, write_json_atomically
+from mgbench.records.runfolder import LOCK_FILE, RunFolder
+from mgbench.records.scaling import add_scaling_figures
 from mgbench.reports.compact import print_summary
 from mgbench.reports.html import write_report
 from mgbench.reports.summary import write_summary

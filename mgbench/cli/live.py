@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from mgbench.cli.values import positive_seconds
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.records.results import RunResult
 from mgbench.runner.orchestrator import RunEvent
 
 HEARTBEAT_ENV = "MGBENCH_HEARTBEAT_SECONDS"

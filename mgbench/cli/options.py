@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mgbench.common.devices import AUTO, DEVICE_REQUESTS, resolve_device_kind
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import INIT_FRAMEWORK, INIT_SAME, read_weights_file, shared_start_refusal
-from mgbench.common.job import DEFAULT_COMPILE_MODE, PRECISIONS, Job
-from mgbench.common.kinds import DataFormat, Decode, DeviceKind
-from mgbench.common.models import MODELS, model_spec
-from mgbench.common.timing import FIRST_STEP_KEPT
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import INIT_FRAMEWORK, INIT_SAME, read_weights_file, shared_start_refusal
+from mgbench.core.job import DEFAULT_COMPILE_MODE, PRECISIONS, Job
+from mgbench.core.kinds import DataFormat, Decode, DeviceKind
+from mgbench.core.models import MODELS, model_spec
 from mgbench.frameworks.registry import check_compile_mode
+from mgbench.machine.devices import AUTO, DEVICE_REQUESTS, resolve_device_kind
+from mgbench.measure.timing import FIRST_STEP_KEPT
 
 DEFAULT_BATCH_PER_DEVICE = 32
 DEFAULT_STEPS = 200

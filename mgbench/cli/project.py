@@ -13,9 +13,9 @@ import pandas as pd
 from rich.table import Table
 
 from mgbench.cli.options import device_counts
-from mgbench.common.errors import UsageError
 from mgbench.common.interconnects import PRESETS, parse_interconnect
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.errors import UsageError
+from mgbench.records.runfolder import RunFolder
 from mgbench.reports.html import write_report
 from mgbench.reports.projection import (
     IMAGENET_TRAIN_IMAGES,

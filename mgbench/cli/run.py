@@ -18,12 +18,12 @@ from rich.console import Console
 from mgbench.cli.compare import say
 from mgbench.cli.options import add_job_options, job_from_args
 from mgbench.cli.values import folder_path, new_weights_file, positive_seconds
-from mgbench.common.config import RunConfig
-from mgbench.common.devices import check_device_counts
-from mgbench.common.results import append_result
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.config import RunConfig
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import framework_spec
+from mgbench.machine.devices import check_device_counts
+from mgbench.records.results import append_result
+from mgbench.records.runfolder import RunFolder
 from mgbench.reports.compact import print_summary
 from mgbench.reports.summary import results_frame
 from mgbench.runner.launch import launched_by_launcher

@@ -11,9 +11,9 @@ when it is missing (a compare stopped before it was written).
 
 from __future__ import annotations
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import (
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import (
     INIT_FRAMEWORK,
     INIT_SAME,
     InitialWeights,
@@ -21,9 +21,9 @@ from mgbench.common.initial_weights import (
     read_weights_file,
     weights_file_bytes,
 )
-from mgbench.common.results import RunResult
-from mgbench.common.runfolder import RunFolder
 from mgbench.datasets.resolve import dataset_for
+from mgbench.records.results import RunResult
+from mgbench.records.runfolder import RunFolder
 
 
 def shared_start(config: RunConfig) -> InitialWeights | None:

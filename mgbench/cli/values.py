@@ -10,9 +10,9 @@ import math
 import os
 from pathlib import Path
 
-from mgbench.common.errors import UsageError
-from mgbench.common.job import seed_refusal
-from mgbench.common.safe_files import check_new_name
+from mgbench.core.errors import UsageError
+from mgbench.core.job import seed_refusal
+from mgbench.core.safe_files import check_new_name
 from mgbench.runner.hosts import parse_hosts
 
 NAME_MAX = 255

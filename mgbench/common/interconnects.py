@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mgbench.common.bandwidth import GB, BandwidthReport, ring_factor
-from mgbench.common.errors import UsageError
 from mgbench.common.projection import BASE_LATENCY_SECONDS, DDP_BUCKET_BYTES, Interconnect, Link
+from mgbench.core.errors import UsageError
+from mgbench.records.bandwidth import GB, BandwidthReport, ring_factor
 
 HOP_SECONDS = {
     "nvlink": {"ring": 3.4e-6, "tree": 28e-6},

@@ -45,7 +45,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 
 Algorithm = Literal["ring", "tree"]
 ALGORITHMS: tuple[Algorithm, ...] = ("ring", "tree")

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mgbench.common.errors import UsageError
-from mgbench.common.models import ModelSpec
+from mgbench.core.errors import UsageError
+from mgbench.core.models import ModelSpec
 
 SYNTHETIC = "synthetic"
 KINDS = ("chestxray", "labels", "imagefolder")

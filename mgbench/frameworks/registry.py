@@ -3,7 +3,7 @@ importing any framework.
 
 A framework declares itself in one module, `FRAMEWORK: FrameworkSpec` (`specs.py` holds the
 types): a built-in one in its package's `spec.py`, a third-party one in a module named in
-`MGBENCH_PLUGINS` (`mgbench.common.plugins`; the spec's `module` names its adapter, which
+`MGBENCH_PLUGINS` (`mgbench.core.plugins`; the spec's `module` names its adapter, which
 defines `create_trainer`). Both are read the same way, so listing, validating and planning runs
 treat them alike and never import a framework; only `create_trainer`, in a worker, imports one.
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from mgbench.common.errors import UsageError
-from mgbench.common.plugins import plugin_modules, plugin_named
-from mgbench.common.protocol import Adapter
+from mgbench.core.errors import UsageError
+from mgbench.core.plugins import plugin_modules, plugin_named
 from mgbench.frameworks.specs import FrameworkSpec
+from mgbench.training.protocol import Adapter
 
 BUILTIN_PACKAGES = ("pytorch", "keras_tf", "keras_jax", "keras_torch", "tensorflow", "gluon", "chainer", "horovod")
 """The built-in framework packages, in the order `mgbench list` shows them (and `compare` runs a

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mgbench.common.runfolder import RunFolder
+from mgbench.records.runfolder import RunFolder
 from mgbench.reports.compare_charts import (
     breakdown_chart,
     epoch_chart,

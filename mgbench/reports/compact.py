@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mgbench.common.kinds import DeviceKind
+from mgbench.core.kinds import DeviceKind
 from mgbench.reports.answer import answer
 from mgbench.reports.cells import run_label
 from mgbench.reports.hints import EAGER, compile_hint, differ_in_compiling, step_kind

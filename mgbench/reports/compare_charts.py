@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from mgbench.common.breakdown import CATEGORIES
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.timing import HOST_PHASES
+from mgbench.core.kinds import DeviceKind
+from mgbench.measure.breakdown import CATEGORIES
+from mgbench.measure.timing import HOST_PHASES
 from mgbench.reports.cells import number, run_label
 from mgbench.reports.figures import job_title, legend_outside, new_figure, save
 from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_breakdown, has_host_timing, held_back

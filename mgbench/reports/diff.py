@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.reports.cells import number
 from mgbench.reports.runfolder import RunFolderData
 from mgbench.reports.spread import Spread

@@ -16,8 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.safe_files import write_file
+from mgbench.core.kinds import DeviceKind
+from mgbench.core.safe_files import write_file
 
 FIGSIZE_INCHES = (10.0, 5.6)
 DPI = 100

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.frameworks.registry import framework_spec
 from mgbench.frameworks.specs import Compiler
 from mgbench.reports.readings import HOST_TIMING, HeldBack

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from mgbench.common.config import RunConfig
-from mgbench.common.runfolder import CHARTS_DIR, RunFolder
+from mgbench.core.config import RunConfig
+from mgbench.records.runfolder import CHARTS_DIR, RunFolder
 from mgbench.reports.cells import MISSING, number, run_label
 from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns

@@ -38,12 +38,7 @@ from typing import Any
 
 import pandas as pd
 
-from mgbench.common.bandwidth import GB, GRADIENT_BYTES_PER_PARAM
-from mgbench.common.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, intersect, length, union
-from mgbench.common.breakdown_record import RANK_BREAKDOWN_FILE, READ_ERRORS
-from mgbench.common.errors import UsageError
 from mgbench.common.interconnects import measured_link
-from mgbench.common.models import MODELS
 from mgbench.common.projection import (
     DDP_EXCHANGE,
     EFFICIENCY_FLOOR,
@@ -58,10 +53,15 @@ from mgbench.common.projection import (
     fitted_overhead,
     scan_counts,
 )
-from mgbench.common.results import write_json_atomically
-from mgbench.common.runfolder import RunFolder
-from mgbench.common.safe_files import read_regular
+from mgbench.core.errors import UsageError
+from mgbench.core.models import MODELS
+from mgbench.core.safe_files import read_regular
 from mgbench.frameworks.registry import framework_spec
+from mgbench.measure.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, intersect, length, union
+from mgbench.records.bandwidth import GB, GRADIENT_BYTES_PER_PARAM
+from mgbench.records.breakdown_record import RANK_BREAKDOWN_FILE, READ_ERRORS
+from mgbench.records.results import write_json_atomically
+from mgbench.records.runfolder import RunFolder
 from mgbench.reports.readings import has_breakdown
 from mgbench.reports.runfolder import RunFolderData
 

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import pandas as pd
 
-from mgbench.common.target import TargetMetric, metric_label
+from mgbench.core.target import TargetMetric, metric_label
 from mgbench.reports.spread import Spread, row_interval
 
 

@@ -1,8 +1,8 @@
 """What holds a run back, in one line: its bottleneck's share and what that share means.
 
-The categories are `mgbench.common.breakdown.CATEGORIES`; their labels and colours here are
+The categories are `mgbench.measure.breakdown.CATEGORIES`; their labels and colours here are
 shared by the summary table and every chart that shows them. A row without a breakdown
-reads its host timing instead (`mgbench.common.timing.HOST_PHASES`), by the rule that named the
+reads its host timing instead (`mgbench.measure.timing.HOST_PHASES`), by the rule that named the
 row's own `bottleneck` (`breakdown.host_bottleneck`), so folders written before rows held it read
 alike; `limits_details` words how close a row is to its device.
 """
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, host_bottleneck
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.timing import HOST_PHASES
-from mgbench.common.work import MEASURED
+from mgbench.core.kinds import DeviceKind
+from mgbench.measure.breakdown import BOUND_LABELS, CATEGORIES, host_bottleneck
+from mgbench.measure.timing import HOST_PHASES
+from mgbench.records.peak import MEASURED
 from mgbench.reports.cells import figure_text, number
 
 LABELS = {

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
-from mgbench.common.phases import (
+from mgbench.measure.phases import (
     COMPILE,
     EPOCH_START,
     EVALUATION,

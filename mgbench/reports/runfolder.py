@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from mgbench.common.compare_plan import ComparePlan
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RENAMED, RESULTS_FILE, RunResult, read_result_lines
-from mgbench.common.runfolder import RunFolder
-from mgbench.common.utilisation import attach_utilisation, read_trace
+from mgbench.core.errors import UsageError
+from mgbench.records.compare_plan import ComparePlan
+from mgbench.records.results import RENAMED, RESULTS_FILE, RunResult, read_result_lines
+from mgbench.records.runfolder import RunFolder
+from mgbench.records.utilisation import attach_utilisation, read_trace
 from mgbench.reports.summary import results_frame
 
 NOT_RUN_ERROR = "no result: the compare ended before this run finished"

@@ -3,7 +3,7 @@ and what holds each run back (its breakdown's bottleneck, in one line).
 
 Speedup is throughput at N devices over throughput at the smallest device count of the same
 framework and strategy (normally 1); efficiency is speedup over the device ratio. Both come
-from the rows themselves (`mgbench.common.scaling`), so a partial results file still tabulates.
+from the rows themselves (`mgbench.records.scaling`), so a partial results file still tabulates.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from mgbench.common.breakdown import CATEGORIES
-from mgbench.common.results import RunResult
-from mgbench.common.runfolder import RunFolder
-from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
-from mgbench.common.schema import field_types
-from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
-from mgbench.common.utilisation import SOURCES
+from mgbench.core.schema import field_types
+from mgbench.measure.breakdown import CATEGORIES
+from mgbench.measure.timing import FIRST_STEP_KEPT, first_step_kept
+from mgbench.records.results import RunResult
+from mgbench.records.runfolder import RunFolder
+from mgbench.records.scaling import SCALING_FIELDS, scaling_figures
+from mgbench.records.utilisation import SOURCES
 from mgbench.reports.caveats import frame_caveats
 from mgbench.reports.cells import MISSING, figure_text, number
 from mgbench.reports.ranking import NOT_REACHED, split_metric
@@ -101,7 +101,7 @@ frame holds them as floats, a null as NaN, whether one row lacks the figure or e
 
 
 def results_frame(results: list[RunResult]) -> pd.DataFrame:
-    """One row per run with the scaling figures (`mgbench.common.scaling`) added, and the profile's
+    """One row per run with the scaling figures (`mgbench.records.scaling`) added, and the profile's
     and breakdown's shares as columns of their own (`profile_communication_fraction`,
     `breakdown_idle_fraction`, ...)."""
     records = [r.to_record() for r in results]

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from mgbench.common.phases import PHASES, run_phases
+from mgbench.measure.phases import PHASES, run_phases
 from mgbench.reports.cells import number, run_label
 from mgbench.reports.figures import job_title, new_figure, save
 from mgbench.reports.run_charts import OTHER_ALPHA, PHASE_ALPHA, PHASE_COLORS, shade_phases

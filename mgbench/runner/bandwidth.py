@@ -1,13 +1,13 @@
 """Measuring `bandwidth.json`: the torch worker under torchrun (the file's schema and the ring
-model it feeds live in `mgbench.common.bandwidth`)."""
+model it feeds live in `mgbench.records.bandwidth`)."""
 
 from __future__ import annotations
 
 import os
 
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.kinds import DeviceKind
 from mgbench.frameworks.registry import framework_spec
+from mgbench.records.runfolder import RunFolder
 from mgbench.runner.launch import Outcome, execute, interpreter_for
 from mgbench.runner.launchers import TORCHRUN
 from mgbench.runner.scratch import run_scratch

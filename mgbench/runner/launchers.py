@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.runner.hosts import Host
 
 RUN_ENTRY = ("-m", "mgbench.worker")

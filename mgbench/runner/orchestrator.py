@@ -24,16 +24,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
-from mgbench.common.breakdown_record import attach_breakdown, attach_host_bottleneck
-from mgbench.common.config import RunConfig
-from mgbench.common.devices import visible_gpus
-from mgbench.common.driver import LAUNCH_TIME_ENV
-from mgbench.common.results import RunResult, Status
-from mgbench.common.runfolder import RunFolder
-from mgbench.common.utilisation import attach_utilisation
-from mgbench.common.work import annotate_work
+from mgbench.core.config import RunConfig
 from mgbench.frameworks.specs import FrameworkSpec
+from mgbench.machine.devices import visible_gpus
+from mgbench.records.bandwidth import BandwidthReport, annotate_allreduce
+from mgbench.records.breakdown_record import attach_breakdown, attach_host_bottleneck
+from mgbench.records.peak import annotate_work
+from mgbench.records.results import RunResult, Status
+from mgbench.records.runfolder import RunFolder
+from mgbench.records.utilisation import attach_utilisation
 from mgbench.runner.counting import COMPILER_CACHE_ENV, compiler_cache, model_work
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import execute_nodes, interpreter_for
@@ -42,6 +41,7 @@ from mgbench.runner.monitor import DeviceMonitor
 from mgbench.runner.plan import PlannedRun
 from mgbench.runner.rounds import RoundBook
 from mgbench.runner.scratch import run_scratch
+from mgbench.training.driver import LAUNCH_TIME_ENV
 
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
 RDZV_PORT_ENV = "MGBENCH_RDZV_PORT"

@@ -24,9 +24,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.results import RunResult, append_line, read_result_lines, read_results, write_results
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.kinds import DeviceKind
+from mgbench.records.results import RunResult, append_line, read_result_lines, read_results, write_results
+from mgbench.records.runfolder import RunFolder
 from mgbench.runner.plan import PlannedRun
 
 GPU_ROUNDS = 3

@@ -50,16 +50,16 @@ import chainermn  # noqa: E402
 import mpi4py  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
-from mgbench.common.config import RunConfig  # noqa: E402
-from mgbench.common.errors import UsageError  # noqa: E402
-from mgbench.common.initial_weights import initial_weights  # noqa: E402
-from mgbench.common.metrics import gathered_metrics  # noqa: E402
-from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
+from mgbench.core.config import RunConfig  # noqa: E402
+from mgbench.core.errors import UsageError  # noqa: E402
+from mgbench.core.initial_weights import initial_weights  # noqa: E402
 from mgbench.datasets.resolve import dataset_for  # noqa: E402
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
 from mgbench.frameworks.chainer import attention, cupy_compat, models, weights  # noqa: E402
 from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
 from mgbench.frameworks.chainer.optimizer import build_optimizer  # noqa: E402
+from mgbench.measure.metrics import gathered_metrics  # noqa: E402
+from mgbench.training.protocol import Adapter, ModelInfo, Placement  # noqa: E402
 
 KERNEL_PATCHES = cupy_compat.apply()
 COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}

@@ -20,7 +20,7 @@ chainer_compat.apply()
 import chainer  # noqa: E402
 import chainer.functions as F  # noqa: E402
 
-from mgbench.common.models import ModelSpec  # noqa: E402
+from mgbench.core.models import ModelSpec  # noqa: E402
 
 CUDNN_NODES = ("Softmax",)
 """The function nodes of `attend` that hand their work to cuDNN on GPU when Chainer's

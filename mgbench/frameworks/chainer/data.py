@@ -19,13 +19,13 @@ import chainer
 import chainermn
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import DatasetDescription
 from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import rank_major_keys
+from mgbench.training.loaders import loader_workers
 
 
 class Keyed:

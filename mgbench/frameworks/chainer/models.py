@@ -27,8 +27,8 @@ import chainer  # noqa: E402
 import chainer.functions as F  # noqa: E402
 import chainer.links as L  # noqa: E402
 
-from mgbench.common.initial_weights import DENSENET121_BLOCKS, DENSENET_BOTTLENECK, DENSENET_GROWTH, RESNET50_STAGES  # noqa: E402
-from mgbench.common.models import ModelSpec  # noqa: E402
+from mgbench.core.initial_weights import DENSENET121_BLOCKS, DENSENET_BOTTLENECK, DENSENET_GROWTH, RESNET50_STAGES  # noqa: E402
+from mgbench.core.models import ModelSpec  # noqa: E402
 from mgbench.frameworks.chainer.named import Layer, Named, numbered  # noqa: E402
 from mgbench.frameworks.chainer.spec import CHAINER_MODELS  # noqa: E402
 from mgbench.frameworks.chainer.transformer import ViT  # noqa: E402

@@ -14,9 +14,9 @@ chainer_compat.apply()
 import chainer  # noqa: E402
 import chainer.links as L  # noqa: E402
 
-from mgbench.common.errors import UsageError  # noqa: E402
-from mgbench.common.initial_weights import InitialWeights  # noqa: E402
-from mgbench.common.models import Hyperparameters  # noqa: E402
+from mgbench.core.errors import UsageError  # noqa: E402
+from mgbench.core.initial_weights import InitialWeights  # noqa: E402
+from mgbench.core.models import Hyperparameters  # noqa: E402
 
 TORCH_STATES: dict[type[chainer.Link], dict[str, str]] = {
     L.Convolution2D: {"W": "weight", "b": "bias"},

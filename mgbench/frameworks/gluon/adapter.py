@@ -35,16 +35,16 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import initial_weights
-from mgbench.common.metrics import gathered_metrics
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import initial_weights
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 from mgbench.frameworks.gluon import models, transformer, weights
 from mgbench.frameworks.gluon.data import build_loaders
 from mgbench.frameworks.gluon.sgd import TorchFormSGD
+from mgbench.measure.metrics import gathered_metrics
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mxnet.gluon import nn
 
-from mgbench.common.initial_weights import DENSENET121_BLOCKS, DENSENET_BOTTLENECK, DENSENET_GROWTH, RESNET50_STAGES
+from mgbench.core.initial_weights import DENSENET121_BLOCKS, DENSENET_BOTTLENECK, DENSENET_GROWTH, RESNET50_STAGES
 
 RESNET_EXPANSION = 4
 STEM_CHANNELS = 64

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from mxnet import gluon
 
-from mgbench.common.config import RunConfig
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import HELD_OUT, DatasetDescription
 from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import EpochBatchKeys
 from mgbench.datasets.synthetic import Shard
+from mgbench.training.loaders import loader_workers
 
 
 @dataclass(frozen=True)

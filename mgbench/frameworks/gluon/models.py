@@ -15,8 +15,8 @@ from mxnet import gluon
 from mxnet.gluon import nn
 from mxnet.gluon.model_zoo import vision
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import ModelSpec
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.gluon import architectures, transformer
 from mgbench.frameworks.gluon.spec import GLUON_MODELS
 

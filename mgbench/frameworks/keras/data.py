@@ -30,8 +30,7 @@ import numpy as np
 from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
 from scipy.special import expit, softmax
 
-from mgbench.common.config import RunConfig
-from mgbench.common.metrics import split_metrics
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
 from mgbench.datasets.encoded import (
@@ -47,6 +46,7 @@ from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras.handoff import HandOff, handed
+from mgbench.measure.metrics import split_metrics
 
 HostBatch = tuple[np.ndarray, np.ndarray]
 """uint8 NHWC pixels and their targets."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 
 XLA_HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 

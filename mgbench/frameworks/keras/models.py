@@ -30,10 +30,10 @@ from typing import Any
 import keras
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.initial_weights import RESNET50_STAGES
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import ModelSpec
+from mgbench.core.config import RunConfig
+from mgbench.core.initial_weights import RESNET50_STAGES
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.keras.spec import KERAS_MODELS
 from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, encoder_block
 
@@ -160,7 +160,7 @@ class TorchFormSGD(keras.optimizers.SGD):
 
     Keras' own keeps the rate inside the velocity (v = m v - lr g; w += v), which gives the same
     steps only while the rate is constant; the job changes it every step of its warm-up
-    (`common/schedule.py`), after which Keras' form would have stepped by other amounts and its
+    (`training/schedule.py`), after which Keras' form would have stepped by other amounts and its
     run would drift from every other framework's."""
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:

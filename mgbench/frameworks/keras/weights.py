@@ -17,10 +17,10 @@ from collections.abc import Callable
 import keras
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import InitialWeights, initial_weights
-from mgbench.common.models import Hyperparameters, ModelSpec
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import InitialWeights, initial_weights
+from mgbench.core.models import Hyperparameters, ModelSpec
 from mgbench.frameworks.keras import models
 from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, SelfAttention
 

@@ -16,7 +16,7 @@ host arrays when the step takes it.
 Real data (`--dataset`) is read by `keras.utils.PyDataset` with worker processes (`data.py`):
 uint8 pixels of the global batch, sharded over the devices as the synthetic batches are (device
 d holds the shared shard of rank d) and normalised there by one compiled function; staged, the
-batches are placed on a thread of their own (`common/ahead.py`), two ahead of the step. With
+batches are placed on a thread of their own (`training/prefetch.py`), two ahead of the step. With
 `--decode gpu` on a JPEG dataset the loader hands over the files instead, decoded and cropped
 on the first device by torchvision, each device's share handed to JAX by DLPack
 (`device_decode.py`, which imports torch: only such a run loads it).
@@ -37,13 +37,9 @@ import jaxlib
 import keras
 import numpy as np
 
-from mgbench.common.ahead import Ahead
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.common.safe_files import write_file
-from mgbench.common.trace_events import STEP_MARK
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import write_file
 from mgbench.datasets.encoded import DecodeSite
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
@@ -54,6 +50,10 @@ from mgbench.frameworks.keras_jax import attention
 from mgbench.frameworks.keras_jax.placement import ShardedPixels
 from mgbench.frameworks.keras_jax.spec import FRAMEWORK
 from mgbench.frameworks.keras_jax.strategies import STRATEGIES, DeviceState
+from mgbench.measure.trace_events import STEP_MARK
+from mgbench.training.loaders import loader_workers
+from mgbench.training.prefetch import Ahead
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 if TYPE_CHECKING:
     from mgbench.frameworks.keras_jax.device_decode import DecodedByTorch

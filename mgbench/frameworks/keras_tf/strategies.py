@@ -24,8 +24,8 @@ from itertools import cycle, islice
 import numpy as np
 import tensorflow as tf
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.synthetic import Shard, synthetic_pool
 
 HostBatch = tuple[np.ndarray, np.ndarray]

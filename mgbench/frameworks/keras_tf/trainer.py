@@ -18,9 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from mgbench.common.config import RunConfig
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch
 from mgbench.frameworks.keras import data
@@ -29,6 +27,8 @@ from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_tf import attention, strategies
 from mgbench.frameworks.keras_tf import data as tf_data
 from mgbench.frameworks.specs import StrategySpec
+from mgbench.training.loaders import loader_workers
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 
 class StrategyTrainer(Adapter):

@@ -39,11 +39,8 @@ import keras
 import numpy as np
 import torch
 
-from mgbench.common.ahead import Ahead
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.protocol import ModelInfo
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
@@ -56,6 +53,9 @@ from mgbench.frameworks.pytorch.adapter import TorchProcess
 from mgbench.frameworks.pytorch.compiling import compiled
 from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, decoding_at
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
+from mgbench.training.loaders import loader_workers
+from mgbench.training.prefetch import Ahead
+from mgbench.training.protocol import ModelInfo
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 

@@ -38,12 +38,9 @@ import torch
 import torchvision
 from torch import nn
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import initial_weights
-from mgbench.common.metrics import gathered_metrics
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.common.step_timer import Clock, StepTimer
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import initial_weights
 from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.pytorch import attention, models, weights
@@ -54,6 +51,9 @@ from mgbench.frameworks.pytorch.profiler import profile_with_torch
 from mgbench.frameworks.pytorch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch.strategies import STRATEGIES, TorchStrategy
 from mgbench.frameworks.pytorch.timing import CudaEventTimer
+from mgbench.measure.metrics import gathered_metrics
+from mgbench.measure.step_timer import Clock, StepTimer
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 

@@ -20,9 +20,7 @@ from typing import Any
 
 import torch
 
-from mgbench.common.config import RunConfig
-from mgbench.common.protocol import Placement
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import HELD_OUT, DatasetDescription, Split
 from mgbench.datasets.encoded import DecodeSite, decode_site
@@ -32,6 +30,8 @@ from mgbench.datasets.sampling import EpochBatchKeys, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
+from mgbench.training.loaders import loader_workers
+from mgbench.training.protocol import Placement
 
 
 def placed_images(

@@ -12,8 +12,8 @@ import torch
 import torchvision
 from torch import nn
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import Hyperparameters, ModelSpec
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import Hyperparameters, ModelSpec
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 
 

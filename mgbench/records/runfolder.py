@@ -1,6 +1,6 @@
 """The run folder's layout and file names, in one place: the runner writes it, reports read it.
 
-A compare's folder holds `results.jsonl` (one row per run, `mgbench.common.results`),
+A compare's folder holds `results.jsonl` (one row per run, `mgbench.records.results`),
 `rounds.jsonl` (one row per round of each run, `mgbench.runner.rounds`),
 `compare.json` (the command, options and every planned config), `configs/`, `raw/`, `logs/`,
 `traces/` (utilisation samples, columns `TRACE_COLUMNS`), `profiles/`, `bandwidth.json`, the
@@ -9,7 +9,7 @@ summary, `charts/` and `report.html`, and `compare.lock` while a verb writes it 
 Run folders are shared, so one may come from anywhere, and names read from it (a row's
 strategy, a config's device kind) become file names. Every path of the folder is built here,
 by `RunFolder.inside`, which refuses one that resolves outside the folder, and every file is
-written through `RunFolder.write` or a folder `RunFolder.made` (`mgbench.common.safe_files`):
+written through `RunFolder.write` or a folder `RunFolder.made` (`mgbench.core.safe_files`):
 walked from the folder without following a link, a whole file renamed over the old name. A
 run's temporary files go in a folder of its own (`mgbench.runner.scratch`), removed after it.
 """
@@ -21,10 +21,10 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from mgbench.common.errors import UsageError
-from mgbench.common.folder_lock import FolderLock
-from mgbench.common.results import RESULTS_FILE
-from mgbench.common.safe_files import ensure_folder, write_file
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import ensure_folder, write_file
+from mgbench.records.folder_lock import FolderLock
+from mgbench.records.results import RESULTS_FILE
 
 COMPARE_FILE = "compare.json"
 ROUNDS_FILE = "rounds.jsonl"
@@ -138,7 +138,7 @@ class RunFolder:
         return self.inside(REPORT_FILE)
 
     def lock(self) -> FolderLock:
-        """The folder's writer lock (`mgbench.common.folder_lock`), held while in its `with`."""
+        """The folder's writer lock (`mgbench.records.folder_lock`), held while in its `with`."""
         return FolderLock(self.inside(LOCK_FILE))
 
     @contextmanager

@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 
 import mgbench
-from mgbench.common.devices import nvml_or_none
+from mgbench.machine.devices import nvml_or_none
 
 
 def gpu_environment(nvml: Any = None) -> list[dict[str, Any]]:

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mgbench.common.phases import Phase, run_phases, steady_spans
-from mgbench.common.results import RunResult
-from mgbench.common.runfolder import TRACE_COLUMNS
-from mgbench.common.safe_files import read_regular
+from mgbench.core.safe_files import read_regular
+from mgbench.measure.phases import Phase, run_phases, steady_spans
+from mgbench.records.results import RunResult
+from mgbench.records.runfolder import TRACE_COLUMNS
 
 TRACE_TEXT_COLUMNS = ("kind", "device")
 """The columns of a trace that name things (`cpu`/`gpu`, the device); the others are samples."""

@@ -22,8 +22,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.errors import UsageError
-from mgbench.common.safe_files import read_regular
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import read_regular
 
 MAX_DEPTH = 32
 """Objects and lists nested deeper than this are refused. mgbench writes at most a few levels (a

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UnsafeNameError, UsageError
-from mgbench.common.metrics import defined
-from mgbench.common.safe_files import read_regular, write_file
-from mgbench.common.schema import check_fields, parse_json
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UnsafeNameError, UsageError
+from mgbench.core.safe_files import read_regular, write_file
+from mgbench.core.schema import check_fields, parse_json
+from mgbench.measure.metrics import defined
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
 RESULTS_FILE = "results.jsonl"
@@ -130,7 +130,7 @@ class RunResult:
     """`expected_allreduce_seconds` over the measured median step time."""
     flops_per_image: float | None = None
     """Training FLOPs of one image (forward + backward, a multiply-add = 2) on the reference
-    architecture at the row's input size, the same for every framework (`mgbench.common.work`)."""
+    architecture at the row's input size, the same for every framework (`mgbench.records.peak`)."""
     achieved_tflops: float | None = None
     """`flops_per_image` x `images_per_sec` / 1e12: all the row's devices together."""
     peak_tflops: float | None = None
@@ -151,14 +151,14 @@ class RunResult:
     """The steady window: the steps after warm-up, end to end; `images_per_sec` is its images over it."""
     host_breakdown: dict[str, float] | None = None
     """Shares of the host's time over the steady window: input_wait, step (the adapter's step
-    call), synchronize, loss_read (`mgbench.common.timing.HOST_PHASES`)."""
+    call), synchronize, loss_read (`mgbench.measure.timing.HOST_PHASES`)."""
     profile: dict[str, Any] | None = None
-    """Summary of the `--profile` window (see `mgbench.common.profiling`)."""
+    """Summary of the `--profile` window (see `mgbench.training.profiling`)."""
     profile_seconds: float | None = None
     """Wall seconds the profiled window cost (its steps, the profiler, writing and reading the trace)."""
     breakdown: dict[str, float] | None = None
     """Shares of the profiled step summing to 1: input_wait, host_to_device, compute,
-    communication, idle (mean over devices; see `mgbench.common.breakdown`)."""
+    communication, idle (mean over devices; see `mgbench.measure.breakdown`)."""
     bottleneck: str | None = None
     """The category that holds the step back, from `breakdown` by `breakdown.bottleneck`."""
     bottleneck_note: str | None = None
@@ -174,7 +174,7 @@ class RunResult:
     peak_memory_bytes: int | None = None
     utilisation_pct: float | None = None
     """Median utilisation over the steady window, every device's samples pooled
-    (`mgbench.common.utilisation`): the GPUs' (NVML), or where CPU devices stand in the host's CPU
+    (`mgbench.records.utilisation`): the GPUs' (NVML), or where CPU devices stand in the host's CPU
     (psutil), as `utilisation_source` says; None where the window holds no sample."""
     utilisation_p10_pct: float | None = None
     utilisation_p90_pct: float | None = None

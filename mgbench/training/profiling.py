@@ -43,11 +43,11 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
-from mgbench.common.breakdown import TimedStep
-from mgbench.common.breakdown_record import READ_ERRORS, write_rank_breakdown
-from mgbench.common.protocol import Adapter, OpTime
-from mgbench.common.safe_files import clear_name
-from mgbench.common.trace_events import TRACE_READERS, OpSpan, is_communication
+from mgbench.core.safe_files import clear_name
+from mgbench.measure.breakdown import TimedStep
+from mgbench.measure.trace_events import TRACE_READERS, OpSpan, is_communication
+from mgbench.records.breakdown_record import READ_ERRORS, write_rank_breakdown
+from mgbench.training.protocol import Adapter, OpTime
 
 TOP_OPS = 10
 INPUT_COPY_MARKERS = ("memcpy", "aten::copy_", "aten::to", "aten::_to_copy", "pin_memory", "htod", "dtoh")

@@ -1,6 +1,6 @@
 """`RunConfig`: everything that defines one run, so it can be sent to a subprocess and stored.
 
-A run is one framework, one strategy, one device count of a `Job` (common/job.py): the job's
+A run is one framework, one strategy, one device count of a `Job` (core/job.py): the job's
 fields as the user asked them, with what planning decided for this run (its batch split, the
 data format resolved for its framework). The config travels to the child process as JSON and is
 copied into the result row as one flat object, so any row can be rerun exactly.
@@ -14,12 +14,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mgbench.common.errors import UnsafeNameError, UsageError
-from mgbench.common.initial_weights import INIT_FRAMEWORK
-from mgbench.common.job import Job, Precision, settle
-from mgbench.common.kinds import DataFormat, Decode, DeviceKind
-from mgbench.common.models import ModelSpec, model_spec
-from mgbench.common.schema import check_fields
+from mgbench.core.errors import UnsafeNameError, UsageError
+from mgbench.core.initial_weights import INIT_FRAMEWORK
+from mgbench.core.job import Job, Precision, settle
+from mgbench.core.kinds import DataFormat, Decode, DeviceKind
+from mgbench.core.models import ModelSpec, model_spec
+from mgbench.core.schema import check_fields
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 """A framework or strategy name: one plain file-name part (no separator, no leading dot), since

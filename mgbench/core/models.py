@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from mgbench.common.errors import UsageError
-from mgbench.common.plugins import plugin_modules, plugin_named
+from mgbench.core.errors import UsageError
+from mgbench.core.plugins import plugin_modules, plugin_named
 
 LossKind = Literal["softmax", "sigmoid"]
 

@@ -27,8 +27,8 @@ from types import TracebackType
 
 import psutil
 
-from mgbench.common.errors import UsageError
-from mgbench.common.safe_files import NotRegularFileError, open_regular
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import NotRegularFileError, open_regular
 
 NO_LOCKS = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)
 """What `flock` fails with on a file system that keeps no locks."""

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.results import results_file_bytes, write_json_atomically
+from mgbench.records.results import results_file_bytes, write_json_atomically
 
 SCALING_FIELDS = ("speedup", "scaling_efficiency_fraction", "images_per_sec_per_device")
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.schema import read_json_file
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.schema import read_json_file
 
 SCALINGS = ("weak", "strong")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 
 MULTI_LABEL_METRICS = ("auc",)
 """What the validation of a multi-label dataset (chestxray, multi-label `labels:`) gives that rises."""

@@ -3,7 +3,7 @@
 Per step: the next batch is taken (time blocked here is input wait), the adapter steps, the
 step timer marks the step's end, and its loss is kept unread; the devices are synchronised and
 the losses read once, at the end of the timed window, where the framework allows it
-(`mgbench.common.step_timer`: CUDA events time each step on the device's clock; frameworks
+(`mgbench.measure.step_timer`: CUDA events time each step on the device's clock; frameworks
 without device events synchronise after every step). Training in epochs
 (`--epochs`, real data) runs the same clocked steps epoch by epoch, sets each step's learning
 rate from the linear scaling rule with warm-up, and times validation apart from training. Start-up is measured
@@ -31,20 +31,20 @@ from typing import Any
 import numpy as np
 import psutil
 
-from mgbench.common.breakdown import TimedStep
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.machine import host_environment
-from mgbench.common.metrics import diverged
-from mgbench.common.profiling import profile_window
-from mgbench.common.protocol import Adapter
-from mgbench.common.results import RunResult
-from mgbench.common.safe_files import new_file_by_writer
-from mgbench.common.schedule import learning_rate_at
-from mgbench.common.step_timer import Clock, StepTimer, step_sync_forced
-from mgbench.common.target import TargetMetric
-from mgbench.common.timing import host_phase_shares, steady_window, summarise_steps
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import new_file_by_writer
+from mgbench.core.target import TargetMetric
+from mgbench.machine.host import host_environment
+from mgbench.measure.breakdown import TimedStep
+from mgbench.measure.metrics import diverged
+from mgbench.measure.step_timer import Clock, StepTimer, step_sync_forced
+from mgbench.measure.timing import host_phase_shares, steady_window, summarise_steps
+from mgbench.records.results import RunResult
+from mgbench.training.loaders import loader_workers
+from mgbench.training.profiling import profile_window
+from mgbench.training.protocol import Adapter
+from mgbench.training.schedule import learning_rate_at
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
 PROGRESS_EVERY_FRACTION = 0.1
@@ -64,7 +64,7 @@ class StepClock:
 
     Per step: wait for the batch (input wait), hand it to the adapter, mark it with the step
     timer, keep its loss unread. At the end of a window (`finish`) the devices are synchronised
-    once, and the timer's per-step times and the losses are read (`mgbench.common.step_timer`).
+    once, and the timer's per-step times and the losses are read (`mgbench.measure.step_timer`).
     `synchronised` (the profiled window) or MGBENCH_STEP_SYNC=1 makes every step synchronise.
     The host's own time per step is kept by phase (`HOST_PHASES`) for the host-timing breakdown.
     """

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mgbench.common.errors import UsageError
-from mgbench.common.models import ModelSpec
-from mgbench.common.safe_files import open_regular
+from mgbench.core.errors import UsageError
+from mgbench.core.models import ModelSpec
+from mgbench.core.safe_files import open_regular
 
 INIT_SAME = "same"
 """Every framework starts from the reference draw of this module."""

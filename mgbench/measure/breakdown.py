@@ -25,7 +25,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from mgbench.common.timing import HOST_PHASES
+from mgbench.measure.timing import HOST_PHASES
 
 COMPUTE = "compute"
 COMMUNICATION = "communication"

@@ -1,7 +1,7 @@
 """`Job`: the training job the user asked for, before it is planned into runs.
 
 One compare trains one job in every framework, strategy and device count; each of those is a
-`RunConfig` (common/config.py): the job plus what planning decided for that run. Keeping the
+`RunConfig` (core/config.py): the job plus what planning decided for that run. Keeping the
 job apart means the options are read, sized and checked once (`cli/options.job_from_args`),
 the dataset is checked once for the job, and no run has to be made up to stand for it.
 """
@@ -13,12 +13,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import INIT_FRAMEWORK, INIT_SAME, shared_start_refusal
-from mgbench.common.kinds import DataFormat, Decode, DeviceKind
-from mgbench.common.models import model_spec
-from mgbench.common.schema import check_fields
-from mgbench.common.target import TargetMetric
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import INIT_FRAMEWORK, INIT_SAME, shared_start_refusal
+from mgbench.core.kinds import DataFormat, Decode, DeviceKind
+from mgbench.core.models import model_spec
+from mgbench.core.schema import check_fields
+from mgbench.core.target import TargetMetric
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
@@ -91,13 +91,13 @@ class Job:
     so a raw value means the same in every image. None: no such images, or no check (they are
     then scaled by the 16 bits a PNG declares)."""
     init: str = INIT_FRAMEWORK
-    """Where every framework's weights start (`common/initial_weights.py`): `same` (one reference
+    """Where every framework's weights start (`core/initial_weights.py`): `same` (one reference
     draw for all), `framework` (each framework's own initialiser), or the path of an `.npz` of
     weights. The command line defaults to `same`; a job or run read back without it (written
     before it existed) started from each framework's own."""
     target_metric: str | None = None
     """With `epochs`: stop after the first epoch whose validation reaches this level, as `auc=0.8`
-    (`common/target.py`), so a compare answers how long each framework takes to a model this good."""
+    (`core/target.py`), so a compare answers how long each framework takes to a model this good."""
     decode: Decode = Decode.CPU
     """Where the dataset's JPEGs are decoded: `cpu`, by the loader's workers (Pillow); `gpu`, on
     the training device from the file bytes the workers read, the crop and flip drawn on the host

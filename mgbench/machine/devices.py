@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from mgbench.common.errors import UsageError
-from mgbench.common.kinds import DeviceKind
+from mgbench.core.errors import UsageError
+from mgbench.core.kinds import DeviceKind
 
 AUTO = "auto"
 """`--device auto`: GPUs when visible, else CPU devices (`resolve_device_kind`)."""

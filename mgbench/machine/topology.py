@@ -4,7 +4,7 @@ Seen in practice: GPUs of one machine running at different memory clocks, and GP
 linked through different paths (PIX: one PCIe switch, PHB: through the CPU's host bridge,
 NV#: NVLink) changing results depending on which GPUs a run got. `nvidia-smi topo -m` is the
 authority on links, so its matrix is parsed rather than re-derived; clocks and PCIe link
-generation/width come from NVML (`mgbench.common.machine.gpu_environment`).
+generation/width come from NVML (`mgbench.machine.host.gpu_environment`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from mgbench.common.breakdown import COMMUNICATION, COMPUTE, HOST_TO_DEVICE, OTHER_COPY, Interval, Span
+from mgbench.measure.breakdown import COMMUNICATION, COMPUTE, HOST_TO_DEVICE, OTHER_COPY, Interval, Span
 
 STEP_MARK = "mgbench.step"
 # Not a bare "broadcast": in XLA that is an element-wise op; torch's collective is c10d's.

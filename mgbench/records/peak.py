@@ -21,10 +21,10 @@ import dataclasses
 import reprlib
 from dataclasses import dataclass
 
-from mgbench.common.bandwidth import BandwidthReport
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult
-from mgbench.common.schema import check_fields
+from mgbench.core.errors import UsageError
+from mgbench.core.schema import check_fields
+from mgbench.records.bandwidth import BandwidthReport
+from mgbench.records.results import RunResult
 
 TERA = 1e12
 BYTES_PER_ELEMENT = {"fp32": 4, "bf16": 2, "fp16": 2}

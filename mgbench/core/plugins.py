@@ -1,7 +1,7 @@
 """Third-party modules named in `MGBENCH_PLUGINS` (comma-separated module names).
 
 A plugin module declares a framework (`FRAMEWORK`, read by `mgbench.frameworks.registry`) and
-may add models to the catalogue (`ADDED_MODELS`, read by `mgbench.common.models`): both read the
+may add models to the catalogue (`ADDED_MODELS`, read by `mgbench.core.models`): both read the
 modules here, so a plugin reaches every layer that needs it, in every process of a run (the
 variable travels with the run's environment), without mgbench importing anything of it but
 what it names. Its modules import mgbench's, never the other way round, so importing them on
@@ -14,7 +14,7 @@ import importlib
 import os
 from types import ModuleType
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 
 PLUGINS_ENV = "MGBENCH_PLUGINS"
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mgbench.common.timing import SteadyWindow, Warmup, window_after
+from mgbench.measure.timing import SteadyWindow, Warmup, window_after
 
 STARTUP, COMPILE, EPOCH_START, WARMUP, STEADY, STALL, PROFILE, EVALUATION = (
     "start-up",

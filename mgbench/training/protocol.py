@@ -1,6 +1,6 @@
 """`Adapter`: the only surface a framework adapter implements.
 
-The common driver (`mgbench.common.driver`) owns the loop, the clocks and the result, so an
+The common driver (`mgbench.training.driver`) owns the loop, the clocks and the result, so an
 adapter holds framework code only: build, feed, step, synchronise, evaluate, close. Keeping
 timing out of adapters is what makes their numbers comparable.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.config import RunConfig
-from mgbench.common.step_timer import Clock, StepTimer
+from mgbench.core.config import RunConfig
+from mgbench.measure.step_timer import Clock, StepTimer
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 `mgbench bandwidth` measures (through torch, in `mgbench.frameworks.pytorch.bandwidth_worker`) copies
 between host and devices, between devices, and all-reduce over message sizes, into
-`bandwidth.json`, beside the device's dense matrix-product peak (`mgbench.common.work` takes
+`bandwidth.json`, beside the device's dense matrix-product peak (`mgbench.records.peak` takes
 rows' share of the peak against it). This module holds the framework-neutral part: the file's schema, the ring
 all-reduce model, and the figure put into result rows.
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult, write_json_atomically
-from mgbench.common.schema import check_fields, read_json_file
+from mgbench.core.errors import UsageError
+from mgbench.core.schema import check_fields, read_json_file
+from mgbench.records.results import RunResult, write_json_atomically
 
 BANDWIDTH_FILE = "bandwidth.json"
 GRADIENT_BYTES_PER_PARAM = 4

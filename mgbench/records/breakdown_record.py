@@ -38,7 +38,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.breakdown import (
+from mgbench.measure.breakdown import (
     Span,
     TimedStep,
     bottleneck,
@@ -53,9 +53,9 @@ from mgbench.common.breakdown import (
     timed_step_shares,
     union,
 )
-from mgbench.common.results import RunResult, write_json_atomically
-from mgbench.common.timing import HOST_PHASES
-from mgbench.common.trace_events import TraceWindow
+from mgbench.measure.timing import HOST_PHASES
+from mgbench.measure.trace_events import TraceWindow
+from mgbench.records.results import RunResult, write_json_atomically
 
 RANK_BREAKDOWN_FILE = "rank{}-breakdown.json"
 RUN_BREAKDOWN_FILE = "breakdown.json"

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from conftest import mgbench, read_rows, tiny_job
 
-from mgbench.common.projection import DDP_EXCHANGE
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.job import Job
+from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.registry import BUILTIN, expand_frameworks, families, framework_spec, registered
 from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec, with_unstaged_twin
 from mgbench.measure.timing import FIRST_STEP_KEPT

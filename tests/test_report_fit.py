@@ -16,8 +16,8 @@ from mgbench.measure.timing import HOST_PHASES
 from mgbench.records.breakdown_record import HOST_CLOCK, attach_host_bottleneck
 from mgbench.records.results import append_result
 from mgbench.reports.compare_charts import THROUGHPUT_CAPTION, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import COMPARED, DETAILS, write_report
-from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.summary import TABLE_COLUMNS, rate_spread
 
 INPUT_BOUND = {"input_wait": 0.31, "step": 0.66, "synchronize": 0.0, "loss_read": 0.03}

@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 from test_reports import BASE, SCREENSHOTS, chromium, chromium_or_skip, fixture_folder, ok_result
 
-from mgbench.common.interconnects import preset_link
-from mgbench.common.projection import Interconnect
 from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.projection.calibration import project_folder, write_projection
+from mgbench.projection.interconnects import preset_link
+from mgbench.projection.model import Interconnect
 from mgbench.records.results import append_result
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
-from mgbench.reports.projection import project_folder, write_projection
-from mgbench.reports.runfolder import load_run_folder
 
 WINDOW = (1400, 900)
 NARROW_WINDOW = (1280, 900)

@@ -25,9 +25,9 @@ from mgbench.records.runfolder import TRACE_COLUMNS
 from mgbench.reports.charts import write_charts
 from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import DPI, PIXEL_SIZE
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
 from mgbench.reports.readings import COLORS, CPU_READINGS, LABELS, NOT_PROFILED, READINGS, limits_details, reading
-from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.scaling_loss import scaling_loss, scaling_losses
 from mgbench.reports.summary import display_table, write_summary
 from mgbench.reports.utilisation_charts import FRAME_INCHES, PANEL_INCHES, SUMMARY_WIDTH_INCHES

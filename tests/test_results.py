@@ -89,7 +89,7 @@ def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_
 def test_a_row_written_before_a_field_was_renamed_reads_under_the_new_name(tmp_path):
     """Fractions are named `*_fraction`: old folders' `peak_share` and
     `allreduce_step_share` read as `peak_fraction` and `allreduce_step_fraction`, with no stale column."""
-    from mgbench.reports.runfolder import load_run_folder
+    from mgbench.reports.folder_data import load_run_folder
 
     record = {**row("ddp", 1, 100.0).to_record(), "peak_share": 0.17, "allreduce_step_share": 0.05}
     del record["peak_fraction"], record["allreduce_step_fraction"]

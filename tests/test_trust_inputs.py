@@ -29,7 +29,7 @@ from mgbench.core.schema import MAX_DEPTH
 from mgbench.datasets import labelmap
 from mgbench.records.bandwidth import BandwidthReport
 from mgbench.records.results import RunResult, read_result_lines
-from mgbench.reports.runfolder import RunFolderData, load_run_folder
+from mgbench.reports.folder_data import RunFolderData, load_run_folder
 from mgbench.runner.hosts import slurm_hosts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"

@@ -197,7 +197,7 @@ def test_one_chart_puts_every_runs_utilisation_on_one_time_axis_with_its_phases(
 
     from mgbench.reports import utilisation_charts
     from mgbench.reports.cells import run_label
-    from mgbench.reports.runfolder import load_run_folder
+    from mgbench.reports.folder_data import load_run_folder
 
     folder, _ = fixture_folder(tmp_path)
     data = load_run_folder(folder)

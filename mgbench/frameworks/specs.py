@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mgbench.common.projection import Dispatch, Exchange
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.job import DEFAULT_COMPILE_MODE, PRECISIONS
 from mgbench.core.models import catalogue, model_spec
+from mgbench.frameworks.exchange import Dispatch, Exchange
 
 LauncherKey = str
 """The name a strategy gives the launcher that starts its processes: `mgbench.runner.launchers`

@@ -21,6 +21,7 @@ rather than of the profiled one, which the profiler itself may have lengthened.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -213,6 +214,20 @@ def mean_shares(per_device: Iterable[dict[str, float]]) -> dict[str, float]:
     if not devices:
         raise ValueError("no device to average")
     return {name: sum(device[name] for device in devices) / len(devices) for name in CATEGORIES}
+
+
+def has_shares(value: object, names: Iterable[str]) -> bool:
+    """Whether `value` holds a number for each of `names`: a share written as null (no value, the
+    row's `warnings` say why; NaN in a frame's column) leaves the row without that split rather
+    than half of one."""
+    return isinstance(value, dict) and all(
+        isinstance(share := value.get(name), int | float) and not math.isnan(share) for name in names
+    )
+
+
+def has_breakdown(value: object) -> bool:
+    """Whether `value` is a whole breakdown (`CATEGORIES`): a row's, or a frame's cell of it."""
+    return has_shares(value, CATEGORIES)
 
 
 def bottleneck(shares: dict[str, float], categories: Sequence[str] = CATEGORIES, work: str = COMPUTE) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mgbench.projection.calibration import read_projection
 from mgbench.records.runfolder import RunFolder
 from mgbench.reports.compare_charts import (
     breakdown_chart,
@@ -21,10 +22,9 @@ from mgbench.reports.compare_charts import (
     splits_any_step,
     throughput_chart,
 )
-from mgbench.reports.projection import read_projection
+from mgbench.reports.folder_data import RunFolderData
 from mgbench.reports.projection_chart import projection_chart
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
-from mgbench.reports.runfolder import RunFolderData
 from mgbench.reports.scaling_loss import scaling_losses
 from mgbench.reports.summary import GROUP
 from mgbench.reports.training import time_to_train_chart, training_table

@@ -13,11 +13,11 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from mgbench.core.kinds import DeviceKind
-from mgbench.measure.breakdown import CATEGORIES
+from mgbench.measure.breakdown import CATEGORIES, has_breakdown
 from mgbench.measure.timing import HOST_PHASES
 from mgbench.reports.cells import number, run_label
 from mgbench.reports.figures import job_title, legend_outside, new_figure, save
-from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_breakdown, has_host_timing, held_back
+from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_host_timing, held_back
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
 

@@ -24,7 +24,7 @@ import pandas as pd
 
 from mgbench.core.config import RunConfig
 from mgbench.reports.cells import number
-from mgbench.reports.runfolder import RunFolderData
+from mgbench.reports.folder_data import RunFolderData
 from mgbench.reports.spread import Spread
 
 MACHINE_FIELDS = ("hostname", "platform", "python", "cpu_count", "memory_total_gib", "driver", "cuda_driver")

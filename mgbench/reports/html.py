@@ -25,14 +25,15 @@ import pandas as pd
 from PIL import Image
 
 from mgbench.core.config import RunConfig
+from mgbench.projection.calibration import read_projection
 from mgbench.records.runfolder import CHARTS_DIR, RunFolder
 from mgbench.reports.cells import MISSING, number, run_label
 from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
-from mgbench.reports.projection import PROJECTION_COLUMNS, read_projection, series_notes, series_rows, series_title
+from mgbench.reports.folder_data import RunFolderData, load_run_folder
+from mgbench.reports.projection_table import PROJECTION_COLUMNS, series_notes, series_rows, series_title
 from mgbench.reports.readings import breakdown_text, limits_details, reading
-from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import TABLE_COLUMNS, display_table, table_headers
 from mgbench.reports.training import COLUMNS as TRAINING_COLUMNS

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mgbench.core.kinds import DeviceKind
-from mgbench.measure.breakdown import BOUND_LABELS, CATEGORIES, host_bottleneck
+from mgbench.measure.breakdown import BOUND_LABELS, CATEGORIES, has_breakdown, has_shares, host_bottleneck
 from mgbench.measure.timing import HOST_PHASES
 from mgbench.records.peak import MEASURED
 from mgbench.reports.cells import figure_text, number
@@ -92,18 +92,8 @@ class HeldBack:
         return _VOCABULARY[self.source][1][self.name]
 
 
-def _has_shares(value: object, names: tuple[str, ...]) -> bool:
-    """Whether `value` holds a number for each of `names`: a share written as null (no value, the
-    row's `warnings` say why) leaves the row without that split rather than half of one."""
-    return isinstance(value, dict) and all(number(value.get(name)) is not None for name in names)
-
-
-def has_breakdown(value: object) -> bool:
-    return _has_shares(value, CATEGORIES)
-
-
 def has_host_timing(value: object) -> bool:
-    return _has_shares(value, HOST_PHASES)
+    return has_shares(value, HOST_PHASES)
 
 
 def held_back(row: pd.Series) -> HeldBack | None:

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mgbench.measure.breakdown import CATEGORIES
-from mgbench.reports.readings import has_breakdown
+from mgbench.measure.breakdown import CATEGORIES, has_breakdown
 from mgbench.reports.summary import GROUP
 
 

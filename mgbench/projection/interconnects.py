@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mgbench.common.projection import BASE_LATENCY_SECONDS, DDP_BUCKET_BYTES, Interconnect, Link
 from mgbench.core.errors import UsageError
+from mgbench.frameworks.exchange import DDP_BUCKET_BYTES
+from mgbench.projection.model import BASE_LATENCY_SECONDS, Interconnect, Link
 from mgbench.records.bandwidth import GB, BandwidthReport, ring_factor
 
 HOP_SECONDS = {

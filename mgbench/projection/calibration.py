@@ -1,5 +1,5 @@
-"""A run folder's rows projected past the machine they ran on (`mgbench.common.projection`'s
-model), calibrated on the folder's own multi-device rows, into `projection.json`.
+"""A run folder's rows projected past the machine they ran on (the step `model`),
+calibrated on the folder's own multi-device rows, into `projection.json`.
 
 Rows form series: one framework, strategy, model, precision and batch per device at several
 device counts. A series' inputs:
@@ -26,7 +26,7 @@ device counts. A series' inputs:
 Calibration: the model (with the links of the machine the rows ran on: the folder's
 `bandwidth.json`, else the target's links within a node) predicts each multi-device row of the
 series from its smallest; what it leaves unexplained becomes a fitted per-step overhead
-(`projection.fitted_overhead`), and the residual of the unfitted prediction is reported.
+(`model.fitted_overhead`), and the residual of the unfitted prediction is reported.
 """
 
 from __future__ import annotations
@@ -34,18 +34,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
-from mgbench.common.interconnects import measured_link
-from mgbench.common.projection import (
-    DDP_EXCHANGE,
+from mgbench.core.errors import UsageError
+from mgbench.core.models import MODELS
+from mgbench.core.safe_files import read_regular
+from mgbench.frameworks.exchange import DDP_EXCHANGE, PROCESS_PER_DEVICE, Dispatch, Exchange
+from mgbench.frameworks.registry import framework_spec
+from mgbench.measure.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, has_breakdown, intersect, length, union
+from mgbench.projection.interconnects import measured_link
+from mgbench.projection.model import (
     EFFICIENCY_FLOOR,
-    PROCESS_PER_DEVICE,
     CountProjection,
-    Dispatch,
-    Exchange,
     Interconnect,
     Link,
     StepModel,
@@ -53,17 +55,10 @@ from mgbench.common.projection import (
     fitted_overhead,
     scan_counts,
 )
-from mgbench.core.errors import UsageError
-from mgbench.core.models import MODELS
-from mgbench.core.safe_files import read_regular
-from mgbench.frameworks.registry import framework_spec
-from mgbench.measure.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, intersect, length, union
 from mgbench.records.bandwidth import GB, GRADIENT_BYTES_PER_PARAM
 from mgbench.records.breakdown_record import RANK_BREAKDOWN_FILE, READ_ERRORS
 from mgbench.records.results import write_json_atomically
 from mgbench.records.runfolder import RunFolder
-from mgbench.reports.readings import has_breakdown
-from mgbench.reports.runfolder import RunFolderData
 
 PROJECTION_FILE = "projection.json"
 WRITTEN_BY = "mgbench project"
@@ -393,7 +388,14 @@ def assumptions(target: Interconnect, epoch_images: int) -> str:
     )
 
 
-def project_folder(data: RunFolderData, target: Interconnect, counts: list[int], epoch_images: int) -> dict[str, Any]:
+class FolderRows(Protocol):
+    """A run folder's rows as the report reads them (`reports.folder_data.RunFolderData`)."""
+
+    root: Path
+    frame: pd.DataFrame
+
+
+def project_folder(data: FolderRows, target: Interconnect, counts: list[int], epoch_images: int) -> dict[str, Any]:
     """Every series of the folder's ok rows, projected (module doc)."""
     root, frame = data.root, data.frame
     ok = frame[frame["status"] == "ok"]
@@ -429,77 +431,3 @@ def read_projection(root: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return projection if isinstance(projection, dict) and projection.get("written_by") == WRITTEN_BY else None
-
-
-PROJECTION_COLUMNS = (
-    "GPUs",
-    "nodes",
-    "step ms",
-    "images/sec",
-    "efficiency",
-    "before calibration",
-    "epoch",
-    "limited by",
-)
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.1f} s"
-
-
-def series_title(series: dict[str, Any]) -> str:
-    return (
-        f"{series['framework']} {series['strategy']}: {series['model']} {series['precision']}, "
-        f"{series['batch_per_device']} per GPU"
-    )
-
-
-def series_rows(series: dict[str, Any]) -> list[tuple[str, ...]]:
-    """The projection at each count as the table shows it (`PROJECTION_COLUMNS`)."""
-    return [
-        (
-            str(point["devices"]),
-            str(point["nodes"]),
-            f"{point['step_seconds'] * 1e3:.1f}",
-            f"{point['images_per_sec']:.0f}",
-            f"{point['efficiency']:.1%}",
-            f"{point['unfitted_efficiency']:.1%}",
-            _duration(point["epoch_seconds"]),
-            point["limiter"],
-        )
-        for point in series["projection"]
-    ]
-
-
-def series_notes(series: dict[str, Any]) -> list[str]:
-    """What the series was projected from, how the calibration went, and where it stops scaling."""
-    inputs = series["inputs"]
-    rate = inputs["input"]
-    notes = [
-        f"one-GPU step {inputs['one_device_step_seconds'] * 1e3:.1f} ms ({inputs['one_device_step_source']}), "
-        f"gradients {inputs['gradient_bytes'] / 1e6:.3g} MB in {inputs['tensors']} tensors, exchanged as "
-        f"{inputs['exchange']['text']}, which can hide behind "
-        f"{inputs['overlap_share']:.0%} of the compute ({inputs['overlap_source']}), "
-        + InputRate(rate["kind"], rate["images_per_sec_per_node"]).text(),
-        f"host: the one-GPU step less its compute ({inputs['compute_source']}) and the loaders' wait where they "
-        f"limit, {inputs['host_seconds'] * 1e3:.2f} ms, done by {inputs['dispatch']['text']}",
-    ]
-    notes += [
-        f"calibration: {check['devices']} GPUs measured {check['measured_efficiency']:.1%}, the model before "
-        f"calibration {check['unfitted_efficiency']:.1%} ({check['residual_points']:+.1f} points)"
-        for check in series["calibration"]
-    ]
-    if series["calibration"]:
-        notes.append(f"fitted overhead per multi-GPU step: {series['overhead_seconds'] * 1e3:.2f} ms")
-    floor = series["below_floor_at"]
-    notes.append(
-        f"limits first: {series['limits_first']}; "
-        + (
-            f"efficiency under {EFFICIENCY_FLOOR:.0%} from {floor} GPUs"
-            if floor
-            else f"efficiency stays at or above {EFFICIENCY_FLOOR:.0%} up to {series['scanned_up_to']} GPUs"
-        )
-    )
-    return notes

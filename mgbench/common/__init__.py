@@ -1,1 +1,0 @@
-"""The scaling projection past this machine (`projection`) and its link presets (`interconnects`)."""

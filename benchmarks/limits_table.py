@@ -38,7 +38,7 @@ def rows(folder: Path) -> list[dict]:
             {
                 "folder": folder.name,
                 "row": result.run_id,
-                "compile": config.compile or "",
+                "compile": config.job.compile or "",
                 "img/s": round(result.images_per_sec, 1),
                 "TFLOP/s": None if result.achieved_tflops is None else round(result.achieved_tflops, 1),
                 "% matmul peak": peak_fraction(result.achieved_tflops, measured, config.devices),

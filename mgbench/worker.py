@@ -44,7 +44,7 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
         host_decoder=host_decoder(),
     )
     return result and dataclasses.replace(
-        result, unmatched=list(capabilities.builders.unmatched.get(result.config.model, ()))
+        result, unmatched=list(capabilities.builders.unmatched.get(result.config.job.model, ()))
     )
 
 

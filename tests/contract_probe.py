@@ -38,7 +38,7 @@ def main(framework: str, strategy: str, out: Path, models: list[str]) -> None:
     spec = framework_spec(framework)
     parameters, tensors, adapter = {}, {}, None
     for model in models:
-        config = RunConfig(framework, strategy, model, 1, "cpu", 1, 1)
+        config = RunConfig.flat(framework, strategy, model, 1, "cpu", 1, 1)
         config = config.with_changes(data_format=spec.capabilities.default_data_format(model))
         if spec.refusal(config):
             continue

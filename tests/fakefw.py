@@ -80,7 +80,9 @@ class FakeTrainer(Adapter):
             raise RuntimeError("fake adapter crashed on purpose")
         if self.strategy == "hang":
             time.sleep(3600)
-        if self.strategy == "oom" or (self.strategy == "oom-above" and self.config.batch_per_device > OOM_ABOVE_BATCH):
+        if self.strategy == "oom" or (
+            self.strategy == "oom-above" and self.config.job.batch_per_device > OOM_ABOVE_BATCH
+        ):
             raise MemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
         if self.strategy == "flaky" and os.environ.get("FAKE_FAIL") == "1":
             raise RuntimeError("flaky fake adapter failed on purpose")

@@ -34,7 +34,7 @@ SIZE = 32
 def configs(framework: str, folder: str) -> dict[str, RunConfig]:
     """The run's config on GPU devices (which the loader never asks about), by `--decode`."""
     devices = 2 if framework == "keras-jax" else 1
-    config = RunConfig(framework, STRATEGIES[framework], "tiny", devices, "cuda", 2, 1,
+    config = RunConfig.flat(framework, STRATEGIES[framework], "tiny", devices, "cuda", 2, 1,
                        dataset=f"imagefolder:{folder}", image_size=SIZE, workers=1)  # fmt: skip
     return {decode: config.with_changes(decode=decode) for decode in ("gpu", "cpu")}
 
@@ -48,7 +48,7 @@ def keras_torch_feeds(config: RunConfig, real, staged: bool):
 
     trainer = KerasTorchTrainer(STRATEGIES["keras-torch"])
     trainer.use_cuda, trainer.staged, trainer.nhwc = False, staged, True
-    trainer.decoding = decoding_at(real.site, config.input_size, torch.device("cpu"), channels_last=True)
+    trainer.decoding = decoding_at(real.site, config.job.input_size, torch.device("cpu"), channels_last=True)
     train = [(images.numpy(), labels.numpy()) for images, labels in trainer._fed(real.train(Shard(0, 2), 0))]
     val = [trainer.decoding.place(as_tensors(batch)) for batch in real.evaluation("val", 0, 1, 2)]
     val = [(trainer.keras_layout(images).numpy(), labels.numpy()) for images, labels in val]
@@ -95,7 +95,7 @@ def main(framework: str, folder: str, out: str) -> None:
     os.environ.update(framework_spec(framework).variables_for(by_decode["cpu"].with_changes(device_kind="cpu")))
     from mgbench.frameworks.keras.data import FileBytes, HostPixels, RealData
 
-    dataset = describe_dataset(by_decode["gpu"].dataset)
+    dataset = describe_dataset(by_decode["gpu"].job.dataset)
     feeds = keras_jax_feeds if framework == "keras-jax" else keras_torch_feeds
     arrays, found = {}, {}
     for decode, config in by_decode.items():

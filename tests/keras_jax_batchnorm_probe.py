@@ -27,7 +27,7 @@ IMAGE_SIZE = 64
 
 def one_step(strategy: str, devices: int, images: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
     """Trainable weights then moving statistics after one step from the seed's initial weights."""
-    config = RunConfig(
+    config = RunConfig.flat(
         framework="keras-jax",
         strategy=strategy,
         model="resnet50",
@@ -53,7 +53,7 @@ def largest_difference(a: list[np.ndarray], b: list[np.ndarray]) -> float:
 
 
 def main() -> None:
-    config = RunConfig(
+    config = RunConfig.flat(
         framework="keras-jax",
         strategy="jax-dp",
         model="resnet50",
@@ -64,7 +64,7 @@ def main() -> None:
         image_size=IMAGE_SIZE,
     )
     images, labels = synthetic_batch(
-        config.spec, IMAGE_SIZE, 0, Shard(0, 2 * PER_DEVICE), config.seed, channels_last=True
+        config.job.spec, IMAGE_SIZE, 0, Shard(0, 2 * PER_DEVICE), config.job.seed, channels_last=True
     )
     halves = [slice(0, PER_DEVICE), slice(PER_DEVICE, 2 * PER_DEVICE)]
     found = {

@@ -16,7 +16,7 @@ class ReportsDeviceMemory(Adapter):
 
 def adapter(cls: type[Adapter], device_kind: str) -> Adapter:
     trainer = cls("any")
-    trainer.accept(RunConfig("probe", "any", "tiny", 1, device_kind, 4, 2))
+    trainer.accept(RunConfig.flat("probe", "any", "tiny", 1, device_kind, 4, 2))
     return trainer
 
 

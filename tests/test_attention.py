@@ -35,7 +35,7 @@ def test_the_summary_shows_the_attention_kernel_only_where_a_row_names_one():
     from mgbench.reports.summary import display_table, results_frame
 
     def row(model: str, kernel: str | None) -> RunResult:
-        config = RunConfig("pytorch", "ddp", model, 1, "cpu", 2, 2)
+        config = RunConfig.flat("pytorch", "ddp", model, 1, "cpu", 2, 2)
         return RunResult(config, "ok", images_per_sec=10.0, attention_kernel=kernel)
 
     with_vit = display_table(results_frame([row("vit_b_16", "torch SDPA: flash (CPU)"), row("tiny", None)]))

@@ -82,7 +82,7 @@ def probe(framework: str, code: str) -> dict:
     """Run `code` in the framework's interpreter, with the variables its runs set (Keras' backend,
     the CPU), and read the JSON it prints last."""
     spec = framework_spec(framework)
-    variables = spec.variables_for(RunConfig(framework, spec.defaults[0], "tiny", 1, "cpu", 1, 1))
+    variables = spec.variables_for(RunConfig.flat(framework, spec.defaults[0], "tiny", 1, "cpu", 1, 1))
     env = cli_env(PYTHONPATH=f"{TESTS.parent}:{TESTS}", **variables)
     done = subprocess.run(
         [framework_python(framework), "-c", code], capture_output=True, text=True, timeout=600, env=env

@@ -40,7 +40,7 @@ def test_rows_get_the_expected_allreduce_share():
             {"bytes": 2**26, "seconds": 1e-3, "algbw_gbps": 60.0, "busbw_gbps": 90.0},
         ],
     )
-    config = RunConfig("pytorch", "ddp", "resnet50", 4, "cuda", 32, 10)
+    config = RunConfig.flat("pytorch", "ddp", "resnet50", 4, "cuda", 32, 10)
     row = RunResult(config, "ok", parameters=25_557_032, median_step_seconds=0.25)
     annotate_allreduce(row, report)
     # 102 MB of gradients: the 64 MiB measurement (the largest not above it) applies.

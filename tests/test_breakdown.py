@@ -134,7 +134,7 @@ def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
         write_rank_breakdown(tmp_path, 0, trace, torch_trace_window(gpu_trace()), "torch.profiler", 2, 0.5, 100 * US)
         is None
     )
-    result = RunResult(RunConfig("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok", median_step_seconds=0.01)
+    result = RunResult(RunConfig.flat("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok", median_step_seconds=0.01)
     result.images_per_sec = 750.0
     attach_breakdown(result, tmp_path)
     expected = {name: (shares_of(GPU0)[name] + shares_of(GPU1)[name]) / 2 for name in CATEGORIES}
@@ -160,7 +160,7 @@ def test_a_window_that_cannot_be_split_leaves_the_row_without_breakdown_saying_w
     trace = tmp_path / "rank0-trace.json"
     empty = TraceWindow("device", {"cuda:0": []})  # no steps marked, nothing ran, no host time
     assert "window is empty" in write_rank_breakdown(tmp_path, 0, trace, empty, "torch.profiler", 2, 0.0, 0.0)
-    result = RunResult(RunConfig("pytorch", "ddp", "tiny", 2, "cuda", 4, 8), "ok", profile={"steps": 2})
+    result = RunResult(RunConfig.flat("pytorch", "ddp", "tiny", 2, "cuda", 4, 8), "ok", profile={"steps": 2})
     attach_breakdown(result, tmp_path)
     assert result.breakdown is None and result.bottleneck is None
     assert "rank 0: ValueError" in result.profile["breakdown_error"] and result.profile["steps"] == 2

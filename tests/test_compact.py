@@ -35,7 +35,7 @@ def headline_rows() -> list[RunResult]:
     rows = []
     for (framework, strategy), rates in THROUGHPUT.items():
         for devices, rate in zip((1, 2), rates, strict=True):
-            config = RunConfig(framework, strategy, "densenet121", devices, "cuda", 32, 20)
+            config = RunConfig.flat(framework, strategy, "densenet121", devices, "cuda", 32, 20)
             step = config.global_batch / rate
             stats = summarise_steps([step] * 20, [0.0] * 20, config.global_batch)
             breakdown = dict(zip(CATEGORIES, SHARES, strict=True))
@@ -115,7 +115,7 @@ def cpu_rows(host_breakdowns: dict[str, dict[str, float]]) -> list[RunResult]:
     rows = []
     for (framework, strategy), rates in THROUGHPUT.items():
         for devices, rate in zip((1, 2), rates, strict=True):
-            config = RunConfig(framework, strategy, "densenet121", devices, "cpu", 8, 20)
+            config = RunConfig.flat(framework, strategy, "densenet121", devices, "cpu", 8, 20)
             stats = summarise_steps([config.global_batch / rate] * 20, [0.0] * 20, config.global_batch)
             rows.append(
                 RunResult(config, "ok", **vars(stats), host_breakdown=host_breakdowns.get(framework, STEP_BOUND))

@@ -88,7 +88,7 @@ def test_a_failed_row_starts_with_its_cause(tmp_path):
 
 
 def row(devices: int, rate: float, p10: float, p90: float) -> RunResult:
-    config = RunConfig("fake", "steady", "tiny", devices, "cpu", 8, 10)
+    config = RunConfig.flat("fake", "steady", "tiny", devices, "cpu", 8, 10)
     return RunResult(config, "ok", images_per_sec=rate, images_per_sec_p10=p10, images_per_sec_p90=p90)
 
 

@@ -18,7 +18,7 @@ from mgbench.training.driver import run_training
 def job(framework: str = "pytorch", strategy: str = "ddp", devices: int = 1, **changes) -> RunConfig:
     """The tiny job in `framework`'s default data format."""
     data_format = framework_spec(framework).capabilities.default_data_format("tiny")
-    return RunConfig(framework, strategy, "tiny", devices, "cpu", 2, 4, data_format=data_format, **changes)
+    return RunConfig.flat(framework, strategy, "tiny", devices, "cpu", 2, 4, data_format=data_format, **changes)
 
 
 def refusal(framework: str, strategy: str, devices: int = 1, mode: str | None = "default") -> str | None:
@@ -92,7 +92,7 @@ def test_the_compile_step_is_clocked_apart_and_the_timed_steps_follow_it(fake_pl
     import fakefw
 
     trainer = fakefw.create_trainer("steady")
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 8, 30, compile="default")
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 8, 30, compile="default")
     result = run_training(trainer, config, compiler="fake-jit")
     assert trainer.steps_done == 31 and len(result.step_seconds) == len(result.losses) == 30
     assert result.compiler == "fake-jit"

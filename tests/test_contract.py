@@ -49,7 +49,7 @@ def combination_id(combination) -> str:
 
 
 def default_config(spec, strategy: str, model: str, devices: int = 1) -> RunConfig:
-    config = RunConfig(spec.name, strategy, model, devices, "cpu", 1, 1)
+    config = RunConfig.flat(spec.name, strategy, model, devices, "cpu", 1, 1)
     return config.with_changes(data_format=spec.capabilities.default_data_format(model))
 
 

@@ -167,7 +167,7 @@ def test_imagefolder_splits_come_from_its_folders_or_the_training_hash(tmp_path)
 
 def test_batch_too_large_for_the_dataset_is_refused_before_running(tmp_path):
     write_nih(tmp_path, nih_rows(20))
-    config = RunConfig(
+    config = RunConfig.flat(
         framework="pytorch",
         strategy="ddp",
         model="tiny",
@@ -179,7 +179,7 @@ def test_batch_too_large_for_the_dataset_is_refused_before_running(tmp_path):
         epochs=1,
     )
     with pytest.raises(UsageError, match="cannot fill one global batch of 128"):
-        check_dataset(config, [config])
+        check_dataset(config.job, [config])
 
 
 def test_compare_rejects_a_bad_dataset_before_any_run(tmp_path):

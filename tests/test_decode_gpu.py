@@ -84,12 +84,12 @@ def test_a_loader_that_hands_the_gpu_whole_batches_refuses_a_host_share():
 
 
 def test_a_config_read_back_without_decode_decodes_on_the_host():
-    config = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 2, 4)
+    config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 2, 4)
     data = config.to_dict()
     del data["decode"]
-    assert RunConfig.from_dict(data).decode == "cpu"
+    assert RunConfig.from_dict(data).job.decode == "cpu"
     assert RunConfig.from_json(config.with_changes(device_kind="cuda", dataset="imagefolder:/x", decode="gpu")
-                               .to_json()).decode.on_device  # fmt: skip
+                               .to_json()).job.decode.on_device  # fmt: skip
     assert framework_spec("pytorch").capabilities.gpu_decoder == "nvJPEG (torchvision.io.decode_jpeg)"
 
 
@@ -97,7 +97,7 @@ def test_a_config_read_back_without_decode_decodes_on_the_host():
 def test_a_gpu_decoding_run_gets_a_hardware_queue_per_stream_unless_the_user_set_them(framework, monkeypatch):
     monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
     spec = framework_spec(framework)
-    jpegs = RunConfig(framework, spec.defaults[0], "tiny", 1, "cuda", 1, 4, dataset="imagefolder:/x")
+    jpegs = RunConfig.flat(framework, spec.defaults[0], "tiny", 1, "cuda", 1, 4, dataset="imagefolder:/x")
     assert spec.variables_for(jpegs.with_changes(decode="gpu"))["CUDA_DEVICE_MAX_CONNECTIONS"] == "32"
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec.variables_for(jpegs)
     monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8")
@@ -271,7 +271,7 @@ def both_loaders(root: Path, workers: int, batch: int = 2, host_share: float = 0
     path's over the class folder `root`, batches of `batch` at 32 px, with the CPU as the device
     (torchvision decodes on the CPU)."""
     dataset = describe_dataset(f"imagefolder:{root}")
-    config = RunConfig(
+    config = RunConfig.flat(
         "pytorch", "ddp", "tiny", 1, "cpu", batch, 1, dataset=f"imagefolder:{root}", image_size=32, workers=workers
     )
     cpu = torch.device("cpu")
@@ -338,7 +338,7 @@ def test_gpu_decode_decodes_jpeg_datasets_on_the_device_and_others_on_the_host(t
 
     def decoding(root: Path, decode: str) -> HostDecoding | DeviceDecoding:
         dataset = f"imagefolder:{root}"
-        config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=dataset, decode=decode)
+        config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=dataset, decode=decode)
         return decoding_for(describe_dataset(dataset), config, cpu, True)
 
     assert isinstance(decoding(jpegs, "gpu"), DeviceDecoding)
@@ -354,11 +354,13 @@ def test_rows_of_real_data_name_the_decoder_and_rows_of_synthetic_data_none(tmp_
     import fakefw
 
     root = jpeg_folder(tmp_path / "jpegs", [(40, 40)] * 4)
-    config = RunConfig("pytorch", "dp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0)
+    config = RunConfig.flat(
+        "pytorch", "dp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0
+    )
     assert run_training(create_trainer("dp"), config, host_decoder="unused").decoder == f"{pillow_build()} (host)"
     synthetic = run_training(create_trainer("dp"), config.with_changes(dataset="synthetic"), host_decoder="unused")
     assert synthetic.decoder is None
-    fake = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 3, dataset="chestxray:/data")
+    fake = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 3, dataset="chestxray:/data")
     assert run_training(fakefw.create_trainer("steady"), fake, host_decoder="the host's").decoder == "the host's"
 
 
@@ -419,13 +421,13 @@ def test_the_check_before_launching_names_the_images_gpu_decoding_reencodes(tmp_
     Path(odd["cmyk"]).replace(root / "val" / "class1" / "01.jpg")
     notes = {}
     for decode in ("gpu", "cpu"):
-        config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode=decode)
+        config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode=decode)
         notes[decode] = []
-        check_dataset(config, [config], workers=1, on_note=notes[decode].append)
+        check_dataset(config.job, [config], workers=1, on_note=notes[decode].append)
     (root / "test" / "class0" / "00.jpg").rename(root / "test" / "class0" / "00.png")
-    config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode="gpu")
+    config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode="gpu")
     notes["host"] = []
-    check_dataset(config, [config], workers=1, on_note=notes["host"].append)
+    check_dataset(config.job, [config], workers=1, on_note=notes["host"].append)
     assert notes["cpu"] == notes["host"] == []  # a folder not all JPEGs decodes on the host
     assert notes["gpu"] == [
         "--decode gpu: 2 image(s) under JPEG names are not 8-bit RGB or grayscale JPEGs "

@@ -17,7 +17,7 @@ def fake_config(**changes):
     base = dict(
         framework="fake", strategy="steady", model="tiny", devices=2, device_kind="cpu", batch_per_device=8, steps=30
     )
-    return RunConfig(**{**base, **changes})
+    return RunConfig.flat(**{**base, **changes})
 
 
 def test_fake_trainer_is_an_adapter(fake_plugin):
@@ -37,7 +37,7 @@ def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path)
     # on a given series is `detect_warmup`'s (test_timing); here the series is real time on a
     # shared machine, where a stall of the OS may lengthen a few more steps, which the detector
     # then rightly leaves out too.
-    assert result.warmup_detected and fakefw.WARMUP_STEPS <= result.warmup_steps <= config.steps // 2
+    assert result.warmup_detected and fakefw.WARMUP_STEPS <= result.warmup_steps <= config.job.steps // 2
     assert result.warmup_steps == detect_warmup(result.step_seconds).steps
     expected_step = fakefw.STEP_SECONDS + fakefw.INPUT_SECONDS
     assert result.median_step_seconds == pytest.approx(expected_step, rel=0.3)

@@ -61,14 +61,14 @@ class Trainer(Adapter):
     def setup(self, config):
         self.accept(config)
         self._placement = Placement(0, 1, ["cpu"] * config.devices)
-        build = FRAMEWORK.capabilities.builders.builder(config.model, FRAMEWORK.name)
-        self.weights, self.bias = build(config.spec.num_classes)
+        build = FRAMEWORK.capabilities.builders.builder(config.job.model, FRAMEWORK.name)
+        self.weights, self.bias = build(config.job.spec.num_classes)
         self.loss = 0.0
         return ModelInfo(parameters=self.weights.size + self.bias.size)
 
     def _batch(self, seed, draw):
         shard = Shard(0, self.config.global_batch)
-        return draw(self.config.spec, self.config.input_size, shard, seed, True)
+        return draw(self.config.job.spec, self.config.job.input_size, shard, seed, True)
 
     def _loss_and_gradients(self, images, labels):
         features = images.mean(axis=(1, 2))
@@ -81,12 +81,12 @@ class Trainer(Adapter):
         return loss, features.T @ error, error.sum(axis=0)
 
     def batches(self):
-        return cycle(self._batch(self.config.seed, synthetic_pool))
+        return cycle(self._batch(self.config.job.seed, synthetic_pool))
 
     def train_step(self, batch):
         self.loss, weights, bias = self._loss_and_gradients(*batch)
-        self.weights -= self.config.learning_rate * weights
-        self.bias -= self.config.learning_rate * bias
+        self.weights -= self.config.job.learning_rate * weights
+        self.bias -= self.config.job.learning_rate * bias
 
     def synchronize(self):
         return None
@@ -95,7 +95,7 @@ class Trainer(Adapter):
         return float(self.loss)
 
     def evaluate(self, split="val"):
-        return {"loss": float(self._loss_and_gradients(*self._batch(self.config.seed + 1, held_out_batch))[0])}
+        return {"loss": float(self._loss_and_gradients(*self._batch(self.config.job.seed + 1, held_out_batch))[0])}
 
     def framework_versions(self):
         return {"numpy": np.__version__}

@@ -16,7 +16,7 @@ import json
 from mgbench.core.config import RunConfig
 from mgbench.frameworks.gluon.adapter import create_trainer
 trainer = create_trainer("device")
-info = trainer.setup(RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+info = trainer.setup(RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                                batch_per_device=4, steps=1, learning_rate=0.5))
 trainer.train_step(next(trainer.batches()))
 trainer.synchronize()
@@ -71,21 +71,21 @@ from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.sampling import epoch_batches
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.gluon.adapter import create_trainer
-config = RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+config = RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                    batch_per_device=4, steps=1, dataset="chestxray:" + sys.argv[1], epochs=1, image_size=32, workers=2)
 trainer = create_trainer("device")
 trainer.setup(config)
 train, augmentation = trainer.dataset.train, Augmentation.for_input(32)
 read = {}
 for epoch in (0, 1):
-    shards = [epoch_batches(len(train), 8, Shard.of_rank(r, 2, 8), epoch, config.seed) for r in range(2)]
+    shards = [epoch_batches(len(train), 8, Shard.of_rank(r, 2, 8), epoch, config.job.seed) for r in range(2)]
     batches = list(trainer.epoch_batches(epoch))
     assert len(batches) == trainer.steps_per_epoch() == len(shards[0])
     for b, (images, labels) in enumerate(batches):
         for context, keys in enumerate(shards):
             indices = keys[b][:]
             assert str(images[context].context) == f"cpu({context})"
-            expected = np.stack([augmentation.train(train.files[i], config.seed, epoch, i) for i in indices])
+            expected = np.stack([augmentation.train(train.files[i], config.job.seed, epoch, i) for i in indices])
             assert np.array_equal(images[context].asnumpy(), expected), (epoch, b, context)
             assert np.array_equal(labels[context].asnumpy(), train.targets[indices])
             read.setdefault(epoch, []).extend(indices)
@@ -127,17 +127,17 @@ from mgbench.core.config import RunConfig
 from mgbench.core.initial_weights import reference_weights
 from mgbench.frameworks.gluon.adapter import create_trainer
 from mgbench.frameworks.gluon.weights import weighted_layers
-config = RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+config = RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                    batch_per_device=4, steps=1, init=sys.argv[1])
 trainer = create_trainer("device")
 info = trainer.setup(config)
-reference = reference_weights(config.spec, config.seed, config.input_size).arrays
+reference = reference_weights(config.job.spec, config.job.seed, config.job.input_size).arrays
 largest = 0.0
 for path, layer, names in weighted_layers(trainer.net):
     for attribute, torch_name in names.items():
         for copy in getattr(layer, attribute).list_data():
             largest = max(largest, float(np.abs(copy.asnumpy() - reference[f"{path}.{torch_name}"]).max()))
-print(json.dumps({"digest": info.init_digest, "reference": reference_weights(config.spec, config.seed, config.input_size).digest,
+print(json.dumps({"digest": info.init_digest, "reference": reference_weights(config.job.spec, config.job.seed, config.job.input_size).digest,
                   "difference": largest}))
 """
 

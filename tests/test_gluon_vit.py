@@ -31,7 +31,7 @@ def counts(net):
     return [sum(int(np.prod(p.shape)) for p in trainable.values()), len(trainable)]
 
 trainer = create_trainer("device")
-info = trainer.setup(RunConfig(framework="gluon", strategy="device", model="vit_b_16", devices=1, device_kind="cpu",
+info = trainer.setup(RunConfig.flat(framework="gluon", strategy="device", model="vit_b_16", devices=1, device_kind="cpu",
                                batch_per_device=2, steps=1, image_size=32, init="framework"))
 net = trainer.net
 wide = models.build_model(spec, 64, DataFormat.CHANNELS_FIRST)

@@ -64,7 +64,7 @@ def test_every_run_carries_the_dataset_check_and_its_framework_installation(tmp_
     options = ["--frameworks", "fake,absent", "--gpus", "2", *tiny_job(4, batch=2)]
     args = compare_args(tmp_path, *options, "--dataset", f"chestxray:{src}", "--skip-bad-images")
     _, plan, runs = plan_new(args, Console(stderr=True))
-    assert {config.skipped_images for config in plan.configs} == {(str(src / "images" / "00000004_000.png"),)}
+    assert {config.job.skipped_images for config in plan.configs} == {(str(src / "images" / "00000004_000.png"),)}
     # Neither has a loader for real data; a framework not installed is said to be that instead.
     assert {run.config.framework: run.refusal[0] for run in runs} == {"fake": "unsupported", "absent": "not-installed"}
 
@@ -83,14 +83,14 @@ def test_a_job_without_a_data_format_leaves_each_framework_its_own():
     with pytest.raises(UsageError, match="batch per device must be at least 1"):
         Job("tiny", "cpu", 0, 4)
     config = RunConfig.of(job, "fake", "steady", 2, 1, DataFormat.CHANNELS_LAST)
-    assert (config.batch_per_device, config.global_batch, config.data_format.channels_last) == (1, 2, True)
+    assert (config.job.batch_per_device, config.global_batch, config.job.data_format.channels_last) == (1, 2, True)
 
 
 def test_kinds_and_formats_read_back_as_typed_values_and_travel_as_the_same_strings():
     recorded = json.loads(FIXTURE.read_text())["configs"][0]
     config = RunConfig.from_dict(recorded)
-    assert type(config.device_kind) is DeviceKind and not config.device_kind.on_gpu
-    assert type(config.data_format) is DataFormat and not config.data_format.channels_last
+    assert type(config.job.device_kind) is DeviceKind and not config.job.device_kind.on_gpu
+    assert type(config.job.data_format) is DataFormat and not config.job.data_format.channels_last
     assert DeviceKind("cuda").on_gpu and DataFormat("channels_last").channels_last
     written = json.loads(config.to_json())
     assert {name: written[name] for name in recorded} == recorded

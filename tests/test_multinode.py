@@ -115,7 +115,7 @@ def test_a_one_process_strategy_asked_to_span_hosts_is_unsupported_without_launc
         for strategy in spec.strategies
         if launcher_for(strategy.launcher).one_process
     )
-    config = RunConfig(spec.name, strategy.name, "tiny", 8, "cuda", 1, 1)
+    config = RunConfig.flat(spec.name, strategy.name, "tiny", 8, "cuda", 1, 1)
     folder = RunFolder(tmp_path / "run")
     row = execute_run(PlannedRun(config, spec, strategy), folder, timeout=1, hosts=HOSTS)
     assert row.status == "unsupported" and "cannot span hosts" in row.error

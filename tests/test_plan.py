@@ -21,7 +21,7 @@ PLUGINS = "fakefw,fakefw_absent"
 
 
 def base(**changes) -> RunConfig:
-    return RunConfig(
+    return RunConfig.flat(
         **{
             **dict(
                 framework="fake",
@@ -128,7 +128,7 @@ def test_capabilities_name_the_reason():
 def test_each_framework_gets_its_default_data_format_unless_one_is_given():
     pytorch, gluon = "pytorch", "gluon"
     runs = plan_runs(job(model="densenet121"), [pytorch, gluon, "keras-jax"], None, [1], "weak")
-    assert {run.config.framework: run.config.data_format for run in runs} == {
+    assert {run.config.framework: run.config.job.data_format for run in runs} == {
         "pytorch": "channels_last",
         "gluon": "channels_first",
         "keras-jax": "channels_last",

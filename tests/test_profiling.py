@@ -175,7 +175,7 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
         time.sleep(PROFILER_SECONDS)
 
     trainer.profile = slow_profiler
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 8, profile_steps=3)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 8, profile_steps=3)
     result = run_training(trainer, config, profile_dir=tmp_path, profiler="torch.profiler")
     assert len(result.step_seconds) == 8  # timing untouched by the window
     assert trainer.steps_done == 8 + 3  # the window's steps ran after the timed ones
@@ -233,7 +233,7 @@ def test_a_failing_profiler_costs_the_window_not_the_measured_run(fake_plugin, t
             run_steps()
             raise AttributeError("'_KinetoEvent' object has no attribute 'activity_type'")
 
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
     result = run_training(BrokenProfiler("steady"), config, profile_dir=tmp_path, profiler="torch.profiler")
     assert result.status == "ok" and len(result.step_seconds) == 6 and result.images_per_sec > 0
     assert result.profile == {
@@ -251,7 +251,7 @@ def test_an_unreadable_trace_or_an_unknown_profiler_costs_only_the_window(fake_p
             run_steps()
             trace_path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 0, "dur": 5}]}))
 
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
     result = run_training(NamelessKernels("steady"), config, profile_dir=tmp_path, profiler="torch.profiler")
     assert result.status == "ok" and len(result.step_seconds) == 6
     assert result.profile == {
@@ -267,7 +267,7 @@ def test_an_unreadable_trace_or_an_unknown_profiler_costs_only_the_window(fake_p
 def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
     import fakefw
 
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 5, profile_steps=3)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 5, profile_steps=3)
     result = run_training(fakefw.create_trainer("steady"), config, profile_dir=tmp_path)
     assert result.status == "ok"
     assert result.profile == {"steps": 0, "error": "fake has no profiler here"}

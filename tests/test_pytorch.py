@@ -40,7 +40,7 @@ def test_loss_inside_the_module_equals_loss_outside():
 
 def losses_in_process(strategy, steps=3, parallel=None, **changes):
     """Losses of `steps` steps in this process; `parallel` overrides the strategy object."""
-    config = RunConfig(
+    config = RunConfig.flat(
         **{
             **dict(
                 framework="pytorch",

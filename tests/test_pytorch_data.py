@@ -30,7 +30,7 @@ def sample(tmp_path_factory):
 
 
 def trainer_for(sample, **changes):
-    config = RunConfig(
+    config = RunConfig.flat(
         **{
             **dict(
                 framework="pytorch",

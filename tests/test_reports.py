@@ -54,7 +54,7 @@ ENVIRONMENT = {
         for i in range(4)
     ],
 }
-BASE = RunConfig(
+BASE = RunConfig.flat(
     framework="pytorch",
     strategy="ddp",
     model="densenet121",
@@ -69,7 +69,7 @@ BASE = RunConfig(
 def ok_result(config: RunConfig, step_seconds: float, epochs: list[dict] | None = None) -> RunResult:
     """A successful row whose figures are derived from a step series the way the driver derives them."""
     rng = np.random.default_rng(config.devices)
-    steps = [step_seconds * 8] * 3 + list(step_seconds * (1 + 0.01 * rng.standard_normal(config.steps - 3)))
+    steps = [step_seconds * 8] * 3 + list(step_seconds * (1 + 0.01 * rng.standard_normal(config.job.steps - 3)))
     waits = [s * 0.1 for s in steps]
     stats = summarise_steps(steps, waits, config.global_batch)
     return RunResult(
@@ -89,7 +89,7 @@ def ok_result(config: RunConfig, step_seconds: float, epochs: list[dict] | None 
         peak_memory_bytes=40 * 2**30,
         step_seconds=steps,
         input_wait_seconds=waits,
-        losses=[1.0] * config.steps,
+        losses=[1.0] * config.job.steps,
     )
 
 

@@ -12,7 +12,7 @@ from mgbench.reports.summary import results_frame, write_summary
 
 
 def row(strategy, devices, images_per_sec, status="ok"):
-    config = RunConfig("pytorch", strategy, "resnet50", devices, "cuda", 32, 10)
+    config = RunConfig.flat("pytorch", strategy, "resnet50", devices, "cuda", 32, 10)
     if status != "ok":
         return RunResult(config, status, error="boom\nsecond line")
     return RunResult(
@@ -68,7 +68,7 @@ def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_
     from mgbench.records.scaling import add_scaling_figures
 
     path = tmp_path / "results.jsonl"
-    one = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 4, 5)
+    one = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 4, 5)
     rows = [
         {**RunResult(one, "ok", images_per_sec=100.0).to_record(), "flops_per_image": 7},
         RunResult(one.with_changes(devices=4), "ok", images_per_sec=300.0).to_record(),

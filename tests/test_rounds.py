@@ -94,7 +94,7 @@ def test_gpus_run_three_rounds_by_default_cpu_devices_one():
 
 
 def round_row(rate: float, low: float, high: float, status: str = "ok", **config) -> RunResult:
-    run = RunConfig("fake", "steady", "tiny", 1, "cpu", 8, 20, **config)
+    run = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 8, 20, **config)
     if status != "ok":
         return RunResult(run, status, error=f"{status} on purpose\ntraceback")
     return RunResult(run, "ok", images_per_sec=rate, images_per_sec_low=low, images_per_sec_high=high)

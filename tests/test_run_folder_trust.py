@@ -37,7 +37,7 @@ FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", *tiny_job(4)]
 HOSTILE = "/../../../x/victim"
 """A device kind that, in a run id, leads three folders up from a file of the run folder: out of
 `shared/run/charts/<file>` (or `configs/`, `raw/`) into `shared/x/victim.*`."""
-CONFIG = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4)
+CONFIG = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4)
 
 
 @pytest.fixture(scope="module")

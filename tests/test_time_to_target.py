@@ -90,7 +90,7 @@ def test_old_configs_without_a_target_read_back_as_none():
     config = fake_config()
     data = config.to_dict()
     del data["target_metric"]
-    assert RunConfig.from_dict(data).target_metric is None
+    assert RunConfig.from_dict(data).job.target_metric is None
 
 
 EPOCH_LINES = {
@@ -107,7 +107,7 @@ def epoch_rows(target: str | None = None) -> list[RunResult]:
 
     rows = []
     for (framework, strategy), (rate, seconds, to_target, auc) in EPOCH_LINES.items():
-        config = RunConfig(
+        config = RunConfig.flat(
             framework, strategy, "densenet121", 1, "cuda", 32, 20, dataset="chestxray:/data", epochs=2,
             target_metric=target,
         )  # fmt: skip

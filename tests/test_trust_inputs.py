@@ -37,7 +37,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"
 DEEP = "[" * 100_000 + "]" * 100_000
 """JSON nested past Python's recursion limit."""
 TRACE_HEADER = "seconds,kind,device,utilization_pct,memory_used_mib,memory_total_mib,sm_clock_mhz,mem_clock_mhz\n"
-CONFIG = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4)
+CONFIG = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4)
 
 
 def refused(capsys: pytest.CaptureFixture, *args: str) -> str:

@@ -361,7 +361,7 @@ def test_a_profilers_trace_is_not_written_through_a_planted_link(tmp_path, outsi
 
     profiles = tmp_path / "profiles"
     plant("hardlink", profiles / "rank0-trace.json", outside)
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
     result = run_training(WritingProfiler("steady"), config, profile_dir=profiles, profiler="torch.profiler")
     assert result.status == "ok" and outside.read_text() == OUTSIDE
     assert json.loads((profiles / "rank0-trace.json").read_text()) == {"traceEvents": []}

@@ -33,7 +33,7 @@ def line_row(
     **figures,
 ) -> RunResult:
     """An ok row of `rate` img/s measured between `low` and `high` (the noise floor without them)."""
-    config = RunConfig(framework, strategy, "densenet121", devices, "cuda", 32, 60)
+    config = RunConfig.flat(framework, strategy, "densenet121", devices, "cuda", 32, 60)
     stats = summarise_steps([config.global_batch / rate] * 60, [0.0] * 60, config.global_batch)
     values = {**vars(stats), "images_per_sec_low": low or rate, "images_per_sec_high": high or rate, "rounds": 3}
     return RunResult(config, "ok", **{**values, **figures})
@@ -150,7 +150,7 @@ def test_lines_that_differ_in_compiling_are_told_apart_and_an_eager_launch_bound
 
 
 def epochs_row(devices: int, auc: float, steps: int = 60, **figures) -> RunResult:
-    config = RunConfig(
+    config = RunConfig.flat(
         "pytorch", "ddp", "densenet121", devices, "cuda", 64, 20, dataset="chestxray:/data", epochs=2
     )  # fmt: skip
     stats = summarise_steps([0.05] * steps, [0.0] * steps, config.global_batch)
@@ -198,7 +198,7 @@ def test_a_steady_rate_outside_its_steps_p10_p90_says_why():
     steps = [0.1] * 10 + ([0.1] * 10 + [0.19]) * 3
     stats = summarise_steps(steps, [0.0] * len(steps), 32)
     assert stats.stall_steps == 0 and stats.images_per_sec < stats.images_per_sec_p10
-    row = RunResult(RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 32, len(steps)), "ok", **vars(stats))
+    row = RunResult(RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 32, len(steps)), "ok", **vars(stats))
     assert OUTSIDE_P10 in results_frame([row]).loc[0, "warning"]
 
 

@@ -78,7 +78,7 @@ def test_the_measured_matmul_is_the_reference_where_it_is_of_this_kind_of_device
 def test_a_row_gets_its_tflops_and_share_of_the_peak_of_all_its_devices():
     """The issue's figure: a ResNet-50 step of about 25 GFLOP per image at 5481 img/s is about
     135 TFLOP/s, 14% of one H200's bf16 peak, 17% of a measured 790."""
-    config = RunConfig("keras-jax", "jax-shard-map", "resnet50", 2, "cuda", 128, 50, precision="bf16")
+    config = RunConfig.flat("keras-jax", "jax-shard-map", "resnet50", 2, "cuda", 128, 50, precision="bf16")
     row = RunResult(config, "ok", images_per_sec=2 * 5481.0, device_names=["NVIDIA H200", "NVIDIA H200"])
     work = ModelWork(flops_per_image=24.6e9, saved_elements_per_image=22.4e6)
     annotate_work(row, work, BandwidthReport("cuda", 2, "nccl", matmul_tflops={"bf16": 790.0}))

@@ -267,7 +267,7 @@ def plan_resume(
         plan.repeat = repeat
     book = RoundBook.kept(runs, plan.repeat, recorded_rounds(folder))
     if owed := book.owed():
-        recheck_dataset(owed[0].config, [run.config for run in owed], on_note=say(console))
+        recheck_dataset(owed[0].config.job, [run.config for run in owed], on_note=say(console))
     start = check_start_again(folder, plan.configs[0], book.rows()) if plan.configs else None
     book.rewrite(folder)
     if plan.configs:
@@ -285,7 +285,7 @@ def bandwidth_report(
     """The run folder's bandwidth.json: reused when present, measured first when asked for."""
     if not folder.bandwidth.exists() and measure and runs:
         devices = max(run.config.devices for run in runs)
-        kind = runs[0].config.device_kind
+        kind = runs[0].config.job.device_kind
         console.print(f"measuring bandwidth on {devices} {kind} devices -> {folder.bandwidth}")
         sizes = list(DEFAULT_SIZES)
         measure_bandwidth(folder, max(devices, 2), kind, sizes, DEFAULT_COPY_BYTES, 600.0)
@@ -328,7 +328,7 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
     hosts = resolve_hosts(plan.hosts) if plan.hosts else None
     timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
     runs = book.owed()
-    if not (book.runs and book.runs[0].config.device_kind.on_gpu):
+    if not (book.runs and book.runs[0].config.job.device_kind.on_gpu):
         console.print("[yellow]No GPU visible: CPU devices stand in for GPUs (processes or logical devices).[/]")
     rounds = f", {plan.repeat} rounds each" if plan.repeat > 1 else ""
     console.print(f"{len(runs)} runs{rounds} -> {folder.root}")
@@ -346,7 +346,7 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
     interrupted = interrupted or "interrupted" in statuses
     if results:
         frame = write_summary(folder.root, results)
-        first = results[0].config
+        first = results[0].config.job
         layout = "any layout (a transformer)" if first.spec.transformer else first.data_format
         title = f"{first.model} {first.precision} {layout}, {plan.scaling} scaling, {first.device_kind}"
         print_summary(frame, title, summary_format)

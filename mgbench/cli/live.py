@@ -166,7 +166,7 @@ class PlainLines(LiveCompare):
         else:
             self.console.print(
                 f"{self.position()} out of memory: {run_name(event.config, event.round)} restarts with "
-                f"{event.config.batch_per_device} per device",
+                f"{event.config.job.batch_per_device} per device",
                 highlight=False,
             )
 
@@ -211,7 +211,7 @@ class Bars(LiveCompare):
             self.run, total=None, description=run_name(event.config, event.round), rate="", visible=True
         )
         if event.kind == "retry":
-            batch = event.config.batch_per_device
+            batch = event.config.job.batch_per_device
             self.progress.console.print(f"out of memory: {run_name(event.config)} restarts with {batch} per device")
 
     def show_result(self, result: RunResult, seconds: float, round_label: str) -> None:

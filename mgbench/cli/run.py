@@ -10,6 +10,7 @@ the row.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from datetime import datetime
 from pathlib import Path
 
@@ -56,13 +57,14 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
     if not launched_by_launcher():
         # Under a launcher `--gpus` counts every process of the job, across nodes too: the
         # adapter checks it against the world size, as this host alone sees only its share.
-        check_device_counts([config.devices], config.device_kind)
-    return check_dataset(config, [config], on_note=say(Console(stderr=True, soft_wrap=True)))
+        check_device_counts([config.devices], config.job.device_kind)
+    checked = check_dataset(config.job, [config], on_note=say(Console(stderr=True, soft_wrap=True)))
+    return dataclasses.replace(config, job=checked)
 
 
 def handle(args: argparse.Namespace) -> int:
     config = config_from_flags(args)
-    title = f"{config.model}: {config.run_id}"
+    title = f"{config.job.model}: {config.run_id}"
     if launched_by_launcher():
         result = train(config, args.save_state)
         if result is not None:

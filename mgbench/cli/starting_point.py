@@ -29,11 +29,11 @@ from mgbench.records.runfolder import RunFolder
 def shared_start(config: RunConfig) -> InitialWeights | None:
     """The weights `config`'s runs start from, as each framework's adapter loads them (for the
     dataset's task: its number of outputs); None: each framework's own initialiser."""
-    if config.init == INIT_FRAMEWORK:
+    if config.job.init == INIT_FRAMEWORK:
         return None
-    dataset = dataset_for(config)
-    spec = dataset.task_spec(config.spec) if dataset else config.spec
-    return initial_weights(config.init, spec, config.seed, config.input_size)
+    dataset = dataset_for(config.job)
+    spec = dataset.task_spec(config.job.spec) if dataset else config.job.spec
+    return initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
 
 
 def record_start(folder: RunFolder, config: RunConfig, start: InitialWeights | None) -> None:
@@ -41,7 +41,7 @@ def record_start(folder: RunFolder, config: RunConfig, start: InitialWeights | N
     folder where it does not hold it yet (a new compare, or one stopped before it was written): a
     row's `init_digest` is this file's digest, and `--init` takes it for a later compare."""
     kept = folder.initial_weights
-    if start is not None and config.init == INIT_SAME and not (kept.exists() or kept.is_symlink()):
+    if start is not None and config.job.init == INIT_SAME and not (kept.exists() or kept.is_symlink()):
         folder.write(kept, weights_file_bytes(start))
 
 
@@ -54,13 +54,13 @@ def check_start_again(folder: RunFolder, config: RunConfig, done: list[RunResult
         return None
     others = sorted({row.init_digest for row in done if row.init_digest and row.init_digest != start.digest})
     if others:
-        where = "the reference draw" if config.init == INIT_SAME else f"--init {config.init}"
+        where = "the reference draw" if config.job.init == INIT_SAME else f"--init {config.job.init}"
         raise UsageError(
             f"{where} holds other weights now (digest {start.digest}) than the rows done started from "
             f"({', '.join(others)}): the runs to come would start elsewhere; restore it or start a new compare"
         )
     kept = folder.initial_weights
-    if config.init == INIT_SAME and (kept.exists() or kept.is_symlink()):
+    if config.job.init == INIT_SAME and (kept.exists() or kept.is_symlink()):
         recorded = read_weights_file(kept)
         if recorded.digest != start.digest:
             raise UsageError(

@@ -1,9 +1,10 @@
 """`Job`: the training job the user asked for, before it is planned into runs.
 
 One compare trains one job in every framework, strategy and device count; each of those is a
-`RunConfig` (core/config.py): the job plus what planning decided for that run. Keeping the
-job apart means the options are read, sized and checked once (`cli/options.job_from_args`),
-the dataset is checked once for the job, and no run has to be made up to stand for it.
+`RunConfig` (core/config.py): the job as that run trains it, with its framework, strategy and
+device count. Keeping the job apart means the options are read, sized (`job_size`) and checked
+once (`cli/options.job_from_args`), the dataset is checked once for the job, and no run has to
+be made up to stand for it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Literal
 from mgbench.core.errors import UsageError
 from mgbench.core.initial_weights import INIT_FRAMEWORK, INIT_SAME, shared_start_refusal
 from mgbench.core.kinds import DataFormat, Decode, DeviceKind
-from mgbench.core.models import model_spec
+from mgbench.core.models import ModelSpec, model_spec
 from mgbench.core.schema import check_fields
 from mgbench.core.target import TargetMetric
 
@@ -29,6 +30,18 @@ SEED_LIMIT = 2**32
 """Seeds are below this: numpy's `default_rng`/`seed` and TensorFlow take 32-bit seeds, so a
 larger or negative one would fail every run after launching instead of once before."""
 
+
+DEFAULT_BATCH_PER_DEVICE = 32
+DEFAULT_STEPS = 200
+"""Timed steps of the default job (docs/measurement.md, "The default job"): warm-up detection needs
+the run's second half past the warm-up (DenseNet-121 fp32 on one H200 warms up over 20-25 steps),
+and the steady rate's interval times the window in thirds, each of which should hold several of
+the slow-step bursts DenseNet-121 shows every 18 steps on 4 GPUs."""
+CPU_BATCH_PER_DEVICE = 8
+CPU_STEPS = 20
+CPU_IMAGE_SIZE = 64
+"""The shrunk job's image side for a 224-px model; others scale with their own size."""
+CPU_IMAGE_BASE = 224
 
 MIN_IMAGE_SIZE = 16
 MAX_IMAGE_SIZE = 4096
@@ -115,10 +128,57 @@ class Job:
     def with_changes(self, **changes: Any) -> Job:
         return dataclasses.replace(self, **changes)
 
+    @property
+    def spec(self) -> ModelSpec:
+        return model_spec(self.model)
 
-def settle(job: Any) -> None:
-    """The job's values, of their declared types (`check_fields`), settled and checked: `job` is
-    a `Job` or a `RunConfig` (frozen dataclasses with these fields), so both refuse alike.
+    @property
+    def input_size(self) -> int:
+        """Image side in pixels: the model's own unless overridden (small CPU demos)."""
+        return self.image_size or self.spec.image_size
+
+
+@dataclass(frozen=True)
+class JobSize:
+    """A job's batch per device, steps and image size (None: the model's own), and what to say
+    before running where they were shrunk."""
+
+    batch_per_device: int
+    steps: int
+    image_size: int | None
+    shrunk: str | None = None
+
+
+def job_size(
+    model: str,
+    device_kind: DeviceKind,
+    batch_per_device: int | None = None,
+    steps: int | None = None,
+    image_size: int | None = None,
+    epochs: int | None = None,
+) -> JobSize:
+    """The job's size, each value given or its default, so that every caller that builds a `Job`
+    gets the same job. On CPU devices, a job given no size at all (batch, steps, image size,
+    epochs) is one that ends in minutes on a laptop's cores instead of the GPU job's hours."""
+    if not device_kind.on_gpu and all(value is None for value in (batch_per_device, steps, image_size, epochs)):
+        native = model_spec(model).image_size
+        image = round(CPU_IMAGE_SIZE * native / CPU_IMAGE_BASE) if native > CPU_IMAGE_SIZE else native
+        note = (
+            f"CPU devices and no job size given: the job is shrunk to --image-size {image} --batch-per-gpu "
+            f"{CPU_BATCH_PER_DEVICE} --steps {CPU_STEPS} so it ends in minutes; give any of these options "
+            f"for the full job ({native} px, {DEFAULT_BATCH_PER_DEVICE} per device, "
+            f"{DEFAULT_STEPS} steps)"
+        )
+        return JobSize(CPU_BATCH_PER_DEVICE, CPU_STEPS, image, note)
+    return JobSize(
+        DEFAULT_BATCH_PER_DEVICE if batch_per_device is None else batch_per_device,
+        DEFAULT_STEPS if steps is None else steps,
+        image_size,
+    )
+
+
+def settle(job: Job) -> None:
+    """The job's values, of their declared types (`check_fields`), settled and checked.
 
     JSON gives strings and lists back: the device kind and data format become their typed
     values and the skipped images a tuple, so a job or run compares equal however it travelled.

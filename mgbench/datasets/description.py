@@ -60,7 +60,7 @@ class DatasetDescription:
     val: Split
     test: Split
     bit_depth: int | None = None
-    """The scale of images wider than 8 bits (`RunConfig.bit_depth`); None: their declared 16 bits."""
+    """The scale of images wider than 8 bits (`Job.bit_depth`); None: their declared 16 bits."""
     notes: tuple[str, ...] = ()
     """What reading the dataset decided that is right but not obvious (rows read as negative for
     every label), one line each, for the check before launching to say once."""

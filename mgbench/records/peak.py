@@ -107,12 +107,12 @@ def annotate_work(result: RunResult, work: ModelWork | None, bandwidth: Bandwidt
     result.flops_per_image = work.flops_per_image
     result.achieved_tflops = achieved_tflops(work.flops_per_image, result.images_per_sec)
     result.activation_bytes_estimate = int(
-        work.saved_elements_per_image * config.batch_per_device * BYTES_PER_ELEMENT[config.precision]
+        work.saved_elements_per_image * config.job.batch_per_device * BYTES_PER_ELEMENT[config.job.precision]
     )
     device = result.device_names[0] if result.device_names else ""
-    vendor = vendor_peak(device, config.precision)
+    vendor = vendor_peak(device, config.job.precision)
     result.vendor_peak_tflops = vendor[0] if vendor else None
-    peak = reference_peak(device, config.device_kind, config.precision, bandwidth)
+    peak = reference_peak(device, config.job.device_kind, config.job.precision, bandwidth)
     if peak is None:
         return
     result.peak_tflops, result.peak_source = peak

@@ -22,16 +22,14 @@ from typing import Any
 
 import pandas as pd
 
-from mgbench.core.config import RunConfig
+from mgbench.core.config import COLUMNS
 from mgbench.reports.cells import number
 from mgbench.reports.folder_data import RunFolderData
 from mgbench.reports.spread import Spread
 
 MACHINE_FIELDS = ("hostname", "platform", "python", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
 """What a row's `environment` says of the machine, compared field by field (its GPUs too)."""
-JOB_FIELDS = tuple(
-    name for name in RunConfig.__dataclass_fields__ if name not in ("framework", "strategy", "devices", "device_kind")
-)
+JOB_FIELDS = tuple(name for name in COLUMNS if name not in ("framework", "strategy", "devices", "device_kind"))
 """The config fields besides the run id's: a matched row that differs in one trained another job."""
 INTERVAL = "interval"
 """A spread that is the steady rate's interval (`images_per_sec_low`-`_high`, widened to the noise floor)."""

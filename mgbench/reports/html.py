@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from mgbench.core.config import RunConfig
+from mgbench.core.config import COLUMNS
 from mgbench.projection.calibration import read_projection
 from mgbench.records.runfolder import CHARTS_DIR, RunFolder
 from mgbench.reports.cells import MISSING, number, run_label
@@ -53,7 +53,6 @@ GPU_FIELDS = (
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 """Lays the page out at the device's width, which a phone would otherwise render at 980 px and shrink."""
 RUN_FIELDS = ("command", "interpreter", "started_at", "wall_seconds", "device_names", "parameters", "eval_metrics")
-CONFIG_FIELDS = tuple(RunConfig.__dataclass_fields__)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1.2rem auto;
@@ -342,7 +341,7 @@ def profiler_slowdown(profile: object) -> str:
 
 def _config_fields(row: pd.Series) -> list[str]:
     """The config fields a run's details show: an `--epochs` run's `steps` is not what it ran."""
-    return [name for name in CONFIG_FIELDS if not (name == "steps" and number(row.get("epochs")))]
+    return [name for name in COLUMNS if not (name == "steps" and number(row.get("epochs")))]
 
 
 def _run_section(row: pd.Series, figures: pd.Series, charts: ChartSet) -> str:

@@ -56,7 +56,7 @@ def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
     env[LAUNCH_TIME_ENV] = repr(time.time())
     env["PYTHONUNBUFFERED"] = "1"
     env[COMPILER_CACHE_ENV] = compiler_cache()
-    if not config.device_kind.on_gpu:
+    if not config.job.device_kind.on_gpu:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // config.devices))
     env.update(spec.variables_for(config))
     return env
@@ -190,14 +190,14 @@ def execute_run(
     run_args = ["--config", str(config_file), "--result-file", str(raw)]
     if state_path is not None:
         run_args += ["--save-state", str(state_path)]
-    if config.profile_steps:
+    if config.job.profile_steps:
         run_args += ["--profile-dir", str(folder.made(folder.profile_dir(config.run_id)))]
     if multinode:
         assert hosts is not None
         nodes = launcher.node_commands(interpreter, hosts, run_args, rendezvous_port(hosts), config.run_id)
     else:
         nodes = [NodeCommand(None, launcher.command(interpreter, config.devices, run_args))]
-    gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind.on_gpu else []
+    gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.job.device_kind.on_gpu else []
     with DeviceMonitor(folder.with_folder(folder.trace(config.run_id)), gpus), run_scratch() as scratch:
         env = {**child_environment(config, spec), **scratch}
         outcome = execute_nodes(nodes, env, timeout, folder.with_folder(folder.log(config.run_id)))
@@ -205,7 +205,7 @@ def execute_run(
     if outcome.returncode == 0 and raw.exists():
         result = RunResult.from_record(json.loads(raw.read_text()))
         result.command = command_text
-        if config.profile_steps:
+        if config.job.profile_steps:
             attach_breakdown(result, folder.profile_dir(config.run_id))
         attach_host_bottleneck(result)
         attach_utilisation(result, folder.trace(config.run_id))
@@ -247,11 +247,11 @@ def execute_with_oom_retry(
     `requested_batch_per_device` and the number of restarts in `oom_retries`; every round starts
     from the batch asked for, so each row says the same of its own round.
     """
-    requested, retries = run.config.batch_per_device, 0
+    requested, retries = run.config.job.batch_per_device, 0
     on_event(RunEvent("start", run.config, folder.log(run.config.run_id), round_label))
     result = execute_run(run, folder, timeout, hosts=hosts)
-    while result.status == "oom" and run.config.batch_per_device > 1:
-        run = replace(run, config=run.config.with_changes(batch_per_device=run.config.batch_per_device // 2))
+    while result.status == "oom" and run.config.job.batch_per_device > 1:
+        run = replace(run, config=run.config.with_changes(batch_per_device=run.config.job.batch_per_device // 2))
         retries += 1
         on_event(RunEvent("retry", run.config, folder.log(run.config.run_id), round_label))
         result = execute_run(run, folder, timeout, hosts=hosts)
@@ -293,7 +293,7 @@ def run_compare(
             if bandwidth is not None:
                 annotate_allreduce(result, bandwidth)
             if result.status == "ok":
-                annotate_work(result, model_work(result.config.model, result.config.input_size), bandwidth)
+                annotate_work(result, model_work(result.config.job.model, result.config.job.input_size), bandwidth)
             book.record(folder, result)
             on_result(result)
     return book.rows()

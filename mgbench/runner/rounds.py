@@ -51,8 +51,8 @@ def round_order(result: RunResult) -> float:
     """How a round ranks among its run's rounds, best first: by time to the target or to train for
     `--epochs` (a target not reached last), else by the steady rate."""
     config = result.config
-    if config.epochs:
-        seconds = result.time_to_target_seconds if config.target_metric else result.time_to_train_seconds
+    if config.job.epochs:
+        seconds = result.time_to_target_seconds if config.job.target_metric else result.time_to_train_seconds
         return math.inf if seconds is None else seconds
     return -(result.images_per_sec or 0.0)
 
@@ -77,7 +77,7 @@ def combine_rounds(rounds: list[RunResult]) -> RunResult:
         for number, result in enumerate(rounds, start=1)
         if result.status != "ok"
     ]
-    epochs, target = median.config.epochs, median.config.target_metric
+    epochs, target = median.config.job.epochs, median.config.job.target_metric
     return replace(
         median,
         rounds=len(ok),

@@ -191,17 +191,17 @@ class EpochsTrained:
 def train_epochs(
     trainer: Adapter, config: RunConfig, compiling: bool, step_clock: Clock = time.perf_counter
 ) -> EpochsTrained:
-    """`config.epochs` epochs with the scaled, warmed-up learning rate and validation after each;
-    with `config.target_metric`, only up to the first epoch whose validation reaches it. Every
+    """`config.job.epochs` epochs with the scaled, warmed-up learning rate and validation after each;
+    with `config.job.target_metric`, only up to the first epoch whose validation reaches it. Every
     process stops alike: each is handed the same gathered validation (`Adapter.evaluate`).
     `step_clock` times the steps, as in `run_training`."""
-    target = TargetMetric.parse(config.target_metric) if config.target_metric else None
+    target = TargetMetric.parse(config.job.target_metric) if config.job.target_metric else None
     per_epoch = trainer.steps_per_epoch()
-    clock = StepClock(trainer, config, per_epoch * config.epochs, compiling=compiling, clock=step_clock)
+    clock = StepClock(trainer, config, per_epoch * config.job.epochs, compiling=compiling, clock=step_clock)
     epoch_metrics: list[dict[str, float]] = []
     target_epoch = None
     started = time.perf_counter()
-    for epoch in range(config.epochs):
+    for epoch in range(config.job.epochs):
         batches = trainer.epoch_batches(epoch)
         first = len(clock.step_seconds)
         for step in range(per_epoch):
@@ -209,9 +209,9 @@ def train_epochs(
                 learning_rate_at(
                     epoch * per_epoch + step,
                     per_epoch,
-                    config.learning_rate,
+                    config.job.learning_rate,
                     config.global_batch,
-                    config.lr_reference_batch,
+                    config.job.lr_reference_batch,
                 )
             )
             clock.step(batches)
@@ -236,7 +236,7 @@ def train_epochs(
         if trainer.placement.is_primary:
             row = epoch_metrics[-1]
             print(
-                f"epoch {epoch + 1}/{config.epochs}: train loss {row['train_loss']:.4f}, "
+                f"epoch {epoch + 1}/{config.job.epochs}: train loss {row['train_loss']:.4f}, "
                 f"val loss {row['val_loss']:.4f}, val AUC {row['val_auc']:.4f} ({val_seconds:.1f} s)"
                 + (f": target {target} reached" if target_epoch else ""),
                 file=sys.stderr,
@@ -247,7 +247,9 @@ def train_epochs(
     warning = None
     if target is not None and target_epoch is None:
         last = metrics.get(target.name, float("nan"))
-        warning = f"target {target} not reached in {config.epochs} epoch(s) (last validation {target.name} {last:.4f})"
+        warning = (
+            f"target {target} not reached in {config.job.epochs} epoch(s) (last validation {target.name} {last:.4f})"
+        )
     return EpochsTrained(clock, epoch_metrics, metrics, time.perf_counter() - started, target_epoch, warning)
 
 
@@ -282,15 +284,15 @@ def run_training(
     step_clock: Clock = time.perf_counter,
     host_decoder: str | None = None,
 ) -> RunResult | None:
-    """Set up, train (`config.steps` steps, or `config.epochs` epochs validating after each), evaluate, close.
+    """Set up, train (`config.job.steps` steps, or `config.job.epochs` epochs validating after each), evaluate, close.
 
-    The primary process gets the result. With `config.profile_steps` and a `profile_dir`, that
+    The primary process gets the result. With `config.job.profile_steps` and a `profile_dir`, that
     many more steps, clocked apart from the timed ones, run under the framework's profiler
     (`profiler`, None where the registry declares none) after the timed ones; `--epochs` runs
     have no such window (the steps after the last epoch would restart the loader). `compiler`
     names what compiles the step (None: nothing), which puts the compile step before the timed ones.
     `loader` names the adapter's native loader, recorded on rows of real data. After the last of
-    `config.epochs` epochs the test split is scored once (`test_metrics`), apart from the time to train.
+    `config.job.epochs` epochs the test split is scored once (`test_metrics`), apart from the time to train.
     `step_clock` is the host clock the timed steps are read on (tests hand in a scripted one).
     Rows of real data name what decoded the images: the adapter's decoder where it decodes off
     the host (`ModelInfo.decoder`), else `host_decoder`, the loader workers' own.
@@ -305,32 +307,32 @@ def run_training(
     time_to_train = None
     target_figures: dict[str, Any] = {}
     profile, profile_seconds = None, None
-    if config.epochs:
+    if config.job.epochs:
         trained = train_epochs(trainer, config, compiler is not None, step_clock)
         clock, epoch_metrics, time_to_train = trained.clock, trained.epoch_metrics, trained.time_to_train_seconds
-        if config.target_metric:
+        if config.job.target_metric:
             target_figures = trained.target_figures(first_step_at - launched)
         test_metrics = trainer.evaluate("test")
     else:
-        clock = StepClock(trainer, config, config.steps, compiling=compiler is not None, clock=step_clock)
+        clock = StepClock(trainer, config, config.job.steps, compiling=compiler is not None, clock=step_clock)
         batches = trainer.batches()
-        while clock.steps_taken < config.steps:
+        while clock.steps_taken < config.job.steps:
             clock.step(batches)
         clock.finish()
     stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
     epoch_rate = None
-    if config.epochs:
+    if config.job.epochs:
         trained_steps = len(clock.step_seconds) + (clock.compile_seconds is not None)
         epoch_rate = trained_steps * config.global_batch / time_to_train
         metrics = trained.last_validation
         eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
     else:
-        if config.profile_steps and profile_dir is not None:
+        if config.job.profile_steps and profile_dir is not None:
             timed = TimedStep(stats.median_step_seconds, stats.input_wait_fraction * stats.median_step_seconds)
             window_start = time.perf_counter()
-            window = StepClock(trainer, config, config.profile_steps, progress=False, synchronised=True)
+            window = StepClock(trainer, config, config.job.profile_steps, progress=False, synchronised=True)
             profile = profile_window(
-                trainer, window, batches, config.profile_steps, profile_dir, placement.rank, profiler, timed
+                trainer, window, batches, config.job.profile_steps, profile_dir, placement.rank, profiler, timed
             )
             profile_seconds = time.perf_counter() - window_start
         closed(batches)
@@ -360,11 +362,13 @@ def run_training(
         compiler=compiler,
         compile_seconds=clock.compile_seconds,
         **dataclasses.asdict(stats),
-        loader=None if config.dataset == "synthetic" else loader,
-        decoder=None if config.dataset == "synthetic" else info.decoder or host_decoder,
+        loader=None if config.job.dataset == "synthetic" else loader,
+        decoder=None if config.job.dataset == "synthetic" else info.decoder or host_decoder,
         timing_method=clock.timing_method,
         host_breakdown=host_phase_shares(steady_window(clock.step_seconds).steady(clock.host_phases)),
-        loader_workers=None if config.dataset == "synthetic" else loader_workers(config.workers, placement.world_size),
+        loader_workers=None
+        if config.job.dataset == "synthetic"
+        else loader_workers(config.job.workers, placement.world_size),
         eval_seconds=eval_seconds,
         eval_metrics=metrics,
         epoch_metrics=epoch_metrics,

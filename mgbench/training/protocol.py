@@ -81,7 +81,7 @@ class Adapter:
         """What `setup` starts with: the job kept, and whether it runs on CUDA. (Whether the
         adapter can train it at all was decided from the registry before it was created.)"""
         self.config = config
-        self.use_cuda = config.device_kind.on_gpu
+        self.use_cuda = config.job.device_kind.on_gpu
 
     def batches(self) -> Iterator[Any]:
         """The training input pipeline: an endless iterator of batches ready for `train_step`.
@@ -131,7 +131,7 @@ class Adapter:
     def peak_memory_bytes(self) -> int | None:
         """Peak device memory on CUDA (what `peak_device_memory_bytes` reports), else this
         process's peak resident host memory: the same rule for every adapter."""
-        if self.config.device_kind.on_gpu:
+        if self.config.job.device_kind.on_gpu:
             return self.peak_device_memory_bytes()
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 

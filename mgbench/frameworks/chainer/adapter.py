@@ -76,21 +76,21 @@ def cudnn_state() -> str:
 class ChainerTrainer(Adapter):
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
-        self.comm = chainermn.create_communicator(COMMUNICATORS[config.device_kind])
+        self.comm = chainermn.create_communicator(COMMUNICATORS[config.job.device_kind])
         if self.comm.size != config.devices:
             raise UsageError(f"chainermn was launched with {self.comm.size} processes for {config.devices} devices")
         self.device = self._join_device()
-        np.random.seed(config.seed)
-        self.dataset = dataset_for(config)
-        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        self.model = models.build_model(spec, config.input_size, config.data_format)
+        np.random.seed(config.job.seed)
+        self.dataset = dataset_for(config.job)
+        spec = self.dataset.task_spec(config.job.spec) if self.dataset else config.job.spec
+        self.model = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(self.model, spec.hyperparameters)
-        start = initial_weights(config.init, spec, config.seed, config.input_size)
+        start = initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
         if start is not None:
             weights.load_initial(self.model, start)
         self.model.to_device(self.device)
         self.lossfun = models.build_loss(spec)
-        optimizer = build_optimizer(config.learning_rate, spec.hyperparameters)
+        optimizer = build_optimizer(config.job.learning_rate, spec.hyperparameters)
         self.optimizer = chainermn.create_multi_node_optimizer(optimizer, self.comm)
         self.optimizer.setup(self.model)
         self.comm.bcast_data(self.model)
@@ -101,7 +101,9 @@ class ChainerTrainer(Adapter):
         return ModelInfo(
             parameters=models.parameter_count(self.model),
             init_digest=start.digest if start else None,
-            attention_kernel=attention.attention_kernel(spec, config.input_size, config.batch_per_device, self.device),
+            attention_kernel=attention.attention_kernel(
+                spec, config.job.input_size, config.job.batch_per_device, self.device
+            ),
         )
 
     def _join_device(self) -> chainer.backend.Device:
@@ -129,8 +131,8 @@ class ChainerTrainer(Adapter):
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
             return itertools.chain.from_iterable(self.epoch_batches(epoch) for epoch in itertools.count())
-        pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
-        return placed_batches(pool, self._to_device, resident=self.config.data_on_device or not self.use_cuda)
+        pool = synthetic_pool(self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed)
+        return placed_batches(pool, self._to_device, resident=self.config.job.data_on_device or not self.use_cuda)
 
     def steps_per_epoch(self) -> int:
         return self.loader.steps_per_epoch()
@@ -163,7 +165,9 @@ class ChainerTrainer(Adapter):
         with chainer.using_config("train", False), chainer.no_backprop_mode():
             if self.dataset is not None:
                 return self._score(split)
-            batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
+            batch = held_out_batch(
+                self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed + 1
+            )
             images, labels = self._to_device(batch)
             loss = self.lossfun(self.model(images), labels)
         return {"loss": self._global_mean(loss.array)}
@@ -190,7 +194,7 @@ class ChainerTrainer(Adapter):
             "numpy": np.__version__,
             "mpi4py": mpi4py.__version__,
             "mpi": MPI.Get_library_version().split("\x00")[0].splitlines()[0].strip(),
-            "communicator": COMMUNICATORS[self.config.device_kind],
+            "communicator": COMMUNICATORS[self.config.job.device_kind],
         }
         if NUMPY_PATCHES:
             versions["numpy_compat"] = "restored " + ", ".join(NUMPY_PATCHES)

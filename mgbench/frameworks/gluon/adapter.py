@@ -53,15 +53,15 @@ class GluonTrainer(Adapter):
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
         self.contexts = self._contexts(config)
-        mx.random.seed(config.seed)
-        self.dataset = dataset_for(config)
-        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        net = models.build_model(spec, config.input_size, config.data_format)
+        mx.random.seed(config.job.seed)
+        self.dataset = dataset_for(config.job)
+        spec = self.dataset.task_spec(config.job.spec) if self.dataset else config.job.spec
+        net = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(net, spec.hyperparameters)
         net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=self.contexts)
-        size = config.input_size
+        size = config.job.input_size
         net(mx.nd.zeros((1, 3, size, size), ctx=self.contexts[0]))
-        start = initial_weights(config.init, spec, config.seed, config.input_size)
+        start = initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
         if start is not None:
             weights.load_initial(net, start)
         net.hybridize(static_alloc=True, static_shape=True)
@@ -69,7 +69,7 @@ class GluonTrainer(Adapter):
         self.loss_fn = models.build_loss(spec)
         self.trainer = gluon.Trainer(
             models.trainable(net),
-            TorchFormSGD.for_job(spec.hyperparameters, config.learning_rate),
+            TorchFormSGD.for_job(spec.hyperparameters, config.job.learning_rate),
             kvstore=KVSTORES[self.strategy],
         )
         self._losses: list[mx.nd.NDArray] = []
@@ -112,9 +112,11 @@ class GluonTrainer(Adapter):
         if self.dataset is not None:
             self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
             return (self._split(batch) for batch in self.loaders.train)
-        pool = synthetic_pool(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed)
+        pool = synthetic_pool(
+            self.config.job.spec, self.config.job.input_size, self._global_shard(), self.config.job.seed
+        )
         host = [self._host_arrays(batch) for batch in pool]
-        return placed_batches(host, self._split, resident=self.config.data_on_device or not self.use_cuda)
+        return placed_batches(host, self._split, resident=self.config.job.data_on_device or not self.use_cuda)
 
     def steps_per_epoch(self) -> int:
         return len(self.loaders.sampler)
@@ -147,7 +149,9 @@ class GluonTrainer(Adapter):
     def evaluate(self, split: str = "val") -> dict[str, float]:
         if self.dataset is not None:
             return self._score(split)
-        batch = held_out_batch(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed + 1)
+        batch = held_out_batch(
+            self.config.job.spec, self.config.job.input_size, self._global_shard(), self.config.job.seed + 1
+        )
         images, labels = self._split(self._host_arrays(batch))
         return {"loss": self._mean([self.loss_fn(self.net(x), y) for x, y in zip(images, labels)])}
 

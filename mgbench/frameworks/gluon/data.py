@@ -34,11 +34,13 @@ class Loaders:
 
 def build_loaders(dataset: DatasetDescription, config: RunConfig) -> Loaders:
     """Worker pools (`--workers`, default every core: one process feeds every device), made once."""
-    workers = loader_workers(config.workers, 1)
-    augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
-    sampler = EpochBatchKeys(len(dataset.train), config.global_batch, Shard(0, config.global_batch), config.seed)
+    workers = loader_workers(config.job.workers, 1)
+    augmentation = Augmentation.for_input(config.job.input_size, dataset.bit_depth)
+    sampler = EpochBatchKeys(len(dataset.train), config.global_batch, Shard(0, config.global_batch), config.job.seed)
     train = gluon.data.DataLoader(
-        TrainItems(dataset.train, augmentation, config.seed, pixels=False), batch_sampler=sampler, num_workers=workers
+        TrainItems(dataset.train, augmentation, config.job.seed, pixels=False),
+        batch_sampler=sampler,
+        num_workers=workers,
     )
     held_out = {
         name: gluon.data.DataLoader(

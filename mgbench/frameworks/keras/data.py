@@ -146,8 +146,8 @@ class TrainBatches(Batches):
     ):
         super().__init__(loading, workers)
         self.split, self.shard = split, shard
-        self.items = loading.train_items(split, augmentation, config.seed)
-        self.global_batch, self.seed = config.global_batch, config.seed
+        self.items = loading.train_items(split, augmentation, config.job.seed)
+        self.global_batch, self.seed = config.global_batch, config.job.seed
         self.steps = len(split) // config.global_batch
         self.epoch: int | None = None
         self._orders: dict[int, list[list[int]]] = {}
@@ -225,9 +225,9 @@ class RealData:
 
     def __init__(self, dataset: DatasetDescription, config: RunConfig, workers: int):
         self.dataset, self.config, self.workers = dataset, config, workers
-        self.augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
-        self.loss = keras_models.build_loss(dataset.task_spec(config.spec))
-        self.site = decode_site(config.decode.on_device, dataset.files)
+        self.augmentation = Augmentation.for_input(config.job.input_size, dataset.bit_depth)
+        self.loss = keras_models.build_loss(dataset.task_spec(config.job.spec))
+        self.site = decode_site(config.job.decode.on_device, dataset.files)
         self.loading: Loading = FileBytes() if self.site.on_device else HostPixels()
 
     def steps_per_epoch(self) -> int:

@@ -179,11 +179,11 @@ class TorchFormSGD(keras.optimizers.SGD):
 def build_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
     """SGD with the job's momentum (`ModelSpec.hyperparameters`) in torch's form (`TorchFormSGD`);
     under fp16 wrapped in dynamic loss scaling, as Keras' compile does."""
-    hyperparameters = config.spec.hyperparameters
+    hyperparameters = config.job.spec.hyperparameters
     optimizer = TorchFormSGD(
-        learning_rate=config.learning_rate, momentum=hyperparameters.sgd_momentum, nesterov=hyperparameters.nesterov
+        learning_rate=config.job.learning_rate, momentum=hyperparameters.sgd_momentum, nesterov=hyperparameters.nesterov
     )
-    if config.precision == "fp16":
+    if config.job.precision == "fp16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
 

@@ -182,9 +182,9 @@ def started_model(spec: ModelSpec, config: RunConfig) -> tuple[keras.Model, str 
     """`spec`'s model built for the run, with the job's batch-norm settings and at its starting
     weights (`--init`), and their digest (None: Keras' own initialiser, `--init framework`).
     Every Keras adapter starts its model here, inside whatever scope places its variables."""
-    model = models.build_model(spec, config.input_size, config.data_format)
+    model = models.build_model(spec, config.job.input_size, config.job.data_format)
     set_batch_norm(model, spec.hyperparameters)
-    start = initial_weights(config.init, spec, config.seed, config.input_size)
+    start = initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
     if start is None:
         return model, None
     load_initial(model, start)

@@ -34,7 +34,7 @@ class KerasTrainer(StrategyTrainer):
         self.model.compile(
             optimizer=self.optimizer,
             loss=keras_models.build_loss(self.spec),
-            jit_compile=self.config.compile is not None,
+            jit_compile=self.config.job.compile is not None,
         )
         self.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()

@@ -36,7 +36,7 @@ def _prepared(
         target.set_shape(target_shape)
         return pixels, target
 
-    channels_last = real.config.data_format.channels_last
+    channels_last = real.config.job.data_format.channels_last
     return (
         keys.map(pixels_and_target, num_parallel_calls=real.workers or None, deterministic=True)
         .batch(real.config.global_batch, drop_remainder=drop_remainder)
@@ -52,11 +52,11 @@ def train_dataset(real: RealData, epoch: int | None) -> tf.data.Dataset:
 
     def keys():
         shard = Shard(0, config.global_batch)
-        return sample_keys(len(split), config.global_batch, shard, config.seed, epochs or itertools.count())
+        return sample_keys(len(split), config.global_batch, shard, config.job.seed, epochs or itertools.count())
 
     def decode(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         epoch, index = (int(k) for k in key)
-        return real.augmentation.train_pixels(split.files[index], config.seed, epoch, index), split.targets[index]
+        return real.augmentation.train_pixels(split.files[index], config.job.seed, epoch, index), split.targets[index]
 
     dataset = tf.data.Dataset.from_generator(keys, output_signature=tf.TensorSpec((2,), tf.int64))
     return _prepared(dataset, decode, split, real, drop_remainder=True)

@@ -44,11 +44,11 @@ class StrategyTrainer(Adapter):
         devices = strategies.device_names(config)
         self.distribution = strategies.strategy_for(self.strategy_kind, devices)
         self._placement = Placement(rank=0, world_size=1, device_names=devices)
-        keras.utils.set_random_seed(config.seed)
-        keras_models.set_precision(config.precision)
-        dataset = dataset_for(config)
-        self.real = data.RealData(dataset, config, loader_workers(config.workers, 1)) if dataset else None
-        self.spec = dataset.task_spec(config.spec) if dataset else config.spec
+        keras.utils.set_random_seed(config.job.seed)
+        keras_models.set_precision(config.job.precision)
+        dataset = dataset_for(config.job)
+        self.real = data.RealData(dataset, config, loader_workers(config.job.workers, 1)) if dataset else None
+        self.spec = dataset.task_spec(config.job.spec) if dataset else config.job.spec
         with self.distribution.scope():
             self.model, digest = keras_weights.started_model(self.spec, config)
             self.build_step()
@@ -56,7 +56,7 @@ class StrategyTrainer(Adapter):
         return ModelInfo(
             parameters=keras_models.trainable_parameters(self.model),
             init_digest=digest,
-            attention_kernel=attention.attention_kernel(self.spec, compiled=config.compile is not None),
+            attention_kernel=attention.attention_kernel(self.spec, compiled=config.job.compile is not None),
         )
 
     def build_step(self) -> None:
@@ -67,7 +67,7 @@ class StrategyTrainer(Adapter):
         if self.real is not None:
             return self._fed(tf_data.train_dataset(self.real, None))
         pool = strategies.global_pool(self.config)
-        if self.config.data_on_device:
+        if self.config.job.data_on_device:
             return strategies.resident_batches(self.distribution, pool)
         if self.staged:
             return strategies.staged_batches(self.distribution, pool)
@@ -103,12 +103,12 @@ class StrategyTrainer(Adapter):
                 *((self.forward(x).numpy(), y.numpy()) for x, y in tf_data.eval_dataset(self.real, split))
             )
             return self.real.metrics(np.concatenate(logits), np.concatenate(targets))
-        channels_last = self.config.data_format.channels_last
+        channels_last = self.config.job.data_format.channels_last
         images, labels = held_out_batch(
-            self.config.spec,
-            self.config.input_size,
+            self.config.job.spec,
+            self.config.job.input_size,
             Shard(0, self.config.global_batch),
-            self.config.seed + 1,
+            self.config.job.seed + 1,
             channels_last,
         )
         loss = keras_models.build_loss(self.spec)(labels, self.model(images, training=False))
@@ -118,7 +118,7 @@ class StrategyTrainer(Adapter):
         return max(tf.config.experimental.get_memory_info(name)["peak"] for name in self._placement.device_names)
 
     def framework_versions(self) -> dict[str, str]:
-        return {"keras": keras.__version__, **strategies.versions(self.config.device_kind.on_gpu)}
+        return {"keras": keras.__version__, **strategies.versions(self.config.job.device_kind.on_gpu)}
 
     def save_state(self, path: Path) -> None:
         keras_models.save_trainable_weights(self.model, path)

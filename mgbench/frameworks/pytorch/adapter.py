@@ -90,7 +90,7 @@ class TorchProcess(Adapter):
         """Forward and loss (`step_loss`), backward (the strategy exchanges gradients as they come
         or in `apply_gradients`), then the update, unscaled first under fp16."""
         images, labels = batch
-        begin_step(self.config.compile)
+        begin_step(self.config.job.compile)
         self.optimizer.zero_grad()  # set_to_none, the default (Horovod's wrapper takes no argument)
         loss = self.step_loss(images, labels)
         self.scaler.scale(loss).backward()
@@ -121,7 +121,7 @@ class TorchProcess(Adapter):
         torch.backends.cudnn.benchmark = not self.parallel.replica_threads
         self.devices = self._join_devices(config)
         self.device = self.devices[0]
-        if self.use_cuda and config.decode.on_device:
+        if self.use_cuda and config.job.decode.on_device:
             # Before the model and its wrappers are built: autograd's nodes keep the stream they
             # were made on, and a step on another waits for it at every gradient.
             outranking(self.device)
@@ -186,29 +186,29 @@ class TorchTrainer(TorchProcess):
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self._start(config)
-        torch.manual_seed(config.seed)
+        torch.manual_seed(config.job.seed)
 
-        self.dataset = dataset_for(config)
-        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        core = models.build_model(spec, config.input_size, config.data_format)
+        self.dataset = dataset_for(config.job)
+        spec = self.dataset.task_spec(config.job.spec) if self.dataset else config.job.spec
+        core = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(core, spec.hyperparameters)
-        start = initial_weights(config.init, spec, config.seed, config.input_size)
+        start = initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
         if start is not None:
             weights.load_initial(core, start)
         core = core.to(self.device)
-        self.channels_last = config.data_format.channels_last
+        self.channels_last = config.job.data_format.channels_last
         self.core = core
         self.criterion = models.build_loss(spec).to(self.device)
-        autocast_dtype = AUTOCAST_DTYPES[config.precision]
+        autocast_dtype = AUTOCAST_DTYPES[config.job.precision]
         casting = Autocasting(core, self.device.type, autocast_dtype)
-        self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.compile)
+        self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.job.compile)
         self.optimizer = self.parallel.distribute_optimizer(
             models.build_optimizer(
-                core.parameters(), config.learning_rate, spec.hyperparameters, config.fused_optimizer
+                core.parameters(), config.job.learning_rate, spec.hyperparameters, config.job.fused_optimizer
             ),
             core,
         )
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.job.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         if self.dataset is not None:
             decoding = decoding_for(self.dataset, config, self.device, self.channels_last)
@@ -217,7 +217,7 @@ class TorchTrainer(TorchProcess):
             parameters=sum(p.numel() for p in core.parameters() if p.requires_grad),
             init_digest=start.digest if start else None,
             attention_kernel=attention.attention_kernel(
-                spec, config.input_size, config.batch_per_device, self.device, autocast_dtype or torch.float32
+                spec, config.job.input_size, config.job.batch_per_device, self.device, autocast_dtype or torch.float32
             ),
             decoder=self.loaders.decoding.decoder if self.dataset is not None else None,
         )
@@ -238,9 +238,9 @@ class TorchTrainer(TorchProcess):
         if self.dataset is not None:
             self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
             return self._loaded(self.loaders.train)
-        pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
+        pool = synthetic_pool(self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed)
         host = [self._to_tensors(batch) for batch in pool]
-        if self.config.data_on_device or not self.use_cuda:
+        if self.config.job.data_on_device or not self.use_cuda:
             return itertools.cycle([self._to_device(batch) for batch in host])  # resident: copied once
         pinned = itertools.cycle([(x.pin_memory(), y.pin_memory()) for x, y in host])
         return self._feed(pinned, PlacedPixels(self.device, self.channels_last))
@@ -256,7 +256,7 @@ class TorchTrainer(TorchProcess):
         return self.parallel.loss(self.model, self.criterion, images, labels)
 
     def evaluate(self, split: str = "val") -> dict[str, float]:
-        casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.precision])
+        casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.job.precision])
         self.core.eval()
         with torch.no_grad():
             metrics = self._score(casting, split) if self.dataset is not None else self._held_out_loss(casting)
@@ -264,7 +264,9 @@ class TorchTrainer(TorchProcess):
         return metrics
 
     def _held_out_loss(self, casting: nn.Module) -> dict[str, float]:
-        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
+        batch = held_out_batch(
+            self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed + 1
+        )
         images, labels = self._to_device(self._to_tensors(batch))
         return {"loss": self.parallel.global_mean(self.criterion(casting(images).float(), labels))}
 

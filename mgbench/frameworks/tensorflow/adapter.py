@@ -37,7 +37,7 @@ class CustomLoopTrainer(StrategyTrainer):
                 scaled = optimizer.scale_loss(loss)
             return loss, tape.gradient(scaled, model.trainable_variables)
 
-        if self.config.compile is not None:
+        if self.config.job.compile is not None:
             loss_and_gradients = tf.function(loss_and_gradients, jit_compile=True)
 
         def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:

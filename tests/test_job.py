@@ -13,8 +13,8 @@ from rich.console import Console
 from test_architecture import MODULES
 from test_datasets import nih_rows, write_nih
 
-import mgbench.cli.compare
 import mgbench.cli.options
+import mgbench.runner.compare_service
 from mgbench.cli.compare import add_arguments, plan_new
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
@@ -48,7 +48,7 @@ def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[
 
 def test_a_compare_sizes_and_plans_its_job_once(tmp_path, fake_plugin, monkeypatch):
     sized = counted(monkeypatch, mgbench.cli.options, "job_size")
-    planned = counted(monkeypatch, mgbench.cli.compare, "plan_runs")
+    planned = counted(monkeypatch, mgbench.runner.compare_service, "plan_runs")
     args = compare_args(tmp_path, "--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "2")
     _, plan, runs = plan_new(args, Console(stderr=True))
     assert (len(sized), len(planned)) == (1, 1)
@@ -70,7 +70,7 @@ def test_every_run_carries_the_dataset_check_and_its_framework_installation(tmp_
 
 
 def test_a_bad_strategy_is_refused_before_the_dataset_is_read(tmp_path, fake_plugin, monkeypatch):
-    read = counted(monkeypatch, mgbench.cli.compare, "check_dataset")
+    read = counted(monkeypatch, mgbench.runner.compare_service, "check_dataset")
     args = compare_args(tmp_path, "--frameworks", "fake", "--strategies", "nope", *tiny_job(4))
     with pytest.raises(UsageError, match="has no strategy 'nope'"):
         plan_new(args, Console(stderr=True))

@@ -15,7 +15,7 @@ from rich.console import Console
 from test_datasets import imagefolder, nih_rows, write_nih
 
 from mgbench.cli import main
-from mgbench.cli.compare import add_arguments, plan_new, plan_resume
+from mgbench.cli.compare import add_arguments, plan_new, voice
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.initial_weights import read_weights_file, reference_weights
@@ -28,6 +28,7 @@ from mgbench.records.results import RunResult, read_results
 from mgbench.records.runfolder import RunFolder
 from mgbench.reports.summary import results_frame
 from mgbench.reports.training import training_table
+from mgbench.runner.compare_service import plan_resume
 
 FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", *tiny_job(4)]
 
@@ -194,12 +195,12 @@ def test_a_plan_listing_one_config_three_times_resumes_to_one_row(tmp_path, fake
     flaky = steady.with_changes(strategy="flaky")
     folder = planned(tmp_path, [steady, steady, flaky, steady, flaky])
     folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0).to_json() + "\n")
-    plan, book = plan_resume(folder, "mgbench compare --resume run", None, None, Console(stderr=True))
+    plan, book = plan_resume(folder, "mgbench compare --resume run", None, None, voice(Console(stderr=True)))
     assert plan.configs == [steady, flaky] and [run.config for run in book.owed()] == [flaky]
     assert [row.run_id for row in read_results(folder.results)] == ["fake-steady-1cpu"]
     folder = planned(tmp_path / "other", [steady, flaky, steady.with_changes(steps=7)])
     with pytest.raises(UsageError, match="run fake-steady-1cpu is planned twice with different configs"):
-        plan_resume(folder, "mgbench compare --resume run", None, None, Console(stderr=True))
+        plan_resume(folder, "mgbench compare --resume run", None, None, voice(Console(stderr=True)))
 
 
 def test_resume_checks_the_images_again_before_launching(tmp_path, fake_plugin, capsys):
@@ -265,10 +266,10 @@ def test_resume_refuses_an_init_file_changed_since_the_rows_done(tmp_path, fake_
     before = folder.compare_file.read_text()
     weights_file(tmp_path / "w.npz", 0.25)
     with pytest.raises(UsageError, match=f"holds other weights now .* than the rows done started from \\({digest}\\)"):
-        plan_resume(folder, "mgbench compare --resume run", None, None, Console(stderr=True))
+        plan_resume(folder, "mgbench compare --resume run", None, None, voice(Console(stderr=True)))
     assert folder.compare_file.read_text() == before
     weights_file(tmp_path / "w.npz", 0.5)
-    book = plan_resume(folder, "resume", None, None, Console(stderr=True))[1]
+    book = plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))[1]
     assert [run.config.strategy for run in book.owed()] == ["flaky"]
 
 
@@ -276,7 +277,7 @@ def test_resume_refuses_an_init_that_names_a_fifo_without_waiting_on_it(tmp_path
     os.mkfifo(tmp_path / "w.npz")
     folder = planned(tmp_path, [RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, init=str(tmp_path / "w.npz"))])
     with time_limit(30), pytest.raises(UsageError, match="w.npz: not a readable .npz of weights \\(a FIFO, not a"):
-        plan_resume(folder, "resume", None, None, Console(stderr=True))
+        plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))
 
 
 def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing(tmp_path, fake_plugin):
@@ -286,13 +287,13 @@ def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing
     folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
     digest = reference_weights(model_spec("tiny"), 0, 32).digest
     folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
-    plan_resume(folder, "resume", None, None, Console(stderr=True))
+    plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))
     assert read_weights_file(folder.initial_weights).digest == digest
     weights_file(folder.initial_weights, 0.5)
     with pytest.raises(
         UsageError, match=f"initial-weights.npz holds weights .*, not the start the runs take \\({digest}\\)"
     ):
-        plan_resume(folder, "resume", None, None, Console(stderr=True))
+        plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))
 
 
 def test_a_name_that_is_not_utf8_is_read_and_written_as_the_file_system_holds_it(tmp_path, in_process, capfd):

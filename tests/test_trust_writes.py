@@ -23,12 +23,12 @@ from conftest import cli_env, one_line_error
 from test_run_folder_trust import FAKE_JOB, cli, compared, shared_copy  # noqa: F401 (fixtures)
 
 from mgbench.cli import main
-from mgbench.cli.compare import prepare_folder
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.safe_files import LinkRefusedError, fresh_stream, new_file_by_writer, write_file
 from mgbench.datasets.output import writing_into
 from mgbench.reports.charts import ChartSet
+from mgbench.runner.compare_service import prepare_folder
 from mgbench.runner.scratch import SCRATCH_ENV, remove_scratch, run_scratch
 from mgbench.training.driver import run_training
 

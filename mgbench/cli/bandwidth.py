@@ -20,9 +20,7 @@ from mgbench.records.bandwidth import (
 )
 from mgbench.records.peak import vendor_peak
 from mgbench.records.runfolder import RunFolder
-from mgbench.runner.bandwidth import BANDWIDTH_LOG, measure_bandwidth
-
-DEFAULT_TIMEOUT_SECONDS = 600.0
+from mgbench.runner.bandwidth import BANDWIDTH_LOG, MEASURE_TIMEOUT_SECONDS, measure_bandwidth
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -37,7 +35,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="all-reduce message bytes, e.g. 1K,1M,64M"
     )
     parser.add_argument("--copy-bytes", default=str(DEFAULT_COPY_BYTES), help="bytes per copy measurement, e.g. 64M")
-    parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_SECONDS, help="seconds")
+    parser.add_argument("--timeout", type=positive_seconds, default=MEASURE_TIMEOUT_SECONDS, help="seconds")
     parser.add_argument(
         "--out", type=folder_path, default=Path("."), help=f"folder for {BANDWIDTH_FILE} (default: here)"
     )

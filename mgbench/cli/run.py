@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from mgbench.cli.compare import say
 from mgbench.cli.options import add_job_options, job_from_args
+from mgbench.cli.output import say
 from mgbench.cli.values import folder_path, new_weights_file, positive_seconds
 from mgbench.core.config import RunConfig
 from mgbench.datasets.resolve import check_dataset
@@ -28,11 +28,9 @@ from mgbench.records.runfolder import RunFolder
 from mgbench.reports.compact import print_summary
 from mgbench.reports.summary import results_frame
 from mgbench.runner.launch import launched_by_launcher
-from mgbench.runner.orchestrator import execute_run
+from mgbench.runner.orchestrator import DEFAULT_TIMEOUT_SECONDS, execute_run
 from mgbench.runner.plan import plan_runs, replan
 from mgbench.worker import train
-
-DEFAULT_TIMEOUT_SECONDS = 1200.0
 
 
 def register(verbs: argparse._SubParsersAction) -> None:

@@ -20,6 +20,13 @@ NAME_MAX = 255
 btrfs, tmpfs all use 255); a longer one fails every write into it."""
 
 
+def names(text: str) -> list[str]:
+    """argparse type for `--frameworks` and `--strategies`: the names of a comma-separated list,
+    each once: `--strategies ddp,ddp` is one `ddp` run per device count, not the same run twice
+    (two rows of one run_id, a speed-up of a run against itself)."""
+    return list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+
+
 def positive_seconds(text: str) -> float:
     """argparse type for `--timeout`: a finite number of seconds above zero."""
     try:

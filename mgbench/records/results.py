@@ -21,6 +21,8 @@ from mgbench.core.schema import check_fields, parse_json
 from mgbench.measure.metrics import defined
 
 Status = Literal["ok", "failed", "timeout", "oom", "unsupported", "not-installed", "interrupted"]
+FAILED: tuple[Status, ...] = ("failed", "timeout", "oom", "not-installed")
+"""Statuses of a run that did not give its figures, where it could have: a compare holding one exits 1."""
 RESULTS_FILE = "results.jsonl"
 RENAMED = {"allreduce_step_share": "allreduce_step_fraction", "peak_share": "peak_fraction"}
 """Fields rows written by earlier versions named otherwise: read under their current name."""

@@ -16,6 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from mgbench.core.job import Job
 from mgbench.core.kinds import DeviceKind
 from mgbench.core.safe_files import write_file
 
@@ -53,6 +54,12 @@ def save(figure: Figure, path: Path) -> Path:
     figure.savefig(image, format="png", dpi=DPI)
     write_file(path.parent, path.name, image.getvalue())
     return path
+
+
+def compare_title(job: Job, scaling: str) -> str:
+    """What a compare's console summary is headed with: its job, scaling and device kind."""
+    layout = "any layout (a transformer)" if job.spec.transformer else job.data_format
+    return f"{job.model} {job.precision} {layout}, {scaling} scaling, {job.device_kind}"
 
 
 def job_title(frame: pd.DataFrame) -> str:

@@ -46,6 +46,8 @@ from mgbench.training.driver import LAUNCH_TIME_ENV
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
 RDZV_PORT_ENV = "MGBENCH_RDZV_PORT"
 DEFAULT_RDZV_PORT = 29400
+DEFAULT_TIMEOUT_SECONDS = 1200.0
+"""Seconds a run may take where `--timeout` does not say (`compare`, `run`)."""
 
 
 def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:

@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mgbench.core.architectures import ConvNet, Layer
 from mgbench.core.errors import UsageError
-from mgbench.core.models import ModelSpec
+from mgbench.core.models import ModelSpec, catalogue, model_spec
 from mgbench.core.safe_files import open_regular
 
 INIT_SAME = "same"
@@ -41,99 +42,12 @@ BATCH_NORM_STATES = ("weight", "bias", "running_mean", "running_var")
 DIGEST_LENGTH = 12
 
 
-@dataclass(frozen=True)
-class Layer:
-    """One layer of the reference architecture whose weights are drawn: `name` is torchvision's
-    module path, `kind` conv, bn or linear; `shape` the weight's shape (bn: channels,)."""
-
-    name: str
-    kind: str
-    shape: tuple[int, ...]
-    bias: bool = False
-
-
-def _conv(name: str, out_channels: int, in_channels: int, kernel: int, bias: bool = False) -> Layer:
-    return Layer(name, "conv", (out_channels, in_channels, kernel, kernel), bias)
-
-
-def _bn(name: str, channels: int) -> Layer:
-    return Layer(name, "bn", (channels,))
-
-
-def _linear(name: str, out_features: int, in_features: int) -> Layer:
-    return Layer(name, "linear", (out_features, in_features), bias=True)
-
-
-RESNET50_STAGES = (3, 4, 6, 3)
-DENSENET121_BLOCKS = (6, 12, 24, 16)
-DENSENET_GROWTH = 32
-DENSENET_BOTTLENECK = 4
-
-
-def resnet50_layers(num_classes: int) -> Iterator[Layer]:
-    """torchvision's ResNet-50 (v1.5: the stride in a block's 3x3 convolution), in its order."""
-    yield _conv("conv1", 64, 3, 7)
-    yield _bn("bn1", 64)
-    in_channels = 64
-    for stage, blocks in enumerate(RESNET50_STAGES, start=1):
-        width = 64 * 2 ** (stage - 1)
-        for block in range(blocks):
-            prefix = f"layer{stage}.{block}"
-            yield _conv(f"{prefix}.conv1", width, in_channels, 1)
-            yield _bn(f"{prefix}.bn1", width)
-            yield _conv(f"{prefix}.conv2", width, width, 3)
-            yield _bn(f"{prefix}.bn2", width)
-            yield _conv(f"{prefix}.conv3", width * 4, width, 1)
-            yield _bn(f"{prefix}.bn3", width * 4)
-            if block == 0:
-                yield _conv(f"{prefix}.downsample.0", width * 4, in_channels, 1)
-                yield _bn(f"{prefix}.downsample.1", width * 4)
-            in_channels = width * 4
-    yield _linear("fc", num_classes, in_channels)
-
-
-def densenet121_layers(num_classes: int) -> Iterator[Layer]:
-    """torchvision's DenseNet-121 (growth 32, bottleneck 4 x 32, compression 0.5), in its order."""
-    yield _conv("features.conv0", 64, 3, 7)
-    yield _bn("features.norm0", 64)
-    channels = 64
-    width = DENSENET_BOTTLENECK * DENSENET_GROWTH
-    for block, layers in enumerate(DENSENET121_BLOCKS, start=1):
-        for layer in range(1, layers + 1):
-            prefix = f"features.denseblock{block}.denselayer{layer}"
-            yield _bn(f"{prefix}.norm1", channels)
-            yield _conv(f"{prefix}.conv1", width, channels, 1)
-            yield _bn(f"{prefix}.norm2", width)
-            yield _conv(f"{prefix}.conv2", DENSENET_GROWTH, width, 3)
-            channels += DENSENET_GROWTH
-        if block < len(DENSENET121_BLOCKS):
-            yield _bn(f"features.transition{block}.norm", channels)
-            yield _conv(f"features.transition{block}.conv", channels // 2, channels, 1)
-            channels //= 2
-    yield _bn("features.norm5", channels)
-    yield _linear("classifier", num_classes, channels)
-
-
-def tiny_layers(num_classes: int) -> Iterator[Layer]:
-    """The catalogue's `tiny` as an `nn.Sequential` names it (conv 0, conv 3, linear 7)."""
-    yield _conv("0", 16, 3, 3, bias=True)
-    yield _conv("3", 32, 16, 3, bias=True)
-    yield _linear("7", num_classes, 32)
-
-
-REFERENCE_LAYERS = {"resnet50": resnet50_layers, "densenet121": densenet121_layers, "tiny": tiny_layers}
-"""The convolutional networks with a reference draw, layer by layer."""
-TRANSFORMERS_DRAWN = ("vit_b_16",)
-"""The vision transformers with a reference draw (`_transformer_arrays`). Inception-v3 has none:
-torchvision draws it from truncated normals of per-layer widths that no other framework's build
-names alike, so its runs start from each framework's own initialiser (`shared_start_refusal`)."""
-
-
 def shared_start_refusal(model: str) -> str | None:
-    """Why `--init same` cannot give `model` one starting point (None: it can)."""
-    drawn = (*REFERENCE_LAYERS, *TRANSFORMERS_DRAWN)
-    if model in drawn:
+    """Why `--init same` cannot give `model` one starting point (None: it can): the catalogue
+    declares no shape of it to draw (`ModelSpec.drawn`)."""
+    if model_spec(model).drawn:
         return None
+    drawn = [spec.name for spec in catalogue().values() if spec.drawn]
     return f"{model} has no shared starting weights (models with them: {', '.join(drawn)})"
 
 
@@ -149,24 +63,23 @@ def _he_normal(rng: np.random.Generator, shape: tuple[int, ...], fan: int) -> np
     return (rng.standard_normal(shape, dtype=np.float32) * np.float32(math.sqrt(2.0 / fan))).astype(np.float32)
 
 
-def _draw_layer(rng: np.random.Generator, model: str, layer: Layer) -> dict[str, np.ndarray]:
-    """The layer's arrays as torchvision's own initialisation of `model` draws them: ResNet's
-    convolutions He-normal over fan-out, DenseNet's over fan-in, both with batch-norm at scale
-    1 and shift 0, DenseNet's classifier bias 0; everything else torch's default."""
+def _draw_layer(rng: np.random.Generator, network: ConvNet, layer: Layer) -> dict[str, np.ndarray]:
+    """The layer's arrays as torchvision's own initialisation of `network` draws them: its
+    convolutions He-normal over the fan it names (`conv_fan`; ResNet's fan-out, DenseNet's
+    fan-in), batch-norm at scale 1 and shift 0, a zero head bias where it says so (DenseNet's
+    classifier); everything else torch's default."""
     if layer.kind == "bn":
         channels = layer.shape[0]
         ones, zeros = np.ones(channels, np.float32), np.zeros(channels, np.float32)
         return dict(zip(BATCH_NORM_STATES, (ones, zeros, zeros.copy(), ones.copy()), strict=True))
     fan_in = int(np.prod(layer.shape[1:]))
     fan_out = layer.shape[0] * int(np.prod(layer.shape[2:]))
-    if layer.kind == "conv" and model == "resnet50":
-        arrays = {"weight": _he_normal(rng, layer.shape, fan_out)}
-    elif layer.kind == "conv" and model == "densenet121":
-        arrays = {"weight": _he_normal(rng, layer.shape, fan_in)}
+    if layer.kind == "conv" and network.conv_fan is not None:
+        arrays = {"weight": _he_normal(rng, layer.shape, fan_out if network.conv_fan == "fan_out" else fan_in)}
     else:
         arrays = {"weight": _uniform_fan_in(rng, layer.shape, fan_in)}
     if layer.bias:
-        zero_bias = model == "densenet121" and layer.kind == "linear"
+        zero_bias = network.zero_head_bias and layer.kind == "linear"
         arrays["bias"] = (
             np.zeros(layer.shape[0], np.float32) if zero_bias else _uniform_fan_in(rng, (layer.shape[0],), fan_in)
         )
@@ -270,9 +183,10 @@ def reference_weights(spec: ModelSpec, seed: int, image_size: int) -> InitialWei
     rng = np.random.default_rng([seed, 0x1A17])
     if spec.transformer is not None:
         return InitialWeights(dict(_transformer_arrays(rng, spec, image_size)), INIT_SAME)
+    assert spec.convnet is not None
     arrays: dict[str, np.ndarray] = {}
-    for layer in REFERENCE_LAYERS[spec.name](spec.num_classes):
-        for state, array in _draw_layer(rng, spec.name, layer).items():
+    for layer in spec.convnet.layers(spec.num_classes):
+        for state, array in _draw_layer(rng, spec.convnet, layer).items():
             arrays[f"{layer.name}.{state}"] = array
     return InitialWeights(arrays, INIT_SAME)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from mgbench.core.architectures import ConvNet, DenseNet, ResNet, SmallConvNet, VisionTransformer, counts
 from mgbench.core.errors import UsageError
 from mgbench.core.plugins import plugin_modules, plugin_named
 
@@ -35,41 +36,9 @@ class Hyperparameters:
     weight_decay: float = 0.0
     """Zero: frameworks apply it differently (torch, Gluon and Chainer add it to the gradient
     before momentum; Keras' SGD decays the weights apart), so a shared job leaves it out."""
-    loss_reduction: str = "mean"
-    """The loss of a step is the mean over the global batch (and, for sigmoid outputs, over the
-    outputs): gradients do not grow with the batch or the device count."""
 
 
 HYPERPARAMETERS = Hyperparameters()
-
-
-@dataclass(frozen=True)
-class VisionTransformer:
-    """The shape of a vision transformer, declared once so that every framework builds the same
-    one (torchvision's `VisionTransformer`: pre-norm encoder blocks, a class token, a learned
-    position embedding, layer-norm epsilon 1e-6, exact GELU, no dropout)."""
-
-    patch_size: int
-    layers: int
-    width: int
-    heads: int
-    mlp_width: int
-    layer_norm_epsilon: float = 1e-6
-
-    @property
-    def head_width(self) -> int:
-        """The width of each attention head's queries, keys and values."""
-        return self.width // self.heads
-
-    def tokens(self, image_size: int) -> int:
-        """The sequence one image becomes: a token per patch, plus the class token."""
-        return (image_size // self.patch_size) ** 2 + 1
-
-    def size_refusal(self, image_size: int) -> str | None:
-        """Why an image of `image_size` px cannot be cut into this transformer's patches (None: it can)."""
-        if image_size % self.patch_size:
-            return f"cuts images into {self.patch_size}-px patches: the image size must be a multiple of {self.patch_size}, not {image_size}"
-        return None
 
 
 LAYOUT_NOTE = (
@@ -85,17 +54,37 @@ class ModelSpec:
     num_classes: int
     loss: LossKind
     description: str
-    reference_parameters: int
+    reference_parameters: int | None = None
     """Trainable parameters of the torchvision architecture with this head: every framework's
-    build must have exactly these, or declare its difference (`ModelBuilders.parameter_offsets`)."""
-    reference_tensors: int
+    build must have exactly these, or declare its difference (`ModelBuilders.parameter_offsets`).
+    Left out, they are counted from `convnet`'s layers."""
+    reference_tensors: int | None = None
     """Trainable tensors (weights, biases, batch-norm scales and shifts) of that architecture: how
     many gradients a framework that exchanges them one by one hands over (`ModelBuilders.tensor_offsets`
-    where its build differs)."""
+    where its build differs). Left out, they are counted from `convnet`'s layers."""
     hyperparameters: Hyperparameters = HYPERPARAMETERS
     transformer: VisionTransformer | None = None
     """A vision transformer's shape (None: a convolutional network, whose parameters do not
     depend on the image size)."""
+    convnet: ConvNet | None = None
+    """A convolutional network's shape, which every builder and the shared initial weights read
+    (None: a transformer, or a network whose draw no other framework names alike)."""
+
+    def __post_init__(self) -> None:
+        if self.convnet is not None and (self.reference_parameters is None or self.reference_tensors is None):
+            parameters, tensors = counts(self.convnet.layers(self.num_classes))
+            object.__setattr__(self, "reference_parameters", self.reference_parameters or parameters)
+            object.__setattr__(self, "reference_tensors", self.reference_tensors or tensors)
+        if self.reference_parameters is None or self.reference_tensors is None:
+            raise UsageError(
+                f"model {self.name}: give its reference parameter and tensor counts, or its convnet's shape"
+            )
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the shared initial weights have a reference draw of it (`initial_weights`):
+        its shape is declared here, as a convolutional network's or a transformer's."""
+        return self.convnet is not None or self.transformer is not None
 
     def parameters_at(self, image_size: int) -> int:
         """The reference parameter count at `image_size` px: a transformer's position embedding
@@ -115,45 +104,53 @@ MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
         ModelSpec(
-            "densenet121",
-            224,
-            14,
-            "sigmoid",
-            "DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy",
-            6_968_206,
-            364,
-        ),
-        ModelSpec("resnet50", 224, 1000, "softmax", "ResNet-50, 1000-way softmax (ImageNet)", 25_557_032, 161),
-        ModelSpec(
-            "inception_v3",
-            299,
-            1000,
-            "softmax",
-            "Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
-            23_834_568,
-            284,
+            name="densenet121",
+            image_size=224,
+            num_classes=14,
+            loss="sigmoid",
+            description="DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy",
+            convnet=DenseNet(blocks=(6, 12, 24, 16)),
         ),
         ModelSpec(
-            "vit_b_16",
-            224,
-            1000,
-            "softmax",
-            "ViT-B/16: 16-px patches, 12 layers, width 768, 12 heads, MLP 3072, 1000-way softmax",
-            86_567_656,
-            152,
+            name="resnet50",
+            image_size=224,
+            num_classes=1000,
+            loss="softmax",
+            description="ResNet-50, 1000-way softmax (ImageNet)",
+            convnet=ResNet(stages=(3, 4, 6, 3)),
+        ),
+        ModelSpec(
+            name="inception_v3",
+            image_size=299,
+            num_classes=1000,
+            loss="softmax",
+            description="Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
+            reference_parameters=23_834_568,
+            reference_tensors=284,
+        ),
+        ModelSpec(
+            name="vit_b_16",
+            image_size=224,
+            num_classes=1000,
+            loss="softmax",
+            description="ViT-B/16: 16-px patches, 12 layers, width 768, 12 heads, MLP 3072, 1000-way softmax",
+            reference_parameters=86_567_656,
+            reference_tensors=152,
             transformer=VisionTransformer(patch_size=16, layers=12, width=768, heads=12, mlp_width=3072),
         ),
         ModelSpec(
-            "tiny",
-            32,
-            10,
-            "softmax",
-            "two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks",
-            5_418,
-            6,
+            name="tiny",
+            image_size=32,
+            num_classes=10,
+            loss="softmax",
+            description="two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks",
+            convnet=SmallConvNet(channels=(16, 32)),
         ),
     )
 }
+"""Inception-v3 has no shape here: torchvision draws it from truncated normals of per-layer
+widths that no other framework's build names alike, so its runs start from each framework's own
+initialiser, and its counts are declared."""
 
 
 def catalogue() -> dict[str, ModelSpec]:

@@ -24,7 +24,7 @@ import chainer.functions as F  # noqa: E402
 import chainer.initializers as I  # noqa: E402
 import chainer.links as L  # noqa: E402
 
-from mgbench.core.models import VisionTransformer  # noqa: E402
+from mgbench.core.architectures import VisionTransformer  # noqa: E402
 from mgbench.frameworks.chainer.attention import attend  # noqa: E402
 from mgbench.frameworks.chainer.named import Named  # noqa: E402
 

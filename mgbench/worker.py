@@ -10,7 +10,6 @@ the result row.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -43,9 +42,9 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
         capabilities.loader,
         host_decoder=host_decoder(),
     )
-    return result and dataclasses.replace(
-        result, unmatched=list(capabilities.builders.unmatched.get(result.config.job.model, ()))
-    )
+    if result is not None:
+        result.build.unmatched = list(capabilities.builders.unmatched.get(result.config.job.model, ()))
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:

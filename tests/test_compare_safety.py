@@ -89,7 +89,7 @@ def test_a_failed_row_starts_with_its_cause(tmp_path):
 
 def row(devices: int, rate: float, p10: float, p90: float) -> RunResult:
     config = RunConfig.flat("fake", "steady", "tiny", devices, "cpu", 8, 10)
-    return RunResult(config, "ok", images_per_sec=rate, images_per_sec_p10=p10, images_per_sec_p90=p90)
+    return RunResult.flat(config, "ok", images_per_sec=rate, images_per_sec_p10=p10, images_per_sec_p90=p90)
 
 
 def test_impossible_speed_ups_and_unsteady_rows_are_flagged():
@@ -103,8 +103,8 @@ def test_impossible_speed_ups_and_unsteady_rows_are_flagged():
 
 def test_a_gpu_row_that_ran_without_cudnn_says_so():
     without, with_cudnn = row(1, 154.0, 153.0, 155.0), row(2, 300.0, 298.0, 301.0)
-    without.framework_versions = {"cupy": "14.2.0", "cudnn": "not used (cuDNN disabled)"}
-    with_cudnn.framework_versions = {"cudnn": "91300"}
+    without.origin.framework_versions = {"cupy": "14.2.0", "cudnn": "not used (cuDNN disabled)"}
+    with_cudnn.origin.framework_versions = {"cudnn": "91300"}
     frame = results_frame([without, with_cudnn]).set_index("devices")
     assert frame.loc[1, "warning"] == (
         "cuDNN not used (cuDNN disabled): convolutions ran without it, unlike the other frameworks' GPU rows"

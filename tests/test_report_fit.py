@@ -45,23 +45,23 @@ def test_the_host_clock_names_a_bottleneck_wherever_no_profile_does():
     unprofiled = ok_result(cpu, 0.2)
     unprofiled.host_breakdown = INPUT_BOUND
     attach_host_bottleneck(unprofiled)
-    assert (unprofiled.bottleneck, unprofiled.breakdown_clock) == ("input_wait", HOST_CLOCK)
+    assert (unprofiled.profiled.bottleneck, unprofiled.profiled.breakdown_clock) == ("input_wait", HOST_CLOCK)
     step_bound = ok_result(cpu, 0.2)
     step_bound.host_breakdown = STEP_BOUND
     attach_host_bottleneck(step_bound)
-    assert step_bound.bottleneck == "step"
+    assert step_bound.profiled.bottleneck == "step"
 
     profiled = ok_result(cpu, 0.2)
     profiled.host_breakdown = INPUT_BOUND
-    profiled.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
-    profiled.bottleneck, profiled.breakdown_clock = "idle", "cpu"
+    profiled.profiled.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
+    profiled.profiled.bottleneck, profiled.profiled.breakdown_clock = "idle", "cpu"
     gpu = ok_result(BASE, 0.2)  # unprofiled on a GPU (an --epochs run): its host waited for input
     gpu.host_breakdown = INPUT_BOUND
     nulled = ok_result(cpu, 0.2)  # a share written as null: no split rather than half of one
     nulled.host_breakdown = {**INPUT_BOUND, "synchronize": None}
     for row, expected in ((profiled, ("idle", "cpu")), (gpu, ("input_wait", HOST_CLOCK)), (nulled, (None, None))):
         attach_host_bottleneck(row)
-        assert (row.bottleneck, row.breakdown_clock) == expected
+        assert (row.profiled.bottleneck, row.profiled.breakdown_clock) == expected
 
 
 def test_every_run_keeps_the_compared_columns_and_links_each_row_to_its_details(tmp_path):

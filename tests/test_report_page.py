@@ -62,8 +62,11 @@ def cpu_folder(root: Path, profiled: bool = True) -> Path:
             result = ok_result(config, step * (1 + 0.3 * (devices - 1)))
             result.host_breakdown = HOST_TIMING
             if profiled:
-                result.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
-                result.bottleneck, result.breakdown_clock = bottleneck(result.breakdown), "cpu"
+                result.profiled.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
+                result.profiled.bottleneck, result.profiled.breakdown_clock = (
+                    bottleneck(result.profiled.breakdown),
+                    "cpu",
+                )
             append_result(folder / "results.jsonl", result)
             configs.append(config.to_dict())
     record = {"command": "mgbench compare --frameworks keras,pytorch", "configs": configs}
@@ -183,7 +186,7 @@ def test_the_utilisation_chart_shades_the_steady_steps_marks_each_phase_and_part
     from mgbench.reports.summary import results_frame
 
     result = ok_result(BASE.with_changes(devices=2), 0.2)
-    result.compile_seconds, result.profile_seconds, result.peak_memory_bytes = 3.0, 1.5, 3 * 2**30
+    result.compiled.compile_seconds, result.profiled.profile_seconds, result.peak_memory_bytes = 3.0, 1.5, 3 * 2**30
     row = results_frame([result]).iloc[0]
     trace = pd.DataFrame(
         [

@@ -14,8 +14,8 @@ from mgbench.reports.summary import results_frame, write_summary
 def row(strategy, devices, images_per_sec, status="ok"):
     config = RunConfig.flat("pytorch", strategy, "resnet50", devices, "cuda", 32, 10)
     if status != "ok":
-        return RunResult(config, status, error="boom\nsecond line")
-    return RunResult(
+        return RunResult.flat(config, status, error="boom\nsecond line")
+    return RunResult.flat(
         config,
         "ok",
         images_per_sec=images_per_sec,
@@ -70,9 +70,9 @@ def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_
     path = tmp_path / "results.jsonl"
     one = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 4, 5)
     rows = [
-        {**RunResult(one, "ok", images_per_sec=100.0).to_record(), "flops_per_image": 7},
-        RunResult(one.with_changes(devices=4), "ok", images_per_sec=300.0).to_record(),
-        RunResult(one.with_changes(strategy="dp", devices=4), "failed", error="boom").to_record(),
+        {**RunResult.flat(one, "ok", images_per_sec=100.0).to_record(), "flops_per_image": 7},
+        RunResult.flat(one.with_changes(devices=4), "ok", images_per_sec=300.0).to_record(),
+        RunResult.flat(one.with_changes(strategy="dp", devices=4), "failed", error="boom").to_record(),
     ]
     lines = [json.dumps(rows[0]), '{"framework": "pytorch", "cut', json.dumps(rows[1]), json.dumps(rows[2])]
     path.write_text("\n".join(lines) + "\n")
@@ -95,7 +95,7 @@ def test_a_row_written_before_a_field_was_renamed_reads_under_the_new_name(tmp_p
     del record["peak_fraction"], record["allreduce_step_fraction"]
     (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
     result = read_results(tmp_path / "results.jsonl")[0]
-    assert result.peak_fraction == 0.17 and result.allreduce_step_fraction == 0.05
+    assert result.limit.peak_fraction == 0.17 and result.limit.allreduce_step_fraction == 0.05
     frame = load_run_folder(tmp_path).frame
     assert frame.loc[0, "peak_fraction"] == 0.17 and "peak_share" not in frame and "allreduce_step_share" not in frame
     write_summary(tmp_path, [result])

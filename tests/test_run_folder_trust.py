@@ -111,7 +111,7 @@ def test_a_config_read_back_refuses_a_name_that_is_no_plain_file_name(field, val
 
 
 def test_a_row_whose_run_id_is_not_its_configs_is_refused():
-    row = RunResult(CONFIG, "failed", error="x").to_record()
+    row = RunResult.flat(CONFIG, "failed", error="x").to_record()
     with pytest.raises(UnsafeNameError, match="run_id"):
         RunResult.from_record({**row, "run_id": "../../elsewhere"})
     with pytest.raises(UsageError, match="not a run config"):

@@ -40,11 +40,11 @@ def test_a_target_reached_in_the_first_epoch_stops_training_there(fake_plugin):
     trainer = LearningTrainer("steady")
     result = run_training(trainer, config)
     assert trainer.epochs_trained == 1 and trainer.scored == ["val", "test"]
-    assert result.target_epoch == 1 and len(result.epoch_metrics) == 1
-    assert result.time_to_target_seconds == result.epoch_metrics[0]["elapsed_seconds"] > 0
-    assert result.time_to_target_seconds <= result.time_to_train_seconds
-    assert result.time_to_target_with_startup_seconds == pytest.approx(
-        result.startup_seconds + result.time_to_target_seconds
+    assert result.by_epoch.target_epoch == 1 and len(result.by_epoch.epoch_metrics) == 1
+    assert result.by_epoch.time_to_target_seconds == result.by_epoch.epoch_metrics[0]["elapsed_seconds"] > 0
+    assert result.by_epoch.time_to_target_seconds <= result.by_epoch.time_to_train_seconds
+    assert result.by_epoch.time_to_target_with_startup_seconds == pytest.approx(
+        result.startup_seconds + result.by_epoch.time_to_target_seconds
     )
     assert result.warnings == []
 
@@ -54,8 +54,8 @@ def test_a_target_never_reached_trains_every_epoch_and_says_so(fake_plugin):
     trainer = LearningTrainer("steady")
     result = run_training(trainer, config)
     assert trainer.epochs_trained == 2
-    assert result.target_epoch is None and result.time_to_target_seconds is None
-    assert result.time_to_train_seconds > 0
+    assert result.by_epoch.target_epoch is None and result.by_epoch.time_to_target_seconds is None
+    assert result.by_epoch.time_to_train_seconds > 0
     (warning,) = result.warnings
     assert "auc=0.95 not reached in 2 epoch(s)" in warning and "0.8000" in warning
 
@@ -114,7 +114,7 @@ def epoch_rows(target: str | None = None) -> list[RunResult]:
         stats = summarise_steps([config.global_batch / rate] * 40, [0.0] * 40, config.global_batch)
         reached = target is not None and to_target is not None
         rows.append(
-            RunResult(
+            RunResult.flat(
                 config,
                 "ok",
                 **vars(stats),

@@ -129,7 +129,9 @@ def test_an_undefined_auc_is_null_with_a_warning_saying_why_and_survives_a_rewri
     one_class = gathered_metrics([(1.2, np.array([[0.2, 0.8], [0.4, 0.6]]), np.array([1, 1]))], multi_label=False)
     no_negative = gathered_metrics([(0.5, np.full((3, 2), 0.5), np.ones((3, 2)))], multi_label=True)
     config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset="labels:x", epochs=1)
-    row = RunResult(config, "ok", test_metrics=one_class, epoch_metrics=[{"epoch": 1, "val_auc": no_negative["auc"]}])
+    row = RunResult.flat(
+        config, "ok", test_metrics=one_class, epoch_metrics=[{"epoch": 1, "val_auc": no_negative["auc"]}]
+    )
     text = row.to_json()
     record = json.loads(text, parse_constant=lambda constant: pytest.fail(f"{constant} written"))
     assert record["test_metrics"]["auc"] is None and record["epoch_metrics"][0]["val_auc"] is None
@@ -141,7 +143,7 @@ def test_an_undefined_auc_is_null_with_a_warning_saying_why_and_survives_a_rewri
     assert RunResult.from_record(record).to_json() == text
     nan_scores = gathered_metrics([(np.nan, np.full((2, 2), np.nan), np.array([0, 1]))], multi_label=False)
     assert nan_scores["auc"].why == "the model's scores are not finite numbers (its loss diverged)"
-    diverged = json.loads(RunResult(config, "ok", final_loss=float("nan")).to_json())
+    diverged = json.loads(RunResult.flat(config, "ok", final_loss=float("nan")).to_json())
     assert diverged["final_loss"] is None and diverged["warnings"] == [
         "final_loss undefined: nan is not a finite number"
     ]
@@ -152,7 +154,7 @@ def test_a_row_with_an_undefined_auc_is_tabulated_and_its_warning_shown():
     metrics = gathered_metrics([(1.2, np.array([[0.2, 0.8], [0.4, 0.6]]), np.array([1, 1]))], multi_label=False)
     row = RunResult.from_record(
         json.loads(
-            RunResult(
+            RunResult.flat(
                 config,
                 "ok",
                 images_per_sec=10.0,
@@ -194,7 +196,7 @@ def test_a_plan_listing_one_config_three_times_resumes_to_one_row(tmp_path, fake
     steady = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4)
     flaky = steady.with_changes(strategy="flaky")
     folder = planned(tmp_path, [steady, steady, flaky, steady, flaky])
-    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0).to_json() + "\n")
+    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0).to_json() + "\n")
     plan, book = plan_resume(folder, "mgbench compare --resume run", None, None, voice(Console(stderr=True)))
     assert plan.configs == [steady, flaky] and [run.config for run in book.owed()] == [flaky]
     assert [row.run_id for row in read_results(folder.results)] == ["fake-steady-1cpu"]
@@ -234,8 +236,11 @@ def test_a_diverged_loss_is_a_row_that_says_where_and_every_report_still_comes_o
     rows = {row.config.strategy: row for row in read_results(out / "results.jsonl")}
     diverged, steady = rows["diverge"], rows["steady"]
     assert (diverged.status, diverged.diverged_at_step, steady.diverged_at_step) == ("ok", DIVERGE_STEP, None)
-    assert diverged.images_per_sec > 0 and diverged.losses[: DIVERGE_STEP - 1] == steady.losses[: DIVERGE_STEP - 1]
-    assert diverged.losses[DIVERGE_STEP - 1 :] == [None] * (len(diverged.losses) - DIVERGE_STEP + 1)
+    assert (
+        diverged.timing.images_per_sec > 0
+        and diverged.series.losses[: DIVERGE_STEP - 1] == steady.series.losses[: DIVERGE_STEP - 1]
+    )
+    assert diverged.series.losses[DIVERGE_STEP - 1 :] == [None] * (len(diverged.series.losses) - DIVERGE_STEP + 1)
     why = f"the loss diverged at step {DIVERGE_STEP} (nan)"
     assert diverged.warnings == [f"final_loss, losses[1] and 2 more, step_losses[1] and 2 more undefined: {why}"]
     assert why in capsys.readouterr().out
@@ -262,7 +267,7 @@ def test_resume_refuses_an_init_file_changed_since_the_rows_done(tmp_path, fake_
     )
     folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
     digest = read_weights_file(tmp_path / "w.npz").digest
-    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
     before = folder.compare_file.read_text()
     weights_file(tmp_path / "w.npz", 0.25)
     with pytest.raises(UsageError, match=f"holds other weights now .* than the rows done started from \\({digest}\\)"):
@@ -286,7 +291,7 @@ def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing
     steady = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init="same")
     folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
     digest = reference_weights(model_spec("tiny"), 0, 32).digest
-    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
     plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))
     assert read_weights_file(folder.initial_weights).digest == digest
     weights_file(folder.initial_weights, 0.5)

@@ -103,9 +103,9 @@ def test_a_byte_that_is_not_utf8_costs_its_line_not_the_file(tmp_path):
 
 
 def test_a_row_of_the_declared_types_reads_back_and_one_of_others_is_refused_naming_the_field():
-    row = RunResult(CONFIG, "ok", images_per_sec=10.0, losses=[0.5, math.nan], eval_metrics={"auc": math.nan})
+    row = RunResult.flat(CONFIG, "ok", images_per_sec=10.0, losses=[0.5, math.nan], eval_metrics={"auc": math.nan})
     record = row.to_record()
-    assert RunResult.from_record(json.loads(json.dumps(record))).losses[0] == 0.5
+    assert RunResult.from_record(json.loads(json.dumps(record))).series.losses[0] == 0.5
     with pytest.raises(UsageError, match=re.escape("images_per_sec is 'fast', not float | None")):
         RunResult.from_record({**record, "images_per_sec": "fast"})
     with pytest.raises(UsageError, match="not a result row: list instead of an object"):

@@ -25,7 +25,7 @@ from mgbench.cli.values import folder_path, hosts_text, names, positive_seconds,
 from mgbench.core.errors import UsageError
 from mgbench.frameworks.registry import expand_frameworks
 from mgbench.records.compare_plan import ComparePlan
-from mgbench.records.results import FAILED, read_results
+from mgbench.records.results import Status, read_results
 from mgbench.records.runfolder import RunFolder
 from mgbench.records.scaling import add_scaling_figures
 from mgbench.reports.compact import print_summary
@@ -197,4 +197,4 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
     if interrupted:
         say(console)(f"interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}")
         return INTERRUPTED_EXIT_CODE
-    return 1 if statuses & set(FAILED) else 0
+    return 1 if any(Status(status).failed for status in statuses) else 0

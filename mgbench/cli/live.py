@@ -80,8 +80,8 @@ def run_name(config: RunConfig, round_label: str = "") -> str:
 
 def ending(result: RunResult, seconds: float, round_label: str = "") -> str:
     """`ok fake steady x2: 63.9 img/s, 3.2 s` or `oom ...: first line of the error, 3.2 s`."""
-    if result.status == "ok" and result.images_per_sec is not None:
-        what = f"{result.images_per_sec:.1f} img/s"
+    if result.status == "ok" and result.timing.images_per_sec is not None:
+        what = f"{result.timing.images_per_sec:.1f} img/s"
     else:
         what = (result.error or "").splitlines()[0] if result.error else ""
     return f"{result.status} {run_name(result.config, round_label)}: {what}, {seconds:.1f} s"

@@ -138,12 +138,13 @@ def _is_allreduce_entry(entry: object) -> bool:
 def annotate_allreduce(result: RunResult, report: BandwidthReport) -> None:
     """Put the expected gradient all-reduce time and its share of the median step into `result`."""
     config = result.config
-    if result.status != "ok" or config.devices < 2 or not result.parameters or not result.median_step_seconds:
+    parameters, step = result.build.parameters, result.timing.median_step_seconds
+    if result.status != "ok" or config.devices < 2 or not parameters or not step:
         return
-    gradient_bytes = result.parameters * GRADIENT_BYTES_PER_PARAM
+    gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAM
     bus = report.bus_bandwidth_for(gradient_bytes)
     if bus is None:
         return
-    seconds = expected_allreduce_seconds(result.parameters, GRADIENT_BYTES_PER_PARAM, bus, config.devices)
-    result.expected_allreduce_seconds = seconds
-    result.allreduce_step_fraction = seconds / result.median_step_seconds
+    seconds = expected_allreduce_seconds(parameters, GRADIENT_BYTES_PER_PARAM, bus, config.devices)
+    result.limit.expected_allreduce_seconds = seconds
+    result.limit.allreduce_step_fraction = seconds / step

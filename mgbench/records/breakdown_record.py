@@ -166,19 +166,20 @@ def attach_breakdown(result: RunResult, profile_dir: Path) -> None:
     merged = merge_breakdowns(profile_dir)
     if merged is None:
         return
+    profiled, timing = result.profiled, result.timing
     if "error" in merged:
-        result.profile = {**(result.profile or {}), "breakdown_error": merged["error"]}
+        profiled.profile = {**(profiled.profile or {}), "breakdown_error": merged["error"]}
         return
-    result.breakdown = merged["breakdown"]
-    result.bottleneck = merged["bottleneck"]
-    result.bottleneck_note = bottleneck_note(merged["breakdown"])
-    result.breakdown_clock = merged["clock"]
-    if result.median_step_seconds and result.images_per_sec:
+    profiled.breakdown = merged["breakdown"]
+    profiled.bottleneck = merged["bottleneck"]
+    profiled.bottleneck_note = bottleneck_note(merged["breakdown"])
+    profiled.breakdown_clock = merged["clock"]
+    if timing.median_step_seconds and timing.images_per_sec:
         ceiling = device_ceiling(
-            result.config.global_batch, result.median_step_seconds, result.images_per_sec, merged["breakdown"]
+            result.config.global_batch, timing.median_step_seconds, timing.images_per_sec, merged["breakdown"]
         )
         if ceiling is not None:
-            result.device_ceiling_images_per_sec, result.ceiling_taken = ceiling.images_per_sec, ceiling.taken
+            profiled.device_ceiling_images_per_sec, profiled.ceiling_taken = ceiling.images_per_sec, ceiling.taken
 
 
 def attach_host_bottleneck(result: RunResult) -> None:
@@ -186,7 +187,7 @@ def attach_host_bottleneck(result: RunResult) -> None:
     with a breakdown and rows whose host timing has a share without a value (written as null)
     stay as they are."""
     shares = result.host_breakdown
-    if result.status != "ok" or result.breakdown is not None or shares is None:
+    if result.status != "ok" or result.profiled.breakdown is not None or shares is None:
         return
     if all(isinstance(shares.get(name), int | float) for name in HOST_PHASES):
-        result.bottleneck, result.breakdown_clock = host_bottleneck(shares), HOST_CLOCK
+        result.profiled.bottleneck, result.profiled.breakdown_clock = host_bottleneck(shares), HOST_CLOCK

@@ -102,18 +102,19 @@ def annotate_work(result: RunResult, work: ModelWork | None, bandwidth: Bandwidt
     """Put the model's FLOPs per image, the achieved TFLOP/s, the peak and the share into an ok
     row, and the activation-memory estimate of its batch per device."""
     config = result.config
-    if result.status != "ok" or work is None or not result.images_per_sec:
+    if result.status != "ok" or work is None or not result.timing.images_per_sec:
         return
-    result.flops_per_image = work.flops_per_image
-    result.achieved_tflops = achieved_tflops(work.flops_per_image, result.images_per_sec)
-    result.activation_bytes_estimate = int(
+    limit = result.limit
+    limit.flops_per_image = work.flops_per_image
+    limit.achieved_tflops = achieved_tflops(work.flops_per_image, result.timing.images_per_sec)
+    limit.activation_bytes_estimate = int(
         work.saved_elements_per_image * config.job.batch_per_device * BYTES_PER_ELEMENT[config.job.precision]
     )
-    device = result.device_names[0] if result.device_names else ""
+    device = result.origin.device_names[0] if result.origin.device_names else ""
     vendor = vendor_peak(device, config.job.precision)
-    result.vendor_peak_tflops = vendor[0] if vendor else None
+    limit.vendor_peak_tflops = vendor[0] if vendor else None
     peak = reference_peak(device, config.job.device_kind, config.job.precision, bandwidth)
     if peak is None:
         return
-    result.peak_tflops, result.peak_source = peak
-    result.peak_fraction = result.achieved_tflops / (result.peak_tflops * config.devices)
+    limit.peak_tflops, limit.peak_source = peak
+    limit.peak_fraction = limit.achieved_tflops / (limit.peak_tflops * config.devices)

@@ -26,6 +26,7 @@ import pandas as pd
 
 from mgbench.core.safe_files import read_regular
 from mgbench.measure.phases import Phase, run_phases, steady_spans
+from mgbench.records.figures import UtilisationFigures
 from mgbench.records.results import RunResult
 from mgbench.records.runfolder import TRACE_COLUMNS
 
@@ -111,5 +112,5 @@ def attach_utilisation(result: RunResult, trace_path: Path) -> None:
     trace = read_trace(trace_path)
     if trace is None:
         return
-    for name, value in utilisation_figures(trace, run_phases(result.to_record())).items():
-        setattr(result, name, value)
+    if figures := utilisation_figures(trace, run_phases(result.to_record())):
+        result.utilisation = UtilisationFigures(**figures)

@@ -67,7 +67,7 @@ def load_run_folder(root: Path) -> RunFolderData:
     if not results:
         raise UsageError(f"{results_path} holds no readable result rows")
     for result in results:
-        if result.utilisation_pct is None:  # a row written before rows held it
+        if result.utilisation.utilisation_pct is None:  # a row written before rows held it
             attach_utilisation(result, folder.trace(result.run_id))
     plan = _planned(folder)
     notes = [*plan.left_out, *filter(None, [plan.job_shrink])]

@@ -16,10 +16,9 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from mgbench.core.schema import field_types
 from mgbench.measure.breakdown import CATEGORIES
 from mgbench.measure.timing import FIRST_STEP_KEPT, first_step_kept
-from mgbench.records.results import RunResult
+from mgbench.records.results import RunResult, figure_types
 from mgbench.records.runfolder import RunFolder
 from mgbench.records.scaling import SCALING_FIELDS, scaling_figures
 from mgbench.records.utilisation import SOURCES
@@ -94,7 +93,7 @@ LIST_COLUMNS = (
     "caveats",
     "device_utilisation",
 )
-NUMBER_FIGURES = [name for name, hint in field_types(RunResult).items() if hint in (float | None, int | None)]
+NUMBER_FIGURES = [name for name, hint in figure_types().items() if hint in (float | None, int | None)]
 """The figures a row holds as a number or null (no value: the row's `warnings` say why). The
 frame holds them as floats, a null as NaN, whether one row lacks the figure or every row does
 (pandas leaves a column of nulls only as None), so report code meets one kind of gap."""

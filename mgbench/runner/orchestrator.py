@@ -29,6 +29,7 @@ from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.machine.devices import visible_gpus
 from mgbench.records.bandwidth import BandwidthReport, annotate_allreduce
 from mgbench.records.breakdown_record import attach_breakdown, attach_host_bottleneck
+from mgbench.records.figures import OomRetries, Origin
 from mgbench.records.peak import annotate_work
 from mgbench.records.results import RunResult, Status
 from mgbench.records.runfolder import RunFolder
@@ -206,7 +207,7 @@ def execute_run(
     command_text = "\n".join(" ".join(node.argv) for node in nodes)
     if outcome.returncode == 0 and raw.exists():
         result = RunResult.from_record(json.loads(raw.read_text()))
-        result.command = command_text
+        result.origin.command = command_text
         if config.job.profile_steps:
             attach_breakdown(result, folder.profile_dir(config.run_id))
         attach_host_bottleneck(result)
@@ -218,9 +219,8 @@ def execute_run(
     else:
         cause = failure_cause(folder.log(config.run_id).read_text(errors="replace"), outcome.returncode)
         error = f"{cause} (exit code {outcome.returncode})\n{outcome.log_tail}"
-    return RunResult(
-        config, status, error=error, command=command_text, interpreter=interpreter, wall_seconds=outcome.seconds
-    )
+    origin = Origin(command=command_text, interpreter=interpreter, wall_seconds=outcome.seconds)
+    return RunResult(config, status, error=error, origin=origin)
 
 
 @dataclass(frozen=True)
@@ -257,8 +257,7 @@ def execute_with_oom_retry(
         retries += 1
         on_event(RunEvent("retry", run.config, folder.log(run.config.run_id), round_label))
         result = execute_run(run, folder, timeout, hosts=hosts)
-    result.requested_batch_per_device = requested
-    result.oom_retries = retries
+    result.retries = OomRetries(requested, retries)
     return result
 
 

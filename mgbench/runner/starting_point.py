@@ -52,7 +52,8 @@ def check_start_again(folder: RunFolder, config: RunConfig, done: list[RunResult
     start = shared_start(config)
     if start is None:
         return None
-    others = sorted({row.init_digest for row in done if row.init_digest and row.init_digest != start.digest})
+    digests = {row.build.init_digest for row in done}
+    others = sorted(digest for digest in digests if digest and digest != start.digest)
     if others:
         where = "the reference draw" if config.job.init == INIT_SAME else f"--init {config.job.init}"
         raise UsageError(

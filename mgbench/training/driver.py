@@ -40,7 +40,17 @@ from mgbench.measure.breakdown import TimedStep
 from mgbench.measure.metrics import diverged
 from mgbench.measure.step_timer import Clock, StepTimer, step_sync_forced
 from mgbench.measure.timing import host_phase_shares, steady_window, summarise_steps
-from mgbench.records.results import RunResult
+from mgbench.records.figures import (
+    Build,
+    Compilation,
+    EpochFigures,
+    InputFigures,
+    Origin,
+    ProfileFigures,
+    StepSeries,
+    StepTiming,
+)
+from mgbench.records.results import RunResult, Status, fields_of
 from mgbench.training.loaders import loader_workers
 from mgbench.training.profiling import profile_window
 from mgbench.training.protocol import Adapter
@@ -148,109 +158,152 @@ class StepClock:
         self.losses.extend(self.trainer.read_losses(self.pending))
         self.pending, self.in_window = [], False
 
-    def loss_figures(self) -> dict[str, Any]:
+    def loss_figures(self) -> LossFigures:
         """The row's losses: every timed step's, the first `STEP_LOSSES_KEPT` (a compiled run's
         compile step first), the last, and the step (counted the same way) at which the loss was
         first no finite number, each loss from there on saying so (`metrics.diverged`)."""
         every, diverged_at = diverged(self.compile_losses + self.losses)
         losses = every[len(self.compile_losses) :]
-        return {
-            "losses": losses,
-            "step_losses": every[:STEP_LOSSES_KEPT],
-            "final_loss": losses[-1],
-            "diverged_at_step": diverged_at,
-        }
+        return LossFigures(losses, every[:STEP_LOSSES_KEPT], losses[-1], diverged_at)
 
 
 @dataclasses.dataclass(frozen=True)
-class EpochsTrained:
+class LossFigures:
+    losses: list[float]
+    step_losses: list[float]
+    final_loss: float
+    diverged_at_step: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Trained:
+    """What training gave, in steps (`train_steps`) or in epochs (`train_epochs`): the clock that
+    timed its steps, the held-out metrics it ended with and their seconds, what only epochs give,
+    the profiled window's summary and seconds, and the row's warnings."""
+
     clock: StepClock
-    epoch_metrics: list[dict[str, float]]
-    """One row per epoch: its training figures and its validation metrics, prefixed `val_`."""
-    last_validation: dict[str, float]
-    time_to_train_seconds: float
-    """Wall seconds from the first training step to the end of the last validation."""
-    target_epoch: int | None = None
-    """The epoch whose validation reached `--target-metric` (the last trained); None: not reached, or none set."""
-    target_warning: str | None = None
-    """Why a row with a target has no time to it: the target was not reached in `--epochs` epochs."""
-
-    def target_figures(self, startup_seconds: float) -> dict[str, Any]:
-        """The row's time-to-target figures: from the first training step (a compiled run's compile
-        step) to the end of the validation that reached the target, and from launch (with
-        `startup_seconds`); None where it was not reached, with the row's warning saying so."""
-        reached = None if self.target_epoch is None else self.epoch_metrics[self.target_epoch - 1]["elapsed_seconds"]
-        return {
-            "time_to_target_seconds": reached,
-            "time_to_target_with_startup_seconds": None if reached is None else startup_seconds + reached,
-            "target_epoch": self.target_epoch,
-            "warnings": [self.target_warning] if self.target_warning else [],
-        }
+    eval_metrics: dict[str, float]
+    eval_seconds: float
+    by_epoch: EpochFigures = dataclasses.field(default_factory=EpochFigures)
+    profile: dict[str, Any] | None = None
+    profile_seconds: float | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
 
-def train_epochs(
-    trainer: Adapter, config: RunConfig, compiling: bool, step_clock: Clock = time.perf_counter
-) -> EpochsTrained:
+def train_steps(
+    adapter: Adapter,
+    config: RunConfig,
+    compiling: bool,
+    step_clock: Clock,
+    profile_dir: Path | None = None,
+    profiler: str | None = None,
+) -> Trained:
+    """`config.job.steps` timed steps, then, with `config.job.profile_steps` and a `profile_dir`,
+    that many more under the framework's `profiler`, clocked apart from the timed ones; then the
+    held-out loss. `step_clock` times the steps, as in `run_training`."""
+    clock = StepClock(adapter, config, config.job.steps, compiling=compiling, clock=step_clock)
+    batches = adapter.batches()
+    while clock.steps_taken < config.job.steps:
+        clock.step(batches)
+    clock.finish()
+    profile, profile_seconds = None, None
+    if config.job.profile_steps and profile_dir is not None:
+        stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
+        timed = TimedStep(stats.median_step_seconds, stats.input_wait_fraction * stats.median_step_seconds)
+        window_start = time.perf_counter()
+        window = StepClock(adapter, config, config.job.profile_steps, progress=False, synchronised=True)
+        rank = adapter.placement.rank
+        profile = profile_window(adapter, window, batches, config.job.profile_steps, profile_dir, rank, profiler, timed)
+        profile_seconds = time.perf_counter() - window_start
+    closed(batches)
+    eval_start = time.perf_counter()
+    metrics = adapter.evaluate()
+    eval_seconds = time.perf_counter() - eval_start
+    return Trained(clock, metrics, eval_seconds, profile=profile, profile_seconds=profile_seconds)
+
+
+def train_epochs(adapter: Adapter, config: RunConfig, compiling: bool, step_clock: Clock, startup: float) -> Trained:
     """`config.job.epochs` epochs with the scaled, warmed-up learning rate and validation after each;
-    with `config.job.target_metric`, only up to the first epoch whose validation reaches it. Every
-    process stops alike: each is handed the same gathered validation (`Adapter.evaluate`).
-    `step_clock` times the steps, as in `run_training`."""
+    with `config.job.target_metric`, only up to the first epoch whose validation reaches it, whose
+    time is taken from the first training step and, with `startup` seconds, from the launch. Every
+    process stops alike: each is handed the same gathered validation (`Adapter.evaluate`). After
+    the last epoch the test split is scored once, apart from the time to train. `step_clock` times
+    the steps, as in `run_training`."""
     target = TargetMetric.parse(config.job.target_metric) if config.job.target_metric else None
-    per_epoch = trainer.steps_per_epoch()
-    clock = StepClock(trainer, config, per_epoch * config.job.epochs, compiling=compiling, clock=step_clock)
+    per_epoch = adapter.steps_per_epoch()
+    clock = StepClock(adapter, config, per_epoch * config.job.epochs, compiling=compiling, clock=step_clock)
     epoch_metrics: list[dict[str, float]] = []
     target_epoch = None
     started = time.perf_counter()
     for epoch in range(config.job.epochs):
-        batches = trainer.epoch_batches(epoch)
-        first = len(clock.step_seconds)
-        for step in range(per_epoch):
-            trainer.set_learning_rate(
-                learning_rate_at(
-                    epoch * per_epoch + step,
-                    per_epoch,
-                    config.job.learning_rate,
-                    config.global_batch,
-                    config.job.lr_reference_batch,
-                )
-            )
-            clock.step(batches)
-        clock.finish()
-        val_start = time.perf_counter()
-        metrics = trainer.evaluate("val")
-        val_seconds = time.perf_counter() - val_start
-        train_seconds = float(sum(clock.step_seconds[first:]))
-        epoch_metrics.append(
-            {
-                "epoch": epoch + 1,
-                "train_loss": float(np.mean(clock.losses[first:])),
-                "train_seconds": train_seconds,
-                "images_per_sec": len(clock.step_seconds[first:]) * config.global_batch / train_seconds,
-                **{f"val_{name}": value for name, value in metrics.items()},
-                "val_seconds": val_seconds,
-                "elapsed_seconds": time.perf_counter() - started,
-            }
-        )
+        row, metrics = train_epoch(adapter, config, clock, epoch, per_epoch)
+        epoch_metrics.append({**row, "elapsed_seconds": time.perf_counter() - started})
         if target is not None and target.reached(metrics):
             target_epoch = epoch + 1
-        if trainer.placement.is_primary:
+        if adapter.placement.is_primary:
             row = epoch_metrics[-1]
             print(
                 f"epoch {epoch + 1}/{config.job.epochs}: train loss {row['train_loss']:.4f}, "
-                f"val loss {row['val_loss']:.4f}, val AUC {row['val_auc']:.4f} ({val_seconds:.1f} s)"
+                f"val loss {row['val_loss']:.4f}, val AUC {row['val_auc']:.4f} ({row['val_seconds']:.1f} s)"
                 + (f": target {target} reached" if target_epoch else ""),
                 file=sys.stderr,
                 flush=True,
             )
         if target_epoch:
             break
-    warning = None
+    time_to_train = time.perf_counter() - started
+    warnings = []
     if target is not None and target_epoch is None:
-        last = metrics.get(target.name, float("nan"))
-        warning = (
-            f"target {target} not reached in {config.job.epochs} epoch(s) (last validation {target.name} {last:.4f})"
+        shown = metrics.get(target.name, float("nan"))
+        warnings.append(
+            f"target {target} not reached in {config.job.epochs} epoch(s) (last validation {target.name} {shown:.4f})"
         )
-    return EpochsTrained(clock, epoch_metrics, metrics, time.perf_counter() - started, target_epoch, warning)
+    reached = None if target_epoch is None else epoch_metrics[target_epoch - 1]["elapsed_seconds"]
+    trained_steps = len(clock.step_seconds) + (clock.compile_seconds is not None)
+    by_epoch = EpochFigures(
+        epoch_metrics=epoch_metrics,
+        test_metrics=adapter.evaluate("test"),
+        time_to_train_seconds=time_to_train,
+        epoch_images_per_sec=trained_steps * config.global_batch / time_to_train,
+        time_to_target_seconds=reached,
+        time_to_target_with_startup_seconds=None if reached is None else startup + reached,
+        target_epoch=target_epoch,
+    )
+    eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
+    return Trained(clock, metrics, eval_seconds, by_epoch=by_epoch, warnings=warnings)
+
+
+def train_epoch(
+    adapter: Adapter, config: RunConfig, clock: StepClock, epoch: int, per_epoch: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """One epoch's clocked steps at the schedule's learning rate, then its validation: the epoch's
+    row (its figures and its validation metrics, prefixed `val_`) and the validation metrics."""
+    batches = adapter.epoch_batches(epoch)
+    first = len(clock.step_seconds)
+    for step in range(per_epoch):
+        rate = learning_rate_at(
+            epoch * per_epoch + step,
+            per_epoch,
+            config.job.learning_rate,
+            config.global_batch,
+            config.job.lr_reference_batch,
+        )
+        adapter.set_learning_rate(rate)
+        clock.step(batches)
+    clock.finish()
+    val_start = time.perf_counter()
+    metrics = adapter.evaluate("val")
+    val_seconds = time.perf_counter() - val_start
+    train_seconds = float(sum(clock.step_seconds[first:]))
+    row = {
+        "epoch": epoch + 1,
+        "train_loss": float(np.mean(clock.losses[first:])),
+        "train_seconds": train_seconds,
+        "images_per_sec": len(clock.step_seconds[first:]) * config.global_batch / train_seconds,
+        **{f"val_{name}": value for name, value in metrics.items()},
+        "val_seconds": val_seconds,
+    }
+    return row, metrics
 
 
 def closed(feed: Iterator[Any]) -> None:
@@ -274,7 +327,7 @@ def save_state(trainer: Adapter, path: Path) -> None:
 
 
 def run_training(
-    trainer: Adapter,
+    adapter: Adapter,
     config: RunConfig,
     state_path: Path | None = None,
     profile_dir: Path | None = None,
@@ -284,102 +337,70 @@ def run_training(
     step_clock: Clock = time.perf_counter,
     host_decoder: str | None = None,
 ) -> RunResult | None:
-    """Set up, train (`config.job.steps` steps, or `config.job.epochs` epochs validating after each), evaluate, close.
+    """Set up, train (`train_steps`, or with `config.job.epochs` `train_epochs`), save, close.
 
-    The primary process gets the result. With `config.job.profile_steps` and a `profile_dir`, that
-    many more steps, clocked apart from the timed ones, run under the framework's profiler
-    (`profiler`, None where the registry declares none) after the timed ones; `--epochs` runs
-    have no such window (the steps after the last epoch would restart the loader). `compiler`
-    names what compiles the step (None: nothing), which puts the compile step before the timed ones.
-    `loader` names the adapter's native loader, recorded on rows of real data. After the last of
-    `config.job.epochs` epochs the test split is scored once (`test_metrics`), apart from the time to train.
-    `step_clock` is the host clock the timed steps are read on (tests hand in a scripted one).
-    Rows of real data name what decoded the images: the adapter's decoder where it decodes off
-    the host (`ModelInfo.decoder`), else `host_decoder`, the loader workers' own.
+    The primary process gets the result. `profiler` names the framework's profiler (None where the
+    registry declares none) for a window in `profile_dir`; `--epochs` runs have no such window (the
+    steps after the last epoch would restart the loader). `compiler` names what compiles the step
+    (None: nothing), which puts the compile step before the timed ones. `loader` names the
+    adapter's native loader, recorded on rows of real data. `step_clock` is the host clock the
+    timed steps are read on (tests hand in a scripted one). Rows of real data name what decoded
+    the images: the adapter's decoder where it decodes off the host (`ModelInfo.decoder`), else
+    `host_decoder`, the loader workers' own.
     """
     launched = launch_time()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    info = trainer.setup(config)
-    placement = trainer.placement
+    info = adapter.setup(config)
+    placement = adapter.placement
     first_step_at = time.time()
-    epoch_metrics: list[dict[str, float]] = []
-    test_metrics: dict[str, float] = {}
-    time_to_train = None
-    target_figures: dict[str, Any] = {}
-    profile, profile_seconds = None, None
+    compiling = compiler is not None
     if config.job.epochs:
-        trained = train_epochs(trainer, config, compiler is not None, step_clock)
-        clock, epoch_metrics, time_to_train = trained.clock, trained.epoch_metrics, trained.time_to_train_seconds
-        if config.job.target_metric:
-            target_figures = trained.target_figures(first_step_at - launched)
-        test_metrics = trainer.evaluate("test")
+        trained = train_epochs(adapter, config, compiling, step_clock, first_step_at - launched)
     else:
-        clock = StepClock(trainer, config, config.job.steps, compiling=compiler is not None, clock=step_clock)
-        batches = trainer.batches()
-        while clock.steps_taken < config.job.steps:
-            clock.step(batches)
-        clock.finish()
-    stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
-    epoch_rate = None
-    if config.job.epochs:
-        trained_steps = len(clock.step_seconds) + (clock.compile_seconds is not None)
-        epoch_rate = trained_steps * config.global_batch / time_to_train
-        metrics = trained.last_validation
-        eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
-    else:
-        if config.job.profile_steps and profile_dir is not None:
-            timed = TimedStep(stats.median_step_seconds, stats.input_wait_fraction * stats.median_step_seconds)
-            window_start = time.perf_counter()
-            window = StepClock(trainer, config, config.job.profile_steps, progress=False, synchronised=True)
-            profile = profile_window(
-                trainer, window, batches, config.job.profile_steps, profile_dir, placement.rank, profiler, timed
-            )
-            profile_seconds = time.perf_counter() - window_start
-        closed(batches)
-        eval_start = time.perf_counter()
-        metrics = trainer.evaluate()
-        eval_seconds = time.perf_counter() - eval_start
+        trained = train_steps(adapter, config, compiling, step_clock, profile_dir, profiler)
     if state_path is not None and placement.is_primary:
-        save_state(trainer, state_path)
-    peak = trainer.peak_memory_bytes()
-    versions = trainer.framework_versions()
-    trainer.close()
+        save_state(adapter, state_path)
+    peak = adapter.peak_memory_bytes()
+    versions = adapter.framework_versions()
+    adapter.close()
     if not placement.is_primary:
         return None
+    clock = trained.clock
+    stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
+    real = config.job.dataset != "synthetic"
+    losses = clock.loss_figures()
     return RunResult(
         config=config,
-        status="ok",
-        interpreter=sys.executable,
-        started_at=started_at,
-        wall_seconds=time.time() - launched,
-        environment=host_environment(),
-        framework_versions=versions,
-        device_names=placement.device_names,
-        parameters=info.parameters,
-        init_digest=info.init_digest,
-        attention_kernel=info.attention_kernel,
+        status=Status.OK,
+        origin=Origin(
+            interpreter=sys.executable,
+            started_at=started_at,
+            wall_seconds=time.time() - launched,
+            environment=host_environment(),
+            framework_versions=versions,
+            device_names=placement.device_names,
+        ),
+        build=Build(parameters=info.parameters, init_digest=info.init_digest, attention_kernel=info.attention_kernel),
         startup_seconds=first_step_at - launched,
-        compiler=compiler,
-        compile_seconds=clock.compile_seconds,
-        **dataclasses.asdict(stats),
-        loader=None if config.job.dataset == "synthetic" else loader,
-        decoder=None if config.job.dataset == "synthetic" else info.decoder or host_decoder,
+        compiled=Compilation(compiler, clock.compile_seconds),
+        timing=StepTiming(**{name: getattr(stats, name) for name in fields_of(StepTiming)}),
+        input=InputFigures(
+            input_wait_fraction=stats.input_wait_fraction,
+            loader=loader if real else None,
+            loader_workers=loader_workers(config.job.workers, placement.world_size) if real else None,
+            decoder=info.decoder or host_decoder if real else None,
+        ),
+        train_seconds=stats.train_seconds,
+        eval_seconds=trained.eval_seconds,
+        eval_metrics=trained.eval_metrics,
+        by_epoch=trained.by_epoch,
+        final_loss=losses.final_loss,
+        diverged_at_step=losses.diverged_at_step,
         timing_method=clock.timing_method,
+        window_seconds=stats.window_seconds,
         host_breakdown=host_phase_shares(steady_window(clock.step_seconds).steady(clock.host_phases)),
-        loader_workers=None
-        if config.job.dataset == "synthetic"
-        else loader_workers(config.job.workers, placement.world_size),
-        eval_seconds=eval_seconds,
-        eval_metrics=metrics,
-        epoch_metrics=epoch_metrics,
-        test_metrics=test_metrics,
-        time_to_train_seconds=time_to_train,
-        epoch_images_per_sec=epoch_rate,
-        **target_figures,
-        **clock.loss_figures(),
+        profiled=ProfileFigures(profile=trained.profile, profile_seconds=trained.profile_seconds),
         peak_memory_bytes=peak,
-        step_seconds=clock.step_seconds,
-        input_wait_seconds=clock.waits,
-        profile=profile,
-        profile_seconds=profile_seconds,
+        series=StepSeries(clock.step_seconds, clock.waits, losses.losses, losses.step_losses),
+        warnings=trained.warnings,
     )

@@ -149,3 +149,14 @@ def test_the_unstaged_suffix_is_spelled_in_one_place() -> None:
         if isinstance(node, ast.Constant) and node.value == "-unstaged"
     ]
     assert spelled == ["mgbench.frameworks.specs"]
+
+
+def test_chainer_is_imported_through_the_one_module_that_patches_it_first():
+    """Chainer 7.8.1 imports on numpy 2 only after `compat.apply()`: every module of its package
+    takes Chainer from `chainer/imports.py`, so whichever is imported first, the patches come first."""
+    direct = [
+        name
+        for name, path in MODULES.items()
+        if name.startswith("mgbench.frameworks.chainer.") and top_level_imports(path) & {"chainer", "chainermn"}
+    ]
+    assert direct == []

@@ -11,15 +11,14 @@ import json
 import numpy as np
 import psutil
 import pytest
+from conftest import mgbench, one_epoch_rows
+
+from mgbench.core.config import RunConfig
+from mgbench.datasets.sample import make_sample
+from mgbench.training.driver import closed
 
 torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
-
-from conftest import mgbench, one_epoch_rows  # noqa: E402
-
-from mgbench.core.config import RunConfig  # noqa: E402
-from mgbench.datasets.sample import make_sample  # noqa: E402
-from mgbench.frameworks.pytorch.adapter import create_trainer  # noqa: E402
-from mgbench.training.driver import closed  # noqa: E402
+create_trainer = pytest.importorskip("mgbench.frameworks.pytorch.adapter").create_trainer
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ Input is unstaged: each batch is sent to the device when the step takes it.
 A transformer's attention is unfused in Chainer; the row names the function nodes it runs and
 where (`attention`), observed on the run's device after cuDNN is allowed or not.
 
-Chainer is imported after `chainer_compat.apply()`, which lets Chainer 7.8.1 run on numpy 2
+Chainer is imported through `imports`, after `compat.apply()`, which lets Chainer 7.8.1 run on numpy 2
 (needed by CuPy 14 on GPU machines); on numpy 1.23 it does nothing. `cupy_compat.apply()` then
 lets ChainerMN's gradient-packing kernels compile on CuPy 14 (nothing without CuPy or on older
 CuPy). CuPy 14 has no cuDNN module: Chainer then runs without cuDNN, and `framework_versions`
@@ -38,28 +38,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mpi4py
 import numpy as np
+from mpi4py import MPI
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-NUMPY_PATCHES = chainer_compat.apply()
-
-import chainer  # noqa: E402
-import chainer.functions as F  # noqa: E402
-import chainermn  # noqa: E402
-import mpi4py  # noqa: E402
-from mpi4py import MPI  # noqa: E402
-
-from mgbench.core.config import RunConfig  # noqa: E402
-from mgbench.core.errors import UsageError  # noqa: E402
-from mgbench.core.initial_weights import initial_weights  # noqa: E402
-from mgbench.datasets.resolve import dataset_for  # noqa: E402
-from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
-from mgbench.frameworks.chainer import attention, cupy_compat, models, weights  # noqa: E402
-from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
-from mgbench.frameworks.chainer.optimizer import build_optimizer  # noqa: E402
-from mgbench.measure.metrics import gathered_metrics  # noqa: E402
-from mgbench.training.protocol import Adapter, ModelInfo, Placement  # noqa: E402
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import initial_weights
+from mgbench.datasets.resolve import dataset_for
+from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
+from mgbench.frameworks.chainer import attention, cupy_compat, models, weights
+from mgbench.frameworks.chainer.data import ChainerLoader
+from mgbench.frameworks.chainer.imports import NUMPY_PATCHES, F, chainer, chainermn
+from mgbench.frameworks.chainer.optimizer import build_optimizer
+from mgbench.measure.metrics import gathered_metrics
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 KERNEL_PATCHES = cupy_compat.apply()
 COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}

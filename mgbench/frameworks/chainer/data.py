@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import chainer
-import chainermn
 import numpy as np
 
 from mgbench.core.config import RunConfig
@@ -25,6 +23,7 @@ from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import DatasetDescription
 from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import rank_major_keys
+from mgbench.frameworks.chainer.imports import chainer, chainermn
 from mgbench.training.loaders import loader_workers
 
 

@@ -18,19 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
-import chainer.functions as F  # noqa: E402
-import chainer.links as L  # noqa: E402
-
-from mgbench.core.architectures import DenseNet, ResNet  # noqa: E402
-from mgbench.core.models import ModelSpec  # noqa: E402
-from mgbench.frameworks.chainer.named import Layer, Named, numbered  # noqa: E402
-from mgbench.frameworks.chainer.spec import CHAINER_MODELS  # noqa: E402
-from mgbench.frameworks.chainer.transformer import ViT  # noqa: E402
+from mgbench.core.architectures import DenseNet, ResNet
+from mgbench.core.models import ModelSpec
+from mgbench.frameworks.chainer.imports import F, L, chainer
+from mgbench.frameworks.chainer.named import Layer, Named, numbered
+from mgbench.frameworks.chainer.spec import CHAINER_MODELS
+from mgbench.frameworks.chainer.transformer import ViT
 
 
 def convolution(in_channels: int, out_channels: int, ksize: int, stride: int = 1, pad: int = 0) -> L.Convolution2D:

@@ -14,14 +14,8 @@ calls this optimizer's `update`.
 
 from __future__ import annotations
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
-from chainer import optimizer  # noqa: E402
-
-from mgbench.core.models import Hyperparameters  # noqa: E402
+from mgbench.core.models import Hyperparameters
+from mgbench.frameworks.chainer.imports import chainer, optimizer
 
 
 class TorchFormRule(optimizer.UpdateRule):

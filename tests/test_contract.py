@@ -27,7 +27,7 @@ from conftest import TESTS, cli_env, framework_python
 from mgbench.core.config import RunConfig
 from mgbench.core.models import MODELS
 from mgbench.frameworks.registry import BUILTIN
-from mgbench.runner.launchers import LAUNCHERS, launcher_for
+from mgbench.runner.launchers import LAUNCHERS, Launch, launcher_for
 
 COMBINATIONS = [(spec, strategy.name, model) for spec in BUILTIN for strategy in spec.strategies for model in MODELS]
 
@@ -82,7 +82,7 @@ def probe(spec, strategy: str, tmp_path: Path) -> dict:
         python = framework_python(spec.name)
         out = tmp_path / f"{spec.name}-{strategy}.json"
         entry = [str(TESTS / "contract_probe.py"), spec.name, strategy, str(out), *probed_models(spec, strategy)]
-        command = launcher_for(spec.strategy(strategy).launcher).command(python, 1, [], entry=entry)
+        command = launcher_for(spec.strategy(strategy).launcher).command(Launch(python, entry=entry), 1)
         done = subprocess.run(
             command,
             capture_output=True,

@@ -11,7 +11,7 @@ from mgbench.frameworks.registry import framework_spec
 from mgbench.records.bandwidth import DEFAULT_COPY_BYTES, DEFAULT_SIZES, BandwidthReport
 from mgbench.records.runfolder import RunFolder
 from mgbench.runner.launch import Outcome, execute, interpreter_for
-from mgbench.runner.launchers import TORCHRUN
+from mgbench.runner.launchers import TORCHRUN, Launch
 from mgbench.runner.plan import PlannedRun
 from mgbench.runner.scratch import run_scratch
 
@@ -42,7 +42,7 @@ def measure_bandwidth(
         "--device-kind",
         device_kind,
     ]
-    command = TORCHRUN.command(interpreter, devices, args, entry=WORKER)
+    command = TORCHRUN.command(Launch(interpreter, args, entry=WORKER), devices)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if not device_kind.on_gpu:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // devices))

@@ -37,7 +37,7 @@ from mgbench.records.utilisation import attach_utilisation
 from mgbench.runner.counting import COMPILER_CACHE_ENV, compiler_cache, model_work
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import execute_nodes, interpreter_for
-from mgbench.runner.launchers import NodeCommand, launcher_for
+from mgbench.runner.launchers import Launch, NodeCommand, launcher_for
 from mgbench.runner.monitor import DeviceMonitor
 from mgbench.runner.plan import PlannedRun
 from mgbench.runner.rounds import RoundBook
@@ -197,9 +197,11 @@ def execute_run(
         run_args += ["--profile-dir", str(folder.made(folder.profile_dir(config.run_id)))]
     if multinode:
         assert hosts is not None
-        nodes = launcher.node_commands(interpreter, hosts, run_args, rendezvous_port(hosts), config.run_id)
+        nodes = launcher.node_commands(
+            Launch(interpreter, run_args, run_id=config.run_id, port=rendezvous_port(hosts)), hosts
+        )
     else:
-        nodes = [NodeCommand(None, launcher.command(interpreter, config.devices, run_args))]
+        nodes = [NodeCommand(None, launcher.command(Launch(interpreter, run_args), config.devices))]
     gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.job.device_kind.on_gpu else []
     with DeviceMonitor(folder.with_folder(folder.trace(config.run_id)), gpus), run_scratch() as scratch:
         env = {**child_environment(config, spec), **scratch}

@@ -18,7 +18,7 @@ from pathlib import Path
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.datasets.images import host_decoder
-from mgbench.frameworks.registry import create_trainer, framework_spec
+from mgbench.frameworks.registry import create_adapter, framework_spec
 from mgbench.records.results import RunResult, write_json_atomically
 from mgbench.training.driver import run_training
 
@@ -30,10 +30,10 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
     if refusal:
         raise UsageError(refusal)
     os.environ.update(spec.variables_for(config))
-    trainer = create_trainer(config.framework, config.strategy)
+    adapter = create_adapter(config.framework, config.strategy)
     capabilities = spec.capabilities
     result = run_training(
-        trainer,
+        adapter,
         config,
         state_path,
         profile_dir,

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from mgbench.core.config import RunConfig
-from mgbench.frameworks.registry import create_trainer, framework_spec
+from mgbench.frameworks.registry import create_adapter, framework_spec
 from mgbench.training.protocol import Adapter
 
 OPTIONAL = {"loader": ("steps_per_epoch", "epoch_batches", "set_learning_rate"), "profiler": ("profile",)}
@@ -43,7 +43,7 @@ def main(framework: str, strategy: str, out: Path, models: list[str]) -> None:
         if spec.refusal(config):
             continue
         os.environ.update(spec.variables_for(config))
-        adapter = create_trainer(framework, strategy)
+        adapter = create_adapter(framework, strategy)
         parameters[model] = adapter.setup(config).parameters
         tensors[model] = trainable_tensors(adapter)
         primary = adapter.placement.is_primary

@@ -57,7 +57,7 @@ PARAMETERS = 1234
 """The fake's models, every one of them: a parameter count, whatever the catalogue entry."""
 
 
-class FakeTrainer(Adapter):
+class FakeAdapter(Adapter):
     def __init__(self, strategy: str):
         super().__init__(strategy)
         self.steps_done = 0
@@ -115,5 +115,5 @@ class FakeTrainer(Adapter):
         return None
 
 
-def create_trainer(strategy: str) -> FakeTrainer:
-    return FakeTrainer(strategy)
+def create_adapter(strategy: str) -> FakeAdapter:
+    return FakeAdapter(strategy)

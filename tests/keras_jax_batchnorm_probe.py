@@ -19,7 +19,7 @@ import numpy as np
 
 from mgbench.core.config import RunConfig
 from mgbench.datasets.synthetic import Shard, synthetic_batch
-from mgbench.frameworks.keras_jax.adapter import JaxDataParallelTrainer
+from mgbench.frameworks.keras_jax.adapter import JaxDataParallelAdapter
 
 PER_DEVICE = 4
 IMAGE_SIZE = 64
@@ -39,12 +39,12 @@ def one_step(strategy: str, devices: int, images: np.ndarray, labels: np.ndarray
         image_size=IMAGE_SIZE,
         learning_rate=0.01,
     )
-    trainer = JaxDataParallelTrainer(strategy)
-    trainer.setup(config)
-    trainer.train_step(trainer.shard((images, labels)))
-    trainer.synchronize()
-    trainable, non_trainable = trainer.held_state()[:2]
-    trainer.close()
+    adapter = JaxDataParallelAdapter(strategy)
+    adapter.setup(config)
+    adapter.train_step(adapter.shard((images, labels)))
+    adapter.synchronize()
+    trainable, non_trainable = adapter.held_state()[:2]
+    adapter.close()
     return [np.asarray(value) for value in [*trainable, *non_trainable]]
 
 

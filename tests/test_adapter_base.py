@@ -15,9 +15,9 @@ class ReportsDeviceMemory(Adapter):
 
 
 def adapter(cls: type[Adapter], device_kind: str) -> Adapter:
-    trainer = cls("any")
-    trainer.accept(RunConfig.flat("probe", "any", "tiny", 1, device_kind, 4, 2))
-    return trainer
+    adapter = cls("any")
+    adapter.accept(RunConfig.flat("probe", "any", "tiny", 1, device_kind, 4, 2))
+    return adapter
 
 
 def test_cpu_rows_report_the_process_peak_host_memory():

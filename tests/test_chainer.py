@@ -347,20 +347,20 @@ from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.sampling import epoch_batches
 from mgbench.datasets.synthetic import Shard
-from mgbench.frameworks.chainer.adapter import create_trainer
+from mgbench.frameworks.chainer.adapter import create_adapter
 config = RunConfig.flat(framework="chainer", strategy="chainermn", model="tiny", devices=1, device_kind="cpu",
                    batch_per_device=8, steps=1, dataset="chestxray:" + sys.argv[1], epochs=1, image_size=32, workers=2)
-trainer = create_trainer("chainermn")
-trainer.setup(config)
-train, augmentation = trainer.dataset.train, Augmentation.for_input(32)
+adapter = create_adapter("chainermn")
+adapter.setup(config)
+train, augmentation = adapter.dataset.train, Augmentation.for_input(32)
 for epoch in (0, 1):
     expected = epoch_batches(len(train), 8, Shard(0, 8), epoch, config.job.seed)
-    batches = list(trainer.epoch_batches(epoch))
-    assert len(batches) == trainer.steps_per_epoch() == len(expected)
+    batches = list(adapter.epoch_batches(epoch))
+    assert len(batches) == adapter.steps_per_epoch() == len(expected)
     for (images, labels), indices in zip(batches, expected):
         pixels = np.stack([augmentation.train(train.files[i], config.job.seed, epoch, i) for i in indices])
         assert np.array_equal(images, pixels) and np.array_equal(labels, train.targets[indices].astype(np.int32))
-print(json.dumps({"val": trainer.evaluate("val"), "test": trainer.evaluate("test")}))
+print(json.dumps({"val": adapter.evaluate("val"), "test": adapter.evaluate("test")}))
 """
 
 

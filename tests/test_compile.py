@@ -91,10 +91,10 @@ def test_rows_name_what_compiled_the_step_and_keras_jax_always_compiles():
 def test_the_compile_step_is_clocked_apart_and_the_timed_steps_follow_it(fake_plugin):
     import fakefw
 
-    trainer = fakefw.create_trainer("steady")
+    adapter = fakefw.create_adapter("steady")
     config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 8, 30, compile="default")
-    result = run_training(trainer, config, compiler="fake-jit")
-    assert trainer.steps_done == 31 and len(result.series.step_seconds) == len(result.series.losses) == 30
+    result = run_training(adapter, config, compiler="fake-jit")
+    assert adapter.steps_done == 31 and len(result.series.step_seconds) == len(result.series.losses) == 30
     assert result.compiled.compiler == "fake-jit"
     assert fakefw.WARMUP_SECONDS + fakefw.INPUT_SECONDS <= result.compiled.compile_seconds < 10 * fakefw.WARMUP_SECONDS
     # The fake's first slow step was the compile step: the timed steps start with the other slow
@@ -106,7 +106,7 @@ def test_the_compile_step_is_clocked_apart_and_the_timed_steps_follow_it(fake_pl
         >= slow
         > result.series.step_seconds[fakefw.WARMUP_STEPS - 1]
     )
-    eager = run_training(fakefw.create_trainer("steady"), config.with_changes(compile=None))
+    eager = run_training(fakefw.create_adapter("steady"), config.with_changes(compile=None))
     assert eager.compiled.compiler is None and eager.compiled.compile_seconds is None
     assert (
         min(eager.series.step_seconds[: fakefw.WARMUP_STEPS]) >= slow > eager.series.step_seconds[fakefw.WARMUP_STEPS]

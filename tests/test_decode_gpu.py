@@ -26,7 +26,7 @@ from mgbench.datasets.images import open_image, read_header
 from mgbench.datasets.pillow_build import pillow_build
 from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.synthetic import Shard
-from mgbench.frameworks.pytorch.adapter import create_trainer
+from mgbench.frameworks.pytorch.adapter import create_adapter
 from mgbench.frameworks.pytorch.data import HostDecoding, PlacedPixels, build_loaders, decoding_for
 from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped, planned_crops
 from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding, PlannedCollate, decoded_images
@@ -357,11 +357,11 @@ def test_rows_of_real_data_name_the_decoder_and_rows_of_synthetic_data_none(tmp_
     config = RunConfig.flat(
         "pytorch", "dp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0
     )
-    assert run_training(create_trainer("dp"), config, host_decoder="unused").input.decoder == f"{pillow_build()} (host)"
-    synthetic = run_training(create_trainer("dp"), config.with_changes(dataset="synthetic"), host_decoder="unused")
+    assert run_training(create_adapter("dp"), config, host_decoder="unused").input.decoder == f"{pillow_build()} (host)"
+    synthetic = run_training(create_adapter("dp"), config.with_changes(dataset="synthetic"), host_decoder="unused")
     assert synthetic.input.decoder is None
     fake = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 3, dataset="chestxray:/data")
-    assert run_training(fakefw.create_trainer("steady"), fake, host_decoder="the host's").input.decoder == "the host's"
+    assert run_training(fakefw.create_adapter("steady"), fake, host_decoder="the host's").input.decoder == "the host's"
 
 
 def odd_jpegs(folder: Path) -> dict[str, str]:

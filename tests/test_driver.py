@@ -23,14 +23,14 @@ def fake_config(**changes):
 def test_fake_trainer_is_an_adapter(fake_plugin):
     import fakefw
 
-    assert isinstance(fakefw.create_trainer("steady"), Adapter)
+    assert isinstance(fakefw.create_adapter("steady"), Adapter)
 
 
 def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path):
     import fakefw
 
     config = fake_config()
-    result = run_training(fakefw.create_trainer("steady"), config, tmp_path / "state.npz")
+    result = run_training(fakefw.create_adapter("steady"), config, tmp_path / "state.npz")
     assert result.status == "ok"
     assert len(result.series.step_seconds) == len(result.series.input_wait_seconds) == len(result.series.losses) == 30
     # The fake's slow first steps are left out of the steady state. Exactly where warm-up ends
@@ -63,10 +63,10 @@ def test_crash_inside_a_step_propagates(fake_plugin):
     import fakefw
 
     with pytest.raises(RuntimeError, match="on purpose"):
-        run_training(fakefw.create_trainer("crash"), fake_config(strategy="crash"))
+        run_training(fakefw.create_adapter("crash"), fake_config(strategy="crash"))
 
 
-class EpochTrainer(fakefw.FakeTrainer):
+class EpochAdapter(fakefw.FakeAdapter):
     """The fake adapter with a real-data loader's surface: 3 steps per epoch, the held-out
     splits scored apart (each with its own metrics and a known scoring time)."""
 
@@ -90,9 +90,9 @@ class EpochTrainer(fakefw.FakeTrainer):
 
 def test_epochs_validate_each_epoch_then_test_once_and_time_the_training(fake_plugin):
     config = fake_config(dataset="chestxray:/data", epochs=2, workers=2)
-    trainer = EpochTrainer("steady")
-    result = run_training(trainer, config, loader="fake.Loader")
-    assert trainer.scored == ["val", "val", "test"]
+    adapter = EpochAdapter("steady")
+    result = run_training(adapter, config, loader="fake.Loader")
+    assert adapter.scored == ["val", "val", "test"]
     assert result.by_epoch.test_metrics == {"loss": 0.3, "auc": 0.8}
     assert result.eval_metrics == {"loss": 0.25, "auc": 0.75, "top1": 0.5}
     assert result.input.loader == "fake.Loader" and result.input.loader_workers == 2
@@ -100,10 +100,10 @@ def test_epochs_validate_each_epoch_then_test_once_and_time_the_training(fake_pl
     for row in result.by_epoch.epoch_metrics:
         assert (row["val_loss"], row["val_auc"], row["val_top1"]) == (0.25, 0.75, 0.5)
         assert row["images_per_sec"] == pytest.approx(3 * config.global_batch / row["train_seconds"])
-        assert row["val_seconds"] >= EpochTrainer.VALIDATION_SECONDS
+        assert row["val_seconds"] >= EpochAdapter.VALIDATION_SECONDS
     spent = sum(row["train_seconds"] + row["val_seconds"] for row in result.by_epoch.epoch_metrics)
     # from the first step to the end of the last validation, not the test split's scoring after it
-    assert spent <= result.by_epoch.time_to_train_seconds < spent + EpochTrainer.VALIDATION_SECONDS
+    assert spent <= result.by_epoch.time_to_train_seconds < spent + EpochAdapter.VALIDATION_SECONDS
 
 
 class ScriptedClock:

@@ -104,7 +104,7 @@ class Trainer(Adapter):
         np.savez(path, weights=self.weights, bias=self.bias)
 
 
-def create_trainer(strategy):
+def create_adapter(strategy):
     return Trainer(strategy)
 """,
 }

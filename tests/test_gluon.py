@@ -13,15 +13,23 @@ from conftest import assert_two_devices_equal_one, framework_python, mgbench, on
 
 ONE_STEP_ON_TWO_CONTEXTS = """
 import json
+import mxnet as mx
 from mgbench.core.config import RunConfig
-from mgbench.frameworks.gluon.adapter import create_trainer
-trainer = create_trainer("device")
-info = trainer.setup(RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+from mgbench.frameworks.gluon import models
+from mgbench.frameworks.gluon.adapter import create_adapter
+adapter = create_adapter("device")
+info = adapter.setup(RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                                batch_per_device=4, steps=1, learning_rate=0.5))
-trainer.train_step(next(trainer.batches()))
-trainer.synchronize()
-print(json.dumps({"contexts": trainer.placement.device_names, "difference": trainer.replica_difference(),
-                  "loss": trainer.last_loss()}))
+adapter.train_step(next(adapter.batches()))
+adapter.synchronize()
+first = adapter.contexts[0]
+difference = max(  # between any device's copy of a trainable weight and device 0's
+    float(mx.nd.abs(copy.as_in_context(first) - p.data(first)).max().asscalar())
+    for p in models.trainable(adapter.net).values()
+    for copy in p.list_data()
+)
+print(json.dumps({"contexts": adapter.placement.device_names, "difference": difference,
+                  "loss": adapter.last_loss()}))
 """
 
 
@@ -70,17 +78,17 @@ from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.sampling import epoch_batches
 from mgbench.datasets.synthetic import Shard
-from mgbench.frameworks.gluon.adapter import create_trainer
+from mgbench.frameworks.gluon.adapter import create_adapter
 config = RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                    batch_per_device=4, steps=1, dataset="chestxray:" + sys.argv[1], epochs=1, image_size=32, workers=2)
-trainer = create_trainer("device")
-trainer.setup(config)
-train, augmentation = trainer.dataset.train, Augmentation.for_input(32)
+adapter = create_adapter("device")
+adapter.setup(config)
+train, augmentation = adapter.dataset.train, Augmentation.for_input(32)
 read = {}
 for epoch in (0, 1):
     shards = [epoch_batches(len(train), 8, Shard.of_rank(r, 2, 8), epoch, config.job.seed) for r in range(2)]
-    batches = list(trainer.epoch_batches(epoch))
-    assert len(batches) == trainer.steps_per_epoch() == len(shards[0])
+    batches = list(adapter.epoch_batches(epoch))
+    assert len(batches) == adapter.steps_per_epoch() == len(shards[0])
     for b, (images, labels) in enumerate(batches):
         for context, keys in enumerate(shards):
             indices = keys[b][:]
@@ -89,8 +97,8 @@ for epoch in (0, 1):
             assert np.array_equal(images[context].asnumpy(), expected), (epoch, b, context)
             assert np.array_equal(labels[context].asnumpy(), train.targets[indices])
             read.setdefault(epoch, []).extend(indices)
-print(json.dumps({"read": read, "size": len(train), "per_epoch": trainer.steps_per_epoch(),
-                  "val": trainer.evaluate("val"), "test": trainer.evaluate("test")}))
+print(json.dumps({"read": read, "size": len(train), "per_epoch": adapter.steps_per_epoch(),
+                  "val": adapter.evaluate("val"), "test": adapter.evaluate("test")}))
 """
 
 
@@ -125,15 +133,15 @@ import json, sys
 import numpy as np
 from mgbench.core.config import RunConfig
 from mgbench.core.initial_weights import reference_weights
-from mgbench.frameworks.gluon.adapter import create_trainer
+from mgbench.frameworks.gluon.adapter import create_adapter
 from mgbench.frameworks.gluon.weights import weighted_layers
 config = RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                    batch_per_device=4, steps=1, init=sys.argv[1])
-trainer = create_trainer("device")
-info = trainer.setup(config)
+adapter = create_adapter("device")
+info = adapter.setup(config)
 reference = reference_weights(config.job.spec, config.job.seed, config.job.input_size).arrays
 largest = 0.0
-for path, layer, names in weighted_layers(trainer.net):
+for path, layer, names in weighted_layers(adapter.net):
     for attribute, torch_name in names.items():
         for copy in getattr(layer, attribute).list_data():
             largest = max(largest, float(np.abs(copy.asnumpy() - reference[f"{path}.{torch_name}"]).max()))
@@ -234,15 +242,15 @@ for form in ("torch", "gluon"):
     for on_kvstore in (True, False):
         weight = gluon.Parameter("w", shape=(len(case["start"]),))
         weight.initialize(mx.init.Constant(mx.nd.array(case["start"])), ctx=contexts)
-        trainer = gluon.Trainer({"w": weight}, optimizer(form, case["rates"][0]), kvstore="device",
+        adapter = gluon.Trainer({"w": weight}, optimizer(form, case["rates"][0]), kvstore="device",
                                 update_on_kvstore=on_kvstore)
         steps = []
         for rate, gradient in zip(case["rates"], case["gradients"]):
-            trainer.set_learning_rate(rate)
+            adapter.set_learning_rate(rate)
             with autograd.record():
                 losses = [(w * mx.nd.array(gradient, ctx=w.context)).sum() for w in weight.list_data()]
             autograd.backward(losses)
-            trainer.step(len(contexts))
+            adapter.step(len(contexts))
             steps.append([w.asnumpy().tolist() for w in weight.list_data()])
         found[f"{form} on_kvstore={on_kvstore}"] = steps
 print(json.dumps(found))

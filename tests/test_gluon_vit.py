@@ -22,7 +22,7 @@ from mgbench.core.initial_weights import InitialWeights, reference_weights
 from mgbench.core.kinds import DataFormat
 from mgbench.core.models import model_spec
 from mgbench.frameworks.gluon import models, transformer, weights
-from mgbench.frameworks.gluon.adapter import create_trainer
+from mgbench.frameworks.gluon.adapter import create_adapter
 
 spec = model_spec("vit_b_16")
 
@@ -30,10 +30,10 @@ def counts(net):
     trainable = models.trainable(net)
     return [sum(int(np.prod(p.shape)) for p in trainable.values()), len(trainable)]
 
-trainer = create_trainer("device")
-info = trainer.setup(RunConfig.flat(framework="gluon", strategy="device", model="vit_b_16", devices=1, device_kind="cpu",
+adapter = create_adapter("device")
+info = adapter.setup(RunConfig.flat(framework="gluon", strategy="device", model="vit_b_16", devices=1, device_kind="cpu",
                                batch_per_device=2, steps=1, image_size=32, init="framework"))
-net = trainer.net
+net = adapter.net
 wide = models.build_model(spec, 64, DataFormat.CHANNELS_FIRST)
 
 start = reference_weights(spec, 0, 32)

@@ -130,7 +130,7 @@ def profiling_fake(fakefw):
     """The fake adapter with a profiler: each step mark and each train step (as a GPU kernel)
     recorded on the real clock into a torch.profiler-style trace."""
 
-    class Profiling(fakefw.FakeTrainer):
+    class Profiling(fakefw.FakeAdapter):
         recorded: list = []
 
         def train_step(self, batch):
@@ -167,19 +167,19 @@ def profiling_fake(fakefw):
 def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plugin, tmp_path):
     import fakefw
 
-    trainer = profiling_fake(fakefw)
-    write_trace = trainer.profile
+    adapter = profiling_fake(fakefw)
+    write_trace = adapter.profile
 
     def slow_profiler(run_steps, trace_path):  # a profiler that takes PROFILER_SECONDS to stop
         write_trace(run_steps, trace_path)
         time.sleep(PROFILER_SECONDS)
 
-    trainer.profile = slow_profiler
+    adapter.profile = slow_profiler
     config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 8, profile_steps=3)
-    result = run_training(trainer, config, profile_dir=tmp_path, profiler="torch.profiler")
+    result = run_training(adapter, config, profile_dir=tmp_path, profiler="torch.profiler")
     assert len(result.series.step_seconds) == 8  # timing untouched by the window
-    assert trainer.steps_done == 8 + 3  # the window's steps ran after the timed ones
-    kernels = [end - start for cat, _, start, end in trainer.recorded if cat == "kernel"]
+    assert adapter.steps_done == 8 + 3  # the window's steps ran after the timed ones
+    kernels = [end - start for cat, _, start, end in adapter.recorded if cat == "kernel"]
     # The op summary is read from the trace the adapter wrote: its kernels, on the device clock.
     assert result.profiled.profile["clock"] == "device" and result.profiled.profile["communication_share"] == 0
     assert result.profiled.profile["top_ops"] == [
@@ -193,7 +193,7 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 3
     assert kept["input_wait_seconds"] >= 3 * fakefw.INPUT_SECONDS  # the driver's clock of the window's waits
     seconds, shares = kept["devices"]["cuda:0"]["seconds"], kept["devices"]["cuda:0"]["shares"]
-    kernels = sum(end - start for cat, _, start, end in trainer.recorded if cat == "kernel")
+    kernels = sum(end - start for cat, _, start, end in adapter.recorded if cat == "kernel")
     assert seconds["compute"] == pytest.approx(kernels) and seconds["window"] == pytest.approx(kept["window_seconds"])
     window_shares = kept["devices"]["cuda:0"]["window_shares"]
     assert window_shares["compute"] == pytest.approx(kernels / kept["window_seconds"])
@@ -202,7 +202,7 @@ def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plug
     assert kept["timed_step"]["seconds"] == pytest.approx(result.timing.median_step_seconds)
     assert shares["compute"] == pytest.approx(kernels / 3 / result.timing.median_step_seconds)
     assert shares["input_wait"] == pytest.approx(result.input.input_wait_fraction)
-    window_step = sum(end - start for cat, _, start, end in trainer.recorded if cat == "user_annotation") / 3
+    window_step = sum(end - start for cat, _, start, end in adapter.recorded if cat == "user_annotation") / 3
     assert result.profiled.profile["window_slowdown"] == pytest.approx(
         window_step / result.timing.median_step_seconds, rel=0.05
     )
@@ -232,7 +232,7 @@ def test_profile_defaults_to_a_window_on_gpus_only(option, kind, epochs, steps):
 def test_a_failing_profiler_costs_the_window_not_the_measured_run(fake_plugin, tmp_path):
     import fakefw
 
-    class BrokenProfiler(fakefw.FakeTrainer):
+    class BrokenProfiler(fakefw.FakeAdapter):
         def profile(self, run_steps, trace_path):
             run_steps()
             raise AttributeError("'_KinetoEvent' object has no attribute 'activity_type'")
@@ -250,7 +250,7 @@ def test_a_failing_profiler_costs_the_window_not_the_measured_run(fake_plugin, t
 def test_an_unreadable_trace_or_an_unknown_profiler_costs_only_the_window(fake_plugin, tmp_path):
     import fakefw
 
-    class NamelessKernels(fakefw.FakeTrainer):
+    class NamelessKernels(fakefw.FakeAdapter):
         def profile(self, run_steps, trace_path):
             run_steps()
             trace_path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 0, "dur": 5}]}))
@@ -272,7 +272,7 @@ def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
     import fakefw
 
     config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 5, profile_steps=3)
-    result = run_training(fakefw.create_trainer("steady"), config, profile_dir=tmp_path)
+    result = run_training(fakefw.create_adapter("steady"), config, profile_dir=tmp_path)
     assert result.status == "ok"
     assert result.profiled.profile == {"steps": 0, "error": "fake has no profiler here"}
     assert result.profiled.breakdown is None and not list(tmp_path.iterdir())

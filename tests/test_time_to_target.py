@@ -10,7 +10,7 @@ import io
 import pytest
 from rich.console import Console
 from test_cli import exit_code
-from test_driver import EpochTrainer, fake_config
+from test_driver import EpochAdapter, fake_config
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
@@ -19,7 +19,7 @@ from mgbench.records.results import RunResult
 from mgbench.training.driver import run_training
 
 
-class LearningTrainer(EpochTrainer):
+class LearningAdapter(EpochAdapter):
     """The epoch fake whose validation AUC climbs by 0.1 an epoch from 0.6, counting epochs trained."""
 
     def __init__(self, strategy: str):
@@ -37,9 +37,9 @@ class LearningTrainer(EpochTrainer):
 
 def test_a_target_reached_in_the_first_epoch_stops_training_there(fake_plugin):
     config = fake_config(dataset="chestxray:/data", epochs=3, target_metric="auc=0.7")
-    trainer = LearningTrainer("steady")
-    result = run_training(trainer, config)
-    assert trainer.epochs_trained == 1 and trainer.scored == ["val", "test"]
+    adapter = LearningAdapter("steady")
+    result = run_training(adapter, config)
+    assert adapter.epochs_trained == 1 and adapter.scored == ["val", "test"]
     assert result.by_epoch.target_epoch == 1 and len(result.by_epoch.epoch_metrics) == 1
     assert result.by_epoch.time_to_target_seconds == result.by_epoch.epoch_metrics[0]["elapsed_seconds"] > 0
     assert result.by_epoch.time_to_target_seconds <= result.by_epoch.time_to_train_seconds
@@ -51,9 +51,9 @@ def test_a_target_reached_in_the_first_epoch_stops_training_there(fake_plugin):
 
 def test_a_target_never_reached_trains_every_epoch_and_says_so(fake_plugin):
     config = fake_config(dataset="chestxray:/data", epochs=2, target_metric="auc=0.95")
-    trainer = LearningTrainer("steady")
-    result = run_training(trainer, config)
-    assert trainer.epochs_trained == 2
+    adapter = LearningAdapter("steady")
+    result = run_training(adapter, config)
+    assert adapter.epochs_trained == 2
     assert result.by_epoch.target_epoch is None and result.by_epoch.time_to_target_seconds is None
     assert result.by_epoch.time_to_train_seconds > 0
     (warning,) = result.warnings

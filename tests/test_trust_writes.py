@@ -353,7 +353,7 @@ def test_a_profilers_trace_is_not_written_through_a_planted_link(tmp_path, outsi
     """A profiler opens the trace's path itself: the name is cleared before it writes."""
     import fakefw
 
-    class WritingProfiler(fakefw.FakeTrainer):
+    class WritingProfiler(fakefw.FakeAdapter):
         def profile(self, run_steps, trace_path):
             run_steps()
             with open(trace_path, "w") as trace:  # as a profiler's exporter writes it

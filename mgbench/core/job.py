@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from mgbench.core.errors import UsageError
-from mgbench.core.initial_weights import INIT_FRAMEWORK, INIT_SAME, shared_start_refusal
+from mgbench.core.initial_weights import (
+    INIT_FRAMEWORK,
+    INIT_SAME,
+    InitialWeights,
+    initial_weights,
+    shared_start_refusal,
+)
 from mgbench.core.kinds import DataFormat, Decode, DeviceKind
 from mgbench.core.models import ModelSpec, model_spec
 from mgbench.core.schema import check_fields
@@ -136,6 +143,16 @@ class Job:
     def input_size(self) -> int:
         """Image side in pixels: the model's own unless overridden (small CPU demos)."""
         return self.image_size or self.spec.image_size
+
+    def start_from(self, spec: ModelSpec, load: Callable[[InitialWeights], None]) -> str | None:
+        """The weights this job starts from (`--init`) for `spec` (the model as the job's dataset
+        shapes it) handed to `load`, the framework's own loader, and their digest; None: nothing
+        is loaded, the framework's initialiser stands (`--init framework`)."""
+        start = initial_weights(self.init, spec, self.seed, self.input_size)
+        if start is None:
+            return None
+        load(start)
+        return start.digest
 
 
 @dataclass(frozen=True)

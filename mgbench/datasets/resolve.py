@@ -16,6 +16,7 @@ from collections.abc import Callable
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.job import Job
+from mgbench.core.models import ModelSpec
 from mgbench.core.target import TargetMetric
 from mgbench.datasets import chestxray, imagefolder, labelmap
 from mgbench.datasets.check import check_files
@@ -40,6 +41,13 @@ def dataset_for(job: Job) -> DatasetDescription | None:
     if description is None:
         return None
     return description.as_checked(set(job.skipped_images), job.bit_depth)
+
+
+def task_for(job: Job) -> tuple[DatasetDescription | None, ModelSpec]:
+    """What a run of `job` trains on (`dataset_for`; None: synthetic data) and the model as that
+    dataset's task shapes it (its outputs and loss, `DatasetDescription.task_spec`)."""
+    dataset = dataset_for(job)
+    return dataset, dataset.task_spec(job.spec) if dataset else job.spec
 
 
 def check_dataset(

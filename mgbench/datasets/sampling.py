@@ -41,8 +41,8 @@ def epoch_keys(
 
 class EpochBatchKeys:
     """A batch sampler any map-style loader takes (torch's and Gluon's DataLoader): this shard's
-    keys of each global batch of `epoch` (set before each epoch), or with `endless` of that epoch
-    and every later one in one stream.
+    keys of each global batch of `epoch` (`start`, before each epoch), or with `endless` of that
+    epoch and every later one in one stream.
 
     Endless is for runs timed by steps: a new loader iterator per epoch drains the workers'
     queue at every epoch's end, and each restart stalled DenseNet-121 on 4 GPUs for 1.0-1.4 s
@@ -56,6 +56,10 @@ class EpochBatchKeys:
 
     def __len__(self) -> int:
         return self.size // self.global_batch
+
+    def start(self, epoch: int | None) -> None:
+        """Draw `epoch`'s batches, that epoch alone; None: every epoch's from the first on, endless."""
+        self.epoch, self.endless = (0, True) if epoch is None else (epoch, False)
 
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
         epochs = itertools.count(self.epoch) if self.endless else (self.epoch,)

@@ -271,7 +271,7 @@ value the user set stands."""
 class FrameworkSpec:
     name: str
     module: str
-    """The adapter module: it imports the framework and defines `create_trainer(strategy)`."""
+    """The adapter module: it imports the framework and defines `create_adapter(strategy)`."""
     strategies: tuple[StrategySpec, ...]
     import_names: tuple[str, ...]
     environment: str

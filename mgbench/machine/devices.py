@@ -8,7 +8,9 @@ Where there is no NVIDIA GPU, CPU devices stand in: N processes or logical devic
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from mgbench.core.errors import UsageError
 from mgbench.core.kinds import DeviceKind
@@ -23,7 +25,6 @@ class GpuInfo:
     index: int
     """NVML index (physical), which is what the monitor samples."""
     name: str
-    memory_total_bytes: int
     uuid: str
 
 
@@ -36,6 +37,12 @@ def nvml_or_none():
         return pynvml
     except Exception:
         return None
+
+
+def nvml_devices(nvml: Any) -> Iterator[tuple[int, Any]]:
+    """Every GPU the initialised pynvml module `nvml` sees: its index (physical) and its handle."""
+    for index in range(nvml.nvmlDeviceGetCount()):
+        yield index, nvml.nvmlDeviceGetHandleByIndex(index)
 
 
 def _visible(gpus: list[GpuInfo]) -> list[GpuInfo]:
@@ -56,17 +63,10 @@ def visible_gpus() -> list[GpuInfo]:
     nvml = nvml_or_none()
     if nvml is None:
         return []
-    gpus = []
-    for index in range(nvml.nvmlDeviceGetCount()):
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        gpus.append(
-            GpuInfo(
-                index=index,
-                name=str(nvml.nvmlDeviceGetName(handle)),
-                memory_total_bytes=int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
-                uuid=str(nvml.nvmlDeviceGetUUID(handle)),
-            )
-        )
+    gpus = [
+        GpuInfo(index, str(nvml.nvmlDeviceGetName(handle)), str(nvml.nvmlDeviceGetUUID(handle)))
+        for index, handle in nvml_devices(nvml)
+    ]
     return _visible(gpus)
 
 

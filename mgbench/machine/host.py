@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 
 import mgbench
-from mgbench.machine.devices import nvml_or_none
+from mgbench.machine.devices import nvml_devices, nvml_or_none
 
 
 def gpu_environment(nvml: Any = None) -> list[dict[str, Any]]:
@@ -28,8 +28,7 @@ def gpu_environment(nvml: Any = None) -> list[dict[str, Any]]:
     if nvml is None:
         return []
     gpus = []
-    for index in range(nvml.nvmlDeviceGetCount()):
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    for index, handle in nvml_devices(nvml):
         entry: dict[str, Any] = {
             "index": index,
             "name": str(nvml.nvmlDeviceGetName(handle)),

@@ -32,7 +32,6 @@ COMPUTE = "compute"
 COMMUNICATION = "communication"
 HOST_TO_DEVICE = "host_to_device"
 OTHER_COPY = "other_copy"
-INTERVAL_KINDS = (COMPUTE, COMMUNICATION, HOST_TO_DEVICE, OTHER_COPY)
 
 INPUT_WAIT = "input_wait"
 IDLE = "idle"

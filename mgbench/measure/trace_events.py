@@ -8,12 +8,12 @@ Two layouts, so that every framework on one profiler counts device time the same
 - XLA (JAX's profiler): on GPU one process per device (`/device:GPU:N`) whose stream lines hold
   the kernels and copies; on CPU the XLA ops host threads ran, tagged with the device ordinal.
 
-Each event becomes an interval of one kind (`breakdown.INTERVAL_KINDS`) by its name: NCCL and
-other collectives are communication, host-to-device copies (`Memcpy HtoD`, `MemcpyH2D`) are
-input copies, other copies and memsets are the step's own memory work. Where the adapter hands
-its profiler the step marker, every profiled step is a span named STEP_MARK (see
-`Adapter.profile`) and those spans are the window; torch on GPU records no host activity, so
-its trace has none and the window is the host's clock (`breakdown_record.window_spans`).
+Each event becomes an interval of one kind (`breakdown`'s compute, communication, host-to-device
+or other copy) by its name: NCCL and other collectives are communication, host-to-device copies
+(`Memcpy HtoD`, `MemcpyH2D`) are input copies, other copies and memsets are the step's own memory
+work. Where the adapter hands its profiler the step marker, every profiled step is a span named
+STEP_MARK (see `Adapter.profile`) and those spans are the window; torch on GPU records no host
+activity, so its trace has none and the window is the host's clock (`breakdown_record.window_spans`).
 """
 
 from __future__ import annotations

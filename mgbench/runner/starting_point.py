@@ -21,7 +21,7 @@ from mgbench.core.initial_weights import (
     read_weights_file,
     weights_file_bytes,
 )
-from mgbench.datasets.resolve import dataset_for
+from mgbench.datasets.resolve import task_for
 from mgbench.records.results import RunResult
 from mgbench.records.runfolder import RunFolder
 
@@ -31,8 +31,7 @@ def shared_start(config: RunConfig) -> InitialWeights | None:
     dataset's task: its number of outputs); None: each framework's own initialiser."""
     if config.job.init == INIT_FRAMEWORK:
         return None
-    dataset = dataset_for(config.job)
-    spec = dataset.task_spec(config.job.spec) if dataset else config.job.spec
+    _, spec = task_for(config.job)
     return initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
 
 

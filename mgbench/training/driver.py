@@ -81,7 +81,7 @@ class StepClock:
 
     def __init__(
         self,
-        trainer: Adapter,
+        adapter: Adapter,
         config: RunConfig,
         total_steps: int,
         progress: bool = True,
@@ -89,7 +89,7 @@ class StepClock:
         synchronised: bool = False,
         clock: Clock = time.perf_counter,
     ):
-        self.trainer = trainer
+        self.adapter = adapter
         self.config = config
         self.total_steps = total_steps
         self.progress = progress
@@ -102,9 +102,9 @@ class StepClock:
         self.host_phases: list[tuple[float, ...]] = []
         self.compile_seconds: float | None = None
         self.compile_pending = compiling
-        own = trainer.step_timer(clock)
+        own = adapter.step_timer(clock)
         forced = synchronised or step_sync_forced()
-        self.timer = StepTimer(trainer.synchronize, clock) if forced else own
+        self.timer = StepTimer(adapter.synchronize, clock) if forced else own
         self.timing_method = own.method if own.method == self.timer.method else f"{self.timer.method} (forced)"
         self.pending: list[Any] = []
         self.in_window = False
@@ -119,22 +119,22 @@ class StepClock:
             self._compile_step(batches)
             return
         if not self.in_window:
-            self.trainer.synchronize()
+            self.adapter.synchronize()
             self.timer.start()
             self.in_window, self.progress_mark = True, self.clock()
         t0 = self.clock()
         batch = next(batches)
         t1 = self.clock()
-        self.trainer.train_step(batch)
+        self.adapter.train_step(batch)
         t2 = self.clock()
         self.timer.mark()
         t3 = self.clock()
-        self.pending.append(self.trainer.pending_loss())
+        self.pending.append(self.adapter.pending_loss())
         t4 = self.clock()
         self.waits.append(t1 - t0)
         self.host_phases.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3))
         done = self.steps_taken
-        if self.progress and self.trainer.placement.is_primary and done % self.progress_every == 0:
+        if self.progress and self.adapter.placement.is_primary and done % self.progress_every == 0:
             rate = self.config.global_batch * self.progress_every / (t4 - self.progress_mark)
             self.progress_mark = t4
             print(f"step {done}/{self.total_steps}: {rate:.1f} img/s (host clock)", file=sys.stderr, flush=True)
@@ -142,20 +142,20 @@ class StepClock:
     def _compile_step(self, batches: Iterator[Any]) -> None:
         """The first step of a compiled run, synchronised and clocked on its own."""
         t0 = self.clock()
-        self.trainer.train_step(next(batches))
-        self.trainer.synchronize()
+        self.adapter.train_step(next(batches))
+        self.adapter.synchronize()
         self.compile_seconds, self.compile_pending = self.clock() - t0, False
-        self.compile_losses = self.trainer.read_losses([self.trainer.pending_loss()])
-        if self.trainer.placement.is_primary:
+        self.compile_losses = self.adapter.read_losses([self.adapter.pending_loss()])
+        if self.adapter.placement.is_primary:
             print(f"compile step: {self.compile_seconds:.1f} s", file=sys.stderr, flush=True)
 
     def finish(self) -> None:
         """End the window: synchronise once, then read the steps' times and losses."""
         if not self.in_window:
             return
-        self.trainer.synchronize()
+        self.adapter.synchronize()
         self.step_seconds.extend(self.timer.step_seconds())
-        self.losses.extend(self.trainer.read_losses(self.pending))
+        self.losses.extend(self.adapter.read_losses(self.pending))
         self.pending, self.in_window = [], False
 
     def loss_figures(self) -> LossFigures:
@@ -315,13 +315,13 @@ def closed(feed: Iterator[Any]) -> None:
         close()
 
 
-def save_state(trainer: Adapter, path: Path) -> None:
+def save_state(adapter: Adapter, path: Path) -> None:
     """The trained weights as the new file `path` (`run --save-state`, checked free before the run):
     written beside it and linked to the name, so that a file made there meanwhile is not replaced
     (one UsageError), nor a link planted there written through."""
     try:
         with new_file_by_writer(path) as temporary:
-            trainer.save_state(temporary)
+            adapter.save_state(temporary)
     except FileExistsError:
         raise UsageError(f"--save-state {path} was made while the run trained: it is not overwritten") from None
 

@@ -120,7 +120,7 @@ class ClockedSteps(Protocol):
 
 
 def profile_window(
-    trainer: Adapter,
+    adapter: Adapter,
     clock: ClockedSteps,
     batches: Iterator[Any],
     steps: int,
@@ -135,7 +135,7 @@ def profile_window(
     `breakdown_record`). Returns the op summary with the window's cost per phase, or why there
     is none."""
     if profiler is None:
-        return {"steps": 0, "error": f"{trainer.config.framework} has no profiler here"}
+        return {"steps": 0, "error": f"{adapter.config.framework} has no profiler here"}
     read_trace = TRACE_READERS.get(profiler)
     if read_trace is None:
         return {"steps": 0, "error": f"no trace reader for {profiler}"}
@@ -154,7 +154,7 @@ def profile_window(
     path = clear_name(profile_dir, trace_path(profile_dir, rank).name)
     started = time.perf_counter()
     try:
-        trainer.profile(run_steps, path)
+        adapter.profile(run_steps, path)
     except Exception as error:  # the window runs after the measured steps: a broken profiler must not cost them
         return {"steps": steps, "error": f"profiler failed: {type(error).__name__}: {error}"}
     profiled = time.perf_counter()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,7 @@ from mpi4py import MPI
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.core.initial_weights import initial_weights
-from mgbench.datasets.resolve import dataset_for
+from mgbench.datasets.resolve import task_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 from mgbench.frameworks.chainer import attention, cupy_compat, models, weights
 from mgbench.frameworks.chainer.data import ChainerLoader
@@ -66,7 +66,7 @@ def cudnn_state() -> str:
     return f"not used ({getattr(cuda, '_resolution_error', None) or 'cuDNN disabled'})"
 
 
-class ChainerTrainer(Adapter):
+class ChainerAdapter(Adapter):
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
         self.comm = chainermn.create_communicator(COMMUNICATORS[config.job.device_kind])
@@ -74,13 +74,10 @@ class ChainerTrainer(Adapter):
             raise UsageError(f"chainermn was launched with {self.comm.size} processes for {config.devices} devices")
         self.device = self._join_device()
         np.random.seed(config.job.seed)
-        self.dataset = dataset_for(config.job)
-        spec = self.dataset.task_spec(config.job.spec) if self.dataset else config.job.spec
+        self.dataset, spec = task_for(config.job)
         self.model = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(self.model, spec.hyperparameters)
-        start = initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
-        if start is not None:
-            weights.load_initial(self.model, start)
+        digest = config.job.start_from(spec, partial(weights.load_initial, self.model))
         self.model.to_device(self.device)
         self.lossfun = models.build_loss(spec)
         optimizer = build_optimizer(config.job.learning_rate, spec.hyperparameters)
@@ -93,7 +90,7 @@ class ChainerTrainer(Adapter):
             self.loader = ChainerLoader(self.dataset, config, self.comm)
         return ModelInfo(
             parameters=models.parameter_count(self.model),
-            init_digest=start.digest if start else None,
+            init_digest=digest,
             attention_kernel=attention.attention_kernel(
                 spec, config.job.input_size, config.job.batch_per_device, self.device
             ),
@@ -209,5 +206,5 @@ class ChainerTrainer(Adapter):
         self.comm.mpi_comm.Barrier()
 
 
-def create_trainer(strategy: str) -> ChainerTrainer:
-    return ChainerTrainer(strategy)
+def create_adapter(strategy: str) -> ChainerAdapter:
+    return ChainerAdapter(strategy)

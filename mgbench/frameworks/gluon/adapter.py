@@ -28,6 +28,7 @@ A transformer's attention is MXNet's own operators on every device; the row name
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,7 @@ from mxnet import autograd, gluon
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.core.initial_weights import initial_weights
-from mgbench.datasets.resolve import dataset_for
+from mgbench.datasets.resolve import task_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 from mgbench.frameworks.gluon import models, transformer, weights
 from mgbench.frameworks.gluon.data import build_loaders
@@ -49,21 +49,18 @@ from mgbench.training.protocol import Adapter, ModelInfo, Placement
 KVSTORES = {"device": "device", "nccl": "nccl"}
 
 
-class GluonTrainer(Adapter):
+class GluonAdapter(Adapter):
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
         self.contexts = self._contexts(config)
         mx.random.seed(config.job.seed)
-        self.dataset = dataset_for(config.job)
-        spec = self.dataset.task_spec(config.job.spec) if self.dataset else config.job.spec
+        self.dataset, spec = task_for(config.job)
         net = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(net, spec.hyperparameters)
         net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=self.contexts)
         size = config.job.input_size
         net(mx.nd.zeros((1, 3, size, size), ctx=self.contexts[0]))
-        start = initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
-        if start is not None:
-            weights.load_initial(net, start)
+        digest = config.job.start_from(spec, partial(weights.load_initial, net))
         net.hybridize(static_alloc=True, static_shape=True)
         self.net = net
         self.loss_fn = models.build_loss(spec)
@@ -76,11 +73,7 @@ class GluonTrainer(Adapter):
         if self.dataset is not None:
             self.loaders = build_loaders(self.dataset, config)
         parameters = sum(p.data(self.contexts[0]).size for p in models.trainable(net).values())
-        return ModelInfo(
-            parameters=parameters,
-            init_digest=start.digest if start else None,
-            attention_kernel=transformer.attention_kernel(net),
-        )
+        return ModelInfo(parameters=parameters, init_digest=digest, attention_kernel=transformer.attention_kernel(net))
 
     def _contexts(self, config: RunConfig) -> list[mx.Context]:
         if self.use_cuda:
@@ -110,7 +103,7 @@ class GluonTrainer(Adapter):
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
-            self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
+            self.loaders.sampler.start(None)
             return (self._split(batch) for batch in self.loaders.train)
         pool = synthetic_pool(
             self.config.job.spec, self.config.job.input_size, self._global_shard(), self.config.job.seed
@@ -122,7 +115,7 @@ class GluonTrainer(Adapter):
         return len(self.loaders.sampler)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        self.loaders.sampler.epoch, self.loaders.sampler.endless = epoch, False
+        self.loaders.sampler.start(epoch)
         return (self._split(batch) for batch in self.loaders.train)
 
     def set_learning_rate(self, learning_rate: float) -> None:
@@ -167,15 +160,6 @@ class GluonTrainer(Adapter):
             targets.append(batch[1].asnumpy())
         return gathered_metrics([(loss_sum, np.concatenate(scores), np.concatenate(targets))], self.dataset.multi_label)
 
-    def replica_difference(self) -> float:
-        """Largest difference between any device's copy of a trainable weight and device 0's."""
-        differences = [
-            float(mx.nd.abs(copy.as_in_context(self.contexts[0]) - p.data(self.contexts[0])).max().asscalar())
-            for p in models.trainable(self.net).values()
-            for copy in p.list_data()
-        ]
-        return max(differences)
-
     def framework_versions(self) -> dict[str, str]:
         features = mx.runtime.Features()
         versions = {"mxnet": mx.__version__, "numpy": np.__version__, "kvstore": KVSTORES[self.strategy]}
@@ -192,5 +176,5 @@ class GluonTrainer(Adapter):
         mx.nd.waitall()
 
 
-def create_trainer(strategy: str) -> GluonTrainer:
-    return GluonTrainer(strategy)
+def create_adapter(strategy: str) -> GluonAdapter:
+    return GluonAdapter(strategy)

@@ -31,6 +31,7 @@ from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
 from scipy.special import expit, softmax
 
 from mgbench.core.config import RunConfig
+from mgbench.core.models import ModelSpec
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
 from mgbench.datasets.encoded import (
@@ -42,6 +43,7 @@ from mgbench.datasets.encoded import (
     decode_site,
 )
 from mgbench.datasets.items import EvalItems, TrainItems
+from mgbench.datasets.resolve import task_for
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.keras import models as keras_models
@@ -255,3 +257,13 @@ class RealData:
         scores = expit(logits) if self.dataset.multi_label else softmax(logits, axis=1)
         loss = float(keras.ops.convert_to_numpy(self.loss(targets, logits)))
         return {"loss": loss, **split_metrics(targets, scores, self.dataset.multi_label)}
+
+
+def keras_task(config: RunConfig, workers: int) -> tuple[RealData | None, ModelSpec]:
+    """What every Keras adapter sets up before it builds its model: Keras seeded and at the job's
+    precision, the job's real data read by `workers` loader workers (None: synthetic data), and
+    the model as the data's task shapes it (`task_for`)."""
+    keras.utils.set_random_seed(config.job.seed)
+    keras_models.set_precision(config.job.precision)
+    dataset, spec = task_for(config.job)
+    return (RealData(dataset, config, workers) if dataset else None), spec

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 
 import keras
 import numpy as np
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.core.initial_weights import InitialWeights, initial_weights
+from mgbench.core.initial_weights import InitialWeights
 from mgbench.core.models import Hyperparameters, ModelSpec
 from mgbench.frameworks.keras import models
 from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, SelfAttention
@@ -184,8 +185,4 @@ def started_model(spec: ModelSpec, config: RunConfig) -> tuple[keras.Model, str 
     Every Keras adapter starts its model here, inside whatever scope places its variables."""
     model = models.build_model(spec, config.job.input_size, config.job.data_format)
     set_batch_norm(model, spec.hyperparameters)
-    start = initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
-    if start is None:
-        return model, None
-    load_initial(model, start)
-    return model, start.digest
+    return model, config.job.start_from(spec, partial(load_initial, model))

@@ -41,7 +41,6 @@ from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.safe_files import write_file
 from mgbench.datasets.encoded import DecodeSite
-from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
@@ -65,7 +64,7 @@ PLACED_AHEAD = 2
 step while the one after it is copied."""
 
 
-class JaxDataParallelTrainer(Adapter):
+class JaxDataParallelAdapter(Adapter):
     def __init__(self, strategy: str):
         super().__init__(strategy)
         spec = FRAMEWORK.strategy(strategy)
@@ -83,11 +82,7 @@ class JaxDataParallelTrainer(Adapter):
         devices = devices[: config.devices]
         self._placement = Placement(rank=0, world_size=1, device_names=[str(d.device_kind) for d in devices])
         self.mesh = self.parallel.mesh(devices)
-        keras.utils.set_random_seed(config.job.seed)
-        keras_models.set_precision(config.job.precision)
-        dataset = dataset_for(config.job)
-        self.real = data.RealData(dataset, config, loader_workers(config.job.workers, 1)) if dataset else None
-        self.spec = dataset.task_spec(config.job.spec) if dataset else config.job.spec
+        self.real, self.spec = data.keras_task(config, loader_workers(config.job.workers, 1))
         self.model, digest = keras_weights.started_model(self.spec, config)
         self.model.compile(
             optimizer=keras_models.build_optimizer(config), loss=keras_models.build_loss(self.spec), jit_compile=True
@@ -257,8 +252,8 @@ class JaxDataParallelTrainer(Adapter):
         keras.distribution.set_distribution(None)
 
 
-def create_trainer(strategy: str) -> JaxDataParallelTrainer:
-    return JaxDataParallelTrainer(strategy)
+def create_adapter(strategy: str) -> JaxDataParallelAdapter:
+    return JaxDataParallelAdapter(strategy)
 
 
 def one_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:

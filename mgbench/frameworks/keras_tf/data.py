@@ -3,7 +3,7 @@
 As TensorFlow users write it: a dataset of sample keys, a parallel `map` whose work is the
 shared decode, crop and flip (`tf.numpy_function` around `Augmentation.train_pixels`, so the
 pixels are those of every other framework), `batch` into global batches, normalisation as a
-vectorised map, `prefetch`. The trainer then hands the dataset to the strategy
+vectorised map, `prefetch`. The adapter then hands the dataset to the strategy
 (`experimental_distribute_dataset`: each replica takes its consecutive slice of the global
 batch, the shared shard, prefetched to its device) or, unstaged, iterates it on the host.
 The map runs on `workers` threads (`--workers`; 0 maps in line), the count the row records.

@@ -41,7 +41,6 @@ import torch
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
@@ -49,7 +48,7 @@ from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_torch import attention
 from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch import models as torch_models
-from mgbench.frameworks.pytorch.adapter import TorchProcess
+from mgbench.frameworks.pytorch.adapter import TorchProcessAdapter
 from mgbench.frameworks.pytorch.compiling import compiled
 from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, decoding_at
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
@@ -60,10 +59,10 @@ from mgbench.training.protocol import ModelInfo
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 
-class KerasTorchTrainer(TorchProcess):
+class KerasTorchAdapter(TorchProcessAdapter):
     """`ddp`: Keras 3 model, PyTorch DistributedDataParallel, custom loop. What does not touch
     the model (process group, shards, placement, synchronisation, memory, the torch.profiler
-    window) is `TorchProcess`'s, shared with the PyTorch adapter; inheriting `TorchTrainer`
+    window) is `TorchProcessAdapter`'s, shared with the PyTorch adapter; inheriting `TorchAdapter`
     would also bring its real-data loader, which keras-torch does not declare."""
 
     channels_last = False
@@ -87,16 +86,11 @@ class KerasTorchTrainer(TorchProcess):
             raise UsageError(f"keras-torch needs KERAS_BACKEND=torch, Keras runs on {keras.backend.backend()}")
         self._start(config)
         self.nhwc = config.job.data_format.channels_last  # the pool's layout: Keras' data format
-        dataset = dataset_for(config.job)
-        workers = loader_workers(config.job.workers, self._placement.world_size)
-        self.real = data.RealData(dataset, config, workers) if dataset else None
-        self.spec = dataset.task_spec(config.job.spec) if dataset else config.job.spec
+        self.real, self.spec = data.keras_task(config, loader_workers(config.job.workers, self._placement.world_size))
         self.channels_last = self.nhwc and self.real is not None
         self.decoding = (
             decoding_at(self.real.site, config.job.input_size, self.device, self.channels_last) if self.real else None
         )
-        keras.utils.set_random_seed(config.job.seed)
-        keras_models.set_precision(config.job.precision)
         # Keras creates variables on its default device: "cuda" is the current device, which
         # `_join_devices` set to this rank's; a CPU run names "cpu" (`torch_variables`).
         self.model, digest = keras_weights.started_model(self.spec, config)
@@ -199,5 +193,5 @@ def as_tensors(batch: data.LoadedBatch) -> tuple[torch.Tensor, ...]:
     return tuple(torch.from_numpy(part) for part in batch)
 
 
-def create_trainer(strategy: str) -> KerasTorchTrainer:
-    return KerasTorchTrainer(strategy)
+def create_adapter(strategy: str) -> KerasTorchAdapter:
+    return KerasTorchAdapter(strategy)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,7 @@ from torch import nn
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.core.initial_weights import initial_weights
-from mgbench.datasets.resolve import dataset_for
+from mgbench.datasets.resolve import task_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.pytorch import attention, models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
@@ -72,7 +72,7 @@ class Autocasting(nn.Module):
             return self.module(images)
 
 
-class TorchProcess(Adapter):
+class TorchProcessAdapter(Adapter):
     """What every adapter running torch modules on one strategy object shares (this one's, and
     Keras over PyTorch's): joining the strategy's process group and naming the devices, this
     rank's shard of each global batch, placing host batches, synchronisation, peak device memory,
@@ -174,7 +174,7 @@ class TorchProcess(Adapter):
         return versions
 
 
-class TorchTrainer(TorchProcess):
+class TorchAdapter(TorchProcessAdapter):
     """Everything the PyTorch strategies share; `self.parallel` (a `TorchStrategy`) does what differs.
     `staged`: on GPU, batch k+1 is copied to the device on a side stream during step k; False
     (an unstaged twin, `StrategySpec.staged`): each batch is copied in line by a plain
@@ -188,13 +188,10 @@ class TorchTrainer(TorchProcess):
         self._start(config)
         torch.manual_seed(config.job.seed)
 
-        self.dataset = dataset_for(config.job)
-        spec = self.dataset.task_spec(config.job.spec) if self.dataset else config.job.spec
+        self.dataset, spec = task_for(config.job)
         core = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(core, spec.hyperparameters)
-        start = initial_weights(config.job.init, spec, config.job.seed, config.job.input_size)
-        if start is not None:
-            weights.load_initial(core, start)
+        digest = config.job.start_from(spec, partial(weights.load_initial, core))
         core = core.to(self.device)
         self.channels_last = config.job.data_format.channels_last
         self.core = core
@@ -215,7 +212,7 @@ class TorchTrainer(TorchProcess):
             self.loaders = build_loaders(self.dataset, config, self._placement, self._shard(), decoding)
         return ModelInfo(
             parameters=sum(p.numel() for p in core.parameters() if p.requires_grad),
-            init_digest=start.digest if start else None,
+            init_digest=digest,
             attention_kernel=attention.attention_kernel(
                 spec, config.job.input_size, config.job.batch_per_device, self.device, autocast_dtype or torch.float32
             ),
@@ -236,7 +233,7 @@ class TorchTrainer(TorchProcess):
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
-            self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
+            self.loaders.sampler.start(None)
             return self._loaded(self.loaders.train)
         pool = synthetic_pool(self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed)
         host = [self._to_tensors(batch) for batch in pool]
@@ -249,7 +246,7 @@ class TorchTrainer(TorchProcess):
         return len(self.loaders.sampler)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        self.loaders.sampler.epoch, self.loaders.sampler.endless = epoch, False
+        self.loaders.sampler.start(epoch)
         return self._loaded(self.loaders.train)
 
     def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -298,6 +295,6 @@ class TorchTrainer(TorchProcess):
         super().close()
 
 
-def create_trainer(strategy: str) -> TorchTrainer:
+def create_adapter(strategy: str) -> TorchAdapter:
     spec = FRAMEWORK.strategy(strategy)
-    return TorchTrainer(strategy, STRATEGIES[spec.kind](), spec.staged)
+    return TorchAdapter(strategy, STRATEGIES[spec.kind](), spec.staged)

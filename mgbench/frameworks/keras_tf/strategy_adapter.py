@@ -19,7 +19,6 @@ import numpy as np
 import tensorflow as tf
 
 from mgbench.core.config import RunConfig
-from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
@@ -31,7 +30,7 @@ from mgbench.training.loaders import loader_workers
 from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 
-class StrategyTrainer(Adapter):
+class StrategyAdapter(Adapter):
     """One process mirrors the model over every device of the run through a tf.distribute strategy."""
 
     def __init__(self, strategy: StrategySpec):
@@ -44,11 +43,7 @@ class StrategyTrainer(Adapter):
         devices = strategies.device_names(config)
         self.distribution = strategies.strategy_for(self.strategy_kind, devices)
         self._placement = Placement(rank=0, world_size=1, device_names=devices)
-        keras.utils.set_random_seed(config.job.seed)
-        keras_models.set_precision(config.job.precision)
-        dataset = dataset_for(config.job)
-        self.real = data.RealData(dataset, config, loader_workers(config.job.workers, 1)) if dataset else None
-        self.spec = dataset.task_spec(config.job.spec) if dataset else config.job.spec
+        self.real, self.spec = data.keras_task(config, loader_workers(config.job.workers, 1))
         with self.distribution.scope():
             self.model, digest = keras_weights.started_model(self.spec, config)
             self.build_step()

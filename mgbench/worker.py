@@ -3,7 +3,7 @@
 torchrun, mpiexec, horovodrun or the orchestrator itself start this module in every process of
 a run. It resolves the framework once, refuses a job the registry knows the adapter cannot
 train (one line, exit code 2, before importing the framework), sets the variables the
-framework reads at import, and hands the adapter to the common driver; the primary rank writes
+framework reads at import, and hands the adapter to the shared driver; the primary rank writes
 the result row.
 """
 

@@ -1,4 +1,4 @@
-"""The common driver on the fake adapter: timing, warm-up, input wait and the result row."""
+"""The shared driver on the fake adapter: timing, warm-up, input wait and the result row."""
 
 import time
 

@@ -1,6 +1,6 @@
 """Step-time statistics: one rule for warm-up, stalls and the steady window, whatever the framework.
 
-Every framework's steps go through the common driver, which hands this module one time per step;
+Every framework's steps go through the shared driver, which hands this module one time per step;
 so warm-up, stalls and the steady rate are decided here, once, alike for all of them.
 
 - **Warm-up** (graph compilation, cuDNN autotuning, allocator growth, caches) differs by framework

@@ -169,6 +169,8 @@ class StepClock:
 
 @dataclasses.dataclass(frozen=True)
 class LossFigures:
+    """A row's losses (`StepClock.loss_figures`): null from the step they diverged at."""
+
     losses: list[float]
     step_losses: list[float]
     final_loss: float

@@ -1,6 +1,6 @@
 """`Adapter`: the only surface a framework adapter implements.
 
-The common driver (`mgbench.training.driver`) owns the loop, the clocks and the result, so an
+The shared driver (`mgbench.training.driver`) owns the loop, the clocks and the result, so an
 adapter holds framework code only: build, feed, step, synchronise, evaluate, close. Keeping
 timing out of adapters is what makes their numbers comparable.
 """

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from mgbench.core.job import Job
 from mgbench.core.kinds import DeviceKind
 from mgbench.core.safe_files import write_file
+from mgbench.reports.columns import Col
 
 FIGSIZE_INCHES = (10.0, 5.6)
 DPI = 100
@@ -72,9 +73,9 @@ def job_title(frame: pd.DataFrame) -> str:
 
 
 def run_title(row: pd.Series) -> str:
-    kind = "GPU" if DeviceKind(row["device_kind"]).on_gpu else "CPU device"
-    devices = int(row["devices"])
+    kind = "GPU" if DeviceKind(row[Col.DEVICE_KIND]).on_gpu else "CPU device"
+    devices = int(row[Col.DEVICES])
     return (
-        f"{row['framework']} {row['strategy']}: {row['model']} {row['precision']}, "
-        f"{devices} {kind}{'s' if devices > 1 else ''}, global batch {int(row['global_batch'])}"
+        f"{row[Col.FRAMEWORK]} {row[Col.STRATEGY]}: {row[Col.MODEL]} {row[Col.PRECISION]}, "
+        f"{devices} {kind}{'s' if devices > 1 else ''}, global batch {int(row[Col.GLOBAL_BATCH])}"
     )

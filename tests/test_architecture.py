@@ -19,9 +19,9 @@ LAYERS = (
     "machine",
     "records",
     "training",
-    "common",
     "datasets",
     "frameworks",
+    "projection",
     "runner",
     "reports",
     "cli",
@@ -56,6 +56,11 @@ GRAPH = {name: mgbench_imports(path) for name, path in MODULES.items()}
 def layer(name: str) -> str | None:
     parts = name.split(".")
     return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_the_layers_are_the_packages_there_are() -> None:
+    packages = {path.parent.name for path in PACKAGE_ROOT.glob("*/__init__.py")}
+    assert sorted(LAYERS) == sorted(packages)
 
 
 def test_each_layer_imports_only_itself_and_the_layers_below() -> None:

@@ -19,7 +19,7 @@ from rich.console import Console
 from mgbench.cli.interrupts import INTERRUPTED_EXIT_CODE
 from mgbench.cli.live import heartbeat_seconds, live_compare
 from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
-from mgbench.cli.output import say
+from mgbench.cli.output import note_to
 from mgbench.cli.report import add_format_option
 from mgbench.cli.values import folder_path, hosts_text, names, positive_seconds, rounds_count
 from mgbench.core.errors import UsageError
@@ -125,7 +125,7 @@ def typed_command(args: argparse.Namespace) -> str:
 
 
 def voice(console: Console) -> Voice:
-    return Voice(note=say(console), progress=console.print)
+    return Voice(note=note_to(console), progress=console.print)
 
 
 def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, ComparePlan, list[PlannedRun]]:
@@ -164,7 +164,7 @@ def handle(args: argparse.Namespace) -> int:
         start = shared_start(plan.configs[0]) if plan.configs else None  # drawn before a file is written
     with folder.claimed() as lock:
         if lock and lock.taken_over:
-            say(console)(f"{folder.root}: lock taken over from an mgbench that is gone ({lock.taken_over})")
+            note_to(console)(f"{folder.root}: lock taken over from an mgbench that is gone ({lock.taken_over})")
         if args.resume:
             plan, book = compare_service.plan_resume(
                 folder, typed_command(args), args.timeout, args.repeat, voice(console)
@@ -195,6 +195,6 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
         console.print(f"report: {write_report(folder.root)}")
     console.print(f"results: {folder.results}\nsummary: {folder.summary_md}")
     if interrupted:
-        say(console)(f"interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}")
+        note_to(console)(f"interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}")
         return INTERRUPTED_EXIT_CODE
     return 1 if any(Status(status).failed for status in statuses) else 0

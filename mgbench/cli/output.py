@@ -70,7 +70,7 @@ def drop_stdout() -> None:
     os.close(null)
 
 
-def say(console: Console) -> Callable[[str], None]:
+def note_to(console: Console) -> Callable[[str], None]:
     """How a verb says a line that stops nothing but should be read (what reading a dataset
     decided, a framework left out): in yellow, as it is, whatever brackets it holds."""
     return lambda line: console.print(f"[yellow]{escape(line)}[/]")

@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from mgbench.cli.options import add_job_options, job_from_args
-from mgbench.cli.output import say
+from mgbench.cli.output import note_to
 from mgbench.cli.values import folder_path, new_weights_file, positive_seconds
 from mgbench.core.config import RunConfig
 from mgbench.datasets.resolve import check_dataset
@@ -56,7 +56,7 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
         # Under a launcher `--gpus` counts every process of the job, across nodes too: the
         # adapter checks it against the world size, as this host alone sees only its share.
         check_device_counts([config.devices], config.job.device_kind)
-    checked = check_dataset(config.job, [config], on_note=say(Console(stderr=True, soft_wrap=True)))
+    checked = check_dataset(config.job, [config], on_note=note_to(Console(stderr=True, soft_wrap=True)))
     return dataclasses.replace(config, job=checked)
 
 

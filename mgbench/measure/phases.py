@@ -36,8 +36,6 @@ STARTUP, COMPILE, EPOCH_START, WARMUP, STEADY, STALL, PROFILE, EVALUATION = (
     "evaluation",
 )
 PHASES = (STARTUP, COMPILE, EPOCH_START, WARMUP, STEADY, STALL, PROFILE, EVALUATION)
-TRAINING = (WARMUP, STEADY, STALL)
-"""The phases the training steps fall in."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,14 @@ from mgbench.datasets.description import SPLITS
 from mgbench.datasets.prepare import prepare_chestxray
 from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.sample import draw_image, make_sample
-from mgbench.datasets.sampling import epoch_batches, epoch_keys, rank_major_keys, validation_indices
+from mgbench.datasets.sampling import (
+    EpochBatchKeys,
+    SampledLoader,
+    epoch_batches,
+    epoch_keys,
+    rank_major_keys,
+    validation_indices,
+)
 from mgbench.datasets.synthetic import Shard
 from mgbench.measure.metrics import gathered_metrics, mean_auc, split_metrics
 from mgbench.training.loaders import loader_workers
@@ -353,3 +360,21 @@ def test_loader_workers_share_the_cores_and_leave_each_training_process_one(monk
     assert loader_workers(None, 2) == 7
     assert loader_workers(None, 32) == 1
     assert loader_workers(3, 1) == 3
+
+
+def test_a_sampled_loader_sets_its_sampler_before_each_iterator() -> None:
+    sampler = EpochBatchKeys(size=8, global_batch=4, shard=Shard(0, 4), seed=1)
+
+    class Loader:  # a map-style loader over its batch sampler, as torch's and Gluon's are
+        def __iter__(self):
+            return iter(sampler)
+
+    loader = SampledLoader(sampler, Loader())
+    assert len(loader) == 2
+    epoch_1 = list(loader.epoch(1))
+    assert epoch_1 == list(epoch_keys(8, 4, Shard(0, 4), (1,), seed=1)) and {
+        e for batch in epoch_1 for e, _ in batch
+    } == {1}
+    stream = loader.endless()
+    first_five = [next(stream) for _ in range(5)]  # past the end of epoch 0 into 1 and 2
+    assert [batch[0][0] for batch in first_five] == [0, 0, 1, 1, 2]

@@ -289,7 +289,7 @@ def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batc
     root = jpeg_folder(tmp_path / "jpegs", [(120, 90), (50, 40), (90, 130), (75, 75), (64, 100), (200, 60)])
     device, host = both_loaders(root, workers=1)
     level = 2 / 255 / float(IMAGENET_STD.min())
-    pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
+    pairs = [*zip(device.train.epoch(0), host.train.epoch(0)), *zip(device.held_out["val"], host.held_out["val"])]
     assert len(pairs) == 6
     for encoded_batch, pixel_batch in pairs:
         data, lengths = encoded_batch.parts()[:2]  # the files' bytes: nothing decoded yet
@@ -313,7 +313,7 @@ def test_with_a_host_share_the_workers_decode_the_first_images_as_the_host_path_
     )
     device, host = both_loaders(root, workers=0, batch=4, host_share=0.5)
     level = 2 / 255 / float(IMAGENET_STD.min())
-    pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
+    pairs = [*zip(device.train.epoch(0), host.train.epoch(0)), *zip(device.held_out["val"], host.held_out["val"])]
     assert len(pairs) == 4
     for encoded_batch, pixel_batch in pairs:
         parts = encoded_batch.parts()
@@ -405,7 +405,7 @@ def test_the_device_path_trains_on_a_folder_with_a_png_and_a_cmyk_file_under_jpe
         Path(odd[name]).replace(root / target)
     device, host = both_loaders(root, workers=0)
     level = 4 / 255 / float(IMAGENET_STD.min())
-    batches = list(zip(device.train, host.train))
+    batches = list(zip(device.train.epoch(0), host.train.epoch(0)))
     assert len(batches) == 2
     for encoded_batch, pixel_batch in batches:
         images, labels = device.decoding.place(encoded_batch)

@@ -74,8 +74,8 @@ def test_pixels_normalised_after_the_copy_equal_the_shared_host_augmentation(sam
     (the device's one multiply-add per channel against the host's three operations)."""
     adapter = trainer_for(sample)
     images, _ = next(adapter.epoch_batches(1))
-    keys = next(iter(adapter.loaders.sampler))
-    dataset = adapter.loaders.train.dataset
+    keys = next(iter(adapter.loaders.train.sampler))
+    dataset = adapter.loaders.train.loader.dataset
     expected = np.stack(
         [dataset.augmentation.train(dataset.split.files[i], dataset.seed, epoch, i) for epoch, i in keys]
     )
@@ -131,7 +131,9 @@ def test_a_run_timed_in_steps_keeps_no_worker_pool_past_its_feed(sample):
     loader's workers by itself, and a run that fails before `close` leaves torch no exit hook
     that would wait on them (torch registers one for persistent pinned loaders)."""
     adapter = trainer_for(sample, workers=2, epochs=None, steps=4)
-    assert not any(loader.persistent_workers for loader in [adapter.loaders.train, *adapter.loaders.held_out.values()])
+    assert not any(
+        loader.persistent_workers for loader in [adapter.loaders.train.loader, *adapter.loaders.held_out.values()]
+    )
     stream, workers = fed_with_workers(adapter)
     closed(stream)
     assert not any(worker.is_running() for worker in workers)

@@ -103,8 +103,7 @@ class GluonAdapter(Adapter):
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
-            self.loaders.sampler.start(None)
-            return (self._split(batch) for batch in self.loaders.train)
+            return (self._split(batch) for batch in self.loaders.train.endless())
         pool = synthetic_pool(
             self.config.job.spec, self.config.job.input_size, self._global_shard(), self.config.job.seed
         )
@@ -112,11 +111,10 @@ class GluonAdapter(Adapter):
         return placed_batches(host, self._split, resident=self.config.job.data_on_device or not self.use_cuda)
 
     def steps_per_epoch(self) -> int:
-        return len(self.loaders.sampler)
+        return len(self.loaders.train)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        self.loaders.sampler.start(epoch)
-        return (self._split(batch) for batch in self.loaders.train)
+        return (self._split(batch) for batch in self.loaders.train.epoch(epoch))
 
     def set_learning_rate(self, learning_rate: float) -> None:
         self.trainer.set_learning_rate(learning_rate)

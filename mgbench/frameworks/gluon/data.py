@@ -18,17 +18,16 @@ from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import HELD_OUT, DatasetDescription
 from mgbench.datasets.items import EvalItems, TrainItems
-from mgbench.datasets.sampling import EpochBatchKeys
+from mgbench.datasets.sampling import EpochBatchKeys, SampledLoader
 from mgbench.datasets.synthetic import Shard
 from mgbench.training.loaders import loader_workers
 
 
 @dataclass(frozen=True)
 class Loaders:
-    """Training through `sampler` (epoch set before each), and each held-out split whole."""
+    """Training through the shared epoch sampler (`SampledLoader`), and each held-out split whole."""
 
-    sampler: EpochBatchKeys
-    train: gluon.data.DataLoader
+    train: SampledLoader
     held_out: dict[str, gluon.data.DataLoader]
 
 
@@ -51,4 +50,4 @@ def build_loaders(dataset: DatasetDescription, config: RunConfig) -> Loaders:
         )
         for name in HELD_OUT
     }
-    return Loaders(sampler, train, held_out)
+    return Loaders(SampledLoader(sampler, train), held_out)

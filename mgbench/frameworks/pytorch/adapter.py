@@ -29,7 +29,7 @@ strategy but `ddp-unstaged`, which copies in line: the staged vs unstaged experi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -226,15 +226,14 @@ class TorchAdapter(TorchProcessAdapter):
             return place.staged(host_batches)
         return (place(batch) for batch in host_batches)
 
-    def _loaded(self, loader: torch.utils.data.DataLoader) -> Iterator[Any]:
+    def _loaded(self, batches: Iterable[Any]) -> Iterator[Any]:
         """A loader's batches on the device, placed as its decoding says (pixels copied, or file
         bytes decoded there)."""
-        return self._feed(iter(loader), self.loaders.decoding.place)
+        return self._feed(iter(batches), self.loaders.decoding.place)
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
-            self.loaders.sampler.start(None)
-            return self._loaded(self.loaders.train)
+            return self._loaded(self.loaders.train.endless())
         pool = synthetic_pool(self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed)
         host = [self._to_tensors(batch) for batch in pool]
         if self.config.job.data_on_device or not self.use_cuda:
@@ -243,11 +242,10 @@ class TorchAdapter(TorchProcessAdapter):
         return self._feed(pinned, PlacedPixels(self.device, self.channels_last))
 
     def steps_per_epoch(self) -> int:
-        return len(self.loaders.sampler)
+        return len(self.loaders.train)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        self.loaders.sampler.start(epoch)
-        return self._loaded(self.loaders.train)
+        return self._loaded(self.loaders.train.epoch(epoch))
 
     def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.parallel.loss(self.model, self.criterion, images, labels)

@@ -26,7 +26,7 @@ from mgbench.datasets.description import HELD_OUT, DatasetDescription, Split
 from mgbench.datasets.encoded import DecodeSite, decode_site
 from mgbench.datasets.images import host_decoder
 from mgbench.datasets.items import EvalItems, TrainItems
-from mgbench.datasets.sampling import EpochBatchKeys, validation_indices
+from mgbench.datasets.sampling import EpochBatchKeys, SampledLoader, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
@@ -153,12 +153,11 @@ def decoding_at(
 
 @dataclass(frozen=True)
 class Loaders:
-    """One process's DataLoaders: training through `sampler` (epoch set before each), and its
-    share of each held-out split; `decoding` says where their images are decoded and places
-    their batches."""
+    """One process's DataLoaders: training through the shared epoch sampler (`SampledLoader`),
+    and its share of each held-out split; `decoding` says where their images are decoded and
+    places their batches."""
 
-    sampler: EpochBatchKeys
-    train: torch.utils.data.DataLoader
+    train: SampledLoader
     held_out: dict[str, torch.utils.data.DataLoader]
     decoding: HostDecoding | DeviceDecoding
 
@@ -205,4 +204,4 @@ def build_loaders(
         )
         for name in HELD_OUT
     }
-    return Loaders(sampler, train, held_out, decoding)
+    return Loaders(SampledLoader(sampler, train), held_out, decoding)

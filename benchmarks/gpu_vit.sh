@@ -54,10 +54,10 @@ part horovod && compare horovod --frameworks horovod
 python3 benchmarks/limits_table.py runs/vit-*[a-z] --csv "$OUT/vit.csv" 2>&1 | grep -v "^$"
 python3 - <<'PY'
 from pathlib import Path
-from mgbench.common.results import read_results
+from mgbench.records.results import read_results
 for folder in sorted(Path("runs").glob("vit-*")):
     for row in read_results(folder / "results.jsonl") if (folder / "results.jsonl").exists() else []:
         c = row.config
-        print(f"{folder.name}: {c.framework} {c.strategy} {row.status} {row.images_per_sec} img/s, "
-              f"attention {row.attention_kernel}, compiler {row.compiler}, parameters {row.parameters}")
+        print(f"{folder.name}: {c.framework} {c.strategy} {row.status} {row.timing.images_per_sec} img/s, "
+              f"attention {row.build.attention_kernel}, compiler {row.compiled.compiler}, parameters {row.build.parameters}")
 PY

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mgbench.common.breakdown import BOUND_LABELS
-from mgbench.common.results import RESULTS_FILE, read_results
+from mgbench.measure.breakdown import BOUND_LABELS
+from mgbench.records.results import RESULTS_FILE, read_results
 
 
 def peak_fraction(tflops: float | None, peak: float | None, devices: int) -> float | None:
@@ -31,32 +31,36 @@ def rows(folder: Path) -> list[dict]:
             table.append({"folder": folder.name, "row": result.run_id, "status": result.status})
             continue
         config = result.config
-        measured = result.peak_tflops if result.peak_source and "measured" in result.peak_source else None
-        taken = result.ceiling_taken or {}
-        kernels = (result.profile or {}).get("kernels_per_step")
+        measured = (
+            result.limit.peak_tflops if result.limit.peak_source and "measured" in result.limit.peak_source else None
+        )
+        taken = result.profiled.ceiling_taken or {}
+        kernels = (result.profiled.profile or {}).get("kernels_per_step")
         table.append(
             {
                 "folder": folder.name,
                 "row": result.run_id,
-                "compile": config.compile or "",
-                "img/s": round(result.images_per_sec, 1),
-                "TFLOP/s": None if result.achieved_tflops is None else round(result.achieved_tflops, 1),
-                "% matmul peak": peak_fraction(result.achieved_tflops, measured, config.devices),
-                "% vendor peak": peak_fraction(result.achieved_tflops, result.vendor_peak_tflops, config.devices),
-                "ceiling img/s": result.device_ceiling_images_per_sec,
+                "compile": config.job.compile or "",
+                "img/s": round(result.timing.images_per_sec, 1),
+                "TFLOP/s": None if result.limit.achieved_tflops is None else round(result.limit.achieved_tflops, 1),
+                "% matmul peak": peak_fraction(result.limit.achieved_tflops, measured, config.devices),
+                "% vendor peak": peak_fraction(
+                    result.limit.achieved_tflops, result.limit.vendor_peak_tflops, config.devices
+                ),
+                "ceiling img/s": result.profiled.device_ceiling_images_per_sec,
                 "host takes": taken.get("host"),
                 "input takes": taken.get("input"),
                 "comm takes": taken.get("communication"),
                 "uneven takes": taken.get("uneven_steps"),
-                "bound": BOUND_LABELS.get(result.bottleneck or "", ""),
-                "note": result.bottleneck_note or "",
-                "compute %": None if not result.breakdown else 100 * result.breakdown["compute"],
+                "bound": BOUND_LABELS.get(result.profiled.bottleneck or "", ""),
+                "note": result.profiled.bottleneck_note or "",
+                "compute %": None if not result.profiled.breakdown else 100 * result.profiled.breakdown["compute"],
                 "timing": result.timing_method,
                 "kernels/step": kernels,
                 "peak GiB": None if not result.peak_memory_bytes else result.peak_memory_bytes / 2**30,
                 "activations GiB (est.)": None
-                if not result.activation_bytes_estimate
-                else result.activation_bytes_estimate / 2**30,
+                if not result.limit.activation_bytes_estimate
+                else result.limit.activation_bytes_estimate / 2**30,
             }
         )
     return table

@@ -12,7 +12,7 @@ For each `rank0-trace.json` given: per device and per profiled step, in millisec
 and per host thread that launched an XLA program, its launch time per step (XLA's
 `ExecuteThunks`: the kernels and command buffers it enqueued), which the GPU cannot run ahead of
 when every step is synchronised. Also the lines found, so the trace's layout can be checked.
-The interval arithmetic is `mgbench.common.breakdown`'s, the one `--profile` runs for every row.
+The interval arithmetic is `mgbench.measure.breakdown`'s, the one `--profile` runs for every row.
 
     python3 benchmarks/xla_trace_timeline.py STEPS TRACE [TRACE ...]
 """
@@ -25,8 +25,8 @@ from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
-from mgbench.common.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, device_times, union
-from mgbench.common.trace_events import event_interval, trace_names, xla_device_events
+from mgbench.measure.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, device_times, union
+from mgbench.measure.trace_events import event_interval, trace_names, xla_device_events
 
 
 def device_breakdown(events: list[dict], steps: int) -> dict[str, float | list[float]]:

@@ -54,8 +54,12 @@ def drop_working_directory() -> None:
         raise SystemExit(2)
 
 
-drop_working_directory()
+def run() -> int:
+    """mgbench's command line, imported once the working directory has left sys.path."""
+    drop_working_directory()
+    from mgbench.cli import main
 
-from mgbench.cli import main  # noqa: E402  (after the working directory left sys.path)
+    return main()
 
-raise SystemExit(main())
+
+raise SystemExit(run())

@@ -3,25 +3,24 @@
 torchrun, mpiexec, horovodrun or the orchestrator itself start this module in every process of
 a run. It resolves the framework once, refuses a job the registry knows the adapter cannot
 train (one line, exit code 2, before importing the framework), sets the variables the
-framework reads at import, and hands the adapter to the common driver; the primary rank writes
+framework reads at import, and hands the adapter to the shared driver; the primary rank writes
 the result row.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult, write_json_atomically
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.images import host_decoder
-from mgbench.frameworks.registry import create_trainer, framework_spec
+from mgbench.frameworks.registry import create_adapter, framework_spec
+from mgbench.records.results import RunResult, write_json_atomically
+from mgbench.training.driver import run_training
 
 
 def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path | None = None) -> RunResult | None:
@@ -31,10 +30,10 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
     if refusal:
         raise UsageError(refusal)
     os.environ.update(spec.variables_for(config))
-    trainer = create_trainer(config.framework, config.strategy)
+    adapter = create_adapter(config.framework, config.strategy)
     capabilities = spec.capabilities
     result = run_training(
-        trainer,
+        adapter,
         config,
         state_path,
         profile_dir,
@@ -43,9 +42,9 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
         capabilities.loader,
         host_decoder=host_decoder(),
     )
-    return result and dataclasses.replace(
-        result, unmatched=list(capabilities.builders.unmatched.get(result.config.model, ()))
-    )
+    if result is not None:
+        result.build.unmatched = list(capabilities.builders.unmatched.get(result.config.job.model, ()))
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.protocol import Adapter
-from mgbench.frameworks.registry import create_trainer, framework_spec
+from mgbench.core.config import RunConfig
+from mgbench.frameworks.registry import create_adapter, framework_spec
+from mgbench.training.protocol import Adapter
 
 OPTIONAL = {"loader": ("steps_per_epoch", "epoch_batches", "set_learning_rate"), "profiler": ("profile",)}
 
@@ -38,12 +38,12 @@ def main(framework: str, strategy: str, out: Path, models: list[str]) -> None:
     spec = framework_spec(framework)
     parameters, tensors, adapter = {}, {}, None
     for model in models:
-        config = RunConfig(framework, strategy, model, 1, "cpu", 1, 1)
+        config = RunConfig.flat(framework, strategy, model, 1, "cpu", 1, 1)
         config = config.with_changes(data_format=spec.capabilities.default_data_format(model))
         if spec.refusal(config):
             continue
         os.environ.update(spec.variables_for(config))
-        adapter = create_trainer(framework, strategy)
+        adapter = create_adapter(framework, strategy)
         parameters[model] = adapter.setup(config).parameters
         tensors[model] = trainable_tensors(adapter)
         primary = adapter.placement.is_primary

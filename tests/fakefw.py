@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.models import MODELS
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.core.config import RunConfig
+from mgbench.core.models import MODELS
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, ModelBuilders, StrategySpec
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 WARMUP_STEPS = 3
 WARMUP_SECONDS = 0.12
@@ -57,7 +57,7 @@ PARAMETERS = 1234
 """The fake's models, every one of them: a parameter count, whatever the catalogue entry."""
 
 
-class FakeTrainer(Adapter):
+class FakeAdapter(Adapter):
     def __init__(self, strategy: str):
         super().__init__(strategy)
         self.steps_done = 0
@@ -80,7 +80,9 @@ class FakeTrainer(Adapter):
             raise RuntimeError("fake adapter crashed on purpose")
         if self.strategy == "hang":
             time.sleep(3600)
-        if self.strategy == "oom" or (self.strategy == "oom-above" and self.config.batch_per_device > OOM_ABOVE_BATCH):
+        if self.strategy == "oom" or (
+            self.strategy == "oom-above" and self.config.job.batch_per_device > OOM_ABOVE_BATCH
+        ):
             raise MemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
         if self.strategy == "flaky" and os.environ.get("FAKE_FAIL") == "1":
             raise RuntimeError("flaky fake adapter failed on purpose")
@@ -113,5 +115,5 @@ class FakeTrainer(Adapter):
         return None
 
 
-def create_trainer(strategy: str) -> FakeTrainer:
-    return FakeTrainer(strategy)
+def create_adapter(strategy: str) -> FakeAdapter:
+    return FakeAdapter(strategy)

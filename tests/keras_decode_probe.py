@@ -22,7 +22,7 @@ from functools import partial
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.registry import framework_spec
@@ -34,7 +34,7 @@ SIZE = 32
 def configs(framework: str, folder: str) -> dict[str, RunConfig]:
     """The run's config on GPU devices (which the loader never asks about), by `--decode`."""
     devices = 2 if framework == "keras-jax" else 1
-    config = RunConfig(framework, STRATEGIES[framework], "tiny", devices, "cuda", 2, 1,
+    config = RunConfig.flat(framework, STRATEGIES[framework], "tiny", devices, "cuda", 2, 1,
                        dataset=f"imagefolder:{folder}", image_size=SIZE, workers=1)  # fmt: skip
     return {decode: config.with_changes(decode=decode) for decode in ("gpu", "cpu")}
 
@@ -43,16 +43,16 @@ def keras_torch_feeds(config: RunConfig, real, staged: bool):
     """keras-torch's `_fed` over `real` with the CPU as the device, and the run's decoder."""
     import torch
 
-    from mgbench.frameworks.keras_torch.adapter import KerasTorchTrainer, as_tensors
+    from mgbench.frameworks.keras_torch.adapter import KerasTorchAdapter, as_tensors
     from mgbench.frameworks.pytorch.data import decoding_at
 
-    trainer = KerasTorchTrainer(STRATEGIES["keras-torch"])
-    trainer.use_cuda, trainer.staged, trainer.nhwc = False, staged, True
-    trainer.decoding = decoding_at(real.site, config.input_size, torch.device("cpu"), channels_last=True)
-    train = [(images.numpy(), labels.numpy()) for images, labels in trainer._fed(real.train(Shard(0, 2), 0))]
-    val = [trainer.decoding.place(as_tensors(batch)) for batch in real.evaluation("val", 0, 1, 2)]
-    val = [(trainer.keras_layout(images).numpy(), labels.numpy()) for images, labels in val]
-    return train, val, trainer.decoding.decoder, {}
+    adapter = KerasTorchAdapter(STRATEGIES["keras-torch"])
+    adapter.use_cuda, adapter.staged, adapter.nhwc = False, staged, True
+    adapter.decoding = decoding_at(real.site, config.job.input_size, torch.device("cpu"), channels_last=True)
+    train = [(images.numpy(), labels.numpy()) for images, labels in adapter._fed(real.train(Shard(0, 2), 0))]
+    val = [adapter.decoding.place(as_tensors(batch)) for batch in real.evaluation("val", 0, 1, 2)]
+    val = [(adapter.keras_layout(images).numpy(), labels.numpy()) for images, labels in val]
+    return train, val, adapter.decoding.decoder, {}
 
 
 def keras_jax_feeds(config: RunConfig, real, staged: bool):
@@ -61,26 +61,26 @@ def keras_jax_feeds(config: RunConfig, real, staged: bool):
     import jax
 
     from mgbench.frameworks.keras import data
-    from mgbench.frameworks.keras_jax.adapter import JaxDataParallelTrainer
+    from mgbench.frameworks.keras_jax.adapter import JaxDataParallelAdapter
 
-    trainer = JaxDataParallelTrainer(STRATEGIES["keras-jax"])
-    trainer.accept(config.with_changes(device_kind="cpu", decode="cpu"))
-    trainer.staged = staged
-    trainer.mesh = trainer.parallel.mesh(jax.devices("cpu")[:2])
-    trainer.normalise = jax.jit(partial(data.normalised, channels_last=True))
-    trainer.place = trainer._loader_placement(real.site)
-    train = [(np.asarray(images), np.asarray(labels)) for images, labels in trainer._fed(real.train(Shard(0, 4), 0))]
+    adapter = JaxDataParallelAdapter(STRATEGIES["keras-jax"])
+    adapter.accept(config.with_changes(device_kind="cpu", decode="cpu"))
+    adapter.staged = staged
+    adapter.mesh = adapter.parallel.mesh(jax.devices("cpu")[:2])
+    adapter.normalise = jax.jit(partial(data.normalised, channels_last=True))
+    adapter.place = adapter._loader_placement(real.site)
+    train = [(np.asarray(images), np.asarray(labels)) for images, labels in adapter._fed(real.train(Shard(0, 4), 0))]
     val, placed = [], {}
     for batch in real.evaluation("val", 0, 1, 4):
-        pixels = trainer.place.pixels(batch, padded_to=4)
+        pixels = adapter.place.pixels(batch, padded_to=4)
         placed = {
             "dtype": str(pixels.dtype),
             "shape": list(pixels.shape),
             "shards": {str(s.device): [s.index[0].start, s.index[0].stop] for s in pixels.addressable_shards},
         }
-        images = np.asarray(trainer.normalise(pixels))
+        images = np.asarray(adapter.normalise(pixels))
         val.append((images[: len(batch[-1])], batch[-1]))
-    return train, val, trainer.place.decoder, placed
+    return train, val, adapter.place.decoder, placed
 
 
 def memory_under(array: np.ndarray) -> object:
@@ -95,7 +95,7 @@ def main(framework: str, folder: str, out: str) -> None:
     os.environ.update(framework_spec(framework).variables_for(by_decode["cpu"].with_changes(device_kind="cpu")))
     from mgbench.frameworks.keras.data import FileBytes, HostPixels, RealData
 
-    dataset = describe_dataset(by_decode["gpu"].dataset)
+    dataset = describe_dataset(by_decode["gpu"].job.dataset)
     feeds = keras_jax_feeds if framework == "keras-jax" else keras_torch_feeds
     arrays, found = {}, {}
     for decode, config in by_decode.items():

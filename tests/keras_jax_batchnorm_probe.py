@@ -17,9 +17,9 @@ import json
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.synthetic import Shard, synthetic_batch
-from mgbench.frameworks.keras_jax.adapter import JaxDataParallelTrainer
+from mgbench.frameworks.keras_jax.adapter import JaxDataParallelAdapter
 
 PER_DEVICE = 4
 IMAGE_SIZE = 64
@@ -27,7 +27,7 @@ IMAGE_SIZE = 64
 
 def one_step(strategy: str, devices: int, images: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
     """Trainable weights then moving statistics after one step from the seed's initial weights."""
-    config = RunConfig(
+    config = RunConfig.flat(
         framework="keras-jax",
         strategy=strategy,
         model="resnet50",
@@ -39,12 +39,12 @@ def one_step(strategy: str, devices: int, images: np.ndarray, labels: np.ndarray
         image_size=IMAGE_SIZE,
         learning_rate=0.01,
     )
-    trainer = JaxDataParallelTrainer(strategy)
-    trainer.setup(config)
-    trainer.train_step(trainer.shard((images, labels)))
-    trainer.synchronize()
-    trainable, non_trainable = trainer.held_state()[:2]
-    trainer.close()
+    adapter = JaxDataParallelAdapter(strategy)
+    adapter.setup(config)
+    adapter.train_step(adapter.shard((images, labels)))
+    adapter.synchronize()
+    trainable, non_trainable = adapter.held_state()[:2]
+    adapter.close()
     return [np.asarray(value) for value in [*trainable, *non_trainable]]
 
 
@@ -53,7 +53,7 @@ def largest_difference(a: list[np.ndarray], b: list[np.ndarray]) -> float:
 
 
 def main() -> None:
-    config = RunConfig(
+    config = RunConfig.flat(
         framework="keras-jax",
         strategy="jax-dp",
         model="resnet50",
@@ -64,7 +64,7 @@ def main() -> None:
         image_size=IMAGE_SIZE,
     )
     images, labels = synthetic_batch(
-        config.spec, IMAGE_SIZE, 0, Shard(0, 2 * PER_DEVICE), config.seed, channels_last=True
+        config.job.spec, IMAGE_SIZE, 0, Shard(0, 2 * PER_DEVICE), config.job.seed, channels_last=True
     )
     halves = [slice(0, PER_DEVICE), slice(PER_DEVICE, 2 * PER_DEVICE)]
     found = {

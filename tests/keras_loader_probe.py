@@ -15,14 +15,14 @@ import sys
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.synthetic import Shard
-from mgbench.frameworks.registry import create_trainer, framework_spec
+from mgbench.frameworks.registry import create_adapter, framework_spec
 
 EPOCHS = (0, 1)
 
 
-def per_device(framework: str, trainer, batch) -> list[tuple[np.ndarray, np.ndarray]]:
+def per_device(framework: str, adapter, batch) -> list[tuple[np.ndarray, np.ndarray]]:
     """(images, labels) of each device, in device order, as host arrays."""
     if framework == "keras-jax":
         return list(
@@ -33,25 +33,25 @@ def per_device(framework: str, trainer, batch) -> list[tuple[np.ndarray, np.ndar
                 )
             )
         )
-    strategy = trainer.distribution
-    values = trainer.replica_inputs(batch)
+    strategy = adapter.distribution
+    values = adapter.replica_inputs(batch)
     return list(zip(*([t.numpy() for t in strategy.experimental_local_results(v)] for v in values)))
 
 
 def main(framework: str, strategy: str, config_json: str, out: str) -> None:
     config = RunConfig.from_json(config_json)
     os.environ.update(framework_spec(framework).variables_for(config))
-    trainer = create_trainer(framework, strategy)
-    trainer.setup(config)
-    arrays = {"steps": np.array(trainer.steps_per_epoch())}
+    adapter = create_adapter(framework, strategy)
+    adapter.setup(config)
+    arrays = {"steps": np.array(adapter.steps_per_epoch())}
     for epoch in EPOCHS:
-        for step, batch in enumerate(trainer.epoch_batches(epoch)):
-            for device, (images, labels) in enumerate(per_device(framework, trainer, batch)):
+        for step, batch in enumerate(adapter.epoch_batches(epoch)):
+            for device, (images, labels) in enumerate(per_device(framework, adapter, batch)):
                 arrays[f"{epoch}-{step}-{device}-images"] = images
                 arrays[f"{epoch}-{step}-{device}-labels"] = labels
         if framework == "keras-jax":
             rank1 = Shard.of_rank(1, 2, config.global_batch)
-            for step, (pixels, labels) in enumerate(trainer.real.train(rank1, epoch)):
+            for step, (pixels, labels) in enumerate(adapter.real.train(rank1, epoch)):
                 arrays[f"rank1-{epoch}-{step}-pixels"] = pixels
                 arrays[f"rank1-{epoch}-{step}-labels"] = labels
     np.savez(out, **arrays)

@@ -3,8 +3,8 @@ the weights it loads."""
 
 import numpy as np
 
-from mgbench.common.initial_weights import InitialWeights, reference_weights
-from mgbench.common.models import ModelSpec
+from mgbench.core.initial_weights import InitialWeights, reference_weights
+from mgbench.core.models import ModelSpec
 from mgbench.datasets.synthetic import Shard, synthetic_batch
 
 BATCH = 2

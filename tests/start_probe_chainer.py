@@ -7,15 +7,10 @@ import sys
 import numpy as np
 from same_start import same_start_batch, start_weights
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
-
-from mgbench.frameworks.chainer import models, weights  # noqa: E402
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
+from mgbench.frameworks.chainer import models, weights
+from mgbench.frameworks.chainer.imports import chainer
 
 
 def main(model: str, size: int, out: str) -> None:

@@ -9,8 +9,8 @@ import numpy as np
 from mxnet import autograd
 from same_start import same_start_batch, start_weights
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
 from mgbench.frameworks.gluon import models, weights
 
 

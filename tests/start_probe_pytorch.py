@@ -8,8 +8,8 @@ import numpy as np
 import torch
 from same_start import same_start_batch, start_weights
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
 from mgbench.frameworks.pytorch import models, weights
 
 

@@ -5,8 +5,8 @@ import resource
 
 import pytest
 
-from mgbench.common.config import RunConfig
-from mgbench.common.protocol import Adapter
+from mgbench.core.config import RunConfig
+from mgbench.training.protocol import Adapter
 
 
 class ReportsDeviceMemory(Adapter):
@@ -15,9 +15,9 @@ class ReportsDeviceMemory(Adapter):
 
 
 def adapter(cls: type[Adapter], device_kind: str) -> Adapter:
-    trainer = cls("any")
-    trainer.accept(RunConfig("probe", "any", "tiny", 1, device_kind, 4, 2))
-    return trainer
+    adapter = cls("any")
+    adapter.accept(RunConfig.flat("probe", "any", "tiny", 1, device_kind, 4, 2))
+    return adapter
 
 
 def test_cpu_rows_report_the_process_peak_host_memory():

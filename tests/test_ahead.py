@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mgbench.common.ahead import Ahead
+from mgbench.training.prefetch import Ahead
 
 
 class Source:

@@ -13,8 +13,22 @@ import mgbench
 from mgbench.frameworks.registry import BUILTIN_PACKAGES
 
 PACKAGE_ROOT = Path(mgbench.__file__).parent
-LAYERS = ("common", "datasets", "frameworks", "runner", "reports", "cli")
+LAYERS = (
+    "core",
+    "measure",
+    "machine",
+    "records",
+    "training",
+    "datasets",
+    "frameworks",
+    "projection",
+    "runner",
+    "reports",
+    "cli",
+)
 """Bottom to top: a package may import from itself and from the packages before it."""
+GROUND_FLOOR = ("core", "measure", "machine", "records", "training")
+"""The packages every layer above may use; together they import nothing else of mgbench."""
 
 
 def module_name(path: Path) -> str:
@@ -44,6 +58,11 @@ def layer(name: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
 
 
+def test_the_layers_are_the_packages_there_are() -> None:
+    packages = {path.parent.name for path in PACKAGE_ROOT.glob("*/__init__.py")}
+    assert sorted(LAYERS) == sorted(packages)
+
+
 def test_each_layer_imports_only_itself_and_the_layers_below() -> None:
     crossings = []
     for name, imported in GRAPH.items():
@@ -55,13 +74,13 @@ def test_each_layer_imports_only_itself_and_the_layers_below() -> None:
     assert crossings == []
 
 
-def test_common_imports_nothing_else_of_mgbench() -> None:
+def test_the_ground_floor_imports_nothing_above_it() -> None:
     outside = {
         f"{name} -> {target}"
         for name, imported in GRAPH.items()
-        if layer(name) == "common"
+        if layer(name) in GROUND_FLOOR
         for target in imported
-        if layer(target) != "common"
+        if layer(target) not in GROUND_FLOOR
     }
     assert outside == set()
 
@@ -89,7 +108,7 @@ def test_no_import_cycle() -> None:
 
 def test_the_graph_is_read() -> None:
     """Guards the tests above against an empty graph (a wrong root would make them pass)."""
-    assert "mgbench.common.config" in GRAPH["mgbench.common.driver"]
+    assert "mgbench.core.config" in GRAPH["mgbench.training.driver"]
     assert any(layer(target) == "frameworks" for target in GRAPH["mgbench.runner.orchestrator"])
 
 
@@ -135,3 +154,14 @@ def test_the_unstaged_suffix_is_spelled_in_one_place() -> None:
         if isinstance(node, ast.Constant) and node.value == "-unstaged"
     ]
     assert spelled == ["mgbench.frameworks.specs"]
+
+
+def test_chainer_is_imported_through_the_one_module_that_patches_it_first():
+    """Chainer 7.8.1 imports on numpy 2 only after `compat.apply()`: every module of its package
+    takes Chainer from `chainer/imports.py`, so whichever is imported first, the patches come first."""
+    direct = [
+        name
+        for name, path in MODULES.items()
+        if name.startswith("mgbench.frameworks.chainer.") and top_level_imports(path) & {"chainer", "chainermn"}
+    ]
+    assert direct == []

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from mgbench.common.models import model_spec
+from mgbench.core.models import model_spec
 from mgbench.frameworks.pytorch.attention import UNFUSED, attention_kernel, sdpa_backend
 
 VIT = model_spec("vit_b_16")
@@ -30,13 +30,13 @@ def test_the_unfused_path_is_named_math_when_only_math_is_allowed():
 
 
 def test_the_summary_shows_the_attention_kernel_only_where_a_row_names_one():
-    from mgbench.common.config import RunConfig
-    from mgbench.common.results import RunResult
+    from mgbench.core.config import RunConfig
+    from mgbench.records.results import RunResult
     from mgbench.reports.summary import display_table, results_frame
 
     def row(model: str, kernel: str | None) -> RunResult:
-        config = RunConfig("pytorch", "ddp", model, 1, "cpu", 2, 2)
-        return RunResult(config, "ok", images_per_sec=10.0, attention_kernel=kernel)
+        config = RunConfig.flat("pytorch", "ddp", model, 1, "cpu", 2, 2)
+        return RunResult.flat(config, "ok", images_per_sec=10.0, attention_kernel=kernel)
 
     with_vit = display_table(results_frame([row("vit_b_16", "torch SDPA: flash (CPU)"), row("tiny", None)]))
     assert with_vit["attention"].tolist() == ["torch SDPA: flash (CPU)", ""]

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from conftest import TESTS, cli_env, framework_python
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.frameworks.registry import framework_spec
 
 CUDNN_HLO = (
@@ -21,7 +21,7 @@ JAX_PROBE = f"""
 import json
 from unittest import mock
 import jax
-from mgbench.common.models import model_spec
+from mgbench.core.models import model_spec
 from mgbench.frameworks.keras_jax.attention import attention_kernel, kernel_in
 
 vit, device = model_spec("vit_b_16"), jax.devices("cpu")[0]
@@ -41,7 +41,7 @@ import json
 from unittest import mock
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from mgbench.common.models import model_spec
+from mgbench.core.models import model_spec
 from mgbench.frameworks.keras_torch.attention import attention_kernel
 
 vit, cpu = model_spec("vit_b_16"), torch.device("cpu")
@@ -57,7 +57,7 @@ TF_PROBE = """
 import json
 import keras
 import tensorflow as tf
-from mgbench.common.models import model_spec
+from mgbench.core.models import model_spec
 from mgbench.frameworks.keras.transformer import attend
 from mgbench.frameworks.keras_tf.attention import attention_kernel
 
@@ -82,7 +82,7 @@ def probe(framework: str, code: str) -> dict:
     """Run `code` in the framework's interpreter, with the variables its runs set (Keras' backend,
     the CPU), and read the JSON it prints last."""
     spec = framework_spec(framework)
-    variables = spec.variables_for(RunConfig(framework, spec.defaults[0], "tiny", 1, "cpu", 1, 1))
+    variables = spec.variables_for(RunConfig.flat(framework, spec.defaults[0], "tiny", 1, "cpu", 1, 1))
     env = cli_env(PYTHONPATH=f"{TESTS.parent}:{TESTS}", **variables)
     done = subprocess.run(
         [framework_python(framework), "-c", code], capture_output=True, text=True, timeout=600, env=env

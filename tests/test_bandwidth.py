@@ -8,11 +8,11 @@ import pytest
 from conftest import mgbench, tiny_job
 from rich.console import Console
 
-from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult
-from mgbench.common.work import MEASURED
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.records.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
+from mgbench.records.peak import MEASURED
+from mgbench.records.results import RunResult
 
 
 def test_ring_formula():
@@ -40,19 +40,19 @@ def test_rows_get_the_expected_allreduce_share():
             {"bytes": 2**26, "seconds": 1e-3, "algbw_gbps": 60.0, "busbw_gbps": 90.0},
         ],
     )
-    config = RunConfig("pytorch", "ddp", "resnet50", 4, "cuda", 32, 10)
-    row = RunResult(config, "ok", parameters=25_557_032, median_step_seconds=0.25)
+    config = RunConfig.flat("pytorch", "ddp", "resnet50", 4, "cuda", 32, 10)
+    row = RunResult.flat(config, "ok", parameters=25_557_032, median_step_seconds=0.25)
     annotate_allreduce(row, report)
     # 102 MB of gradients: the 64 MiB measurement (the largest not above it) applies.
     expected = 2 * 3 / 4 * 25_557_032 * 4 / 90e9
-    assert row.expected_allreduce_seconds == pytest.approx(expected)
-    assert row.allreduce_step_fraction == pytest.approx(expected / 0.25)
-    small = RunResult(config, "ok", parameters=5_418, median_step_seconds=0.01)
+    assert row.limit.expected_allreduce_seconds == pytest.approx(expected)
+    assert row.limit.allreduce_step_fraction == pytest.approx(expected / 0.25)
+    small = RunResult.flat(config, "ok", parameters=5_418, median_step_seconds=0.01)
     annotate_allreduce(small, report)  # 21 kB: below every size, the smallest measured applies
-    assert small.expected_allreduce_seconds == pytest.approx(2 * 3 / 4 * 5_418 * 4 / 15e9)
-    single = RunResult(config.with_changes(devices=1), "ok", parameters=5_418, median_step_seconds=0.01)
+    assert small.limit.expected_allreduce_seconds == pytest.approx(2 * 3 / 4 * 5_418 * 4 / 15e9)
+    single = RunResult.flat(config.with_changes(devices=1), "ok", parameters=5_418, median_step_seconds=0.01)
     annotate_allreduce(single, report)
-    assert single.expected_allreduce_seconds is None
+    assert single.limit.expected_allreduce_seconds is None
 
 
 def test_the_printed_matmul_peak_has_the_vendors_beside_it():

@@ -7,7 +7,8 @@ from itertools import pairwise
 
 import pytest
 
-from mgbench.common.breakdown import (
+from mgbench.core.config import RunConfig
+from mgbench.measure.breakdown import (
     BOUND_LABELS,
     CATEGORIES,
     TimedStep,
@@ -23,10 +24,9 @@ from mgbench.common.breakdown import (
     subtract,
     union,
 )
-from mgbench.common.breakdown_record import attach_breakdown, merge_breakdowns, rank_breakdown, write_rank_breakdown
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult
-from mgbench.common.trace_events import STEP_MARK, TraceWindow, interval_kind, torch_trace_window, xla_trace_window
+from mgbench.measure.trace_events import STEP_MARK, TraceWindow, interval_kind, torch_trace_window, xla_trace_window
+from mgbench.records.breakdown_record import attach_breakdown, merge_breakdowns, rank_breakdown, write_rank_breakdown
+from mgbench.records.results import RunResult
 
 US = 1e-6
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -134,16 +134,18 @@ def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
         write_rank_breakdown(tmp_path, 0, trace, torch_trace_window(gpu_trace()), "torch.profiler", 2, 0.5, 100 * US)
         is None
     )
-    result = RunResult(RunConfig("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok", median_step_seconds=0.01)
-    result.images_per_sec = 750.0
+    result = RunResult.flat(RunConfig.flat("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok", median_step_seconds=0.01)
+    result.timing.images_per_sec = 750.0
     attach_breakdown(result, tmp_path)
     expected = {name: (shares_of(GPU0)[name] + shares_of(GPU1)[name]) / 2 for name in CATEGORIES}
-    assert result.breakdown == pytest.approx(expected)
-    assert result.bottleneck == "idle" and result.breakdown_clock == "device"
-    assert result.bottleneck_note == bottleneck_note(expected)
+    assert result.profiled.breakdown == pytest.approx(expected)
+    assert result.profiled.bottleneck == "idle" and result.profiled.breakdown_clock == "device"
+    assert result.profiled.bottleneck_note == bottleneck_note(expected)
     # The global batch of 8 over the compute share of the 10 ms timed step.
-    assert result.device_ceiling_images_per_sec == pytest.approx(8 / (expected["compute"] * 0.01))
-    assert sum(result.ceiling_taken.values()) == pytest.approx(result.device_ceiling_images_per_sec - 750.0)
+    assert result.profiled.device_ceiling_images_per_sec == pytest.approx(8 / (expected["compute"] * 0.01))
+    assert sum(result.profiled.ceiling_taken.values()) == pytest.approx(
+        result.profiled.device_ceiling_images_per_sec - 750.0
+    )
     merged = json.loads((tmp_path / "breakdown.json").read_text())
     assert sorted(merged["devices"]) == ["rank0/cuda:0", "rank0/cuda:1"] and merged["ranks"] == ["rank0-breakdown.json"]
     # Every number can be recomputed from what the rank file keeps.
@@ -160,10 +162,10 @@ def test_a_window_that_cannot_be_split_leaves_the_row_without_breakdown_saying_w
     trace = tmp_path / "rank0-trace.json"
     empty = TraceWindow("device", {"cuda:0": []})  # no steps marked, nothing ran, no host time
     assert "window is empty" in write_rank_breakdown(tmp_path, 0, trace, empty, "torch.profiler", 2, 0.0, 0.0)
-    result = RunResult(RunConfig("pytorch", "ddp", "tiny", 2, "cuda", 4, 8), "ok", profile={"steps": 2})
+    result = RunResult.flat(RunConfig.flat("pytorch", "ddp", "tiny", 2, "cuda", 4, 8), "ok", profile={"steps": 2})
     attach_breakdown(result, tmp_path)
-    assert result.breakdown is None and result.bottleneck is None
-    assert "rank 0: ValueError" in result.profile["breakdown_error"] and result.profile["steps"] == 2
+    assert result.profiled.breakdown is None and result.profiled.bottleneck is None
+    assert "rank 0: ValueError" in result.profiled.profile["breakdown_error"] and result.profiled.profile["steps"] == 2
     assert merge_breakdowns(tmp_path / "nothing-here") is None
 
 

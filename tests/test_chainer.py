@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from conftest import assert_two_devices_equal_one, framework_python, mgbench, one_epoch_rows, run_in
 
-from mgbench.common.devices import visible_gpus
 from mgbench.frameworks.chainer.cupy_compat import CARRAY_INCLUDE, FLOAT16_INCLUDE, needs_float16_header
+from mgbench.machine.devices import visible_gpus
 
 RATES = (0.1, 0.05, 0.02, 0.01)
 """A rate changed between steps, down as the warm-up's ramp may go."""
@@ -52,7 +52,7 @@ from mgbench.frameworks.chainer import compat as chainer_compat
 patched = chainer_compat.apply()
 import chainer.functions as F
 import numpy as np
-from mgbench.common.models import MODELS
+from mgbench.core.models import MODELS
 from mgbench.frameworks.chainer.models import build_model
 model = build_model(MODELS["tiny"], 32, "channels_first")
 loss = F.softmax_cross_entropy(model(np.ones((2, 3, 32, 32), np.float32)), np.array([1, 2], np.int32))
@@ -69,9 +69,9 @@ import dataclasses, json
 import numpy as np
 from mgbench.frameworks.chainer import models, weights
 import chainer.links as L
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import reference_weights
-from mgbench.common.models import MODELS
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import reference_weights
+from mgbench.core.models import MODELS
 spec = MODELS["resnet50"]
 net = models.build_model(spec, 64, "channels_first")
 weights.set_batch_norm(net, spec.hyperparameters)
@@ -343,24 +343,24 @@ def test_sgd_steps_in_torchs_form_on_gpu(chainer_gpu_python):
 LOADER_MATCHES_THE_SHARED_READER = """
 import json, sys
 import numpy as np
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.sampling import epoch_batches
 from mgbench.datasets.synthetic import Shard
-from mgbench.frameworks.chainer.adapter import create_trainer
-config = RunConfig(framework="chainer", strategy="chainermn", model="tiny", devices=1, device_kind="cpu",
+from mgbench.frameworks.chainer.adapter import create_adapter
+config = RunConfig.flat(framework="chainer", strategy="chainermn", model="tiny", devices=1, device_kind="cpu",
                    batch_per_device=8, steps=1, dataset="chestxray:" + sys.argv[1], epochs=1, image_size=32, workers=2)
-trainer = create_trainer("chainermn")
-trainer.setup(config)
-train, augmentation = trainer.dataset.train, Augmentation.for_input(32)
+adapter = create_adapter("chainermn")
+adapter.setup(config)
+train, augmentation = adapter.dataset.train, Augmentation.for_input(32)
 for epoch in (0, 1):
-    expected = epoch_batches(len(train), 8, Shard(0, 8), epoch, config.seed)
-    batches = list(trainer.epoch_batches(epoch))
-    assert len(batches) == trainer.steps_per_epoch() == len(expected)
+    expected = epoch_batches(len(train), 8, Shard(0, 8), epoch, config.job.seed)
+    batches = list(adapter.epoch_batches(epoch))
+    assert len(batches) == adapter.steps_per_epoch() == len(expected)
     for (images, labels), indices in zip(batches, expected):
-        pixels = np.stack([augmentation.train(train.files[i], config.seed, epoch, i) for i in indices])
+        pixels = np.stack([augmentation.train(train.files[i], config.job.seed, epoch, i) for i in indices])
         assert np.array_equal(images, pixels) and np.array_equal(labels, train.targets[indices].astype(np.int32))
-print(json.dumps({"val": trainer.evaluate("val"), "test": trainer.evaluate("test")}))
+print(json.dumps({"val": adapter.evaluate("val"), "test": adapter.evaluate("test")}))
 """
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import framework_python, run_in
 
-from mgbench.common.models import model_spec
+from mgbench.core.models import model_spec
 
 VIT = model_spec("vit_b_16")
 
@@ -18,9 +18,9 @@ from mgbench.frameworks.chainer import compat
 compat.apply()
 import chainer
 import chainer.functions as F
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import reference_weights
-from mgbench.common.models import model_spec
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import reference_weights
+from mgbench.core.models import model_spec
 from mgbench.frameworks.chainer import attention, models, weights
 
 spec = model_spec("vit_b_16")

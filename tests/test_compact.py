@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from mgbench.common.breakdown import CATEGORIES, bottleneck
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult
-from mgbench.common.timing import summarise_steps
+from mgbench.core.config import RunConfig
+from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.measure.timing import summarise_steps
+from mgbench.records.results import RunResult
 from mgbench.reports.compact import compact_summary, csv_text, json_text, markdown, print_compact, shown_columns
 from mgbench.reports.readings import host_bottleneck
 from mgbench.reports.spread import Spread
@@ -35,12 +35,12 @@ def headline_rows() -> list[RunResult]:
     rows = []
     for (framework, strategy), rates in THROUGHPUT.items():
         for devices, rate in zip((1, 2), rates, strict=True):
-            config = RunConfig(framework, strategy, "densenet121", devices, "cuda", 32, 20)
+            config = RunConfig.flat(framework, strategy, "densenet121", devices, "cuda", 32, 20)
             step = config.global_batch / rate
             stats = summarise_steps([step] * 20, [0.0] * 20, config.global_batch)
             breakdown = dict(zip(CATEGORIES, SHARES, strict=True))
             rows.append(
-                RunResult(
+                RunResult.flat(
                     config,
                     "ok",
                     **{k: v for k, v in vars(stats).items()},
@@ -92,8 +92,8 @@ def test_at_100_columns_the_headline_keeps_efficiency_vs_fastest_and_the_bottlen
 
 def test_failures_and_warnings_are_numbered_notes_and_formats_carry_the_same_lines():
     rows = headline_rows()
-    rows[3] = RunResult(rows[3].config, "oom", error="CUDA out of memory. Tried to allocate 2 GiB\ntraceback")
-    rows[5].requested_batch_per_device, rows[5].oom_retries = 64, 1
+    rows[3] = RunResult.flat(rows[3].config, "oom", error="CUDA out of memory. Tried to allocate 2 GiB\ntraceback")
+    rows[5].retries.requested_batch_per_device, rows[5].retries.oom_retries = 64, 1
     summary = compact_summary(results_frame(rows))
     assert summary.cells.loc[summary.lines["framework"] == "keras-jax", "rate_2"].item() == "oom"
     restarted = "keras-torch ddp x2: out of memory at 64 per device; ran with 32 after 1 restart(s)"
@@ -115,10 +115,10 @@ def cpu_rows(host_breakdowns: dict[str, dict[str, float]]) -> list[RunResult]:
     rows = []
     for (framework, strategy), rates in THROUGHPUT.items():
         for devices, rate in zip((1, 2), rates, strict=True):
-            config = RunConfig(framework, strategy, "densenet121", devices, "cpu", 8, 20)
+            config = RunConfig.flat(framework, strategy, "densenet121", devices, "cpu", 8, 20)
             stats = summarise_steps([config.global_batch / rate] * 20, [0.0] * 20, config.global_batch)
             rows.append(
-                RunResult(config, "ok", **vars(stats), host_breakdown=host_breakdowns.get(framework, STEP_BOUND))
+                RunResult.flat(config, "ok", **vars(stats), host_breakdown=host_breakdowns.get(framework, STEP_BOUND))
             )
     return rows
 
@@ -164,7 +164,7 @@ def test_unprofiled_gpu_rows_read_host_timing_and_a_profile_is_read_over_it():
     trace, not its host timing."""
     gpu = headline_rows()
     for row in gpu:
-        row.breakdown, row.bottleneck, row.host_breakdown = None, None, INPUT_BOUND
+        row.profiled.breakdown, row.profiled.bottleneck, row.host_breakdown = None, None, INPUT_BOUND
     summary = compact_summary(results_frame(gpu))
     assert set(summary.cells["bottleneck"]) == {"input wait 31% (host)"}
     assert "held back by input wait (31% of the step, host timing)" in verdict(summary)
@@ -176,8 +176,8 @@ def test_unprofiled_gpu_rows_read_host_timing_and_a_profile_is_read_over_it():
     assert verdict(summary).endswith("no breakdown says what holds it back (not profiled).")
     traced = cpu_rows({})
     for row in traced:
-        row.breakdown, row.breakdown_clock = dict(zip(CATEGORIES, SHARES, strict=True)), "cpu"
-        row.bottleneck = bottleneck(row.breakdown)
+        row.profiled.breakdown, row.profiled.breakdown_clock = dict(zip(CATEGORIES, SHARES, strict=True)), "cpu"
+        row.profiled.bottleneck = bottleneck(row.profiled.breakdown)
     summary = compact_summary(results_frame(traced))
     assert summary.cells.iloc[0]["bottleneck"] == "idle 50%" and "(host timing" not in verdict(summary)
 
@@ -222,7 +222,7 @@ def test_the_json_answer_names_the_winner_and_every_rows_warnings_and_says_when_
     assert answer["verdict"] == verdict(compact_summary(frame, "t"))
     assert answer["warnings"] == [{"run_id": rows[1].run_id, "warning": rows[1].warnings[0]}]
     assert [row["run_id"] for row in answer["rows"]] == [row.run_id for row in rows]
-    failed = [RunResult(row.config, "failed", error="boom\ntraceback") for row in rows]
+    failed = [RunResult.flat(row.config, "failed", error="boom\ntraceback") for row in rows]
     frame = results_frame(failed)
     answer = json.loads(json_text(compact_summary(frame), frame))
     assert answer["winner"] is None and answer["verdict"].startswith("No run finished")

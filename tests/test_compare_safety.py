@@ -20,8 +20,8 @@ from conftest import (
     wait_for,
 )
 
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult
+from mgbench.core.config import RunConfig
+from mgbench.records.results import RunResult
 from mgbench.reports.summary import results_frame
 from mgbench.runner.orchestrator import failure_cause
 
@@ -88,8 +88,8 @@ def test_a_failed_row_starts_with_its_cause(tmp_path):
 
 
 def row(devices: int, rate: float, p10: float, p90: float) -> RunResult:
-    config = RunConfig("fake", "steady", "tiny", devices, "cpu", 8, 10)
-    return RunResult(config, "ok", images_per_sec=rate, images_per_sec_p10=p10, images_per_sec_p90=p90)
+    config = RunConfig.flat("fake", "steady", "tiny", devices, "cpu", 8, 10)
+    return RunResult.flat(config, "ok", images_per_sec=rate, images_per_sec_p10=p10, images_per_sec_p90=p90)
 
 
 def test_impossible_speed_ups_and_unsteady_rows_are_flagged():
@@ -103,8 +103,8 @@ def test_impossible_speed_ups_and_unsteady_rows_are_flagged():
 
 def test_a_gpu_row_that_ran_without_cudnn_says_so():
     without, with_cudnn = row(1, 154.0, 153.0, 155.0), row(2, 300.0, 298.0, 301.0)
-    without.framework_versions = {"cupy": "14.2.0", "cudnn": "not used (cuDNN disabled)"}
-    with_cudnn.framework_versions = {"cudnn": "91300"}
+    without.origin.framework_versions = {"cupy": "14.2.0", "cudnn": "not used (cuDNN disabled)"}
+    with_cudnn.origin.framework_versions = {"cudnn": "91300"}
     frame = results_frame([without, with_cudnn]).set_index("devices")
     assert frame.loc[1, "warning"] == (
         "cuDNN not used (cuDNN disabled): convolutions ran without it, unlike the other frameworks' GPU rows"
@@ -135,7 +135,7 @@ mgbench: error: Caught UsageError in DataLoader worker process 0.
 Original Traceback (most recent call last):
   File "mgbench/datasets/images.py", line 40, in open_image
     raise UsageError(f"cannot decode image {path}: {error}") from None
-mgbench.common.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated
+mgbench.core.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated
 
 E1123 torch/distributed/elastic/multiprocessing/api.py: failed (exitcode: 2)
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
@@ -144,7 +144,7 @@ torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 
 def test_the_cause_is_the_workers_own_error_not_the_one_relaying_it():
     assert failure_cause(DATALOADER_FAILURE, 1) == (
-        "mgbench.common.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated"
+        "mgbench.core.errors.UsageError: cannot decode image /data/images/00000003_000.png: image file is truncated"
     )
     assert (
         failure_cause(

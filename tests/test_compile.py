@@ -8,17 +8,17 @@ The compiled steps themselves are checked against eager ones in each framework's
 from conftest import mgbench, read_rows
 
 from mgbench.cli import build_parser
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.job import Job
+from mgbench.core.config import RunConfig
+from mgbench.core.job import Job
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
+from mgbench.training.driver import run_training
 
 
 def job(framework: str = "pytorch", strategy: str = "ddp", devices: int = 1, **changes) -> RunConfig:
     """The tiny job in `framework`'s default data format."""
     data_format = framework_spec(framework).capabilities.default_data_format("tiny")
-    return RunConfig(framework, strategy, "tiny", devices, "cpu", 2, 4, data_format=data_format, **changes)
+    return RunConfig.flat(framework, strategy, "tiny", devices, "cpu", 2, 4, data_format=data_format, **changes)
 
 
 def refusal(framework: str, strategy: str, devices: int = 1, mode: str | None = "default") -> str | None:
@@ -91,20 +91,26 @@ def test_rows_name_what_compiled_the_step_and_keras_jax_always_compiles():
 def test_the_compile_step_is_clocked_apart_and_the_timed_steps_follow_it(fake_plugin):
     import fakefw
 
-    trainer = fakefw.create_trainer("steady")
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 8, 30, compile="default")
-    result = run_training(trainer, config, compiler="fake-jit")
-    assert trainer.steps_done == 31 and len(result.step_seconds) == len(result.losses) == 30
-    assert result.compiler == "fake-jit"
-    assert fakefw.WARMUP_SECONDS + fakefw.INPUT_SECONDS <= result.compile_seconds < 10 * fakefw.WARMUP_SECONDS
+    adapter = fakefw.create_adapter("steady")
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 8, 30, compile="default")
+    result = run_training(adapter, config, compiler="fake-jit")
+    assert adapter.steps_done == 31 and len(result.series.step_seconds) == len(result.series.losses) == 30
+    assert result.compiled.compiler == "fake-jit"
+    assert fakefw.WARMUP_SECONDS + fakefw.INPUT_SECONDS <= result.compiled.compile_seconds < 10 * fakefw.WARMUP_SECONDS
     # The fake's first slow step was the compile step: the timed steps start with the other slow
     # ones (a sleep lasts at least its length; how long a steady one lasts is left to the load, so
     # warm-up detection, tested on exact series in test_timing, is not asked of wall-clock sleeps).
     slow = fakefw.WARMUP_SECONDS
-    assert min(result.step_seconds[: fakefw.WARMUP_STEPS - 1]) >= slow > result.step_seconds[fakefw.WARMUP_STEPS - 1]
-    eager = run_training(fakefw.create_trainer("steady"), config.with_changes(compile=None))
-    assert eager.compiler is None and eager.compile_seconds is None
-    assert min(eager.step_seconds[: fakefw.WARMUP_STEPS]) >= slow > eager.step_seconds[fakefw.WARMUP_STEPS]
+    assert (
+        min(result.series.step_seconds[: fakefw.WARMUP_STEPS - 1])
+        >= slow
+        > result.series.step_seconds[fakefw.WARMUP_STEPS - 1]
+    )
+    eager = run_training(fakefw.create_adapter("steady"), config.with_changes(compile=None))
+    assert eager.compiled.compiler is None and eager.compiled.compile_seconds is None
+    assert (
+        min(eager.series.step_seconds[: fakefw.WARMUP_STEPS]) >= slow > eager.series.step_seconds[fakefw.WARMUP_STEPS]
+    )
 
 
 def test_compare_rows_and_table_carry_the_compile_phase(tmp_path):

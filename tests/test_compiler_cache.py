@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from conftest import mgbench, state_run_args
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.counting import COMPILER_CACHE_ENV, compiler_cache
 from mgbench.runner.orchestrator import child_environment
 
 
 def test_a_runs_environment_names_the_shared_compiler_cache_unless_the_user_named_one(tmp_path, monkeypatch):
-    config = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 2, 4)
+    config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 2, 4)
     monkeypatch.delenv(COMPILER_CACHE_ENV, raising=False)
     monkeypatch.setenv("MGBENCH_WORK_CACHE", str(tmp_path / "cache" / "work.json"))
     assert child_environment(config, framework_spec("pytorch"))[COMPILER_CACHE_ENV] == str(

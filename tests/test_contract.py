@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 from conftest import TESTS, cli_env, framework_python
 
-from mgbench.common.config import RunConfig
-from mgbench.common.models import MODELS
+from mgbench.core.config import RunConfig
+from mgbench.core.models import MODELS
 from mgbench.frameworks.registry import BUILTIN
-from mgbench.runner.launchers import LAUNCHERS, launcher_for
+from mgbench.runner.launchers import LAUNCHERS, Launch, launcher_for
 
 COMBINATIONS = [(spec, strategy.name, model) for spec in BUILTIN for strategy in spec.strategies for model in MODELS]
 
@@ -49,7 +49,7 @@ def combination_id(combination) -> str:
 
 
 def default_config(spec, strategy: str, model: str, devices: int = 1) -> RunConfig:
-    config = RunConfig(spec.name, strategy, model, devices, "cpu", 1, 1)
+    config = RunConfig.flat(spec.name, strategy, model, devices, "cpu", 1, 1)
     return config.with_changes(data_format=spec.capabilities.default_data_format(model))
 
 
@@ -66,7 +66,7 @@ def test_planning_accepts_the_default_job_or_names_why_not(combination):
 def test_planning_every_combination_and_the_cli_import_no_framework():
     code = (
         "import sys; from mgbench.cli import build_parser; from mgbench.runner.plan import plan_runs; "
-        "from mgbench.frameworks.registry import BUILTIN; from mgbench.common.job import Job; build_parser(); "
+        "from mgbench.frameworks.registry import BUILTIN; from mgbench.core.job import Job; build_parser(); "
         "[plan_runs(Job('densenet121', 'cpu', 1, 1), [s.name], ['all'], [1, 2], 'weak')"
         f" for s in BUILTIN]; print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORK_MODULES!r})))"
     )
@@ -82,7 +82,7 @@ def probe(spec, strategy: str, tmp_path: Path) -> dict:
         python = framework_python(spec.name)
         out = tmp_path / f"{spec.name}-{strategy}.json"
         entry = [str(TESTS / "contract_probe.py"), spec.name, strategy, str(out), *probed_models(spec, strategy)]
-        command = launcher_for(spec.strategy(strategy).launcher).command(python, 1, [], entry=entry)
+        command = launcher_for(spec.strategy(strategy).launcher).command(Launch(python, entry=entry), 1)
         done = subprocess.run(
             command,
             capture_output=True,

@@ -12,8 +12,8 @@ import torchvision
 from conftest import mgbench, one_line_error
 
 from mgbench.cli import convert_weights, main
-from mgbench.common.initial_weights import read_weights_file, reference_weights
-from mgbench.common.models import model_spec
+from mgbench.core.initial_weights import read_weights_file, reference_weights
+from mgbench.core.models import model_spec
 
 
 def test_published_densenet_names_and_a_ddp_checkpoint_convert_with_a_new_head(tmp_path: Path) -> None:

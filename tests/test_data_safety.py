@@ -16,8 +16,8 @@ from PIL import Image
 from test_datasets import nih_rows, write_nih
 
 from mgbench.cli import main
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import LABEL_FILE
 from mgbench.datasets.images import open_image
@@ -89,8 +89,8 @@ def test_16_bit_images_of_one_dataset_share_one_scale_in_loaders_and_prepare(tmp
     rgba = np.zeros((32, 32, 4), np.uint8)
     rgba[..., :3], rgba[:, :16, 3] = 200, 255  # the right half is transparent
     Image.fromarray(rgba, mode="RGBA").save(src / "images" / "00000002_000.png")
-    config = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 1, 1, dataset=f"chestxray:{src}")
-    checked = check_dataset(config, [config])
+    config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 1, 1, dataset=f"chestxray:{src}")
+    checked = check_dataset(config.job, [config])
     assert checked.bit_depth == 12
     dataset = dataset_for(checked)
     assert dataset.bit_depth == 12
@@ -122,12 +122,12 @@ def test_no_decodable_image_fails_the_dataset_check_and_prepare(tmp_path, capsys
     write_nih(src, nih_rows(20))
     for image in (src / "images").iterdir():
         image.write_bytes(b"not an image")
-    config = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 1, 1, dataset=f"chestxray:{src}", skip_bad_images=True)
+    config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 1, 1, dataset=f"chestxray:{src}", skip_bad_images=True)
     shown = r"images/\d{8}_000.png \(not an image PIL can read\)"
     with pytest.raises(
         UsageError, match=rf"none of its 20 images can be decoded: {shown}(; {shown}){{4}} and 15 more$"
     ):
-        check_dataset(config, [])
+        check_dataset(config.job, [])
     one_error_line(
         capsys,
         ["prepare", "chestxray", str(src), str(tmp_path / "dst"), "--size", "16"],
@@ -155,14 +155,14 @@ def test_undecodable_images_are_all_named_before_launching_or_left_out_when_aske
     args = ["compare", "--frameworks", "pytorch", "--gpus", "1", "--dataset", f"chestxray:{src}"]
     one_error_line(capsys, [*args, "--out", str(tmp_path / "out")], f"{src}: 3 of 20 images cannot be decoded: ")
     assert not (tmp_path / "out").exists()
-    config = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 1, 1, dataset=f"chestxray:{src}")
+    config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 1, 1, dataset=f"chestxray:{src}")
     with pytest.raises(UsageError) as refused:
-        check_dataset(config, [config])
+        check_dataset(config.job, [config])
     message = str(refused.value)
     named = ("images/00000003_000.png (not an image", "images/00000007_000.png (", "images/00000011_000.png (")
     assert all(name in message for name in named), message
     assert message.endswith("; --skip-bad-images leaves them out")
-    checked = check_dataset(config.with_changes(skip_bad_images=True), [config])
+    checked = check_dataset(config.job.with_changes(skip_bad_images=True), [config])
     assert sorted(checked.skipped_images) == bad and checked.bit_depth is None
     readable = dataset_for(checked)
     assert len(readable.files) == 17 and not set(bad) & set(readable.files)

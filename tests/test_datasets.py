@@ -9,20 +9,27 @@ import pytest
 from conftest import mgbench
 from PIL import Image
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.metrics import gathered_metrics, mean_auc, split_metrics
-from mgbench.common.models import MODELS
-from mgbench.common.schedule import learning_rate_at
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.models import MODELS
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.chestxray import NIH_LABELS, multi_hot
 from mgbench.datasets.description import SPLITS
 from mgbench.datasets.prepare import prepare_chestxray
 from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.sample import draw_image, make_sample
-from mgbench.datasets.sampling import epoch_batches, epoch_keys, rank_major_keys, validation_indices
+from mgbench.datasets.sampling import (
+    EpochBatchKeys,
+    SampledLoader,
+    epoch_batches,
+    epoch_keys,
+    rank_major_keys,
+    validation_indices,
+)
 from mgbench.datasets.synthetic import Shard
+from mgbench.measure.metrics import gathered_metrics, mean_auc, split_metrics
+from mgbench.training.loaders import loader_workers
+from mgbench.training.schedule import learning_rate_at
 
 CSV_HEADER = "Image Index,Finding Labels,Follow-up #,Patient ID\n"
 
@@ -167,7 +174,7 @@ def test_imagefolder_splits_come_from_its_folders_or_the_training_hash(tmp_path)
 
 def test_batch_too_large_for_the_dataset_is_refused_before_running(tmp_path):
     write_nih(tmp_path, nih_rows(20))
-    config = RunConfig(
+    config = RunConfig.flat(
         framework="pytorch",
         strategy="ddp",
         model="tiny",
@@ -179,7 +186,7 @@ def test_batch_too_large_for_the_dataset_is_refused_before_running(tmp_path):
         epochs=1,
     )
     with pytest.raises(UsageError, match="cannot fill one global batch of 128"):
-        check_dataset(config, [config])
+        check_dataset(config.job, [config])
 
 
 def test_compare_rejects_a_bad_dataset_before_any_run(tmp_path):
@@ -353,3 +360,21 @@ def test_loader_workers_share_the_cores_and_leave_each_training_process_one(monk
     assert loader_workers(None, 2) == 7
     assert loader_workers(None, 32) == 1
     assert loader_workers(3, 1) == 3
+
+
+def test_a_sampled_loader_sets_its_sampler_before_each_iterator() -> None:
+    sampler = EpochBatchKeys(size=8, global_batch=4, shard=Shard(0, 4), seed=1)
+
+    class Loader:  # a map-style loader over its batch sampler, as torch's and Gluon's are
+        def __iter__(self):
+            return iter(sampler)
+
+    loader = SampledLoader(sampler, Loader())
+    assert len(loader) == 2
+    epoch_1 = list(loader.epoch(1))
+    assert epoch_1 == list(epoch_keys(8, 4, Shard(0, 4), (1,), seed=1)) and {
+        e for batch in epoch_1 for e, _ in batch
+    } == {1}
+    stream = loader.endless()
+    first_five = [next(stream) for _ in range(5)]  # past the end of epoch 0 into 1 and 2
+    assert [batch[0][0] for batch in first_five] == [0, 0, 1, 1, 2]

@@ -16,11 +16,9 @@ import torchvision
 from conftest import mgbench, one_line_error
 from PIL import Image
 
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.errors import UsageError
-from mgbench.common.job import Job
-from mgbench.common.protocol import Placement
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import Job
 from mgbench.datasets.augment import IMAGENET_STD, Augmentation
 from mgbench.datasets.description import Split
 from mgbench.datasets.encoded import EncodedTrainItems, device_file
@@ -28,12 +26,14 @@ from mgbench.datasets.images import open_image, read_header
 from mgbench.datasets.pillow_build import pillow_build
 from mgbench.datasets.resolve import check_dataset, describe_dataset
 from mgbench.datasets.synthetic import Shard
-from mgbench.frameworks.pytorch.adapter import create_trainer
+from mgbench.frameworks.pytorch.adapter import create_adapter
 from mgbench.frameworks.pytorch.data import HostDecoding, PlacedPixels, build_loaders, decoding_for
 from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped, planned_crops
 from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding, PlannedCollate, decoded_images
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.plan import plan_runs
+from mgbench.training.driver import run_training
+from mgbench.training.protocol import Placement
 
 
 def test_gpu_decode_on_cpu_devices_is_one_line_exit_2(tmp_path):
@@ -84,12 +84,12 @@ def test_a_loader_that_hands_the_gpu_whole_batches_refuses_a_host_share():
 
 
 def test_a_config_read_back_without_decode_decodes_on_the_host():
-    config = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 2, 4)
+    config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 2, 4)
     data = config.to_dict()
     del data["decode"]
-    assert RunConfig.from_dict(data).decode == "cpu"
+    assert RunConfig.from_dict(data).job.decode == "cpu"
     assert RunConfig.from_json(config.with_changes(device_kind="cuda", dataset="imagefolder:/x", decode="gpu")
-                               .to_json()).decode.on_device  # fmt: skip
+                               .to_json()).job.decode.on_device  # fmt: skip
     assert framework_spec("pytorch").capabilities.gpu_decoder == "nvJPEG (torchvision.io.decode_jpeg)"
 
 
@@ -97,7 +97,7 @@ def test_a_config_read_back_without_decode_decodes_on_the_host():
 def test_a_gpu_decoding_run_gets_a_hardware_queue_per_stream_unless_the_user_set_them(framework, monkeypatch):
     monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
     spec = framework_spec(framework)
-    jpegs = RunConfig(framework, spec.defaults[0], "tiny", 1, "cuda", 1, 4, dataset="imagefolder:/x")
+    jpegs = RunConfig.flat(framework, spec.defaults[0], "tiny", 1, "cuda", 1, 4, dataset="imagefolder:/x")
     assert spec.variables_for(jpegs.with_changes(decode="gpu"))["CUDA_DEVICE_MAX_CONNECTIONS"] == "32"
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in spec.variables_for(jpegs)
     monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8")
@@ -271,7 +271,7 @@ def both_loaders(root: Path, workers: int, batch: int = 2, host_share: float = 0
     path's over the class folder `root`, batches of `batch` at 32 px, with the CPU as the device
     (torchvision decodes on the CPU)."""
     dataset = describe_dataset(f"imagefolder:{root}")
-    config = RunConfig(
+    config = RunConfig.flat(
         "pytorch", "ddp", "tiny", 1, "cpu", batch, 1, dataset=f"imagefolder:{root}", image_size=32, workers=workers
     )
     cpu = torch.device("cpu")
@@ -289,7 +289,7 @@ def test_the_byte_reading_loader_decoded_on_a_device_gives_the_host_loaders_batc
     root = jpeg_folder(tmp_path / "jpegs", [(120, 90), (50, 40), (90, 130), (75, 75), (64, 100), (200, 60)])
     device, host = both_loaders(root, workers=1)
     level = 2 / 255 / float(IMAGENET_STD.min())
-    pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
+    pairs = [*zip(device.train.epoch(0), host.train.epoch(0)), *zip(device.held_out["val"], host.held_out["val"])]
     assert len(pairs) == 6
     for encoded_batch, pixel_batch in pairs:
         data, lengths = encoded_batch.parts()[:2]  # the files' bytes: nothing decoded yet
@@ -313,7 +313,7 @@ def test_with_a_host_share_the_workers_decode_the_first_images_as_the_host_path_
     )
     device, host = both_loaders(root, workers=0, batch=4, host_share=0.5)
     level = 2 / 255 / float(IMAGENET_STD.min())
-    pairs = [*zip(device.train, host.train), *zip(device.held_out["val"], host.held_out["val"])]
+    pairs = [*zip(device.train.epoch(0), host.train.epoch(0)), *zip(device.held_out["val"], host.held_out["val"])]
     assert len(pairs) == 4
     for encoded_batch, pixel_batch in pairs:
         parts = encoded_batch.parts()
@@ -338,7 +338,7 @@ def test_gpu_decode_decodes_jpeg_datasets_on_the_device_and_others_on_the_host(t
 
     def decoding(root: Path, decode: str) -> HostDecoding | DeviceDecoding:
         dataset = f"imagefolder:{root}"
-        config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=dataset, decode=decode)
+        config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=dataset, decode=decode)
         return decoding_for(describe_dataset(dataset), config, cpu, True)
 
     assert isinstance(decoding(jpegs, "gpu"), DeviceDecoding)
@@ -354,12 +354,14 @@ def test_rows_of_real_data_name_the_decoder_and_rows_of_synthetic_data_none(tmp_
     import fakefw
 
     root = jpeg_folder(tmp_path / "jpegs", [(40, 40)] * 4)
-    config = RunConfig("pytorch", "dp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0)
-    assert run_training(create_trainer("dp"), config, host_decoder="unused").decoder == f"{pillow_build()} (host)"
-    synthetic = run_training(create_trainer("dp"), config.with_changes(dataset="synthetic"), host_decoder="unused")
-    assert synthetic.decoder is None
-    fake = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 3, dataset="chestxray:/data")
-    assert run_training(fakefw.create_trainer("steady"), fake, host_decoder="the host's").decoder == "the host's"
+    config = RunConfig.flat(
+        "pytorch", "dp", "tiny", 1, "cpu", 2, 1, dataset=f"imagefolder:{root}", image_size=32, workers=0
+    )
+    assert run_training(create_adapter("dp"), config, host_decoder="unused").input.decoder == f"{pillow_build()} (host)"
+    synthetic = run_training(create_adapter("dp"), config.with_changes(dataset="synthetic"), host_decoder="unused")
+    assert synthetic.input.decoder is None
+    fake = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 3, dataset="chestxray:/data")
+    assert run_training(fakefw.create_adapter("steady"), fake, host_decoder="the host's").input.decoder == "the host's"
 
 
 def odd_jpegs(folder: Path) -> dict[str, str]:
@@ -403,7 +405,7 @@ def test_the_device_path_trains_on_a_folder_with_a_png_and_a_cmyk_file_under_jpe
         Path(odd[name]).replace(root / target)
     device, host = both_loaders(root, workers=0)
     level = 4 / 255 / float(IMAGENET_STD.min())
-    batches = list(zip(device.train, host.train))
+    batches = list(zip(device.train.epoch(0), host.train.epoch(0)))
     assert len(batches) == 2
     for encoded_batch, pixel_batch in batches:
         images, labels = device.decoding.place(encoded_batch)
@@ -419,13 +421,13 @@ def test_the_check_before_launching_names_the_images_gpu_decoding_reencodes(tmp_
     Path(odd["cmyk"]).replace(root / "val" / "class1" / "01.jpg")
     notes = {}
     for decode in ("gpu", "cpu"):
-        config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode=decode)
+        config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode=decode)
         notes[decode] = []
-        check_dataset(config, [config], workers=1, on_note=notes[decode].append)
+        check_dataset(config.job, [config], workers=1, on_note=notes[decode].append)
     (root / "test" / "class0" / "00.jpg").rename(root / "test" / "class0" / "00.png")
-    config = RunConfig("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode="gpu")
+    config = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cuda", 2, 1, dataset=f"imagefolder:{root}", decode="gpu")
     notes["host"] = []
-    check_dataset(config, [config], workers=1, on_note=notes["host"].append)
+    check_dataset(config.job, [config], workers=1, on_note=notes["host"].append)
     assert notes["cpu"] == notes["host"] == []  # a folder not all JPEGs decodes on the host
     assert notes["gpu"] == [
         "--decode gpu: 2 image(s) under JPEG names are not 8-bit RGB or grayscale JPEGs "

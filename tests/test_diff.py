@@ -13,7 +13,7 @@ from conftest import mgbench, one_line_error
 from test_reports import fixture_folder
 
 from mgbench.reports.diff import STEPS, diff_folders
-from mgbench.reports.runfolder import load_run_folder
+from mgbench.reports.folder_data import load_run_folder
 
 RATES = ("images_per_sec", "images_per_sec_low", "images_per_sec_high", "images_per_sec_p10", "images_per_sec_p90")
 

@@ -1,4 +1,4 @@
-"""The common driver on the fake adapter: timing, warm-up, input wait and the result row."""
+"""The shared driver on the fake adapter: timing, warm-up, input wait and the result row."""
 
 import time
 
@@ -6,44 +6,44 @@ import fakefw
 import numpy as np
 import pytest
 
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.protocol import Adapter, ModelInfo
-from mgbench.common.step_timer import FORCE_SYNC_ENV, StepTimer
-from mgbench.common.timing import HOST_PHASES, detect_warmup
+from mgbench.core.config import RunConfig
+from mgbench.measure.step_timer import FORCE_SYNC_ENV, StepTimer
+from mgbench.measure.timing import HOST_PHASES, detect_warmup
+from mgbench.training.driver import run_training
+from mgbench.training.protocol import Adapter, ModelInfo
 
 
 def fake_config(**changes):
     base = dict(
         framework="fake", strategy="steady", model="tiny", devices=2, device_kind="cpu", batch_per_device=8, steps=30
     )
-    return RunConfig(**{**base, **changes})
+    return RunConfig.flat(**{**base, **changes})
 
 
 def test_fake_trainer_is_an_adapter(fake_plugin):
     import fakefw
 
-    assert isinstance(fakefw.create_trainer("steady"), Adapter)
+    assert isinstance(fakefw.create_adapter("steady"), Adapter)
 
 
 def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path):
     import fakefw
 
     config = fake_config()
-    result = run_training(fakefw.create_trainer("steady"), config, tmp_path / "state.npz")
+    result = run_training(fakefw.create_adapter("steady"), config, tmp_path / "state.npz")
     assert result.status == "ok"
-    assert len(result.step_seconds) == len(result.input_wait_seconds) == len(result.losses) == 30
+    assert len(result.series.step_seconds) == len(result.series.input_wait_seconds) == len(result.series.losses) == 30
     # The fake's slow first steps are left out of the steady state. Exactly where warm-up ends
     # on a given series is `detect_warmup`'s (test_timing); here the series is real time on a
     # shared machine, where a stall of the OS may lengthen a few more steps, which the detector
     # then rightly leaves out too.
-    assert result.warmup_detected and fakefw.WARMUP_STEPS <= result.warmup_steps <= config.steps // 2
-    assert result.warmup_steps == detect_warmup(result.step_seconds).steps
+    assert result.timing.warmup_detected and fakefw.WARMUP_STEPS <= result.timing.warmup_steps <= config.job.steps // 2
+    assert result.timing.warmup_steps == detect_warmup(result.series.step_seconds).steps
     expected_step = fakefw.STEP_SECONDS + fakefw.INPUT_SECONDS
-    assert result.median_step_seconds == pytest.approx(expected_step, rel=0.3)
-    steady = result.step_seconds[result.warmup_steps :]
+    assert result.timing.median_step_seconds == pytest.approx(expected_step, rel=0.3)
+    steady = result.series.step_seconds[result.timing.warmup_steps :]
     assert result.window_seconds == pytest.approx(sum(steady))
-    assert result.images_per_sec == pytest.approx(config.global_batch * len(steady) / sum(steady))
+    assert result.timing.images_per_sec == pytest.approx(config.global_batch * len(steady) / sum(steady))
     assert result.timing_method == "per-step sync"
     # The fake's steps run synchronously on the host, as CPU steps do: the host timing says the
     # step is its sleep and the input wait its batch's.
@@ -51,11 +51,11 @@ def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path)
     assert sum(result.host_breakdown.values()) == pytest.approx(1.0)
     assert result.host_breakdown["input_wait"] == pytest.approx(fakefw.INPUT_SECONDS / expected_step, rel=0.4)
     assert result.host_breakdown["step"] == pytest.approx(fakefw.STEP_SECONDS / expected_step, rel=0.4)
-    assert result.input_wait_fraction == pytest.approx(fakefw.INPUT_SECONDS / expected_step, rel=0.4)
-    assert all(w < s for w, s in zip(result.input_wait_seconds, result.step_seconds))
+    assert result.input.input_wait_fraction == pytest.approx(fakefw.INPUT_SECONDS / expected_step, rel=0.4)
+    assert all(w < s for w, s in zip(result.series.input_wait_seconds, result.series.step_seconds))
     assert result.startup_seconds > 0 and result.eval_metrics == {"loss": 0.5}
-    assert result.parameters == 1234 and result.framework_versions == {"fake": "1.0"}
-    assert result.loader_workers is None
+    assert result.build.parameters == 1234 and result.origin.framework_versions == {"fake": "1.0"}
+    assert result.input.loader_workers is None
     assert np.load(tmp_path / "state.npz")["steps"][0] == 30
 
 
@@ -63,10 +63,10 @@ def test_crash_inside_a_step_propagates(fake_plugin):
     import fakefw
 
     with pytest.raises(RuntimeError, match="on purpose"):
-        run_training(fakefw.create_trainer("crash"), fake_config(strategy="crash"))
+        run_training(fakefw.create_adapter("crash"), fake_config(strategy="crash"))
 
 
-class EpochTrainer(fakefw.FakeTrainer):
+class EpochAdapter(fakefw.FakeAdapter):
     """The fake adapter with a real-data loader's surface: 3 steps per epoch, the held-out
     splits scored apart (each with its own metrics and a known scoring time)."""
 
@@ -90,20 +90,20 @@ class EpochTrainer(fakefw.FakeTrainer):
 
 def test_epochs_validate_each_epoch_then_test_once_and_time_the_training(fake_plugin):
     config = fake_config(dataset="chestxray:/data", epochs=2, workers=2)
-    trainer = EpochTrainer("steady")
-    result = run_training(trainer, config, loader="fake.Loader")
-    assert trainer.scored == ["val", "val", "test"]
-    assert result.test_metrics == {"loss": 0.3, "auc": 0.8}
+    adapter = EpochAdapter("steady")
+    result = run_training(adapter, config, loader="fake.Loader")
+    assert adapter.scored == ["val", "val", "test"]
+    assert result.by_epoch.test_metrics == {"loss": 0.3, "auc": 0.8}
     assert result.eval_metrics == {"loss": 0.25, "auc": 0.75, "top1": 0.5}
-    assert result.loader == "fake.Loader" and result.loader_workers == 2
-    assert [row["epoch"] for row in result.epoch_metrics] == [1, 2]
-    for row in result.epoch_metrics:
+    assert result.input.loader == "fake.Loader" and result.input.loader_workers == 2
+    assert [row["epoch"] for row in result.by_epoch.epoch_metrics] == [1, 2]
+    for row in result.by_epoch.epoch_metrics:
         assert (row["val_loss"], row["val_auc"], row["val_top1"]) == (0.25, 0.75, 0.5)
         assert row["images_per_sec"] == pytest.approx(3 * config.global_batch / row["train_seconds"])
-        assert row["val_seconds"] >= EpochTrainer.VALIDATION_SECONDS
-    spent = sum(row["train_seconds"] + row["val_seconds"] for row in result.epoch_metrics)
+        assert row["val_seconds"] >= EpochAdapter.VALIDATION_SECONDS
+    spent = sum(row["train_seconds"] + row["val_seconds"] for row in result.by_epoch.epoch_metrics)
     # from the first step to the end of the last validation, not the test split's scoring after it
-    assert spent <= result.time_to_train_seconds < spent + EpochTrainer.VALIDATION_SECONDS
+    assert spent <= result.by_epoch.time_to_train_seconds < spent + EpochAdapter.VALIDATION_SECONDS
 
 
 class ScriptedClock:
@@ -199,13 +199,15 @@ def scripted_run(adapter):
 def test_throughput_is_the_steady_windows_images_over_its_length_on_the_host_clock():
     adapter = ScriptedAdapter()
     config, result = scripted_run(adapter)
-    assert result.warmup_steps == 3 and result.timing_method == "per-step sync"
+    assert result.timing.warmup_steps == 3 and result.timing_method == "per-step sync"
     # The window: from the end of the last warm-up step to the end of the last step.
     elapsed = adapter.step_ends[-1] - adapter.step_ends[2]
     steady = len(ScriptedAdapter.STEPS) - 3
     assert result.window_seconds == pytest.approx(elapsed)
-    assert result.images_per_sec == pytest.approx(config.global_batch * steady / elapsed)
-    assert result.images_per_sec != pytest.approx(config.global_batch / result.median_step_seconds, rel=0.05)
+    assert result.timing.images_per_sec == pytest.approx(config.global_batch * steady / elapsed)
+    assert result.timing.images_per_sec != pytest.approx(
+        config.global_batch / result.timing.median_step_seconds, rel=0.05
+    )
     assert adapter.sync_calls_at.count(len(ScriptedAdapter.STEPS)) >= 1
     assert sorted(set(adapter.sync_calls_at)) == list(range(len(ScriptedAdapter.STEPS) + 1))
 
@@ -218,9 +220,11 @@ def test_with_device_events_no_step_waits_for_the_device_and_the_loss_is_read_on
     assert adapter.sync_calls_at[:2] == [0, steps]
     assert adapter.last_loss_calls == 0 and adapter.losses_read == [steps]
     assert result.timing_method == "device events"
-    assert result.step_seconds == pytest.approx([s + 0.05 for s in ScriptedAdapter.STEPS])
-    assert result.images_per_sec == pytest.approx(16 * (steps - 3) / sum(s + 0.05 for s in ScriptedAdapter.STEPS[3:]))
-    assert result.losses == pytest.approx([1.0 / n for n in range(1, steps + 1)])
+    assert result.series.step_seconds == pytest.approx([s + 0.05 for s in ScriptedAdapter.STEPS])
+    assert result.timing.images_per_sec == pytest.approx(
+        16 * (steps - 3) / sum(s + 0.05 for s in ScriptedAdapter.STEPS[3:])
+    )
+    assert result.series.losses == pytest.approx([1.0 / n for n in range(1, steps + 1)])
     assert result.host_breakdown["synchronize"] == 0.0 and result.host_breakdown["loss_read"] == 0.0
 
 
@@ -230,7 +234,7 @@ def test_step_sync_forced_by_the_environment_synchronises_every_step(monkeypatch
     _, result = scripted_run(adapter)
     assert result.timing_method == "per-step sync (forced)"
     assert sorted(set(adapter.sync_calls_at)) == list(range(len(ScriptedAdapter.STEPS) + 1))
-    assert result.step_seconds == pytest.approx([s + ScriptedAdapter.WAIT for s in ScriptedAdapter.STEPS])
+    assert result.series.step_seconds == pytest.approx([s + ScriptedAdapter.WAIT for s in ScriptedAdapter.STEPS])
 
 
 class ClosingAdapter(ScriptedAdapter):
@@ -289,10 +293,12 @@ def test_an_epoch_boundary_stall_is_a_stall_however_the_framework_times_its_step
     config = fake_config(devices=1, batch_per_device=16, dataset="chestxray:/data", epochs=2)
     result = run_training(adapter, config, step_clock=adapter.clock)
     device_extra = 0.05 if events else ScriptedAdapter.WAIT
-    assert (result.warmup_steps, result.warmup_detected, result.stall_steps) == (2, True, 1)
-    assert result.stall_seconds == pytest.approx(2.0 + device_extra)
-    assert result.steady_steps == 21
-    assert result.images_per_sec == pytest.approx(16 * 21 / (21 * (0.1 + device_extra)))
-    assert result.images_per_sec_low == pytest.approx(result.images_per_sec)
-    assert result.warmup_seconds + result.stall_seconds + result.window_seconds == pytest.approx(result.train_seconds)
-    assert result.epoch_images_per_sec == pytest.approx(16 * 24 / result.time_to_train_seconds)
+    assert (result.timing.warmup_steps, result.timing.warmup_detected, result.timing.stall_steps) == (2, True, 1)
+    assert result.timing.stall_seconds == pytest.approx(2.0 + device_extra)
+    assert result.timing.steady_steps == 21
+    assert result.timing.images_per_sec == pytest.approx(16 * 21 / (21 * (0.1 + device_extra)))
+    assert result.timing.images_per_sec_low == pytest.approx(result.timing.images_per_sec)
+    assert result.timing.warmup_seconds + result.timing.stall_seconds + result.window_seconds == pytest.approx(
+        result.train_seconds
+    )
+    assert result.by_epoch.epoch_images_per_sec == pytest.approx(16 * 24 / result.by_epoch.time_to_train_seconds)

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 from conftest import mgbench
 
 from mgbench.cli.envreport import render
-from mgbench.common.machine import gpu_environment
-from mgbench.common.topology import clock_warnings, link_warnings, nvidia_smi_topology, parse_topology
+from mgbench.machine.host import gpu_environment
+from mgbench.machine.topology import clock_warnings, link_warnings, nvidia_smi_topology, parse_topology
 
 # As printed by nvidia-smi 550 on a 4-GPU PCIe machine with one NIC (tabs as nvidia-smi uses them).
 TOPO = (

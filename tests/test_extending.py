@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import mgbench, read_rows
 
-from mgbench.common.errors import UsageError
-from mgbench.common.models import model_spec
+from mgbench.core.errors import UsageError
+from mgbench.core.models import model_spec
 from mgbench.frameworks.registry import framework_spec
 
 PACKAGE = "throwaway_fw"
@@ -24,7 +24,7 @@ PLUGIN = f"{PACKAGE}.spec"
 FILES = {
     "__init__.py": '"""A throwaway framework, written by tests/test_extending.py."""\n',
     "spec.py": """
-from mgbench.common.models import ModelSpec
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
 ADDED_MODELS = (ModelSpec("throwaway_net", 16, 3, "softmax", "a linear head over the mean pixel", 12, 2),)
@@ -52,7 +52,7 @@ from itertools import cycle
 
 import numpy as np
 
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from throwaway_fw.spec import FRAMEWORK
 
@@ -61,14 +61,14 @@ class Trainer(Adapter):
     def setup(self, config):
         self.accept(config)
         self._placement = Placement(0, 1, ["cpu"] * config.devices)
-        build = FRAMEWORK.capabilities.builders.builder(config.model, FRAMEWORK.name)
-        self.weights, self.bias = build(config.spec.num_classes)
+        build = FRAMEWORK.capabilities.builders.builder(config.job.model, FRAMEWORK.name)
+        self.weights, self.bias = build(config.job.spec.num_classes)
         self.loss = 0.0
         return ModelInfo(parameters=self.weights.size + self.bias.size)
 
     def _batch(self, seed, draw):
         shard = Shard(0, self.config.global_batch)
-        return draw(self.config.spec, self.config.input_size, shard, seed, True)
+        return draw(self.config.job.spec, self.config.job.input_size, shard, seed, True)
 
     def _loss_and_gradients(self, images, labels):
         features = images.mean(axis=(1, 2))
@@ -81,12 +81,12 @@ class Trainer(Adapter):
         return loss, features.T @ error, error.sum(axis=0)
 
     def batches(self):
-        return cycle(self._batch(self.config.seed, synthetic_pool))
+        return cycle(self._batch(self.config.job.seed, synthetic_pool))
 
     def train_step(self, batch):
         self.loss, weights, bias = self._loss_and_gradients(*batch)
-        self.weights -= self.config.learning_rate * weights
-        self.bias -= self.config.learning_rate * bias
+        self.weights -= self.config.job.learning_rate * weights
+        self.bias -= self.config.job.learning_rate * bias
 
     def synchronize(self):
         return None
@@ -95,7 +95,7 @@ class Trainer(Adapter):
         return float(self.loss)
 
     def evaluate(self, split="val"):
-        return {"loss": float(self._loss_and_gradients(*self._batch(self.config.seed + 1, held_out_batch))[0])}
+        return {"loss": float(self._loss_and_gradients(*self._batch(self.config.job.seed + 1, held_out_batch))[0])}
 
     def framework_versions(self):
         return {"numpy": np.__version__}
@@ -104,7 +104,7 @@ class Trainer(Adapter):
         np.savez(path, weights=self.weights, bias=self.bias)
 
 
-def create_trainer(strategy):
+def create_adapter(strategy):
     return Trainer(strategy)
 """,
 }
@@ -130,7 +130,7 @@ def test_a_plugin_framework_and_its_model_are_registered(plugin, monkeypatch):
 
 def test_a_plugin_model_named_as_one_in_the_catalogue_is_refused(tmp_path, monkeypatch):
     (tmp_path / "clashing_plugin.py").write_text(
-        "from mgbench.common.models import MODELS\nADDED_MODELS = (MODELS['tiny'],)\n"
+        "from mgbench.core.models import MODELS\nADDED_MODELS = (MODELS['tiny'],)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("MGBENCH_PLUGINS", "clashing_plugin")

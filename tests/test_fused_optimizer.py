@@ -3,8 +3,8 @@ unfused one; elsewhere an `unsupported` row decided before launching."""
 
 import torch
 
-from mgbench.common.config import RunConfig
-from mgbench.common.models import HYPERPARAMETERS
+from mgbench.core.config import RunConfig
+from mgbench.core.models import HYPERPARAMETERS
 from mgbench.frameworks.pytorch.models import build_optimizer
 from mgbench.frameworks.registry import framework_spec
 
@@ -31,7 +31,7 @@ def test_the_fused_step_moves_the_weights_as_the_unfused_one():
 
 
 def test_only_frameworks_declaring_a_fused_step_accept_it():
-    config = RunConfig("pytorch", "ddp", "resnet50", 1, "cpu", 2, 2, fused_optimizer=True)
+    config = RunConfig.flat("pytorch", "ddp", "resnet50", 1, "cpu", 2, 2, fused_optimizer=True)
     assert framework_spec("pytorch").refusal(config) is None
     assert framework_spec("horovod").refusal(config.with_changes(framework="horovod", strategy="hvd")) is None
     refusal = framework_spec("keras-jax").refusal(config.with_changes(framework="keras-jax", strategy="jax-dp"))

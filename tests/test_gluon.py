@@ -13,15 +13,23 @@ from conftest import assert_two_devices_equal_one, framework_python, mgbench, on
 
 ONE_STEP_ON_TWO_CONTEXTS = """
 import json
-from mgbench.common.config import RunConfig
-from mgbench.frameworks.gluon.adapter import create_trainer
-trainer = create_trainer("device")
-info = trainer.setup(RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+import mxnet as mx
+from mgbench.core.config import RunConfig
+from mgbench.frameworks.gluon import models
+from mgbench.frameworks.gluon.adapter import create_adapter
+adapter = create_adapter("device")
+info = adapter.setup(RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                                batch_per_device=4, steps=1, learning_rate=0.5))
-trainer.train_step(next(trainer.batches()))
-trainer.synchronize()
-print(json.dumps({"contexts": trainer.placement.device_names, "difference": trainer.replica_difference(),
-                  "loss": trainer.last_loss()}))
+adapter.train_step(next(adapter.batches()))
+adapter.synchronize()
+first = adapter.contexts[0]
+difference = max(  # between any device's copy of a trainable weight and device 0's
+    float(mx.nd.abs(copy.as_in_context(first) - p.data(first)).max().asscalar())
+    for p in models.trainable(adapter.net).values()
+    for copy in p.list_data()
+)
+print(json.dumps({"contexts": adapter.placement.device_names, "difference": difference,
+                  "loss": adapter.last_loss()}))
 """
 
 
@@ -66,31 +74,31 @@ def test_compare_uses_the_gluon_environment_and_reports_nccl_on_cpu_unsupported(
 LOADER_MATCHES_THE_SHARED_READER = """
 import json, sys
 import numpy as np
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.sampling import epoch_batches
 from mgbench.datasets.synthetic import Shard
-from mgbench.frameworks.gluon.adapter import create_trainer
-config = RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+from mgbench.frameworks.gluon.adapter import create_adapter
+config = RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                    batch_per_device=4, steps=1, dataset="chestxray:" + sys.argv[1], epochs=1, image_size=32, workers=2)
-trainer = create_trainer("device")
-trainer.setup(config)
-train, augmentation = trainer.dataset.train, Augmentation.for_input(32)
+adapter = create_adapter("device")
+adapter.setup(config)
+train, augmentation = adapter.dataset.train, Augmentation.for_input(32)
 read = {}
 for epoch in (0, 1):
-    shards = [epoch_batches(len(train), 8, Shard.of_rank(r, 2, 8), epoch, config.seed) for r in range(2)]
-    batches = list(trainer.epoch_batches(epoch))
-    assert len(batches) == trainer.steps_per_epoch() == len(shards[0])
+    shards = [epoch_batches(len(train), 8, Shard.of_rank(r, 2, 8), epoch, config.job.seed) for r in range(2)]
+    batches = list(adapter.epoch_batches(epoch))
+    assert len(batches) == adapter.steps_per_epoch() == len(shards[0])
     for b, (images, labels) in enumerate(batches):
         for context, keys in enumerate(shards):
             indices = keys[b][:]
             assert str(images[context].context) == f"cpu({context})"
-            expected = np.stack([augmentation.train(train.files[i], config.seed, epoch, i) for i in indices])
+            expected = np.stack([augmentation.train(train.files[i], config.job.seed, epoch, i) for i in indices])
             assert np.array_equal(images[context].asnumpy(), expected), (epoch, b, context)
             assert np.array_equal(labels[context].asnumpy(), train.targets[indices])
             read.setdefault(epoch, []).extend(indices)
-print(json.dumps({"read": read, "size": len(train), "per_epoch": trainer.steps_per_epoch(),
-                  "val": trainer.evaluate("val"), "test": trainer.evaluate("test")}))
+print(json.dumps({"read": read, "size": len(train), "per_epoch": adapter.steps_per_epoch(),
+                  "val": adapter.evaluate("val"), "test": adapter.evaluate("test")}))
 """
 
 
@@ -123,21 +131,21 @@ def test_one_epoch_of_the_sample_through_gluons_loader_on_two_contexts(gluon_pyt
 SHARED_START_ON_TWO_CONTEXTS = """
 import json, sys
 import numpy as np
-from mgbench.common.config import RunConfig
-from mgbench.common.initial_weights import reference_weights
-from mgbench.frameworks.gluon.adapter import create_trainer
+from mgbench.core.config import RunConfig
+from mgbench.core.initial_weights import reference_weights
+from mgbench.frameworks.gluon.adapter import create_adapter
 from mgbench.frameworks.gluon.weights import weighted_layers
-config = RunConfig(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
+config = RunConfig.flat(framework="gluon", strategy="device", model="tiny", devices=2, device_kind="cpu",
                    batch_per_device=4, steps=1, init=sys.argv[1])
-trainer = create_trainer("device")
-info = trainer.setup(config)
-reference = reference_weights(config.spec, config.seed, config.input_size).arrays
+adapter = create_adapter("device")
+info = adapter.setup(config)
+reference = reference_weights(config.job.spec, config.job.seed, config.job.input_size).arrays
 largest = 0.0
-for path, layer, names in weighted_layers(trainer.net):
+for path, layer, names in weighted_layers(adapter.net):
     for attribute, torch_name in names.items():
         for copy in getattr(layer, attribute).list_data():
             largest = max(largest, float(np.abs(copy.asnumpy() - reference[f"{path}.{torch_name}"]).max()))
-print(json.dumps({"digest": info.init_digest, "reference": reference_weights(config.spec, config.seed, config.input_size).digest,
+print(json.dumps({"digest": info.init_digest, "reference": reference_weights(config.job.spec, config.job.seed, config.job.input_size).digest,
                   "difference": largest}))
 """
 
@@ -155,10 +163,10 @@ LOAD_REFUSALS = """
 import json
 import mxnet as mx
 import numpy as np
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import InitialWeights, reference_weights
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import InitialWeights, reference_weights
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
 from mgbench.frameworks.gluon import models, weights
 spec = model_spec("tiny")
 arrays = reference_weights(spec, 0, spec.image_size).arrays
@@ -192,7 +200,7 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd
 from mxnet.gluon import nn
-from mgbench.common.models import Hyperparameters
+from mgbench.core.models import Hyperparameters
 from mgbench.frameworks.gluon.weights import set_batch_norm
 net = nn.HybridSequential()
 net.add(nn.BatchNorm(in_channels=1))
@@ -220,7 +228,7 @@ STEPS_UNDER_A_CHANGING_RATE = """
 import json, sys
 import mxnet as mx
 from mxnet import autograd, gluon
-from mgbench.common.models import Hyperparameters
+from mgbench.core.models import Hyperparameters
 from mgbench.frameworks.gluon.sgd import TorchFormSGD
 case = json.loads(sys.argv[1])
 contexts = [mx.cpu(0), mx.cpu(1)]
@@ -234,15 +242,15 @@ for form in ("torch", "gluon"):
     for on_kvstore in (True, False):
         weight = gluon.Parameter("w", shape=(len(case["start"]),))
         weight.initialize(mx.init.Constant(mx.nd.array(case["start"])), ctx=contexts)
-        trainer = gluon.Trainer({"w": weight}, optimizer(form, case["rates"][0]), kvstore="device",
+        adapter = gluon.Trainer({"w": weight}, optimizer(form, case["rates"][0]), kvstore="device",
                                 update_on_kvstore=on_kvstore)
         steps = []
         for rate, gradient in zip(case["rates"], case["gradients"]):
-            trainer.set_learning_rate(rate)
+            adapter.set_learning_rate(rate)
             with autograd.record():
                 losses = [(w * mx.nd.array(gradient, ctx=w.context)).sum() for w in weight.list_data()]
             autograd.backward(losses)
-            trainer.step(len(contexts))
+            adapter.step(len(contexts))
             steps.append([w.asnumpy().tolist() for w in weight.list_data()])
         found[f"{form} on_kvstore={on_kvstore}"] = steps
 print(json.dumps(found))

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import framework_python, run_in
 
-from mgbench.common.models import model_spec
+from mgbench.core.models import model_spec
 
 VIT = model_spec("vit_b_16")
 
@@ -16,13 +16,13 @@ PROBE = """
 import json
 import mxnet as mx
 import numpy as np
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import InitialWeights, reference_weights
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import InitialWeights, reference_weights
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
 from mgbench.frameworks.gluon import models, transformer, weights
-from mgbench.frameworks.gluon.adapter import create_trainer
+from mgbench.frameworks.gluon.adapter import create_adapter
 
 spec = model_spec("vit_b_16")
 
@@ -30,10 +30,10 @@ def counts(net):
     trainable = models.trainable(net)
     return [sum(int(np.prod(p.shape)) for p in trainable.values()), len(trainable)]
 
-trainer = create_trainer("device")
-info = trainer.setup(RunConfig(framework="gluon", strategy="device", model="vit_b_16", devices=1, device_kind="cpu",
+adapter = create_adapter("device")
+info = adapter.setup(RunConfig.flat(framework="gluon", strategy="device", model="vit_b_16", devices=1, device_kind="cpu",
                                batch_per_device=2, steps=1, image_size=32, init="framework"))
-net = trainer.net
+net = adapter.net
 wide = models.build_model(spec, 64, DataFormat.CHANNELS_FIRST)
 
 start = reference_weights(spec, 0, 32)

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 from conftest import assert_devices_equal_one, cli_env, framework_python
 
-from mgbench.common.devices import visible_gpus
+from mgbench.machine.devices import visible_gpus
 
 GPUS = len(visible_gpus())
 TOLERANCE = 1e-4

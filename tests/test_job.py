@@ -13,13 +13,13 @@ from rich.console import Console
 from test_architecture import MODULES
 from test_datasets import nih_rows, write_nih
 
-import mgbench.cli.compare
 import mgbench.cli.options
+import mgbench.runner.compare_service
 from mgbench.cli.compare import add_arguments, plan_new
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import Job
-from mgbench.common.kinds import DataFormat, DeviceKind
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import Job
+from mgbench.core.kinds import DataFormat, DeviceKind
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-before-layout" / "compare.json"
 SPELLINGS = {member.value for kind in (DeviceKind, DataFormat) for member in kind}
@@ -48,7 +48,7 @@ def counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[
 
 def test_a_compare_sizes_and_plans_its_job_once(tmp_path, fake_plugin, monkeypatch):
     sized = counted(monkeypatch, mgbench.cli.options, "job_size")
-    planned = counted(monkeypatch, mgbench.cli.compare, "plan_runs")
+    planned = counted(monkeypatch, mgbench.runner.compare_service, "plan_runs")
     args = compare_args(tmp_path, "--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "2")
     _, plan, runs = plan_new(args, Console(stderr=True))
     assert (len(sized), len(planned)) == (1, 1)
@@ -64,13 +64,13 @@ def test_every_run_carries_the_dataset_check_and_its_framework_installation(tmp_
     options = ["--frameworks", "fake,absent", "--gpus", "2", *tiny_job(4, batch=2)]
     args = compare_args(tmp_path, *options, "--dataset", f"chestxray:{src}", "--skip-bad-images")
     _, plan, runs = plan_new(args, Console(stderr=True))
-    assert {config.skipped_images for config in plan.configs} == {(str(src / "images" / "00000004_000.png"),)}
+    assert {config.job.skipped_images for config in plan.configs} == {(str(src / "images" / "00000004_000.png"),)}
     # Neither has a loader for real data; a framework not installed is said to be that instead.
     assert {run.config.framework: run.refusal[0] for run in runs} == {"fake": "unsupported", "absent": "not-installed"}
 
 
 def test_a_bad_strategy_is_refused_before_the_dataset_is_read(tmp_path, fake_plugin, monkeypatch):
-    read = counted(monkeypatch, mgbench.cli.compare, "check_dataset")
+    read = counted(monkeypatch, mgbench.runner.compare_service, "check_dataset")
     args = compare_args(tmp_path, "--frameworks", "fake", "--strategies", "nope", *tiny_job(4))
     with pytest.raises(UsageError, match="has no strategy 'nope'"):
         plan_new(args, Console(stderr=True))
@@ -83,14 +83,14 @@ def test_a_job_without_a_data_format_leaves_each_framework_its_own():
     with pytest.raises(UsageError, match="batch per device must be at least 1"):
         Job("tiny", "cpu", 0, 4)
     config = RunConfig.of(job, "fake", "steady", 2, 1, DataFormat.CHANNELS_LAST)
-    assert (config.batch_per_device, config.global_batch, config.data_format.channels_last) == (1, 2, True)
+    assert (config.job.batch_per_device, config.global_batch, config.job.data_format.channels_last) == (1, 2, True)
 
 
 def test_kinds_and_formats_read_back_as_typed_values_and_travel_as_the_same_strings():
     recorded = json.loads(FIXTURE.read_text())["configs"][0]
     config = RunConfig.from_dict(recorded)
-    assert type(config.device_kind) is DeviceKind and not config.device_kind.on_gpu
-    assert type(config.data_format) is DataFormat and not config.data_format.channels_last
+    assert type(config.job.device_kind) is DeviceKind and not config.job.device_kind.on_gpu
+    assert type(config.job.data_format) is DataFormat and not config.job.data_format.channels_last
     assert DeviceKind("cuda").on_gpu and DataFormat("channels_last").channels_last
     written = json.loads(config.to_json())
     assert {name: written[name] for name in recorded} == recorded

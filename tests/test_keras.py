@@ -24,10 +24,10 @@ from conftest import (
     saved_state,
 )
 
-from mgbench.common.config import RunConfig
-from mgbench.common.trace_events import xla_device_events
+from mgbench.core.config import RunConfig
 from mgbench.datasets.synthetic import Shard, synthetic_pool
 from mgbench.frameworks.registry import framework_spec
+from mgbench.measure.trace_events import xla_device_events
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
@@ -69,7 +69,7 @@ def test_the_keras_offsets_are_exactly_torchvisions_inception_gammas():
 
 def test_staged_unstaged_and_resident_pipelines_deliver_the_same_shards_of_the_same_batches(tmp_path):
     python = framework_python("keras-tf")
-    config = RunConfig(
+    config = RunConfig.flat(
         framework="keras-tf",
         strategy="mirrored",
         model="tiny",
@@ -89,7 +89,7 @@ def test_staged_unstaged_and_resident_pipelines_deliver_the_same_shards_of_the_s
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    pool = synthetic_pool(config.spec, config.input_size, Shard(0, 6), config.seed, channels_last=True)
+    pool = synthetic_pool(config.job.spec, config.job.input_size, Shard(0, 6), config.job.seed, channels_last=True)
     with np.load(out) as got:
         for draw in range(3):
             images, labels = pool[draw % len(pool)]

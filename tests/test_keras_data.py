@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import TESTS, framework_python, mgbench, read_rows
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.sample import make_sample
@@ -37,7 +37,7 @@ def sample(tmp_path_factory):
 
 
 def sample_config(framework: str, strategy: str, sample) -> RunConfig:
-    return RunConfig(
+    return RunConfig.flat(
         framework=framework,
         strategy=strategy,
         model="tiny",
@@ -73,7 +73,7 @@ def test_each_device_gets_its_shard_of_the_shared_readers_epoch(sample, tmp_path
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    dataset = describe_dataset(config.dataset)
+    dataset = describe_dataset(config.job.dataset)
     train, augmentation = dataset.train, Augmentation.for_input(32)
     size, batch = len(train), config.global_batch
     with np.load(out) as got:
@@ -83,14 +83,16 @@ def test_each_device_gets_its_shard_of_the_shared_readers_epoch(sample, tmp_path
             seen = []
             for device in range(2):
                 shard = Shard.of_rank(device, 2, batch)
-                for step, indices in enumerate(epoch_batches(size, batch, shard, epoch, config.seed)):
-                    expected = np.stack([augmentation.train(train.files[i], config.seed, epoch, i) for i in indices])
+                for step, indices in enumerate(epoch_batches(size, batch, shard, epoch, config.job.seed)):
+                    expected = np.stack(
+                        [augmentation.train(train.files[i], config.job.seed, epoch, i) for i in indices]
+                    )
                     images = got[f"{epoch}-{step}-{device}-images"]
                     np.testing.assert_allclose(images, expected.transpose(0, 2, 3, 1), rtol=0, atol=1e-5)
                     np.testing.assert_array_equal(got[f"{epoch}-{step}-{device}-labels"], train.targets[indices])
                     seen += indices
                     if framework == "keras-jax" and device == 1:
-                        pixels = [augmentation.train_pixels(train.files[i], config.seed, epoch, i) for i in indices]
+                        pixels = [augmentation.train_pixels(train.files[i], config.job.seed, epoch, i) for i in indices]
                         np.testing.assert_array_equal(got[f"rank1-{epoch}-{step}-pixels"], np.stack(pixels))
                         np.testing.assert_array_equal(got[f"rank1-{epoch}-{step}-labels"], train.targets[indices])
                 assert f"{epoch}-{steps}-{device}-images" not in got
@@ -146,7 +148,7 @@ def test_staged_and_unstaged_strategies_and_unstaged_ones_refuse_data_on_device_
     unstaged = [s for s in spec.strategies if s.name.endswith("-unstaged")]
     assert unstaged
     for strategy in spec.strategies:
-        refusal = spec.refusal(RunConfig(framework, strategy.name, "tiny", 2, "cuda", 4, 1, data_on_device=True))
+        refusal = spec.refusal(RunConfig.flat(framework, strategy.name, "tiny", 2, "cuda", 4, 1, data_on_device=True))
         if strategy in unstaged:
             spec.strategy(strategy.name.removesuffix("-unstaged"))  # its staged counterpart
             assert "--data-on-device" in refusal and strategy.no_data_on_device_note in refusal

@@ -15,7 +15,7 @@ import pytest
 from conftest import TESTS, framework_python
 from test_decode_gpu import jpeg_folder
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import IMAGENET_STD
 from mgbench.frameworks.registry import framework_spec
 
@@ -72,7 +72,9 @@ def test_the_byte_handing_pydataset_decoded_on_a_device_gives_the_host_loaders_b
 
 
 def test_keras_on_torch_and_jax_declare_a_device_decoder_and_jax_leaves_the_gpu_memory_to_share():
-    config = RunConfig("keras-jax", "jax-shard-map", "tiny", 2, "cuda", 2, 1, dataset="imagefolder:/x", decode="gpu")
+    config = RunConfig.flat(
+        "keras-jax", "jax-shard-map", "tiny", 2, "cuda", 2, 1, dataset="imagefolder:/x", decode="gpu"
+    )
     assert framework_spec("keras-torch").capabilities.gpu_decoder == "nvJPEG (torchvision.io.decode_jpeg)"
     jax_spec = framework_spec("keras-jax")
     assert jax_spec.capabilities.gpu_decoder == "nvJPEG (torchvision.io.decode_jpeg), handed to JAX by DLPack"

@@ -5,7 +5,7 @@ over gloo. Two steps on 2 processes with global batch B must leave the same weig
 steps on 1 process with B (`assert_two_devices_equal_one`). Two steps, because the pool cycles
 two different batches: a rank training the wrong shard, or batches out of order, fails.
 The parameter count of every model keras-torch builds is checked by tests/test_contract.py.
-Its profiled window is PyTorch's (`TorchProcess.profile`): the breakdown is read the same way.
+Its profiled window is PyTorch's (`TorchProcessAdapter.profile`): the breakdown is read the same way.
 """
 
 import json
@@ -21,7 +21,7 @@ from conftest import (
     saved_state,
 )
 
-from mgbench.common.breakdown import CATEGORIES
+from mgbench.measure.breakdown import CATEGORIES
 
 TOLERANCE = 1e-5
 JOB = dict(steps="2", data_format="channels_last")

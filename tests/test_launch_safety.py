@@ -49,7 +49,7 @@ def kill_all(processes: list[psutil.Process]) -> None:
 TORCHRUN_FAILURE = """$ python -m torch.distributed.run --standalone --nproc-per-node=2 -m mgbench.worker --config c.json
 [rank0]: Traceback (most recent call last):
 [rank0]:   File "<frozen runpy>", line 198, in _run_module_as_main
-[rank0]:   File "/work/mgbench/common/driver.py", line 73, in step
+[rank0]:   File "/work/mgbench/training/driver.py", line 73, in step
 [rank0]:     self.trainer.train_step(batch)
 [rank0]:   File "/venv/lib/python3.11/site-packages/torch/optim/sgd.py", line 379, in _single_tensor_sgd
 [rank0]:     param.add_(grad, alpha=-lr)
@@ -94,7 +94,7 @@ GLOO_FOLLOW_ON = (
 NCCL_FOLLOW_ON = "torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0."
 LABELS_ERROR = "ValueError: labels.csv lacks the column 'Finding Labels'"
 CHAIN = "\nDuring handling of the above exception, another exception occurred:\n\n"
-FRAMES = 'Traceback (most recent call last):\n  File "/work/mgbench/common/driver.py", line 73, in step\n'
+FRAMES = 'Traceback (most recent call last):\n  File "/work/mgbench/training/driver.py", line 73, in step\n'
 
 
 def rank_traceback(rank: int, *exceptions: str) -> str:

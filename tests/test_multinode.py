@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from conftest import mgbench, tiny_job
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.frameworks.registry import BUILTIN
+from mgbench.records.runfolder import RunFolder
 from mgbench.runner.hosts import Host, expand_nodelist, parse_hosts, resolve_hosts, slurm_hosts
 from mgbench.runner.launch import launched_by_launcher, node_argv
-from mgbench.runner.launchers import LAUNCHERS, RUN_ENTRY, NodeCommand, launcher_for
+from mgbench.runner.launchers import LAUNCHERS, RUN_ENTRY, Launch, NodeCommand, launcher_for
 from mgbench.runner.orchestrator import execute_run
 from mgbench.runner.plan import PlannedRun
 
@@ -41,7 +41,7 @@ def test_slurm_allocation_becomes_hosts(monkeypatch):
 
 
 def test_torchrun_one_agent_per_node_with_c10d_rendezvous_on_the_first_host():
-    nodes = launcher_for("torchrun").node_commands("py", HOSTS, ARGS, 29400, "run-1")
+    nodes = launcher_for("torchrun").node_commands(Launch("py", ARGS, run_id="run-1", port=29400), HOSTS)
     assert [node.host for node in nodes] == HOSTS
     for node in nodes:
         assert node.argv == [
@@ -59,7 +59,7 @@ def test_torchrun_one_agent_per_node_with_c10d_rendezvous_on_the_first_host():
 
 
 def test_horovodrun_takes_the_host_list_itself():
-    (node,) = launcher_for("horovodrun").node_commands("py", HOSTS, ARGS, 29400, "run-1")
+    (node,) = launcher_for("horovodrun").node_commands(Launch("py", ARGS, run_id="run-1", port=29400), HOSTS)
     assert node.host is None
     assert node.argv == [
         "py",
@@ -76,19 +76,19 @@ def test_horovodrun_takes_the_host_list_itself():
 
 
 def test_mpiexec_takes_the_host_list_itself_and_on_one_host_none():
-    (node,) = launcher_for("mpirun").node_commands("py", HOSTS, ARGS, 29400, "run-1")
+    (node,) = launcher_for("mpirun").node_commands(Launch("py", ARGS, run_id="run-1", port=29400), HOSTS)
     assert node.host is None
     assert node.argv[node.argv.index("-n") :] == ["-n", "8", "-H", "node1:4,node2:4", "py", *RUN_ENTRY, *ARGS]
-    alone = launcher_for("mpirun").command("py", 2, ARGS)
+    alone = launcher_for("mpirun").command(Launch("py", ARGS), 2)
     assert alone[alone.index("-n") :] == ["-n", "2", "py", *RUN_ENTRY, *ARGS]
 
 
 def test_the_in_process_launcher_starts_the_worker_itself_and_never_over_hosts():
     launcher = launcher_for("inprocess")
     assert launcher.one_process
-    assert launcher.command("py", 4, ARGS) == ["py", *RUN_ENTRY, *ARGS]
+    assert launcher.command(Launch("py", ARGS), 4) == ["py", *RUN_ENTRY, *ARGS]
     with pytest.raises(ValueError, match="cannot span hosts"):
-        launcher.node_commands("py", HOSTS, ARGS, 29400, "run-1")
+        launcher.node_commands(Launch("py", ARGS, run_id="run-1", port=29400), HOSTS)
 
 
 def test_a_process_knows_it_runs_under_a_launcher_by_that_launchers_markers(monkeypatch):
@@ -115,7 +115,7 @@ def test_a_one_process_strategy_asked_to_span_hosts_is_unsupported_without_launc
         for strategy in spec.strategies
         if launcher_for(strategy.launcher).one_process
     )
-    config = RunConfig(spec.name, strategy.name, "tiny", 8, "cuda", 1, 1)
+    config = RunConfig.flat(spec.name, strategy.name, "tiny", 8, "cuda", 1, 1)
     folder = RunFolder(tmp_path / "run")
     row = execute_run(PlannedRun(config, spec, strategy), folder, timeout=1, hosts=HOSTS)
     assert row.status == "unsupported" and "cannot span hosts" in row.error

@@ -8,20 +8,20 @@ import pandas as pd
 import pytest
 from conftest import mgbench, read_rows, tiny_job
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import Job
-from mgbench.common.projection import DDP_EXCHANGE
-from mgbench.common.timing import FIRST_STEP_KEPT
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import Job
+from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.registry import BUILTIN, expand_frameworks, families, framework_spec, registered
 from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec, with_unstaged_twin
+from mgbench.measure.timing import FIRST_STEP_KEPT
 from mgbench.runner.plan import chosen_strategies, installed_runs, plan_runs
 
 PLUGINS = "fakefw,fakefw_absent"
 
 
 def base(**changes) -> RunConfig:
-    return RunConfig(
+    return RunConfig.flat(
         **{
             **dict(
                 framework="fake",
@@ -128,7 +128,7 @@ def test_capabilities_name_the_reason():
 def test_each_framework_gets_its_default_data_format_unless_one_is_given():
     pytorch, gluon = "pytorch", "gluon"
     runs = plan_runs(job(model="densenet121"), [pytorch, gluon, "keras-jax"], None, [1], "weak")
-    assert {run.config.framework: run.config.data_format for run in runs} == {
+    assert {run.config.framework: run.config.job.data_format for run in runs} == {
         "pytorch": "channels_last",
         "gluon": "channels_first",
         "keras-jax": "channels_last",

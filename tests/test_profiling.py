@@ -11,14 +11,14 @@ import pytest
 from conftest import profiled_two_cpu_compare
 
 from mgbench.cli.options import AUTO_PROFILE_STEPS, profile_option, profile_steps
-from mgbench.common.breakdown import CATEGORIES, device_times, mean_shares
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.models import model_spec
-from mgbench.common.profiling import OpTime, self_time_ops, summarise_ops
-from mgbench.common.timing import HOST_PHASES
-from mgbench.common.trace_events import STEP_MARK, torch_trace_window, xla_device_events, xla_trace_window
+from mgbench.core.config import RunConfig
+from mgbench.core.kinds import DeviceKind
+from mgbench.core.models import model_spec
+from mgbench.measure.breakdown import CATEGORIES, device_times, mean_shares
+from mgbench.measure.timing import HOST_PHASES
+from mgbench.measure.trace_events import STEP_MARK, torch_trace_window, xla_device_events, xla_trace_window
+from mgbench.training.driver import run_training
+from mgbench.training.profiling import OpTime, self_time_ops, summarise_ops
 
 OPS = [
     OpTime("aten::convolution", 0.6, 4),
@@ -130,7 +130,7 @@ def profiling_fake(fakefw):
     """The fake adapter with a profiler: each step mark and each train step (as a GPU kernel)
     recorded on the real clock into a torch.profiler-style trace."""
 
-    class Profiling(fakefw.FakeTrainer):
+    class Profiling(fakefw.FakeAdapter):
         recorded: list = []
 
         def train_step(self, batch):
@@ -167,48 +167,52 @@ def profiling_fake(fakefw):
 def test_window_runs_after_the_timed_steps_under_the_adapters_profiler(fake_plugin, tmp_path):
     import fakefw
 
-    trainer = profiling_fake(fakefw)
-    write_trace = trainer.profile
+    adapter = profiling_fake(fakefw)
+    write_trace = adapter.profile
 
     def slow_profiler(run_steps, trace_path):  # a profiler that takes PROFILER_SECONDS to stop
         write_trace(run_steps, trace_path)
         time.sleep(PROFILER_SECONDS)
 
-    trainer.profile = slow_profiler
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 8, profile_steps=3)
-    result = run_training(trainer, config, profile_dir=tmp_path, profiler="torch.profiler")
-    assert len(result.step_seconds) == 8  # timing untouched by the window
-    assert trainer.steps_done == 8 + 3  # the window's steps ran after the timed ones
-    kernels = [end - start for cat, _, start, end in trainer.recorded if cat == "kernel"]
+    adapter.profile = slow_profiler
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 8, profile_steps=3)
+    result = run_training(adapter, config, profile_dir=tmp_path, profiler="torch.profiler")
+    assert len(result.series.step_seconds) == 8  # timing untouched by the window
+    assert adapter.steps_done == 8 + 3  # the window's steps ran after the timed ones
+    kernels = [end - start for cat, _, start, end in adapter.recorded if cat == "kernel"]
     # The op summary is read from the trace the adapter wrote: its kernels, on the device clock.
-    assert result.profile["clock"] == "device" and result.profile["communication_share"] == 0
-    assert result.profile["top_ops"] == [
+    assert result.profiled.profile["clock"] == "device" and result.profiled.profile["communication_share"] == 0
+    assert result.profiled.profile["top_ops"] == [
         {"name": "step_kernel", "calls": 3, "self_seconds": pytest.approx(sum(kernels))}
     ]
-    assert result.profile["kernels_per_step"] == 1  # the fake's one kernel per step
-    assert (tmp_path / "rank0-trace.json").exists() and result.profile["trace"] == str(tmp_path / "rank0-trace.json")
+    assert result.profiled.profile["kernels_per_step"] == 1  # the fake's one kernel per step
+    assert (tmp_path / "rank0-trace.json").exists() and result.profiled.profile["trace"] == str(
+        tmp_path / "rank0-trace.json"
+    )
     kept = json.loads((tmp_path / "rank0-breakdown.json").read_text())
     assert kept["window_source"] == "step marks" and len(kept["step_spans"]) == 3
     assert kept["input_wait_seconds"] >= 3 * fakefw.INPUT_SECONDS  # the driver's clock of the window's waits
     seconds, shares = kept["devices"]["cuda:0"]["seconds"], kept["devices"]["cuda:0"]["shares"]
-    kernels = sum(end - start for cat, _, start, end in trainer.recorded if cat == "kernel")
+    kernels = sum(end - start for cat, _, start, end in adapter.recorded if cat == "kernel")
     assert seconds["compute"] == pytest.approx(kernels) and seconds["window"] == pytest.approx(kept["window_seconds"])
     window_shares = kept["devices"]["cuda:0"]["window_shares"]
     assert window_shares["compute"] == pytest.approx(kernels / kept["window_seconds"])
     assert window_shares["input_wait"] == pytest.approx(kept["input_wait_seconds"] / kept["window_seconds"])
     # The row's shares are of the timed step: the kernel time per profiled step over the timed median.
-    assert kept["timed_step"]["seconds"] == pytest.approx(result.median_step_seconds)
-    assert shares["compute"] == pytest.approx(kernels / 3 / result.median_step_seconds)
-    assert shares["input_wait"] == pytest.approx(result.input_wait_fraction)
-    window_step = sum(end - start for cat, _, start, end in trainer.recorded if cat == "user_annotation") / 3
-    assert result.profile["window_slowdown"] == pytest.approx(window_step / result.median_step_seconds, rel=0.05)
+    assert kept["timed_step"]["seconds"] == pytest.approx(result.timing.median_step_seconds)
+    assert shares["compute"] == pytest.approx(kernels / 3 / result.timing.median_step_seconds)
+    assert shares["input_wait"] == pytest.approx(result.input.input_wait_fraction)
+    window_step = sum(end - start for cat, _, start, end in adapter.recorded if cat == "user_annotation") / 3
+    assert result.profiled.profile["window_slowdown"] == pytest.approx(
+        window_step / result.timing.median_step_seconds, rel=0.05
+    )
     assert sum(shares.values()) == pytest.approx(1) and sum(window_shares.values()) == pytest.approx(1)
-    assert result.profile_seconds >= kept["window_seconds"]
+    assert result.profiled.profile_seconds >= kept["window_seconds"]
     # Where the window's time went: its steps (each waits for its batch), the profiler, the reading.
-    cost = result.profile["cost_seconds"]
+    cost = result.profiled.profile["cost_seconds"]
     assert set(cost) == {"steps", "profiler", "read", "analysis"} and min(cost.values()) >= 0
     assert cost["steps"] >= 3 * fakefw.INPUT_SECONDS and cost["profiler"] >= PROFILER_SECONDS
-    assert sum(cost.values()) <= result.profile_seconds
+    assert sum(cost.values()) <= result.profiled.profile_seconds
 
 
 @pytest.mark.parametrize(
@@ -228,50 +232,50 @@ def test_profile_defaults_to_a_window_on_gpus_only(option, kind, epochs, steps):
 def test_a_failing_profiler_costs_the_window_not_the_measured_run(fake_plugin, tmp_path):
     import fakefw
 
-    class BrokenProfiler(fakefw.FakeTrainer):
+    class BrokenProfiler(fakefw.FakeAdapter):
         def profile(self, run_steps, trace_path):
             run_steps()
             raise AttributeError("'_KinetoEvent' object has no attribute 'activity_type'")
 
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
     result = run_training(BrokenProfiler("steady"), config, profile_dir=tmp_path, profiler="torch.profiler")
-    assert result.status == "ok" and len(result.step_seconds) == 6 and result.images_per_sec > 0
-    assert result.profile == {
+    assert result.status == "ok" and len(result.series.step_seconds) == 6 and result.timing.images_per_sec > 0
+    assert result.profiled.profile == {
         "steps": 2,
         "error": "profiler failed: AttributeError: '_KinetoEvent' object has no attribute 'activity_type'",
     }
-    assert result.breakdown is None
+    assert result.profiled.breakdown is None
 
 
 def test_an_unreadable_trace_or_an_unknown_profiler_costs_only_the_window(fake_plugin, tmp_path):
     import fakefw
 
-    class NamelessKernels(fakefw.FakeTrainer):
+    class NamelessKernels(fakefw.FakeAdapter):
         def profile(self, run_steps, trace_path):
             run_steps()
             trace_path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 0, "dur": 5}]}))
 
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
     result = run_training(NamelessKernels("steady"), config, profile_dir=tmp_path, profiler="torch.profiler")
-    assert result.status == "ok" and len(result.step_seconds) == 6
-    assert result.profile == {
+    assert result.status == "ok" and len(result.series.step_seconds) == 6
+    assert result.profiled.profile == {
         "steps": 2,
         "trace": str(tmp_path / "rank0-trace.json"),
         "error": "trace unreadable: KeyError: 'name'",
     }
     unknown = run_training(NamelessKernels("steady"), config, profile_dir=tmp_path / "u", profiler="someprofiler")
-    assert unknown.profile == {"steps": 0, "error": "no trace reader for someprofiler"}
-    assert unknown.status == "ok" and len(unknown.step_seconds) == 6
+    assert unknown.profiled.profile == {"steps": 0, "error": "no trace reader for someprofiler"}
+    assert unknown.status == "ok" and len(unknown.series.step_seconds) == 6
 
 
 def test_an_adapter_without_profiler_says_so(fake_plugin, tmp_path):
     import fakefw
 
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 5, profile_steps=3)
-    result = run_training(fakefw.create_trainer("steady"), config, profile_dir=tmp_path)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 5, profile_steps=3)
+    result = run_training(fakefw.create_adapter("steady"), config, profile_dir=tmp_path)
     assert result.status == "ok"
-    assert result.profile == {"steps": 0, "error": "fake has no profiler here"}
-    assert result.breakdown is None and not list(tmp_path.iterdir())
+    assert result.profiled.profile == {"steps": 0, "error": "fake has no profiler here"}
+    assert result.profiled.breakdown is None and not list(tmp_path.iterdir())
 
 
 def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_the_step(tmp_path):

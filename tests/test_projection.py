@@ -17,29 +17,24 @@ from conftest import mgbench
 from PIL import Image
 
 from mgbench.cli import main
-from mgbench.common.bandwidth import GB, BandwidthReport
-from mgbench.common.errors import UsageError
-from mgbench.common.interconnects import HOP_SECONDS, measured_link, preset_link
-from mgbench.common.models import MODELS
-from mgbench.common.projection import (
+from mgbench.core.errors import UsageError
+from mgbench.core.models import MODELS
+from mgbench.datasets.check import time_limit
+from mgbench.frameworks.exchange import (
     DDP_EXCHANGE,
     HOROVOD_EXCHANGE,
     ONE_PROCESS_PER_NODE,
     PROCESS_PER_DEVICE,
     XLA_EXCHANGE,
     Exchange,
-    Interconnect,
-    Link,
-    StepModel,
-    first_below_floor,
-    fitted_overhead,
-    scan_counts,
 )
-from mgbench.datasets.check import time_limit
 from mgbench.frameworks.registry import BUILTIN, framework_spec
+from mgbench.projection.calibration import ASSUMED_OVERLAP, InputRate, input_rate, overlap_share, project_folder
+from mgbench.projection.interconnects import HOP_SECONDS, measured_link, preset_link
+from mgbench.projection.model import Interconnect, Link, StepModel, first_below_floor, fitted_overhead, scan_counts
+from mgbench.records.bandwidth import GB, BandwidthReport
 from mgbench.reports.figures import PIXEL_SIZE
-from mgbench.reports.projection import ASSUMED_OVERLAP, InputRate, input_rate, overlap_share, project_folder
-from mgbench.reports.runfolder import load_run_folder
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.runner.launchers import launcher_for
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"

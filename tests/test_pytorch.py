@@ -12,9 +12,9 @@ import pytest
 import torch
 from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one
 
-from mgbench.common.config import RunConfig
-from mgbench.common.models import MODELS
-from mgbench.frameworks.pytorch.adapter import Autocasting, TorchTrainer, create_trainer
+from mgbench.core.config import RunConfig
+from mgbench.core.models import MODELS
+from mgbench.frameworks.pytorch.adapter import Autocasting, TorchAdapter, create_adapter
 from mgbench.frameworks.pytorch.models import build_loss
 from mgbench.frameworks.pytorch.strategies import LossComputingModule, TorchStrategy
 
@@ -40,7 +40,7 @@ def test_loss_inside_the_module_equals_loss_outside():
 
 def losses_in_process(strategy, steps=3, parallel=None, **changes):
     """Losses of `steps` steps in this process; `parallel` overrides the strategy object."""
-    config = RunConfig(
+    config = RunConfig.flat(
         **{
             **dict(
                 framework="pytorch",
@@ -55,14 +55,14 @@ def losses_in_process(strategy, steps=3, parallel=None, **changes):
             **changes,
         }
     )
-    trainer = TorchTrainer(strategy, parallel) if parallel else create_trainer(strategy)
-    trainer.setup(config)
-    batches = trainer.batches()
+    adapter = TorchAdapter(strategy, parallel) if parallel else create_adapter(strategy)
+    adapter.setup(config)
+    batches = adapter.batches()
     losses = []
     for _ in range(steps):
-        trainer.train_step(next(batches))
-        losses.append(trainer.last_loss())
-    trainer.close()
+        adapter.train_step(next(batches))
+        losses.append(adapter.last_loss())
+    adapter.close()
     return losses
 
 

@@ -11,15 +11,14 @@ import json
 import numpy as np
 import psutil
 import pytest
+from conftest import mgbench, one_epoch_rows
+
+from mgbench.core.config import RunConfig
+from mgbench.datasets.sample import make_sample
+from mgbench.training.driver import closed
 
 torch = pytest.importorskip("torch", reason="the PyTorch adapter needs torch")
-
-from conftest import mgbench, one_epoch_rows  # noqa: E402
-
-from mgbench.common.config import RunConfig  # noqa: E402
-from mgbench.common.driver import closed  # noqa: E402
-from mgbench.datasets.sample import make_sample  # noqa: E402
-from mgbench.frameworks.pytorch.adapter import create_trainer  # noqa: E402
+create_adapter = pytest.importorskip("mgbench.frameworks.pytorch.adapter").create_adapter
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +29,7 @@ def sample(tmp_path_factory):
 
 
 def trainer_for(sample, **changes):
-    config = RunConfig(
+    config = RunConfig.flat(
         **{
             **dict(
                 framework="pytorch",
@@ -48,35 +47,35 @@ def trainer_for(sample, **changes):
             **changes,
         }
     )
-    trainer = create_trainer(config.strategy)
-    trainer.setup(config)
-    return trainer
+    adapter = create_adapter(config.strategy)
+    adapter.setup(config)
+    return adapter
 
 
 def test_loader_batches_shapes_labels_and_determinism(sample):
-    trainer = trainer_for(sample)
-    assert trainer.steps_per_epoch() == len(trainer.dataset.train) // 8
-    images, labels = next(trainer.epoch_batches(0))
+    adapter = trainer_for(sample)
+    assert adapter.steps_per_epoch() == len(adapter.dataset.train) // 8
+    images, labels = next(adapter.epoch_batches(0))
     assert images.shape == (8, 3, 32, 32) and images.dtype == torch.float32
     assert labels.shape == (8, 14) and set(labels.unique().tolist()) <= {0.0, 1.0}
-    again, _ = next(trainer.epoch_batches(0))
+    again, _ = next(adapter.epoch_batches(0))
     assert torch.equal(images, again)
-    other, _ = next(trainer.epoch_batches(1))
+    other, _ = next(adapter.epoch_batches(1))
     assert not torch.equal(images, other)
     # with worker processes the bytes are the same: draws depend on (seed, epoch, image) only
     with_workers, _ = next(trainer_for(sample, workers=2).epoch_batches(0))
     assert torch.equal(images, with_workers)
-    assert sum(1 for _ in trainer.epoch_batches(0)) == trainer.steps_per_epoch()
+    assert sum(1 for _ in adapter.epoch_batches(0)) == adapter.steps_per_epoch()
 
 
 def test_pixels_normalised_after_the_copy_equal_the_shared_host_augmentation(sample):
     """Workers ship uint8 pixels and the adapter normalises them; the result must be the float
     images `Augmentation.train` makes for the same (seed, epoch, image), within float32's rounding
     (the device's one multiply-add per channel against the host's three operations)."""
-    trainer = trainer_for(sample)
-    images, _ = next(trainer.epoch_batches(1))
-    keys = next(iter(trainer.loaders.sampler))
-    dataset = trainer.loaders.train.dataset
+    adapter = trainer_for(sample)
+    images, _ = next(adapter.epoch_batches(1))
+    keys = next(iter(adapter.loaders.train.sampler))
+    dataset = adapter.loaders.train.loader.dataset
     expected = np.stack(
         [dataset.augmentation.train(dataset.split.files[i], dataset.seed, epoch, i) for epoch, i in keys]
     )
@@ -86,31 +85,31 @@ def test_pixels_normalised_after_the_copy_equal_the_shared_host_augmentation(sam
 
 def test_steps_stream_runs_through_epochs_in_one_loader_pass(sample):
     """A steps-timed run reads epoch 0 then epoch 1, the same batches the epoch loop gives."""
-    trainer = trainer_for(sample, workers=2)
-    per_epoch = trainer.steps_per_epoch()
-    stream = trainer.batches()
+    adapter = trainer_for(sample, workers=2)
+    per_epoch = adapter.steps_per_epoch()
+    stream = adapter.batches()
     streamed = [next(stream) for _ in range(per_epoch + 2)]
-    expected = [*trainer.epoch_batches(0), *list(trainer.epoch_batches(1))[:2]]
+    expected = [*adapter.epoch_batches(0), *list(adapter.epoch_batches(1))[:2]]
     for (images, labels), (want_images, want_labels) in zip(streamed, expected, strict=True):
         assert torch.equal(images, want_images) and torch.equal(labels, want_labels)
 
 
 def test_head_follows_the_dataset_and_evaluate_scores_the_named_split(sample):
-    trainer = trainer_for(sample)
-    assert trainer.core[-1].out_features == 14
-    metrics = {split: trainer.evaluate(split) for split in ("val", "test")}
+    adapter = trainer_for(sample)
+    assert adapter.core[-1].out_features == 14
+    metrics = {split: adapter.evaluate(split) for split in ("val", "test")}
     for scored in metrics.values():
         assert set(scored) == {"loss", "auc"} and 0.0 <= scored["auc"] <= 1.0 and scored["loss"] > 0
     assert metrics["val"] != metrics["test"]
-    scored = sum(len(loader.dataset) for loader in trainer.loaders.held_out.values())
-    assert scored == len(trainer.dataset.val) + len(trainer.dataset.test)
+    scored = sum(len(loader.dataset) for loader in adapter.loaders.held_out.values())
+    assert scored == len(adapter.dataset.val) + len(adapter.dataset.test)
 
 
-def fed_with_workers(trainer):
-    """The trainer's feed after its first batch, and the loader workers that batch started (two,
+def fed_with_workers(adapter):
+    """The adapter's feed after its first batch, and the loader workers that batch started (two,
     running)."""
     before = {child.pid for child in psutil.Process().children()}
-    stream = trainer.batches()
+    stream = adapter.batches()
     next(stream)
     workers = [child for child in psutil.Process().children() if child.pid not in before]
     assert len(workers) == 2 and all(worker.is_running() for worker in workers)
@@ -120,10 +119,10 @@ def fed_with_workers(trainer):
 def test_closing_the_feed_and_the_adapter_ends_the_loader_workers_in_the_run(sample):
     """The driver closes the feed it read, then the adapter: the persistent loader's workers end
     there, not at the interpreter's exit (where torch's exit hook waits on each worker in turn)."""
-    trainer = trainer_for(sample, workers=2)
-    stream, workers = fed_with_workers(trainer)
+    adapter = trainer_for(sample, workers=2)
+    stream, workers = fed_with_workers(adapter)
     closed(stream)
-    trainer.close()
+    adapter.close()
     assert not any(worker.is_running() for worker in workers)
 
 
@@ -131,17 +130,19 @@ def test_a_run_timed_in_steps_keeps_no_worker_pool_past_its_feed(sample):
     """Timed in steps the loaders are made once, so not kept: closing the feed ends the training
     loader's workers by itself, and a run that fails before `close` leaves torch no exit hook
     that would wait on them (torch registers one for persistent pinned loaders)."""
-    trainer = trainer_for(sample, workers=2, epochs=None, steps=4)
-    assert not any(loader.persistent_workers for loader in [trainer.loaders.train, *trainer.loaders.held_out.values()])
-    stream, workers = fed_with_workers(trainer)
+    adapter = trainer_for(sample, workers=2, epochs=None, steps=4)
+    assert not any(
+        loader.persistent_workers for loader in [adapter.loaders.train.loader, *adapter.loaders.held_out.values()]
+    )
+    stream, workers = fed_with_workers(adapter)
     closed(stream)
     assert not any(worker.is_running() for worker in workers)
 
 
 def test_learning_rate_is_set_by_the_driver(sample):
-    trainer = trainer_for(sample)
-    trainer.set_learning_rate(0.123)
-    assert all(group["lr"] == 0.123 for group in trainer.optimizer.param_groups)
+    adapter = trainer_for(sample)
+    adapter.set_learning_rate(0.123)
+    assert all(group["lr"] == 0.123 for group in adapter.optimizer.param_groups)
 
 
 @pytest.mark.slow

@@ -11,13 +11,13 @@ import pandas as pd
 from conftest import mgbench, tiny_job
 from test_reports import BASE, fixture_folder, ok_result
 
-from mgbench.common.breakdown import CATEGORIES, host_bottleneck
-from mgbench.common.breakdown_record import HOST_CLOCK, attach_host_bottleneck
-from mgbench.common.results import append_result
-from mgbench.common.timing import HOST_PHASES
+from mgbench.measure.breakdown import CATEGORIES, host_bottleneck
+from mgbench.measure.timing import HOST_PHASES
+from mgbench.records.breakdown_record import HOST_CLOCK, attach_host_bottleneck
+from mgbench.records.results import append_result
 from mgbench.reports.compare_charts import THROUGHPUT_CAPTION, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import COMPARED, DETAILS, write_report
-from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.summary import TABLE_COLUMNS, rate_spread
 
 INPUT_BOUND = {"input_wait": 0.31, "step": 0.66, "synchronize": 0.0, "loss_read": 0.03}
@@ -45,23 +45,23 @@ def test_the_host_clock_names_a_bottleneck_wherever_no_profile_does():
     unprofiled = ok_result(cpu, 0.2)
     unprofiled.host_breakdown = INPUT_BOUND
     attach_host_bottleneck(unprofiled)
-    assert (unprofiled.bottleneck, unprofiled.breakdown_clock) == ("input_wait", HOST_CLOCK)
+    assert (unprofiled.profiled.bottleneck, unprofiled.profiled.breakdown_clock) == ("input_wait", HOST_CLOCK)
     step_bound = ok_result(cpu, 0.2)
     step_bound.host_breakdown = STEP_BOUND
     attach_host_bottleneck(step_bound)
-    assert step_bound.bottleneck == "step"
+    assert step_bound.profiled.bottleneck == "step"
 
     profiled = ok_result(cpu, 0.2)
     profiled.host_breakdown = INPUT_BOUND
-    profiled.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
-    profiled.bottleneck, profiled.breakdown_clock = "idle", "cpu"
+    profiled.profiled.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
+    profiled.profiled.bottleneck, profiled.profiled.breakdown_clock = "idle", "cpu"
     gpu = ok_result(BASE, 0.2)  # unprofiled on a GPU (an --epochs run): its host waited for input
     gpu.host_breakdown = INPUT_BOUND
     nulled = ok_result(cpu, 0.2)  # a share written as null: no split rather than half of one
     nulled.host_breakdown = {**INPUT_BOUND, "synchronize": None}
     for row, expected in ((profiled, ("idle", "cpu")), (gpu, ("input_wait", HOST_CLOCK)), (nulled, (None, None))):
         attach_host_bottleneck(row)
-        assert (row.bottleneck, row.breakdown_clock) == expected
+        assert (row.profiled.bottleneck, row.profiled.breakdown_clock) == expected
 
 
 def test_every_run_keeps_the_compared_columns_and_links_each_row_to_its_details(tmp_path):
@@ -142,7 +142,7 @@ def test_the_throughput_chart_draws_each_p10_p90_where_it_lies_and_says_what_bar
 
 
 def test_the_step_chart_marks_stalls_and_draws_the_steady_rate_by_that_name(tmp_path, monkeypatch):
-    from mgbench.common.timing import summarise_steps
+    from mgbench.measure.timing import summarise_steps
     from mgbench.reports import run_charts
 
     steps = [1.0, 0.4] + [0.1] * 18 + [2.0] + [0.1] * 19

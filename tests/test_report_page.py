@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 from test_reports import BASE, SCREENSHOTS, chromium, chromium_or_skip, fixture_folder, ok_result
 
-from mgbench.common.breakdown import CATEGORIES, bottleneck
-from mgbench.common.interconnects import preset_link
-from mgbench.common.projection import Interconnect
-from mgbench.common.results import append_result
+from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.projection.calibration import project_folder, write_projection
+from mgbench.projection.interconnects import preset_link
+from mgbench.projection.model import Interconnect
+from mgbench.records.results import append_result
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
-from mgbench.reports.projection import project_folder, write_projection
-from mgbench.reports.runfolder import load_run_folder
 
 WINDOW = (1400, 900)
 NARROW_WINDOW = (1280, 900)
@@ -62,8 +62,11 @@ def cpu_folder(root: Path, profiled: bool = True) -> Path:
             result = ok_result(config, step * (1 + 0.3 * (devices - 1)))
             result.host_breakdown = HOST_TIMING
             if profiled:
-                result.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
-                result.bottleneck, result.breakdown_clock = bottleneck(result.breakdown), "cpu"
+                result.profiled.breakdown = dict(zip(CATEGORIES, (0.05, 0.0, 0.55, 0.0, 0.40), strict=True))
+                result.profiled.bottleneck, result.profiled.breakdown_clock = (
+                    bottleneck(result.profiled.breakdown),
+                    "cpu",
+                )
             append_result(folder / "results.jsonl", result)
             configs.append(config.to_dict())
     record = {"command": "mgbench compare --frameworks keras,pytorch", "configs": configs}
@@ -178,12 +181,12 @@ def test_the_utilisation_chart_shades_the_steady_steps_marks_each_phase_and_part
     what NVML says the device holds, under its capacity (dotted)."""
     import pandas as pd
 
-    from mgbench.common.phases import run_phases
+    from mgbench.measure.phases import run_phases
     from mgbench.reports import run_charts
     from mgbench.reports.summary import results_frame
 
     result = ok_result(BASE.with_changes(devices=2), 0.2)
-    result.compile_seconds, result.profile_seconds, result.peak_memory_bytes = 3.0, 1.5, 3 * 2**30
+    result.compiled.compile_seconds, result.profiled.profile_seconds, result.peak_memory_bytes = 3.0, 1.5, 3 * 2**30
     row = results_frame([result]).iloc[0]
     trace = pd.DataFrame(
         [

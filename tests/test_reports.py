@@ -17,17 +17,17 @@ import pytest
 from conftest import SCRIPTS, benchmark_script, mgbench, one_line_error, tiny_job
 from PIL import Image
 
-from mgbench.common.breakdown import CATEGORIES, bottleneck
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult, append_result
-from mgbench.common.runfolder import TRACE_COLUMNS
-from mgbench.common.timing import summarise_steps
+from mgbench.core.config import RunConfig
+from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.measure.timing import summarise_steps
+from mgbench.records.results import RunResult, append_result
+from mgbench.records.runfolder import TRACE_COLUMNS
 from mgbench.reports.charts import write_charts
 from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import DPI, PIXEL_SIZE
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
 from mgbench.reports.readings import COLORS, CPU_READINGS, LABELS, NOT_PROFILED, READINGS, limits_details, reading
-from mgbench.reports.runfolder import load_run_folder
 from mgbench.reports.scaling_loss import scaling_loss, scaling_losses
 from mgbench.reports.summary import display_table, write_summary
 from mgbench.reports.utilisation_charts import FRAME_INCHES, PANEL_INCHES, SUMMARY_WIDTH_INCHES
@@ -54,7 +54,7 @@ ENVIRONMENT = {
         for i in range(4)
     ],
 }
-BASE = RunConfig(
+BASE = RunConfig.flat(
     framework="pytorch",
     strategy="ddp",
     model="densenet121",
@@ -69,10 +69,10 @@ BASE = RunConfig(
 def ok_result(config: RunConfig, step_seconds: float, epochs: list[dict] | None = None) -> RunResult:
     """A successful row whose figures are derived from a step series the way the driver derives them."""
     rng = np.random.default_rng(config.devices)
-    steps = [step_seconds * 8] * 3 + list(step_seconds * (1 + 0.01 * rng.standard_normal(config.steps - 3)))
+    steps = [step_seconds * 8] * 3 + list(step_seconds * (1 + 0.01 * rng.standard_normal(config.job.steps - 3)))
     waits = [s * 0.1 for s in steps]
     stats = summarise_steps(steps, waits, config.global_batch)
-    return RunResult(
+    return RunResult.flat(
         config,
         "ok",
         command="torchrun ...",
@@ -89,7 +89,7 @@ def ok_result(config: RunConfig, step_seconds: float, epochs: list[dict] | None 
         peak_memory_bytes=40 * 2**30,
         step_seconds=steps,
         input_wait_seconds=waits,
-        losses=[1.0] * config.steps,
+        losses=[1.0] * config.job.steps,
     )
 
 
@@ -137,9 +137,9 @@ def fixture_folder(root: Path) -> tuple[Path, list[str]]:
     for devices, step in ((1, 0.20), (2, 0.21), (4, 0.23)):
         config = BASE.with_changes(devices=devices)
         result = ok_result(config, step, epochs(0.01 * devices) if devices in (1, 4) else None)
-        result.breakdown, result.breakdown_clock = BREAKDOWNS[devices], "device"
-        result.bottleneck = bottleneck(BREAKDOWNS[devices])
-        result.profile = {"steps": 3, "window_slowdown": 1 + devices / 8}
+        result.profiled.breakdown, result.profiled.breakdown_clock = BREAKDOWNS[devices], "device"
+        result.profiled.bottleneck = bottleneck(BREAKDOWNS[devices])
+        result.profiled.profile = {"steps": 3, "window_slowdown": 1 + devices / 8}
         if devices == 4:
             record = {**result.to_record(), "communication_fraction": 0.15}
             with results.open("a") as handle:
@@ -149,7 +149,7 @@ def fixture_folder(root: Path) -> tuple[Path, list[str]]:
         write_trace(folder, config.run_id, devices)
         run_ids.append(config.run_id)
     crashed = BASE.with_changes(strategy="dp", devices=2)
-    append_result(results, RunResult(crashed, "failed", error="exit code 1\nRuntimeError: NCCL <boom> & co"))
+    append_result(results, RunResult.flat(crashed, "failed", error="exit code 1\nRuntimeError: NCCL <boom> & co"))
     run_ids.append(crashed.run_id)
     return folder, run_ids
 
@@ -268,7 +268,7 @@ def test_missing_traces_failed_runs_and_an_interrupted_compare_still_report(tmp_
         json.dumps({"command": "mgbench compare ...", "configs": [c.to_dict() for c in planned]})
     )
     append_result(folder / "results.jsonl", ok_result(planned[0], 0.2))
-    append_result(folder / "results.jsonl", RunResult(planned[1], "oom", error="CUDA out of memory"))
+    append_result(folder / "results.jsonl", RunResult.flat(planned[1], "oom", error="CUDA out of memory"))
     with (folder / "results.jsonl").open("a") as handle:
         handle.write('{"framework": "pytorch", "strat')
     (folder / "traces" / f"{planned[1].run_id}.csv").write_text("")
@@ -393,7 +393,7 @@ def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
     gluon = BASE.with_changes(framework="gluon", strategy="kvstore")
     append_result(
         folder / "results.jsonl",
-        RunResult(
+        RunResult.flat(
             gluon,
             "ok",
             images_per_sec=1.0,
@@ -587,13 +587,14 @@ def test_ok_rows_with_null_figures_report_a_dash_on_every_path(tmp_path, capsys,
     folder = tmp_path / "run"
     for devices in (1, 2):
         result = ok_result(BASE.with_changes(devices=devices), 0.2, epochs(0.0))
-        result.time_to_train_seconds, result.test_metrics = 500.0, {"auc": None}
+        result.by_epoch.time_to_train_seconds, result.by_epoch.test_metrics = 500.0, {"auc": None}
         if devices in nulled:
-            for name in NULLABLE:
-                setattr(result, name, None)
-            result.breakdown = {**BREAKDOWNS[devices], "idle": None}
-            result.bottleneck, result.breakdown_clock = "idle", "device"
-            result.epoch_metrics = [{**epoch, "images_per_sec": None} for epoch in result.epoch_metrics]
+            result = RunResult.from_record({**result.to_record(), **dict.fromkeys(NULLABLE)})
+            result.profiled.breakdown = {**BREAKDOWNS[devices], "idle": None}
+            result.profiled.bottleneck, result.profiled.breakdown_clock = "idle", "device"
+            result.by_epoch.epoch_metrics = [
+                {**epoch, "images_per_sec": None} for epoch in result.by_epoch.epoch_metrics
+            ]
         append_result(folder / "results.jsonl", result)
         write_trace(folder, result.run_id, devices)
     page = write_report(folder).read_text()

@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult, append_result, read_results
+from mgbench.core.config import RunConfig
+from mgbench.records.results import RunResult, append_result, read_results
 from mgbench.reports.summary import results_frame, write_summary
 
 
 def row(strategy, devices, images_per_sec, status="ok"):
-    config = RunConfig("pytorch", strategy, "resnet50", devices, "cuda", 32, 10)
+    config = RunConfig.flat("pytorch", strategy, "resnet50", devices, "cuda", 32, 10)
     if status != "ok":
-        return RunResult(config, status, error="boom\nsecond line")
-    return RunResult(
+        return RunResult.flat(config, status, error="boom\nsecond line")
+    return RunResult.flat(
         config,
         "ok",
         images_per_sec=images_per_sec,
@@ -65,14 +65,14 @@ def test_speedup_and_efficiency_per_strategy(tmp_path):
 
 
 def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_and_field(tmp_path):
-    from mgbench.common.scaling import add_scaling_figures
+    from mgbench.records.scaling import add_scaling_figures
 
     path = tmp_path / "results.jsonl"
-    one = RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 4, 5)
+    one = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 4, 5)
     rows = [
-        {**RunResult(one, "ok", images_per_sec=100.0).to_record(), "flops_per_image": 7},
-        RunResult(one.with_changes(devices=4), "ok", images_per_sec=300.0).to_record(),
-        RunResult(one.with_changes(strategy="dp", devices=4), "failed", error="boom").to_record(),
+        {**RunResult.flat(one, "ok", images_per_sec=100.0).to_record(), "flops_per_image": 7},
+        RunResult.flat(one.with_changes(devices=4), "ok", images_per_sec=300.0).to_record(),
+        RunResult.flat(one.with_changes(strategy="dp", devices=4), "failed", error="boom").to_record(),
     ]
     lines = [json.dumps(rows[0]), '{"framework": "pytorch", "cut', json.dumps(rows[1]), json.dumps(rows[2])]
     path.write_text("\n".join(lines) + "\n")
@@ -89,13 +89,13 @@ def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_
 def test_a_row_written_before_a_field_was_renamed_reads_under_the_new_name(tmp_path):
     """Fractions are named `*_fraction`: old folders' `peak_share` and
     `allreduce_step_share` read as `peak_fraction` and `allreduce_step_fraction`, with no stale column."""
-    from mgbench.reports.runfolder import load_run_folder
+    from mgbench.reports.folder_data import load_run_folder
 
     record = {**row("ddp", 1, 100.0).to_record(), "peak_share": 0.17, "allreduce_step_share": 0.05}
     del record["peak_fraction"], record["allreduce_step_fraction"]
     (tmp_path / "results.jsonl").write_text(json.dumps(record) + "\n")
     result = read_results(tmp_path / "results.jsonl")[0]
-    assert result.peak_fraction == 0.17 and result.allreduce_step_fraction == 0.05
+    assert result.limit.peak_fraction == 0.17 and result.limit.allreduce_step_fraction == 0.05
     frame = load_run_folder(tmp_path).frame
     assert frame.loc[0, "peak_fraction"] == 0.17 and "peak_share" not in frame and "allreduce_step_share" not in frame
     write_summary(tmp_path, [result])

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from conftest import mgbench, one_line_error, read_rows, tiny_job
 
-from mgbench.common.config import RunConfig
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.results import RunResult
+from mgbench.core.config import RunConfig
+from mgbench.core.kinds import DeviceKind
+from mgbench.records.results import RunResult
 from mgbench.runner.rounds import CPU_ROUNDS, GPU_ROUNDS, combine_rounds, default_rounds
 
 FAKE_ROUNDS = ("--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "1", *tiny_job(12, device="cpu"))
@@ -94,22 +94,26 @@ def test_gpus_run_three_rounds_by_default_cpu_devices_one():
 
 
 def round_row(rate: float, low: float, high: float, status: str = "ok", **config) -> RunResult:
-    run = RunConfig("fake", "steady", "tiny", 1, "cpu", 8, 20, **config)
+    run = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 8, 20, **config)
     if status != "ok":
-        return RunResult(run, status, error=f"{status} on purpose\ntraceback")
-    return RunResult(run, "ok", images_per_sec=rate, images_per_sec_low=low, images_per_sec_high=high)
+        return RunResult.flat(run, status, error=f"{status} on purpose\ntraceback")
+    return RunResult.flat(run, "ok", images_per_sec=rate, images_per_sec_low=low, images_per_sec_high=high)
 
 
 def test_the_row_is_the_median_round_or_of_two_the_slower():
     three = combine_rounds([round_row(100, 95, 104), round_row(120, 118, 123), round_row(90, 80, 99)])
-    assert (three.images_per_sec, three.rounds, three.round_images_per_sec) == (100, 3, [100, 120, 90])
-    assert (three.images_per_sec_low, three.images_per_sec_high) == (80, 123)
-    assert combine_rounds([round_row(120, 118, 123), round_row(100, 95, 104)]).images_per_sec == 100
+    assert (three.timing.images_per_sec, three.repeats.rounds, three.repeats.round_images_per_sec) == (
+        100,
+        3,
+        [100, 120, 90],
+    )
+    assert (three.timing.images_per_sec_low, three.timing.images_per_sec_high) == (80, 123)
+    assert combine_rounds([round_row(120, 118, 123), round_row(100, 95, 104)]).timing.images_per_sec == 100
 
 
 def test_a_round_that_did_not_finish_is_said_and_the_others_make_the_row():
     row = combine_rounds([round_row(100, 95, 104), round_row(0, 0, 0, status="timeout")])
-    assert row.status == "ok" and row.rounds == 1 and row.images_per_sec == 100
+    assert row.status == "ok" and row.repeats.rounds == 1 and row.timing.images_per_sec == 100
     assert row.warnings == ["round 2 of 2: timeout: timeout on purpose"]
     assert combine_rounds([round_row(0, 0, 0, status="failed")]).status == "failed"
 
@@ -117,9 +121,11 @@ def test_a_round_that_did_not_finish_is_said_and_the_others_make_the_row():
 def test_epochs_rounds_take_the_median_time_to_train_and_keep_every_rounds_time():
     def trained(seconds: float, rate: float) -> RunResult:
         row = round_row(rate, rate, rate, dataset="chestxray:/data", epochs=2)
-        row.time_to_train_seconds = seconds
+        row.by_epoch.time_to_train_seconds = seconds
         return row
 
     row = combine_rounds([trained(30.0, 500), trained(20.0, 400), trained(25.0, 300)])
-    assert row.time_to_train_seconds == 25.0 and row.images_per_sec == 300
-    assert row.round_time_to_train_seconds == [30.0, 20.0, 25.0] and row.round_time_to_target_seconds == []
+    assert row.by_epoch.time_to_train_seconds == 25.0 and row.timing.images_per_sec == 300
+    assert (
+        row.repeats.round_time_to_train_seconds == [30.0, 20.0, 25.0] and row.repeats.round_time_to_target_seconds == []
+    )

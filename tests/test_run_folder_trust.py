@@ -24,12 +24,12 @@ import pytest
 from conftest import cli_env, interruptible, mgbench, one_line_error, read_rows, tiny_job
 
 from mgbench.cli import main
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UnsafeNameError, UsageError
-from mgbench.common.folder_lock import FolderLock
-from mgbench.common.results import RunResult
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UnsafeNameError, UsageError
 from mgbench.datasets.check import time_limit
+from mgbench.records.folder_lock import FolderLock
+from mgbench.records.results import RunResult
+from mgbench.records.runfolder import RunFolder
 from mgbench.runner.hosts import parse_hosts
 from mgbench.runner.monitor import DeviceMonitor
 
@@ -37,7 +37,7 @@ FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", *tiny_job(4)]
 HOSTILE = "/../../../x/victim"
 """A device kind that, in a run id, leads three folders up from a file of the run folder: out of
 `shared/run/charts/<file>` (or `configs/`, `raw/`) into `shared/x/victim.*`."""
-CONFIG = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4)
+CONFIG = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_a_config_read_back_refuses_a_name_that_is_no_plain_file_name(field, val
 
 
 def test_a_row_whose_run_id_is_not_its_configs_is_refused():
-    row = RunResult(CONFIG, "failed", error="x").to_record()
+    row = RunResult.flat(CONFIG, "failed", error="x").to_record()
     with pytest.raises(UnsafeNameError, match="run_id"):
         RunResult.from_record({**row, "run_id": "../../elsewhere"})
     with pytest.raises(UsageError, match="not a run config"):
@@ -278,7 +278,7 @@ def test_a_second_compare_or_a_resume_into_a_held_folder_is_refused_naming_the_h
 
 HOLD = """import sys, time
 from pathlib import Path
-from mgbench.common.folder_lock import FolderLock
+from mgbench.records.folder_lock import FolderLock
 with FolderLock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)

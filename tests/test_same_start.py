@@ -30,12 +30,12 @@ def probe_logits(framework: str, folder: Path) -> dict[str, dict[str, np.ndarray
 
     from conftest import cli_env
 
-    from mgbench.common.config import RunConfig
+    from mgbench.core.config import RunConfig
     from mgbench.frameworks.registry import framework_spec
 
     # The variables a run of the framework sets before importing it (Keras' backend among them).
     spec = framework_spec(framework)
-    variables = spec.variables_for(RunConfig(framework, spec.defaults[0], "tiny", 1, "cpu", 1, 1))
+    variables = spec.variables_for(RunConfig.flat(framework, spec.defaults[0], "tiny", 1, "cpu", 1, 1))
     env = cli_env(PYTHONPATH=f"{TESTS.parent}:{TESTS}", **variables)
     outs = {model: folder / f"{framework}-{model}.npz" for model in MODELS}
     arguments = [str(part) for model in MODELS for part in (model, SIZE[model], outs[model])]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from conftest import mgbench
 
-from mgbench.common.initial_weights import read_weights_file
+from mgbench.core.initial_weights import read_weights_file
 from mgbench.reports.same_start import RELATIVE_TOLERANCE, same_start
 
 LOSSES = [2.30, 2.25, 2.20, 2.10]

@@ -10,16 +10,16 @@ import io
 import pytest
 from rich.console import Console
 from test_cli import exit_code
-from test_driver import EpochTrainer, fake_config
+from test_driver import EpochAdapter, fake_config
 
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult
-from mgbench.common.target import TargetMetric
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.target import TargetMetric
+from mgbench.records.results import RunResult
+from mgbench.training.driver import run_training
 
 
-class LearningTrainer(EpochTrainer):
+class LearningAdapter(EpochAdapter):
     """The epoch fake whose validation AUC climbs by 0.1 an epoch from 0.6, counting epochs trained."""
 
     def __init__(self, strategy: str):
@@ -37,25 +37,25 @@ class LearningTrainer(EpochTrainer):
 
 def test_a_target_reached_in_the_first_epoch_stops_training_there(fake_plugin):
     config = fake_config(dataset="chestxray:/data", epochs=3, target_metric="auc=0.7")
-    trainer = LearningTrainer("steady")
-    result = run_training(trainer, config)
-    assert trainer.epochs_trained == 1 and trainer.scored == ["val", "test"]
-    assert result.target_epoch == 1 and len(result.epoch_metrics) == 1
-    assert result.time_to_target_seconds == result.epoch_metrics[0]["elapsed_seconds"] > 0
-    assert result.time_to_target_seconds <= result.time_to_train_seconds
-    assert result.time_to_target_with_startup_seconds == pytest.approx(
-        result.startup_seconds + result.time_to_target_seconds
+    adapter = LearningAdapter("steady")
+    result = run_training(adapter, config)
+    assert adapter.epochs_trained == 1 and adapter.scored == ["val", "test"]
+    assert result.by_epoch.target_epoch == 1 and len(result.by_epoch.epoch_metrics) == 1
+    assert result.by_epoch.time_to_target_seconds == result.by_epoch.epoch_metrics[0]["elapsed_seconds"] > 0
+    assert result.by_epoch.time_to_target_seconds <= result.by_epoch.time_to_train_seconds
+    assert result.by_epoch.time_to_target_with_startup_seconds == pytest.approx(
+        result.startup_seconds + result.by_epoch.time_to_target_seconds
     )
     assert result.warnings == []
 
 
 def test_a_target_never_reached_trains_every_epoch_and_says_so(fake_plugin):
     config = fake_config(dataset="chestxray:/data", epochs=2, target_metric="auc=0.95")
-    trainer = LearningTrainer("steady")
-    result = run_training(trainer, config)
-    assert trainer.epochs_trained == 2
-    assert result.target_epoch is None and result.time_to_target_seconds is None
-    assert result.time_to_train_seconds > 0
+    adapter = LearningAdapter("steady")
+    result = run_training(adapter, config)
+    assert adapter.epochs_trained == 2
+    assert result.by_epoch.target_epoch is None and result.by_epoch.time_to_target_seconds is None
+    assert result.by_epoch.time_to_train_seconds > 0
     (warning,) = result.warnings
     assert "auc=0.95 not reached in 2 epoch(s)" in warning and "0.8000" in warning
 
@@ -75,7 +75,7 @@ def test_a_target_is_a_rising_metric_at_a_share(text):
 
 
 def test_a_target_the_datasets_validation_does_not_give_is_refused_before_reading_images(tmp_path):
-    from mgbench.common.job import Job
+    from mgbench.core.job import Job
     from mgbench.datasets.resolve import check_dataset
     from mgbench.datasets.sample import make_sample
 
@@ -90,7 +90,7 @@ def test_old_configs_without_a_target_read_back_as_none():
     config = fake_config()
     data = config.to_dict()
     del data["target_metric"]
-    assert RunConfig.from_dict(data).target_metric is None
+    assert RunConfig.from_dict(data).job.target_metric is None
 
 
 EPOCH_LINES = {
@@ -103,18 +103,18 @@ EPOCH_LINES = {
 
 
 def epoch_rows(target: str | None = None) -> list[RunResult]:
-    from mgbench.common.timing import summarise_steps
+    from mgbench.measure.timing import summarise_steps
 
     rows = []
     for (framework, strategy), (rate, seconds, to_target, auc) in EPOCH_LINES.items():
-        config = RunConfig(
+        config = RunConfig.flat(
             framework, strategy, "densenet121", 1, "cuda", 32, 20, dataset="chestxray:/data", epochs=2,
             target_metric=target,
         )  # fmt: skip
         stats = summarise_steps([config.global_batch / rate] * 40, [0.0] * 40, config.global_batch)
         reached = target is not None and to_target is not None
         rows.append(
-            RunResult(
+            RunResult.flat(
                 config,
                 "ok",
                 **vars(stats),

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mgbench.common.timing import detect_warmup, first_step_kept, summarise_steps
+from mgbench.measure.timing import detect_warmup, first_step_kept, summarise_steps
 
 
 def noisy(values, relative=0.01, seed=0):

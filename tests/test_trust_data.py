@@ -15,19 +15,20 @@ from rich.console import Console
 from test_datasets import imagefolder, nih_rows, write_nih
 
 from mgbench.cli import main
-from mgbench.cli.compare import add_arguments, plan_new, plan_resume
-from mgbench.common.compare_plan import ComparePlan
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import read_weights_file, reference_weights
-from mgbench.common.metrics import gathered_metrics
-from mgbench.common.models import model_spec
-from mgbench.common.results import RunResult, read_results
-from mgbench.common.runfolder import RunFolder
+from mgbench.cli.compare import add_arguments, plan_new, voice
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import read_weights_file, reference_weights
+from mgbench.core.models import model_spec
 from mgbench.datasets.check import time_limit
 from mgbench.datasets.resolve import check_dataset, describe_dataset, recheck_dataset
+from mgbench.measure.metrics import gathered_metrics
+from mgbench.records.compare_plan import ComparePlan
+from mgbench.records.results import RunResult, read_results
+from mgbench.records.runfolder import RunFolder
 from mgbench.reports.summary import results_frame
 from mgbench.reports.training import training_table
+from mgbench.runner.compare_service import plan_resume
 
 FAKE_JOB = ["--frameworks", "fake", "--gpus", "1", *tiny_job(4)]
 
@@ -107,8 +108,8 @@ def test_an_empty_labels_cell_is_said_once_and_read_as_negative(tmp_path):
     rows = "".join(f"{name},{'' if i in (3, 4) else 'cat|dog'}\n" for i, name in enumerate(names))
     (tmp_path / "labels.csv").write_text(f"file,labels\n{rows}")
     said: list[str] = []
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 1, 1, dataset=f"labels:{tmp_path}")
-    check_dataset(config, [], workers=1, on_note=said.append)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 1, 1, dataset=f"labels:{tmp_path}")
+    check_dataset(config.job, [], workers=1, on_note=said.append)
     assert len(said) == 1 and "2 image(s) without labels, read as negative for every label" in said[0]
     assert "line 5 (3.png), labels.csv line 6 (4.png)" in said[0]
 
@@ -127,8 +128,10 @@ def test_a_class_folder_linked_to_the_dataset_or_a_single_class_is_refused(tmp_p
 def test_an_undefined_auc_is_null_with_a_warning_saying_why_and_survives_a_rewrite():
     one_class = gathered_metrics([(1.2, np.array([[0.2, 0.8], [0.4, 0.6]]), np.array([1, 1]))], multi_label=False)
     no_negative = gathered_metrics([(0.5, np.full((3, 2), 0.5), np.ones((3, 2)))], multi_label=True)
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset="labels:x", epochs=1)
-    row = RunResult(config, "ok", test_metrics=one_class, epoch_metrics=[{"epoch": 1, "val_auc": no_negative["auc"]}])
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset="labels:x", epochs=1)
+    row = RunResult.flat(
+        config, "ok", test_metrics=one_class, epoch_metrics=[{"epoch": 1, "val_auc": no_negative["auc"]}]
+    )
     text = row.to_json()
     record = json.loads(text, parse_constant=lambda constant: pytest.fail(f"{constant} written"))
     assert record["test_metrics"]["auc"] is None and record["epoch_metrics"][0]["val_auc"] is None
@@ -140,18 +143,18 @@ def test_an_undefined_auc_is_null_with_a_warning_saying_why_and_survives_a_rewri
     assert RunResult.from_record(record).to_json() == text
     nan_scores = gathered_metrics([(np.nan, np.full((2, 2), np.nan), np.array([0, 1]))], multi_label=False)
     assert nan_scores["auc"].why == "the model's scores are not finite numbers (its loss diverged)"
-    diverged = json.loads(RunResult(config, "ok", final_loss=float("nan")).to_json())
+    diverged = json.loads(RunResult.flat(config, "ok", final_loss=float("nan")).to_json())
     assert diverged["final_loss"] is None and diverged["warnings"] == [
         "final_loss undefined: nan is not a finite number"
     ]
 
 
 def test_a_row_with_an_undefined_auc_is_tabulated_and_its_warning_shown():
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset="labels:x", epochs=1)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset="labels:x", epochs=1)
     metrics = gathered_metrics([(1.2, np.array([[0.2, 0.8], [0.4, 0.6]]), np.array([1, 1]))], multi_label=False)
     row = RunResult.from_record(
         json.loads(
-            RunResult(
+            RunResult.flat(
                 config,
                 "ok",
                 images_per_sec=10.0,
@@ -190,22 +193,22 @@ def planned(tmp_path, configs: list[RunConfig]) -> RunFolder:
 
 
 def test_a_plan_listing_one_config_three_times_resumes_to_one_row(tmp_path, fake_plugin):
-    steady = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4)
+    steady = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4)
     flaky = steady.with_changes(strategy="flaky")
     folder = planned(tmp_path, [steady, steady, flaky, steady, flaky])
-    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0).to_json() + "\n")
-    plan, book = plan_resume(folder, "mgbench compare --resume run", None, None, Console(stderr=True))
+    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0).to_json() + "\n")
+    plan, book = plan_resume(folder, "mgbench compare --resume run", None, None, voice(Console(stderr=True)))
     assert plan.configs == [steady, flaky] and [run.config for run in book.owed()] == [flaky]
     assert [row.run_id for row in read_results(folder.results)] == ["fake-steady-1cpu"]
     folder = planned(tmp_path / "other", [steady, flaky, steady.with_changes(steps=7)])
     with pytest.raises(UsageError, match="run fake-steady-1cpu is planned twice with different configs"):
-        plan_resume(folder, "mgbench compare --resume run", None, None, Console(stderr=True))
+        plan_resume(folder, "mgbench compare --resume run", None, None, voice(Console(stderr=True)))
 
 
 def test_resume_checks_the_images_again_before_launching(tmp_path, fake_plugin, capsys):
     src = tmp_path / "src"
     write_nih(src, nih_rows(20))
-    folder = planned(tmp_path, [RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset=f"chestxray:{src}")])
+    folder = planned(tmp_path, [RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset=f"chestxray:{src}")])
     (src / "images" / "00000004_000.png").write_bytes(b"damaged since")
     message = one_line(capsys, ["compare", "--resume", str(folder.root)])
     assert "1 of 20 images cannot be decoded: images/00000004_000.png (not an image" in message
@@ -216,12 +219,12 @@ def test_resume_with_skip_bad_images_refuses_images_damaged_since_the_check(tmp_
     src = tmp_path / "src"
     write_nih(src, nih_rows(20))
     (src / "images" / "00000002_000.png").write_bytes(b"bad from the start")
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset=f"chestxray:{src}", skip_bad_images=True)
-    recorded = check_dataset(config, [config], workers=1)
-    recheck_dataset(recorded, [recorded], workers=1)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset=f"chestxray:{src}", skip_bad_images=True)
+    recorded = check_dataset(config.job, [config], workers=1)
+    recheck_dataset(recorded, [config], workers=1)
     (src / "images" / "00000009_000.png").write_bytes(b"damaged since")
     with pytest.raises(UsageError, match=r"1 image\(s\) cannot be decoded now .*: images/00000009_000.png;"):
-        recheck_dataset(recorded, [recorded], workers=1)
+        recheck_dataset(recorded, [config], workers=1)
 
 
 def test_a_diverged_loss_is_a_row_that_says_where_and_every_report_still_comes_out(tmp_path, in_process, capsys):
@@ -233,8 +236,11 @@ def test_a_diverged_loss_is_a_row_that_says_where_and_every_report_still_comes_o
     rows = {row.config.strategy: row for row in read_results(out / "results.jsonl")}
     diverged, steady = rows["diverge"], rows["steady"]
     assert (diverged.status, diverged.diverged_at_step, steady.diverged_at_step) == ("ok", DIVERGE_STEP, None)
-    assert diverged.images_per_sec > 0 and diverged.losses[: DIVERGE_STEP - 1] == steady.losses[: DIVERGE_STEP - 1]
-    assert diverged.losses[DIVERGE_STEP - 1 :] == [None] * (len(diverged.losses) - DIVERGE_STEP + 1)
+    assert (
+        diverged.timing.images_per_sec > 0
+        and diverged.series.losses[: DIVERGE_STEP - 1] == steady.series.losses[: DIVERGE_STEP - 1]
+    )
+    assert diverged.series.losses[DIVERGE_STEP - 1 :] == [None] * (len(diverged.series.losses) - DIVERGE_STEP + 1)
     why = f"the loss diverged at step {DIVERGE_STEP} (nan)"
     assert diverged.warnings == [f"final_loss, losses[1] and 2 more, step_losses[1] and 2 more undefined: {why}"]
     assert why in capsys.readouterr().out
@@ -256,43 +262,43 @@ def weights_file(path, value: float) -> str:
 def test_resume_refuses_an_init_file_changed_since_the_rows_done(tmp_path, fake_plugin):
     """`--init w.npz`, a row done, w.npz rewritten: the runs to come would start from other
     weights than the row done, so the resume is refused before anything is written."""
-    steady = RunConfig(
+    steady = RunConfig.flat(
         "fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init=weights_file(tmp_path / "w.npz", 0.5)
     )
     folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
     digest = read_weights_file(tmp_path / "w.npz").digest
-    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
     before = folder.compare_file.read_text()
     weights_file(tmp_path / "w.npz", 0.25)
     with pytest.raises(UsageError, match=f"holds other weights now .* than the rows done started from \\({digest}\\)"):
-        plan_resume(folder, "mgbench compare --resume run", None, None, Console(stderr=True))
+        plan_resume(folder, "mgbench compare --resume run", None, None, voice(Console(stderr=True)))
     assert folder.compare_file.read_text() == before
     weights_file(tmp_path / "w.npz", 0.5)
-    book = plan_resume(folder, "resume", None, None, Console(stderr=True))[1]
+    book = plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))[1]
     assert [run.config.strategy for run in book.owed()] == ["flaky"]
 
 
 def test_resume_refuses_an_init_that_names_a_fifo_without_waiting_on_it(tmp_path, fake_plugin):
     os.mkfifo(tmp_path / "w.npz")
-    folder = planned(tmp_path, [RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, init=str(tmp_path / "w.npz"))])
+    folder = planned(tmp_path, [RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, init=str(tmp_path / "w.npz"))])
     with time_limit(30), pytest.raises(UsageError, match="w.npz: not a readable .npz of weights \\(a FIFO, not a"):
-        plan_resume(folder, "resume", None, None, Console(stderr=True))
+        plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))
 
 
 def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing(tmp_path, fake_plugin):
     """With `--init same` the folder keeps the draw: one changed since is refused, naming it; one
     missing (a compare stopped before writing it, as on a full disk) is written by the resume."""
-    steady = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init="same")
+    steady = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init="same")
     folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
     digest = reference_weights(model_spec("tiny"), 0, 32).digest
-    folder.results.write_text(RunResult(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
-    plan_resume(folder, "resume", None, None, Console(stderr=True))
+    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))
     assert read_weights_file(folder.initial_weights).digest == digest
     weights_file(folder.initial_weights, 0.5)
     with pytest.raises(
         UsageError, match=f"initial-weights.npz holds weights .*, not the start the runs take \\({digest}\\)"
     ):
-        plan_resume(folder, "resume", None, None, Console(stderr=True))
+        plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))
 
 
 def test_a_name_that_is_not_utf8_is_read_and_written_as_the_file_system_holds_it(tmp_path, in_process, capfd):

@@ -22,14 +22,14 @@ from conftest import cli_env, one_line_error
 
 import mgbench
 from mgbench.cli import main
-from mgbench.common.bandwidth import BandwidthReport
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import MAX_IMAGE_SIZE
-from mgbench.common.results import RunResult, read_result_lines
-from mgbench.common.schema import MAX_DEPTH
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import MAX_IMAGE_SIZE
+from mgbench.core.schema import MAX_DEPTH
 from mgbench.datasets import labelmap
-from mgbench.reports.runfolder import RunFolderData, load_run_folder
+from mgbench.records.bandwidth import BandwidthReport
+from mgbench.records.results import RunResult, read_result_lines
+from mgbench.reports.folder_data import RunFolderData, load_run_folder
 from mgbench.runner.hosts import slurm_hosts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"
@@ -37,7 +37,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"
 DEEP = "[" * 100_000 + "]" * 100_000
 """JSON nested past Python's recursion limit."""
 TRACE_HEADER = "seconds,kind,device,utilization_pct,memory_used_mib,memory_total_mib,sm_clock_mhz,mem_clock_mhz\n"
-CONFIG = RunConfig("fake", "steady", "tiny", 1, "cpu", 2, 4)
+CONFIG = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4)
 
 
 def refused(capsys: pytest.CaptureFixture, *args: str) -> str:
@@ -103,9 +103,9 @@ def test_a_byte_that_is_not_utf8_costs_its_line_not_the_file(tmp_path):
 
 
 def test_a_row_of_the_declared_types_reads_back_and_one_of_others_is_refused_naming_the_field():
-    row = RunResult(CONFIG, "ok", images_per_sec=10.0, losses=[0.5, math.nan], eval_metrics={"auc": math.nan})
+    row = RunResult.flat(CONFIG, "ok", images_per_sec=10.0, losses=[0.5, math.nan], eval_metrics={"auc": math.nan})
     record = row.to_record()
-    assert RunResult.from_record(json.loads(json.dumps(record))).losses[0] == 0.5
+    assert RunResult.from_record(json.loads(json.dumps(record))).series.losses[0] == 0.5
     with pytest.raises(UsageError, match=re.escape("images_per_sec is 'fast', not float | None")):
         RunResult.from_record({**record, "images_per_sec": "fast"})
     with pytest.raises(UsageError, match="not a result row: list instead of an object"):

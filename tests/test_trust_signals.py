@@ -19,10 +19,10 @@ from PIL import Image
 from test_datasets import nih_rows, write_nih
 
 from mgbench.cli.interrupts import sigterm_interrupts
-from mgbench.common.errors import UsageError
-from mgbench.common.folder_lock import FolderLock
+from mgbench.core.errors import UsageError
 from mgbench.datasets import check
 from mgbench.datasets.parallel import map_with_progress
+from mgbench.records.folder_lock import FolderLock
 
 FAKE_COMPARE = ["compare", "--frameworks", "fake", "--gpus", "1", *tiny_job(2)]
 INTERRUPTED = "mgbench: interrupted"

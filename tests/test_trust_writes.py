@@ -23,14 +23,14 @@ from conftest import cli_env, one_line_error
 from test_run_folder_trust import FAKE_JOB, cli, compared, shared_copy  # noqa: F401 (fixtures)
 
 from mgbench.cli import main
-from mgbench.cli.compare import prepare_folder
-from mgbench.common.config import RunConfig
-from mgbench.common.driver import run_training
-from mgbench.common.errors import UsageError
-from mgbench.common.safe_files import LinkRefusedError, fresh_stream, new_file_by_writer, write_file
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import LinkRefusedError, fresh_stream, new_file_by_writer, write_file
 from mgbench.datasets.output import writing_into
 from mgbench.reports.charts import ChartSet
+from mgbench.runner.compare_service import prepare_folder
 from mgbench.runner.scratch import SCRATCH_ENV, remove_scratch, run_scratch
+from mgbench.training.driver import run_training
 
 OUTSIDE = "outside, not mgbench's"
 
@@ -353,7 +353,7 @@ def test_a_profilers_trace_is_not_written_through_a_planted_link(tmp_path, outsi
     """A profiler opens the trace's path itself: the name is cleared before it writes."""
     import fakefw
 
-    class WritingProfiler(fakefw.FakeTrainer):
+    class WritingProfiler(fakefw.FakeAdapter):
         def profile(self, run_steps, trace_path):
             run_steps()
             with open(trace_path, "w") as trace:  # as a profiler's exporter writes it
@@ -361,7 +361,7 @@ def test_a_profilers_trace_is_not_written_through_a_planted_link(tmp_path, outsi
 
     profiles = tmp_path / "profiles"
     plant("hardlink", profiles / "rank0-trace.json", outside)
-    config = RunConfig("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
+    config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
     result = run_training(WritingProfiler("steady"), config, profile_dir=profiles, profiler="torch.profiler")
     assert result.status == "ok" and outside.read_text() == OUTSIDE
     assert json.loads((profiles / "rank0-trace.json").read_text()) == {"traceEvents": []}

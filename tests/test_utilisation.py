@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from conftest import mgbench, read_rows, tiny_job
 
-from mgbench.common.phases import (
+from mgbench.measure.phases import (
     COMPILE,
     EPOCH_START,
     EVALUATION,
@@ -21,8 +21,8 @@ from mgbench.common.phases import (
     run_phases,
     steady_spans,
 )
-from mgbench.common.timing import STALL_FACTOR, summarise_steps
-from mgbench.common.utilisation import SOURCES, utilisation_figures
+from mgbench.measure.timing import STALL_FACTOR, summarise_steps
+from mgbench.records.utilisation import SOURCES, utilisation_figures
 
 
 def named(phases) -> list[tuple[str, float, float]]:
@@ -197,7 +197,7 @@ def test_one_chart_puts_every_runs_utilisation_on_one_time_axis_with_its_phases(
 
     from mgbench.reports import utilisation_charts
     from mgbench.reports.cells import run_label
-    from mgbench.reports.runfolder import load_run_folder
+    from mgbench.reports.folder_data import load_run_folder
 
     folder, _ = fixture_folder(tmp_path)
     data = load_run_folder(folder)

@@ -5,15 +5,16 @@ whose model has not learned is said, with what to change."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
 import pytest
 
-from mgbench.common.breakdown import CATEGORIES, bottleneck
-from mgbench.common.config import RunConfig
-from mgbench.common.results import RunResult
-from mgbench.common.timing import summarise_steps
+from mgbench.core.config import RunConfig
+from mgbench.measure.breakdown import CATEGORIES, bottleneck
+from mgbench.measure.timing import summarise_steps
+from mgbench.records.results import RunResult
 from mgbench.reports.caveats import MIN_STEADY_STEPS
 from mgbench.reports.compact import TIE, compact_summary, json_text
 from mgbench.reports.spread import NOISE_FLOOR, Spread
@@ -33,10 +34,10 @@ def line_row(
     **figures,
 ) -> RunResult:
     """An ok row of `rate` img/s measured between `low` and `high` (the noise floor without them)."""
-    config = RunConfig(framework, strategy, "densenet121", devices, "cuda", 32, 60)
+    config = RunConfig.flat(framework, strategy, "densenet121", devices, "cuda", 32, 60)
     stats = summarise_steps([config.global_batch / rate] * 60, [0.0] * 60, config.global_batch)
     values = {**vars(stats), "images_per_sec_low": low or rate, "images_per_sec_high": high or rate, "rounds": 3}
-    return RunResult(config, "ok", **{**values, **figures})
+    return RunResult.flat(config, "ok", **{**values, **figures})
 
 
 def summary_of(rows: list[RunResult]):
@@ -132,7 +133,7 @@ def test_each_run_of_the_answer_carries_its_rounds_and_the_steady_rates_interval
 def test_lines_that_differ_in_compiling_are_told_apart_and_an_eager_launch_bound_line_is_told_to_compile():
     jax = line_row("keras-jax", "jax-shard-map", 2400.0, compiler="xla (always)")
     torch = line_row("pytorch", "ddp", 1000.0, breakdown=IDLE_BOUND, bottleneck=bottleneck(IDLE_BOUND))
-    torch.breakdown_clock = "device"
+    torch.profiled.breakdown_clock = "device"
     summary = summary_of([jax, torch])
     assert list(summary.cells["step"]) == ["compiled", "eager"]
     sentence = verdict(summary)
@@ -144,25 +145,25 @@ def test_lines_that_differ_in_compiling_are_told_apart_and_an_eager_launch_bound
         sentence
     )
     compiled = line_row("pytorch", "ddp", 1000.0, compiler="torch.compile (default)", breakdown=IDLE_BOUND)
-    compiled.bottleneck, compiled.breakdown_clock = "idle", "device"
+    compiled.profiled.bottleneck, compiled.profiled.breakdown_clock = "idle", "device"
     summary = summary_of([jax, compiled])
     assert set(summary.cells["step"]) == {""} and "--compile" not in verdict(summary)
 
 
 def epochs_row(devices: int, auc: float, steps: int = 60, **figures) -> RunResult:
-    config = RunConfig(
+    config = RunConfig.flat(
         "pytorch", "ddp", "densenet121", devices, "cuda", 64, 20, dataset="chestxray:/data", epochs=2
     )  # fmt: skip
     stats = summarise_steps([0.05] * steps, [0.0] * steps, config.global_batch)
     values = {"time_to_train_seconds": 100.0, "compile_seconds": None, "eval_seconds": 5.0, **figures}
-    return RunResult(config, "ok", **vars(stats), test_metrics={"loss": 0.4, "auc": auc}, **values)
+    return RunResult.flat(config, "ok", **vars(stats), test_metrics={"loss": 0.4, "auc": auc}, **values)
 
 
 def test_a_job_too_short_to_time_is_said_with_what_to_change():
     """pytorch ddp x4 on 4,000 images for 2 epochs: 9 steady steps, 9.8 s of warm-up and 4.9 s of
     validation in 15.9 s."""
     short = epochs_row(4, 0.76, steps=20, time_to_train_seconds=15.9, eval_seconds=4.9)
-    short = RunResult(**{**vars(short), "warmup_seconds": 9.8, "steady_steps": 9})
+    short = dataclasses.replace(short, timing=dataclasses.replace(short.timing, warmup_seconds=9.8, steady_steps=9))
     frame = results_frame([epochs_row(1, 0.76), short])
     warning = frame.set_index("devices").loc[4, "warning"]
     assert f"9 steady steps: too few for its rate to hold ({MIN_STEADY_STEPS} or more)" in warning
@@ -198,7 +199,7 @@ def test_a_steady_rate_outside_its_steps_p10_p90_says_why():
     steps = [0.1] * 10 + ([0.1] * 10 + [0.19]) * 3
     stats = summarise_steps(steps, [0.0] * len(steps), 32)
     assert stats.stall_steps == 0 and stats.images_per_sec < stats.images_per_sec_p10
-    row = RunResult(RunConfig("pytorch", "ddp", "tiny", 1, "cpu", 32, len(steps)), "ok", **vars(stats))
+    row = RunResult.flat(RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 32, len(steps)), "ok", **vars(stats))
     assert OUTSIDE_P10 in results_frame([row]).loc[0, "warning"]
 
 
@@ -216,5 +217,5 @@ def test_the_summary_table_carries_the_interval_rounds_and_stalls():
 
 def test_a_row_whose_p10_p90_has_no_value_is_not_said_to_lie_outside_it():
     row = line_row("pytorch", "ddp", 1000.0)
-    row.images_per_sec_p10 = row.images_per_sec_p90 = None
+    row.timing.images_per_sec_p10 = row.timing.images_per_sec_p90 = None
     assert results_frame([row]).loc[0, "warning"] == ""

@@ -5,11 +5,11 @@ and Gluon cannot match of batch-norm is not said of a model without it."""
 import numpy as np
 import pytest
 
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import reference_weights
-from mgbench.common.job import Job, settle
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import model_spec
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import reference_weights
+from mgbench.core.job import Job, settle
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import model_spec
 from mgbench.frameworks.pytorch.models import build_model
 from mgbench.frameworks.registry import framework_spec
 

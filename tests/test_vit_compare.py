@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import mgbench, read_rows
 
-from mgbench.common.models import model_spec
+from mgbench.core.models import model_spec
 
 SIZE = 64
 

@@ -7,14 +7,13 @@ from importlib import metadata
 
 import pytest
 
-from mgbench.common.bandwidth import BandwidthReport
-from mgbench.common.config import RunConfig
-from mgbench.common.models import model_spec
-from mgbench.common.results import RunResult
-from mgbench.common.work import MEASURED, ModelWork, annotate_work, reference_peak, vendor_peak
+from mgbench.core.config import RunConfig
+from mgbench.core.models import model_spec
+from mgbench.records.bandwidth import BandwidthReport
+from mgbench.records.peak import MEASURED, ModelWork, annotate_work, reference_peak, vendor_peak
+from mgbench.records.results import RunResult
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-from mgbench.frameworks.pytorch.flops import count_work  # noqa: E402
+count_work = pytest.importorskip("mgbench.frameworks.pytorch.flops", reason="PyTorch is not installed").count_work
 
 
 @pytest.mark.parametrize(
@@ -78,17 +77,19 @@ def test_the_measured_matmul_is_the_reference_where_it_is_of_this_kind_of_device
 def test_a_row_gets_its_tflops_and_share_of_the_peak_of_all_its_devices():
     """The issue's figure: a ResNet-50 step of about 25 GFLOP per image at 5481 img/s is about
     135 TFLOP/s, 14% of one H200's bf16 peak, 17% of a measured 790."""
-    config = RunConfig("keras-jax", "jax-shard-map", "resnet50", 2, "cuda", 128, 50, precision="bf16")
-    row = RunResult(config, "ok", images_per_sec=2 * 5481.0, device_names=["NVIDIA H200", "NVIDIA H200"])
+    config = RunConfig.flat("keras-jax", "jax-shard-map", "resnet50", 2, "cuda", 128, 50, precision="bf16")
+    row = RunResult.flat(config, "ok", images_per_sec=2 * 5481.0, device_names=["NVIDIA H200", "NVIDIA H200"])
     work = ModelWork(flops_per_image=24.6e9, saved_elements_per_image=22.4e6)
     annotate_work(row, work, BandwidthReport("cuda", 2, "nccl", matmul_tflops={"bf16": 790.0}))
-    assert row.achieved_tflops == pytest.approx(2 * 134.8, rel=1e-3)
-    assert row.peak_tflops == 790.0 and row.peak_source == MEASURED and row.vendor_peak_tflops == 989.5
-    assert row.peak_fraction == pytest.approx(134.8 / 790.0, rel=1e-3)
-    assert row.activation_bytes_estimate == int(22.4e6 * 128 * 2)
-    failed = RunResult(config, "failed")
+    assert row.limit.achieved_tflops == pytest.approx(2 * 134.8, rel=1e-3)
+    assert (
+        row.limit.peak_tflops == 790.0 and row.limit.peak_source == MEASURED and row.limit.vendor_peak_tflops == 989.5
+    )
+    assert row.limit.peak_fraction == pytest.approx(134.8 / 790.0, rel=1e-3)
+    assert row.limit.activation_bytes_estimate == int(22.4e6 * 128 * 2)
+    failed = RunResult.flat(config, "failed")
     annotate_work(failed, work, None)
-    assert failed.flops_per_image is None
+    assert failed.limit.flops_per_image is None
 
 
 def test_counts_are_kept_in_the_cache_file_and_read_from_it(tmp_path, monkeypatch):

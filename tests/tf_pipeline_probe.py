@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 from mgbench.frameworks.keras_tf import strategies
 
 DRAWS = 3

@@ -15,7 +15,7 @@ from typing import NoReturn
 from mgbench import __version__
 from mgbench.cli.interrupts import sigterm_interrupts, stopped
 from mgbench.cli.output import OutputError, drop_stdout, guarded_stdout
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 
 EXAMPLES = """examples:
   mgbench compare --frameworks keras,pytorch --gpus 2        every Keras backend and PyTorch on 1 and 2 GPUs

@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from mgbench.cli.values import folder_path, positive_seconds
-from mgbench.common.bandwidth import (
+from mgbench.machine.devices import AUTO, DEVICE_REQUESTS, check_device_counts, device_capacity, resolve_device_kind
+from mgbench.records.bandwidth import (
     BANDWIDTH_FILE,
     DEFAULT_COPY_BYTES,
     DEFAULT_SIZES,
@@ -17,12 +18,9 @@ from mgbench.common.bandwidth import (
     parse_size,
     parse_sizes,
 )
-from mgbench.common.devices import AUTO, DEVICE_REQUESTS, check_device_counts, device_capacity, resolve_device_kind
-from mgbench.common.runfolder import RunFolder
-from mgbench.common.work import vendor_peak
-from mgbench.runner.bandwidth import BANDWIDTH_LOG, measure_bandwidth
-
-DEFAULT_TIMEOUT_SECONDS = 600.0
+from mgbench.records.peak import vendor_peak
+from mgbench.records.runfolder import RunFolder
+from mgbench.runner.bandwidth import BANDWIDTH_LOG, MEASURE_TIMEOUT_SECONDS, measure_bandwidth
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -37,7 +35,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="all-reduce message bytes, e.g. 1K,1M,64M"
     )
     parser.add_argument("--copy-bytes", default=str(DEFAULT_COPY_BYTES), help="bytes per copy measurement, e.g. 64M")
-    parser.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_SECONDS, help="seconds")
+    parser.add_argument("--timeout", type=positive_seconds, default=MEASURE_TIMEOUT_SECONDS, help="seconds")
     parser.add_argument(
         "--out", type=folder_path, default=Path("."), help=f"folder for {BANDWIDTH_FILE} (default: here)"
     )

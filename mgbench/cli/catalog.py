@@ -13,7 +13,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from mgbench.common.models import MODELS, catalogue
+from mgbench.core.models import MODELS, catalogue
 from mgbench.frameworks.registry import families, registered
 from mgbench.frameworks.specs import Compiler, FrameworkSpec, StrategySpec
 from mgbench.reports.summary import table_console

@@ -9,10 +9,10 @@ from pathlib import Path
 from rich.console import Console
 
 from mgbench.cli.values import new_weights_file, seed
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import conformed, weights_file_bytes
-from mgbench.common.models import model_spec
-from mgbench.common.safe_files import write_file
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import conformed, weights_file_bytes
+from mgbench.core.models import model_spec
+from mgbench.core.safe_files import write_file
 
 TORCH_SUFFIXES = (".pth", ".pt")
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from mgbench.common.errors import UsageError
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.errors import UsageError
+from mgbench.records.runfolder import RunFolder
 from mgbench.reports.compact import say
 from mgbench.reports.diff import STEPS, FolderDiff, RowChange, diff_folders
-from mgbench.reports.runfolder import load_run_folder
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.summary import table_console
 
 SLOWER_EXIT_CODE = 1

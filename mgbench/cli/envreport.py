@@ -11,9 +11,9 @@ import argparse
 import json
 from typing import Any
 
-from mgbench.common.machine import host_environment
-from mgbench.common.topology import clock_warnings, link_warnings, nvidia_smi_topology, parse_topology
 from mgbench.frameworks.registry import registered
+from mgbench.machine.host import host_environment
+from mgbench.machine.topology import clock_warnings, link_warnings, nvidia_smi_topology, parse_topology
 from mgbench.runner.venvs import inspect_installation
 
 

@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from mgbench.cli.values import positive_seconds
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.results import RunResult
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.records.results import RunResult
 from mgbench.runner.orchestrator import RunEvent
 
 HEARTBEAT_ENV = "MGBENCH_HEARTBEAT_SECONDS"
@@ -80,8 +80,8 @@ def run_name(config: RunConfig, round_label: str = "") -> str:
 
 def ending(result: RunResult, seconds: float, round_label: str = "") -> str:
     """`ok fake steady x2: 63.9 img/s, 3.2 s` or `oom ...: first line of the error, 3.2 s`."""
-    if result.status == "ok" and result.images_per_sec is not None:
-        what = f"{result.images_per_sec:.1f} img/s"
+    if result.status == "ok" and result.timing.images_per_sec is not None:
+        what = f"{result.timing.images_per_sec:.1f} img/s"
     else:
         what = (result.error or "").splitlines()[0] if result.error else ""
     return f"{result.status} {run_name(result.config, round_label)}: {what}, {seconds:.1f} s"
@@ -166,7 +166,7 @@ class PlainLines(LiveCompare):
         else:
             self.console.print(
                 f"{self.position()} out of memory: {run_name(event.config, event.round)} restarts with "
-                f"{event.config.batch_per_device} per device",
+                f"{event.config.job.batch_per_device} per device",
                 highlight=False,
             )
 
@@ -211,7 +211,7 @@ class Bars(LiveCompare):
             self.run, total=None, description=run_name(event.config, event.round), rate="", visible=True
         )
         if event.kind == "retry":
-            batch = event.config.batch_per_device
+            batch = event.config.job.batch_per_device
             self.progress.console.print(f"out of memory: {run_name(event.config)} restarts with {batch} per device")
 
     def show_result(self, result: RunResult, seconds: float, round_label: str) -> None:

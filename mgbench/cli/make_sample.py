@@ -9,8 +9,8 @@ from rich.console import Console
 
 from mgbench.cli.progress import interrupted, progress_bar
 from mgbench.cli.values import seed
-from mgbench.common.errors import UsageError
-from mgbench.common.job import image_size_refusal
+from mgbench.core.errors import UsageError
+from mgbench.core.job import image_size_refusal
 from mgbench.datasets.sample import make_sample
 
 SMALLEST_SAMPLE = 32

@@ -5,26 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mgbench.common.devices import AUTO, DEVICE_REQUESTS, resolve_device_kind
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import INIT_FRAMEWORK, INIT_SAME, read_weights_file, shared_start_refusal
-from mgbench.common.job import DEFAULT_COMPILE_MODE, PRECISIONS, Job
-from mgbench.common.kinds import DataFormat, Decode, DeviceKind
-from mgbench.common.models import MODELS, model_spec
-from mgbench.common.timing import FIRST_STEP_KEPT
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import INIT_FRAMEWORK, INIT_SAME, read_weights_file, shared_start_refusal
+from mgbench.core.job import DEFAULT_BATCH_PER_DEVICE, DEFAULT_COMPILE_MODE, DEFAULT_STEPS, PRECISIONS, Job, job_size
+from mgbench.core.kinds import DataFormat, Decode, DeviceKind
+from mgbench.core.models import MODELS
 from mgbench.frameworks.registry import check_compile_mode
+from mgbench.machine.devices import AUTO, DEVICE_REQUESTS, resolve_device_kind
+from mgbench.measure.timing import FIRST_STEP_KEPT
 
-DEFAULT_BATCH_PER_DEVICE = 32
-DEFAULT_STEPS = 200
-"""Timed steps of the default job (docs/measurement.md, "The default job"): warm-up detection needs
-the run's second half past the warm-up (DenseNet-121 fp32 on one H200 warms up over 20-25 steps),
-and the steady rate's interval times the window in thirds, each of which should hold several of
-the slow-step bursts DenseNet-121 shows every 18 steps on 4 GPUs."""
-CPU_BATCH_PER_DEVICE = 8
-CPU_STEPS = 20
-CPU_IMAGE_SIZE = 64
-"""The shrunk job's image side for a 224-px model; others scale with their own size."""
-CPU_IMAGE_BASE = 224
 PROFILE_AUTO = "auto"
 AUTO_PROFILE_STEPS = 2
 """`--profile auto` on GPUs. The breakdown takes from the window only the device's work per step
@@ -175,49 +164,25 @@ def profile_steps(option: str | int, device_kind: DeviceKind, epochs: int | None
     return AUTO_PROFILE_STEPS if device_kind.on_gpu and epochs is None else 0
 
 
-def job_size(args: argparse.Namespace, device_kind: DeviceKind) -> tuple[int, int, int | None, str | None]:
-    """Batch per device, steps and image size of the job, and a note to print before running:
-    that they were shrunk, or that one timed step gives no steady-state figure.
-
-    On CPU devices, a user who gave no job size (batch, steps, image size, epochs) gets one
-    that ends in minutes on a laptop's cores instead of the GPU job's hours. `--steps 1` runs
-    (one step is what weight-equality checks and smoke runs need), with the warning its rows
-    will carry (`timing.FIRST_STEP_KEPT`).
-    """
-    given = (args.batch_per_gpu, args.steps, args.image_size, args.epochs)
-    if not device_kind.on_gpu and all(value is None for value in given):
-        native = model_spec(args.model).image_size
-        image = round(CPU_IMAGE_SIZE * native / CPU_IMAGE_BASE) if native > CPU_IMAGE_SIZE else native
-        note = (
-            f"CPU devices and no job size given: the job is shrunk to --image-size {image} --batch-per-gpu "
-            f"{CPU_BATCH_PER_DEVICE} --steps {CPU_STEPS} so it ends in minutes; give any of these options "
-            f"for the full job ({native} px, {DEFAULT_BATCH_PER_DEVICE} per device, "
-            f"{DEFAULT_STEPS} steps)"
-        )
-        return CPU_BATCH_PER_DEVICE, CPU_STEPS, image, note
-    batch = DEFAULT_BATCH_PER_DEVICE if args.batch_per_gpu is None else args.batch_per_gpu
-    steps = DEFAULT_STEPS if args.steps is None else args.steps
-    note = f"--steps {steps}: {FIRST_STEP_KEPT}" if steps == 1 and args.epochs is None else None
-    return batch, steps, args.image_size, note
-
-
 def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
     """The job the options describe, sized once for the devices it runs on (`job_size`), and
-    the note on its size to print before running. Its data format is None unless given: each
+    the note on its size to print before running: that it was shrunk, or that one timed step
+    gives no steady-state figure (`--steps 1` runs: weight-equality checks and smoke runs need
+    one step; its rows carry the warning `timing.FIRST_STEP_KEPT`). Its data format is None unless given: each
     framework then trains in its own default for the model (see `plan_runs`)."""
     kind = resolve_device_kind(args.device)
-    batch, steps, image_size, size_note = job_size(args, kind)
+    size = job_size(args.model, kind, args.batch_per_gpu, args.steps, args.image_size, args.epochs)
     job = Job(
         model=args.model,
         device_kind=kind,
-        batch_per_device=batch,
-        steps=steps,
+        batch_per_device=size.batch_per_device,
+        steps=size.steps,
         precision=args.precision,
         data_format=args.data_format,
         dataset=args.dataset,
         data_on_device=args.data_on_device,
         fused_optimizer=args.fused_optimizer,
-        image_size=image_size,
+        image_size=size.image_size,
         learning_rate=args.lr,
         seed=args.seed,
         epochs=args.epochs,
@@ -231,7 +196,8 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
         decode=args.decode,
         decode_host_share=args.decode_host_share,
     )
-    return job, size_note
+    one_step = f"--steps 1: {FIRST_STEP_KEPT}" if size.steps == 1 and args.epochs is None else None
+    return job, size.shrunk or one_step
 
 
 def resolve_init(init: str | None, model: str) -> str:

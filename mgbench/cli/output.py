@@ -1,4 +1,5 @@
-"""mgbench's own output, stdout, as a stream whose failure is told apart from every other OSError.
+"""mgbench's own output: stdout, as a stream whose failure is told apart from every other OSError,
+and the lines a verb says on the console (stderr) on the way.
 
 A verb's table or JSON may go to a file on a full disk (`mgbench list > /dev/full`) or a pipe
 closed early: the write fails with an OSError like any file's. `guarded_stdout` makes stdout a
@@ -10,9 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
 
 
 class OutputError(Exception):
@@ -64,3 +68,9 @@ def drop_stdout() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, fd)
     os.close(null)
+
+
+def note_to(console: Console) -> Callable[[str], None]:
+    """How a verb says a line that stops nothing but should be read (what reading a dataset
+    decided, a framework left out): in yellow, as it is, whatever brackets it holds."""
+    return lambda line: console.print(f"[yellow]{escape(line)}[/]")

@@ -13,20 +13,13 @@ import pandas as pd
 from rich.table import Table
 
 from mgbench.cli.options import device_counts
-from mgbench.common.errors import UsageError
-from mgbench.common.interconnects import PRESETS, parse_interconnect
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.errors import UsageError
+from mgbench.projection.calibration import IMAGENET_TRAIN_IMAGES, project_folder, write_projection
+from mgbench.projection.interconnects import PRESETS, parse_interconnect
+from mgbench.records.runfolder import RunFolder
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
-from mgbench.reports.projection import (
-    IMAGENET_TRAIN_IMAGES,
-    PROJECTION_COLUMNS,
-    project_folder,
-    series_notes,
-    series_rows,
-    series_title,
-    write_projection,
-)
-from mgbench.reports.runfolder import load_run_folder
+from mgbench.reports.projection_table import PROJECTION_COLUMNS, series_notes, series_rows, series_title
 from mgbench.reports.summary import table_console
 
 MAX_PROJECTED_DEVICES = 2**20

@@ -14,12 +14,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from mgbench.common.errors import UsageError
-from mgbench.common.runfolder import CHARTS_DIR, LOCK_FILE, REPORT_FILE, RunFolder
+from mgbench.core.errors import UsageError
+from mgbench.records.runfolder import CHARTS_DIR, LOCK_FILE, REPORT_FILE, RunFolder
 from mgbench.reports.compact import FORMATS, print_summary
 from mgbench.reports.figures import job_title
+from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_folder_report
-from mgbench.reports.runfolder import load_run_folder
 
 
 def add_format_option(parser: argparse.ArgumentParser, default: str | None = "table") -> None:

@@ -10,28 +10,27 @@ the row.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
 
-from mgbench.cli.compare import say
 from mgbench.cli.options import add_job_options, job_from_args
+from mgbench.cli.output import note_to
 from mgbench.cli.values import folder_path, new_weights_file, positive_seconds
-from mgbench.common.config import RunConfig
-from mgbench.common.devices import check_device_counts
-from mgbench.common.results import append_result
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.config import RunConfig
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import framework_spec
+from mgbench.machine.devices import check_device_counts
+from mgbench.records.results import append_result
+from mgbench.records.runfolder import RunFolder
 from mgbench.reports.compact import print_summary
 from mgbench.reports.summary import results_frame
 from mgbench.runner.launch import launched_by_launcher
-from mgbench.runner.orchestrator import execute_run
+from mgbench.runner.orchestrator import DEFAULT_TIMEOUT_SECONDS, execute_run
 from mgbench.runner.plan import plan_runs, replan
 from mgbench.worker import train
-
-DEFAULT_TIMEOUT_SECONDS = 1200.0
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -56,13 +55,14 @@ def config_from_flags(args: argparse.Namespace) -> RunConfig:
     if not launched_by_launcher():
         # Under a launcher `--gpus` counts every process of the job, across nodes too: the
         # adapter checks it against the world size, as this host alone sees only its share.
-        check_device_counts([config.devices], config.device_kind)
-    return check_dataset(config, [config], on_note=say(Console(stderr=True, soft_wrap=True)))
+        check_device_counts([config.devices], config.job.device_kind)
+    checked = check_dataset(config.job, [config], on_note=note_to(Console(stderr=True, soft_wrap=True)))
+    return dataclasses.replace(config, job=checked)
 
 
 def handle(args: argparse.Namespace) -> int:
     config = config_from_flags(args)
-    title = f"{config.model}: {config.run_id}"
+    title = f"{config.job.model}: {config.run_id}"
     if launched_by_launcher():
         result = train(config, args.save_state)
         if result is not None:

@@ -10,14 +10,21 @@ import math
 import os
 from pathlib import Path
 
-from mgbench.common.errors import UsageError
-from mgbench.common.job import seed_refusal
-from mgbench.common.safe_files import check_new_name
+from mgbench.core.errors import UsageError
+from mgbench.core.job import seed_refusal
+from mgbench.core.safe_files import check_new_name
 from mgbench.runner.hosts import parse_hosts
 
 NAME_MAX = 255
 """The longest name of one file or folder, in bytes, that Linux file systems store (ext4, xfs,
 btrfs, tmpfs all use 255); a longer one fails every write into it."""
+
+
+def names(text: str) -> list[str]:
+    """argparse type for `--frameworks` and `--strategies`: the names of a comma-separated list,
+    each once: `--strategies ddp,ddp` is one `ddp` run per device count, not the same run twice
+    (two rows of one run_id, a speed-up of a run against itself)."""
+    return list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
 def positive_seconds(text: str) -> float:

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from mgbench.common.safe_files import NotRegularFileError, open_regular
+from mgbench.core.safe_files import NotRegularFileError, open_regular
 from mgbench.datasets.encoded import device_readable, jpeg_named
 from mgbench.datasets.images import WIDE_MODES, Header, range_bits
 from mgbench.datasets.parallel import ProgressCallback, map_with_progress

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.datasets.description import DatasetDescription, hashed_split, read_label_csv, shown_names, splits_by_name
 from mgbench.datasets.images import index_images, resolve_files
 

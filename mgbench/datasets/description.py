@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mgbench.common.errors import UsageError
-from mgbench.common.models import ModelSpec
+from mgbench.core.errors import UsageError
+from mgbench.core.models import ModelSpec
 
 SYNTHETIC = "synthetic"
 KINDS = ("chestxray", "labels", "imagefolder")
@@ -60,7 +60,7 @@ class DatasetDescription:
     val: Split
     test: Split
     bit_depth: int | None = None
-    """The scale of images wider than 8 bits (`RunConfig.bit_depth`); None: their declared 16 bits."""
+    """The scale of images wider than 8 bits (`Job.bit_depth`); None: their declared 16 bits."""
     notes: tuple[str, ...] = ()
     """What reading the dataset decided that is right but not obvious (rows read as negative for
     every label), one line each, for the check before launching to say once."""

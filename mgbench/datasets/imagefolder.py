@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.datasets.description import SPLITS, DatasetDescription, Split, held_out_of_training, splits_by_name
 from mgbench.datasets.images import IMAGE_SUFFIXES
 

@@ -10,7 +10,7 @@ from typing import BinaryIO
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.datasets.pillow_build import pillow_build
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.datasets.description import (
     SPLITS,
     DatasetDescription,

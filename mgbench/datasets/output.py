@@ -26,8 +26,8 @@ from typing import Any
 
 from PIL import Image
 
-from mgbench.common.errors import UsageError
-from mgbench.common.safe_files import LinkRefusedError, ensure_folder, fresh_stream, open_folder, write_file
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import LinkRefusedError, ensure_folder, fresh_stream, open_folder, write_file
 
 MANIFEST = "mgbench-files.txt"
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 
 ProgressCallback = Callable[[int, int], None]
 MAX_CHUNK = 16

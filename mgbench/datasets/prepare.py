@@ -18,9 +18,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from mgbench.common.errors import UsageError
-from mgbench.common.job import image_size_refusal
-from mgbench.common.safe_files import write_file
+from mgbench.core.errors import UsageError
+from mgbench.core.job import image_size_refusal
+from mgbench.core.safe_files import write_file
 from mgbench.datasets.check import check_files
 from mgbench.datasets.chestxray import IMAGE_COLUMN, LABEL_FILE, TEST_LIST, TRAIN_LIST, read_entries
 from mgbench.datasets.description import read_label_csv

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TypeVar
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import Job
-from mgbench.common.target import TargetMetric
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import Job
+from mgbench.core.models import ModelSpec
+from mgbench.core.target import TargetMetric
 from mgbench.datasets import chestxray, imagefolder, labelmap
 from mgbench.datasets.check import check_files
 from mgbench.datasets.description import DatasetDescription, parse_dataset, shown_names
 from mgbench.datasets.encoded import decode_site
 from mgbench.datasets.parallel import ProgressCallback
-
-Checked = TypeVar("Checked", Job, RunConfig)
-"""What the dataset check is for: a compare's job before its runs, or one run (`mgbench run`)."""
 
 
 def describe_dataset(text: str) -> DatasetDescription | None:
@@ -37,35 +34,42 @@ def describe_dataset(text: str) -> DatasetDescription | None:
     return readers[kind](root)
 
 
-def dataset_for(config: RunConfig) -> DatasetDescription | None:
-    """What a run trains on: its dataset less the images the check left out, with the range of
+def dataset_for(job: Job) -> DatasetDescription | None:
+    """What a job trains on: its dataset less the images the check left out, with the range of
     its wide images (None for synthetic data)."""
-    description = describe_dataset(config.dataset)
+    description = describe_dataset(job.dataset)
     if description is None:
         return None
-    return description.as_checked(set(config.skipped_images), config.bit_depth)
+    return description.as_checked(set(job.skipped_images), job.bit_depth)
+
+
+def task_for(job: Job) -> tuple[DatasetDescription | None, ModelSpec]:
+    """What a run of `job` trains on (`dataset_for`; None: synthetic data) and the model as that
+    dataset's task shapes it (its outputs and loss, `DatasetDescription.task_spec`)."""
+    dataset = dataset_for(job)
+    return dataset, dataset.task_spec(job.spec) if dataset else job.spec
 
 
 def check_dataset(
-    config: Checked,
+    job: Job,
     configs: list[RunConfig],
     workers: int | None = None,
     on_progress: ProgressCallback = lambda done, total: None,
     on_note: Callable[[str], None] = lambda line: None,
-) -> Checked:
-    """Read and check the dataset in the parent, before any run starts (each run would fail alike):
-    its labels, every image file (`check.check_files`), and each of `configs`' batches against
-    what is left. Returns `config` with what the check found, for every run to read: the range of
+) -> Job:
+    """Read and check the job's dataset in the parent, before any run starts (each run would fail
+    alike): its labels, every image file (`check.check_files`), and each of `configs`' batches
+    against what is left. Returns `job` with what the check found, for every run to read: the range of
     wide images and, with `skip_bad_images`, the files left out. Without it, files that cannot be
     decoded are one UsageError naming them all, as is a `--target-metric` its validation does not
     give (before the images are read). What reading the labels decided that the user
     should hear (`DatasetDescription.notes`) goes to `on_note`, a line each, as do, for
     `--decode gpu`, the images its loaders re-encode (`encoded.device_file`)."""
-    description = describe_dataset(config.dataset)
+    description = describe_dataset(job.dataset)
     if description is None:
-        return config
-    if config.target_metric is not None:
-        TargetMetric.parse(config.target_metric).check_given(description.multi_label)
+        return job
+    if job.target_metric is not None:
+        TargetMetric.parse(job.target_metric).check_given(description.multi_label)
     for note in description.notes:
         on_note(note)
     files = description.files
@@ -74,18 +78,18 @@ def check_dataset(
         raise UsageError(
             f"{description.root}: none of its {len(files)} images can be decoded: {found.listing(description.root, 5)}"
         )
-    if found.bad and not config.skip_bad_images:
+    if found.bad and not job.skip_bad_images:
         raise UsageError(
             f"{description.root}: {len(found.bad)} of {len(files)} images cannot be decoded: "
             f"{found.listing(description.root)}; --skip-bad-images leaves them out"
         )
-    if found.reencoded and decode_site(config.decode.on_device, files).on_device:
+    if found.reencoded and decode_site(job.decode.on_device, files).on_device:
         names = shown_names([os.path.relpath(path, description.root) for path in found.reencoded])
         on_note(
             f"--decode gpu: {len(found.reencoded)} image(s) under JPEG names are not 8-bit RGB or grayscale "
             f"JPEGs ({names}); the loaders hand them to the device decoder re-encoded as JPEGs"
         )
-    checked = config.with_changes(bit_depth=found.bit_depth, skipped_images=tuple(found.bad))
+    checked = job.with_changes(bit_depth=found.bit_depth, skipped_images=tuple(found.bad))
     usable = description.as_checked(set(found.bad), found.bit_depth)
     for run in configs:
         usable.check_batch(run.global_batch, run.devices)
@@ -93,13 +97,13 @@ def check_dataset(
 
 
 def recheck_dataset(
-    recorded: RunConfig,
+    recorded: Job,
     configs: list[RunConfig],
     workers: int | None = None,
     on_progress: ProgressCallback = lambda done, total: None,
     on_note: Callable[[str], None] = lambda line: None,
 ) -> None:
-    """The dataset of a `recorded` config (checked when its compare started) checked again as a
+    """The dataset of a `recorded` job (checked when its compare started) checked again as a
     new compare checks it, before `configs` launch: an image that cannot be decoded now fails a
     run after start-up, and one left out now but not then would make the runs to come train on
     other images than the rows already done. Either is one UsageError naming the images."""

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from mgbench.common.safe_files import write_file
+from mgbench.core.safe_files import write_file
 from mgbench.datasets.chestxray import (
     FINDINGS_COLUMN,
     IMAGE_COLUMN,

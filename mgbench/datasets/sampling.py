@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +43,8 @@ def epoch_keys(
 
 class EpochBatchKeys:
     """A batch sampler any map-style loader takes (torch's and Gluon's DataLoader): this shard's
-    keys of each global batch of `epoch` (set before each epoch), or with `endless` of that epoch
-    and every later one in one stream.
+    keys of each global batch of `epoch` (`start`, before each epoch), or with `endless` of that
+    epoch and every later one in one stream.
 
     Endless is for runs timed by steps: a new loader iterator per epoch drains the workers'
     queue at every epoch's end, and each restart stalled DenseNet-121 on 4 GPUs for 1.0-1.4 s
@@ -57,9 +59,37 @@ class EpochBatchKeys:
     def __len__(self) -> int:
         return self.size // self.global_batch
 
+    def start(self, epoch: int | None) -> None:
+        """Draw `epoch`'s batches, that epoch alone; None: every epoch's from the first on, endless."""
+        self.epoch, self.endless = (0, True) if epoch is None else (epoch, False)
+
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
         epochs = itertools.count(self.epoch) if self.endless else (self.epoch,)
         return epoch_keys(self.size, self.global_batch, self.shard, epochs, self.seed)
+
+
+@dataclass(frozen=True)
+class SampledLoader:
+    """A framework's training loader drawing its batches through `sampler`. The sampler is set
+    here before each iterator of the loader starts, so an adapter asks for the batches it trains
+    on (`endless`, `epoch`) and never turns the sampler itself."""
+
+    sampler: EpochBatchKeys
+    loader: Iterable[Any]
+
+    def __len__(self) -> int:
+        """The steps in one epoch."""
+        return len(self.sampler)
+
+    def endless(self) -> Iterator[Any]:
+        """Every epoch's batches from the first on, in one stream (a run timed in steps)."""
+        self.sampler.start(None)
+        return iter(self.loader)
+
+    def epoch(self, epoch: int) -> Iterator[Any]:
+        """The batches of `epoch` alone (`--epochs`)."""
+        self.sampler.start(epoch)
+        return iter(self.loader)
 
 
 def rank_major_keys(size: int, global_batch: int, world_size: int, epoch: int, seed: int) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mgbench.common.models import ModelSpec
+from mgbench.core.models import ModelSpec
 
 POOL_BATCHES = 2
 """Distinct batches cycled through; more would only cost memory for random data."""

@@ -3,9 +3,9 @@ importing any framework.
 
 A framework declares itself in one module, `FRAMEWORK: FrameworkSpec` (`specs.py` holds the
 types): a built-in one in its package's `spec.py`, a third-party one in a module named in
-`MGBENCH_PLUGINS` (`mgbench.common.plugins`; the spec's `module` names its adapter, which
-defines `create_trainer`). Both are read the same way, so listing, validating and planning runs
-treat them alike and never import a framework; only `create_trainer`, in a worker, imports one.
+`MGBENCH_PLUGINS` (`mgbench.core.plugins`; the spec's `module` names its adapter, which
+defines `create_adapter`). Both are read the same way, so listing, validating and planning runs
+treat them alike and never import a framework; only `create_adapter`, in a worker, imports one.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from mgbench.common.errors import UsageError
-from mgbench.common.plugins import plugin_modules, plugin_named
-from mgbench.common.protocol import Adapter
+from mgbench.core.errors import UsageError
+from mgbench.core.plugins import plugin_modules, plugin_named
 from mgbench.frameworks.specs import FrameworkSpec
+from mgbench.training.protocol import Adapter
 
 BUILTIN_PACKAGES = ("pytorch", "keras_tf", "keras_jax", "keras_torch", "tensorflow", "gluon", "chainer", "horovod")
 """The built-in framework packages, in the order `mgbench list` shows them (and `compare` runs a
@@ -95,9 +95,9 @@ def expand_frameworks(names: list[str]) -> list[tuple[str, str | None]]:
     return expanded
 
 
-def create_trainer(framework: str, strategy: str) -> Adapter:
-    """Import the adapter (and so its framework) and make a trainer for one strategy."""
+def create_adapter(framework: str, strategy: str) -> Adapter:
+    """Import the adapter module (and so its framework) and make its adapter for one strategy."""
     spec = framework_spec(framework)
     spec.strategy(strategy)
     adapter = importlib.import_module(spec.module)
-    return adapter.create_trainer(strategy)
+    return adapter.create_adapter(strategy)

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import DEFAULT_COMPILE_MODE, PRECISIONS
-from mgbench.common.models import catalogue, model_spec
-from mgbench.common.projection import Dispatch, Exchange
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import DEFAULT_COMPILE_MODE, PRECISIONS
+from mgbench.core.models import catalogue, model_spec
+from mgbench.frameworks.exchange import Dispatch, Exchange
 
 LauncherKey = str
 """The name a strategy gives the launcher that starts its processes: `mgbench.runner.launchers`
@@ -55,10 +55,10 @@ class Compiler:
         return self.name if len(self.modes) == 1 else f"{self.name} ({mode})"
 
     def refusal(self, config: RunConfig) -> str | None:
-        if config.compile is None:
+        if config.job.compile is None:
             return None
-        if config.compile not in self.modes:
-            return f"compiles with {self.name} in mode {', '.join(self.modes)} only, not {config.compile}"
+        if config.job.compile not in self.modes:
+            return f"compiles with {self.name} in mode {', '.join(self.modes)} only, not {config.job.compile}"
         if config.devices > 1 and self.one_device_note:
             return f"compiles with {self.name} on one device only: {self.one_device_note}"
         return None
@@ -159,22 +159,22 @@ class Capabilities:
 
     def refusal(self, config: RunConfig) -> str | None:
         """Why this adapter cannot train `config`, or None when it can."""
-        if config.model not in self.models:
-            return f"has no {config.model} (models: {', '.join(self.models)})"
-        if config.precision not in self.precisions:
-            return f"trains in {', '.join(self.precisions)} only, not {config.precision}"
-        formats = self.model_data_formats.get(config.model, self.data_formats)
-        if config.data_format not in formats:
-            return f"trains {config.model} in {', '.join(formats)} only, not {config.data_format}"
-        if config.dataset != "synthetic" and self.loader is None:
-            return f"has no loader for real data (dataset {config.dataset!r}); it trains on synthetic data only"
-        if config.fused_optimizer and self.fused_optimizer is None:
+        if config.job.model not in self.models:
+            return f"has no {config.job.model} (models: {', '.join(self.models)})"
+        if config.job.precision not in self.precisions:
+            return f"trains in {', '.join(self.precisions)} only, not {config.job.precision}"
+        formats = self.model_data_formats.get(config.job.model, self.data_formats)
+        if config.job.data_format not in formats:
+            return f"trains {config.job.model} in {', '.join(formats)} only, not {config.job.data_format}"
+        if config.job.dataset != "synthetic" and self.loader is None:
+            return f"has no loader for real data (dataset {config.job.dataset!r}); it trains on synthetic data only"
+        if config.job.fused_optimizer and self.fused_optimizer is None:
             return "has no fused optimizer step here (--fused-optimizer)"
-        if config.compile is not None and self.compiler is None:
+        if config.job.compile is not None and self.compiler is None:
             return f"cannot compile its step (--compile): {self.no_compiler}"
-        if config.decode.on_device and self.gpu_decoder is None:
+        if config.job.decode.on_device and self.gpu_decoder is None:
             return f"cannot decode on the GPU (--decode gpu): {self.no_gpu_decoder}"
-        if config.decode_host_share and not self.splits_decode:
+        if config.job.decode_host_share and not self.splits_decode:
             return (
                 "cannot split a batch's decode between host and GPU (--decode-host-share): "
                 "its loader hands the GPU whole batches of files"
@@ -183,7 +183,7 @@ class Capabilities:
 
     def compiled_by(self, config: RunConfig) -> str | None:
         """What compiles `config`'s training step, as its row records it (None: nothing)."""
-        return self.compiler.label(config.compile) if self.compiler else None
+        return self.compiler.label(config.job.compile) if self.compiler else None
 
     def default_data_format(self, model: str) -> str:
         return self.model_data_formats.get(model, self.data_formats)[0]
@@ -231,11 +231,11 @@ class StrategySpec:
         return self.twin_of or self.name
 
     def refusal(self, config: RunConfig) -> str | None:
-        if not config.device_kind.on_gpu and config.devices > 1 and self.cpu_multi_device_note:
+        if not config.job.device_kind.on_gpu and config.devices > 1 and self.cpu_multi_device_note:
             return f"needs GPUs: {self.cpu_multi_device_note}"
-        if config.data_on_device and self.no_data_on_device_note:
+        if config.job.data_on_device and self.no_data_on_device_note:
             return f"cannot keep its input on the devices (--data-on-device): {self.no_data_on_device_note}"
-        if config.compile is not None and self.no_compile_note:
+        if config.job.compile is not None and self.no_compile_note:
             return f"cannot compile {self.name}'s step (--compile): {self.no_compile_note}"
         return None
 
@@ -271,7 +271,7 @@ value the user set stands."""
 class FrameworkSpec:
     name: str
     module: str
-    """The adapter module: it imports the framework and defines `create_trainer(strategy)`."""
+    """The adapter module: it imports the framework and defines `create_adapter(strategy)`."""
     strategies: tuple[StrategySpec, ...]
     import_names: tuple[str, ...]
     environment: str
@@ -302,7 +302,7 @@ class FrameworkSpec:
 
     def variables_for(self, config: RunConfig) -> dict[str, str]:
         variables = self.environment_variables(config) if self.environment_variables else {}
-        if config.decode.on_device and config.device_kind.on_gpu:
+        if config.job.decode.on_device and config.job.device_kind.on_gpu:
             variables.update({name: value for name, value in DEVICE_DECODE_QUEUES.items() if name not in os.environ})
         return variables
 

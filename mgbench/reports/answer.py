@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from mgbench.reports.cells import number
+from mgbench.reports.columns import Col
 from mgbench.reports.ranking import split_metric
 from mgbench.reports.readings import held_back
 from mgbench.reports.same_start import same_start_sentence
@@ -60,15 +61,15 @@ def row_answer(row: pd.Series) -> dict[str, Any]:
     and each round's figures, scaling, time to train (to the target) and test metrics,
     utilisation, what holds it back, and its warnings."""
     held = held_back(row)
-    error = str(row.get("error") or "").splitlines()
-    tests = row.get("test_metrics")
+    error = str(row.get(Col.ERROR) or "").splitlines()
+    tests = row.get(Col.TEST_METRICS)
     return {
-        "run_id": row["run_id"],
-        "framework": row["framework"],
-        "strategy": row["strategy"],
-        "devices": int(row["devices"]),
-        "device_kind": row["device_kind"],
-        "status": row["status"],
+        "run_id": row[Col.RUN_ID],
+        "framework": row[Col.FRAMEWORK],
+        "strategy": row[Col.STRATEGY],
+        "devices": int(row[Col.DEVICES]),
+        "device_kind": row[Col.DEVICE_KIND],
+        "status": row[Col.STATUS],
         "error": error[0] if error else None,
         "images_per_sec": _figure(row, "images_per_sec"),
         "interval": {
@@ -95,7 +96,7 @@ def row_answer(row: pd.Series) -> dict[str, Any]:
             "median_pct": _figure(row, "utilisation_pct"),
             "p10_pct": _figure(row, "utilisation_p10_pct"),
             "p90_pct": _figure(row, "utilisation_p90_pct"),
-            "source": row.get("utilisation_source") if isinstance(row.get("utilisation_source"), str) else None,
+            "source": row.get(Col.UTILISATION_SOURCE) if isinstance(row.get(Col.UTILISATION_SOURCE), str) else None,
             "memory_used_mib": _figure(row, "memory_used_mib"),
         },
         "held_back_by": None
@@ -119,7 +120,7 @@ def answer(summary: Summary, frame: pd.DataFrame) -> dict[str, Any]:
         **{part: judged[part] for part in VERDICT_PARTS},
         "lines": summary.to_records(),
         "rows": rows,
-        "warnings": [{"run_id": row["run_id"], "warning": warning} for row in rows for warning in row["warnings"]],
+        "warnings": [{"run_id": row[Col.RUN_ID], "warning": warning} for row in rows for warning in row[Col.WARNINGS]],
         "notes": summary.notes,
         "same_start": same_start_sentence(frame),
     }

@@ -16,6 +16,7 @@ from typing import Literal
 import pandas as pd
 
 from mgbench.reports.cells import number
+from mgbench.reports.columns import Col
 from mgbench.reports.ranking import split_metric, test_metric
 
 MIN_STEADY_STEPS = 30
@@ -57,7 +58,7 @@ LEARN = "train more epochs, or stop at a level the model reaches with --target-m
 def timing_caveats(row: pd.Series) -> list[Caveat]:
     """An ok epochs row's: too few steady steps, or a time to train mostly compile, warm-up and validation."""
     caveats = []
-    steady = number(row.get("steady_steps"))
+    steady = number(row.get(Col.STEADY_STEPS))
     if steady is not None and steady < MIN_STEADY_STEPS:
         caveats.append(
             Caveat(
@@ -66,7 +67,7 @@ def timing_caveats(row: pd.Series) -> list[Caveat]:
                 MORE_WORK,
             )
         )
-    total = number(row.get("time_to_train_seconds"))
+    total = number(row.get(Col.TIME_TO_TRAIN_SECONDS))
     parts = {name: number(row.get(key)) or 0.0 for name, key in OVERHEADS.items()}
     if total and sum(parts.values()) > MOST_OVERHEAD * total:
         spent = ", ".join(f"{name} {seconds:,.1f} s" for name, seconds in parts.items() if seconds)
@@ -83,7 +84,7 @@ def timing_caveats(row: pd.Series) -> list[Caveat]:
 def metric_caveats(row: pd.Series, base: pd.Series | None, metric: str) -> list[Caveat]:
     """An ok epochs row's: a test AUC at or below chance, or a test metric far below `base`'s (the
     same framework and strategy on its fewest devices; None where this row is that)."""
-    value = split_metric(row.get("test_metrics"), metric)
+    value = split_metric(row.get(Col.TEST_METRICS), metric)
     if math.isnan(value):
         return []
     caveats = []
@@ -91,13 +92,13 @@ def metric_caveats(row: pd.Series, base: pd.Series | None, metric: str) -> list[
         caveats.append(
             Caveat("metric", f"test AUC {value:.3f}: no better than chance, the model has not learned", LEARN)
         )
-    reference = math.nan if base is None else split_metric(base.get("test_metrics"), metric)
+    reference = math.nan if base is None else split_metric(base.get(Col.TEST_METRICS), metric)
     if value < reference - FAR_BELOW:
         caveats.append(
             Caveat(
                 "metric",
                 f"test {metric} {value:.3f}, far below the {reference:.3f} of the same job on "
-                f"{int(base['devices'])} device(s)",  # type: ignore[index]
+                f"{int(base[Col.DEVICES])} device(s)",  # type: ignore[index]
                 LEARN,
             )
         )
@@ -107,9 +108,9 @@ def metric_caveats(row: pd.Series, base: pd.Series | None, metric: str) -> list[
 def frame_caveats(frame: pd.DataFrame) -> list[list[Caveat]]:
     """Each row's caveats, in the frame's order: only ok rows trained in epochs get any."""
     metric = test_metric(frame)
-    trained = frame["status"].eq("ok") & (frame["epochs"].notna() if "epochs" in frame else False)
+    trained = frame[Col.STATUS].eq("ok") & (frame[Col.EPOCHS].notna() if "epochs" in frame else False)
     bases = {
-        key: group.loc[group["devices"].idxmin()]
+        key: group.loc[group[Col.DEVICES].idxmin()]
         for key, group in frame[trained].groupby(["framework", "strategy"], sort=False)
     }
     caveats = []
@@ -117,7 +118,7 @@ def frame_caveats(frame: pd.DataFrame) -> list[list[Caveat]]:
         if not trained[index]:
             caveats.append([])
             continue
-        base = bases[(row["framework"], row["strategy"])]
-        base = None if base["devices"] == row["devices"] else base
+        base = bases[(row[Col.FRAMEWORK], row[Col.STRATEGY])]
+        base = None if base[Col.DEVICES] == row[Col.DEVICES] else base
         caveats.append([*timing_caveats(row), *metric_caveats(row, base, metric)])
     return caveats

@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from mgbench.reports.columns import Col
+
 MISSING = "-"
 
 
@@ -28,4 +30,4 @@ def figure_text(value: object, pattern: str) -> str:
 
 def run_label(row: Mapping[str, Any]) -> str:
     """`framework strategy xN`: a run as tables, notes, legends and axis ticks name it."""
-    return f"{row['framework']} {row['strategy']} x{int(row['devices'])}"
+    return f"{row[Col.FRAMEWORK]} {row[Col.STRATEGY]} x{int(row[Col.DEVICES])}"

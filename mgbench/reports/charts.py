@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mgbench.common.runfolder import RunFolder
+from mgbench.projection.calibration import read_projection
+from mgbench.records.runfolder import RunFolder
+from mgbench.reports.columns import Col
 from mgbench.reports.compare_charts import (
     breakdown_chart,
     epoch_chart,
@@ -21,10 +23,9 @@ from mgbench.reports.compare_charts import (
     splits_any_step,
     throughput_chart,
 )
-from mgbench.reports.projection import read_projection
+from mgbench.reports.folder_data import RunFolderData
 from mgbench.reports.projection_chart import projection_chart
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
-from mgbench.reports.runfolder import RunFolderData
 from mgbench.reports.scaling_loss import scaling_losses
 from mgbench.reports.summary import GROUP
 from mgbench.reports.training import time_to_train_chart, training_table
@@ -74,7 +75,7 @@ def write_charts(data: RunFolderData, folder: RunFolder | None = None) -> ChartS
         path = throughput_and_utilisation_chart(ordered, folder.chart("throughput-utilisation.png"))
         charts.side_by_side.append(Chart("Throughput and utilisation per run", path))
         charts.compare.append(Chart("Throughput", throughput_chart(ok, folder.chart("throughput.png"))))
-        if ok["devices"].nunique() > 1:
+        if ok[Col.DEVICES].nunique() > 1:
             charts.compare.append(Chart("Scaling", scaling_chart(ok, folder.chart("scaling.png"))))
             losses = scaling_losses(ok)
             if losses:
@@ -82,7 +83,7 @@ def write_charts(data: RunFolderData, folder: RunFolder | None = None) -> ChartS
                 charts.compare.append(Chart("Scaling loss: what each category cost", path))
         if splits_any_step(ok):
             charts.compare.append(Chart("Time breakdown", breakdown_chart(ok, folder.chart("breakdown.png"))))
-        with_epochs = ok[ok["epoch_metrics"].map(_has_epochs)]
+        with_epochs = ok[ok[Col.EPOCH_METRICS].map(_has_epochs)]
         if not with_epochs.empty:
             charts.compare.append(Chart("Training curves", epoch_chart(with_epochs, folder.chart("epochs.png"))))
         trained = training_table(ok)
@@ -93,14 +94,14 @@ def write_charts(data: RunFolderData, folder: RunFolder | None = None) -> ChartS
     if projection is not None:
         charts.projection = Chart("Projected scaling", projection_chart(projection, folder.chart("projection.png")))
     for _, row in data.frame.iterrows():
-        run_id = row["run_id"]
+        run_id = row[Col.RUN_ID]
         drawn, notes = [], []
         trace = traces.get(run_id)
         if trace is None:
             notes.append("no utilisation trace in this folder")
         else:
             drawn.append(Chart("Utilisation", utilisation_chart(row, trace, folder.chart(f"utilisation-{run_id}.png"))))
-        if row["status"] == "ok" and len(row["step_seconds"]) > 0:
+        if row[Col.STATUS] == "ok" and len(row[Col.STEP_SECONDS]) > 0:
             drawn.append(
                 Chart("Throughput over steps", step_throughput_chart(row, folder.chart(f"steps-{run_id}.png")))
             )

@@ -26,9 +26,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mgbench.common.kinds import DeviceKind
+from mgbench.core.kinds import DeviceKind
 from mgbench.reports.answer import answer
 from mgbench.reports.cells import run_label
+from mgbench.reports.columns import Col
 from mgbench.reports.hints import EAGER, compile_hint, differ_in_compiling, step_kind
 from mgbench.reports.ranking import Ranking, Throughput, line_spread, ranking_of
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
@@ -93,7 +94,7 @@ class CompactSummary:
 
 def on_gpus(frame: pd.DataFrame) -> bool:
     """Whether the frame has rows and all of them ran on GPUs (the table then says `GPU`)."""
-    kinds = {DeviceKind(kind) for kind in frame["device_kind"]}
+    kinds = {DeviceKind(kind) for kind in frame[Col.DEVICE_KIND]}
     return bool(kinds) and all(kind.on_gpu for kind in kinds)
 
 
@@ -142,15 +143,15 @@ def _notes_of(group: pd.DataFrame, held: HeldBack | None, hint: str | None) -> l
     notes = []
     for _, row in group.sort_values("devices").iterrows():
         where = run_label(row)
-        if row["status"] != "ok":
-            cause = str(row.get("error") or "").splitlines()
-            notes.append(Note(row["status"] + (f": {cause[0]}" if cause and cause[0] else ""), where))
+        if row[Col.STATUS] != "ok":
+            cause = str(row.get(Col.ERROR) or "").splitlines()
+            notes.append(Note(row[Col.STATUS] + (f": {cause[0]}" if cause and cause[0] else ""), where))
         else:
             notes += [Note(warning, where) for warning in row_warnings(row)]
-        if row.get("oom_retries"):
+        if row.get(Col.OOM_RETRIES):
             restarts = (
-                f"out of memory at {int(row['requested_batch_per_device'])} per device; "
-                f"ran with {int(row['batch_per_device'])} after {int(row['oom_retries'])} restart(s)"
+                f"out of memory at {int(row[Col.REQUESTED_BATCH_PER_DEVICE])} per device; "
+                f"ran with {int(row[Col.BATCH_PER_DEVICE])} after {int(row[Col.OOM_RETRIES])} restart(s)"
             )
             notes.append(Note(restarts, where))
     if held is not None:
@@ -166,33 +167,33 @@ def _caveats_of(group: pd.DataFrame) -> list[dict[str, str]]:
     return [
         {"where": run_label(row), **caveat.to_dict()}
         for _, row in group.sort_values("devices").iterrows()
-        for caveat in (row.get("caveats") if isinstance(row.get("caveats"), list) else [])
+        for caveat in (row.get(Col.CAVEATS) if isinstance(row.get(Col.CAVEATS), list) else [])
     ]
 
 
 def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     """The compact summary of a results frame (`mgbench.reports.summary.results_frame`)."""
-    counts = sorted(int(d) for d in frame["devices"].unique())
+    counts = sorted(int(d) for d in frame[Col.DEVICES].unique())
     top, word = counts[-1], "GPU" if on_gpus(frame) else "dev"
     ranking = ranking_of(frame)
     lines = []
     for (framework, strategy), group in frame.groupby(GROUP, sort=False):
-        by_count = {int(row["devices"]): row for _, row in group.iterrows()}
+        by_count = {int(row[Col.DEVICES]): row for _, row in group.iterrows()}
         line: dict[str, object] = {"framework": framework, "strategy": strategy}
         for count in counts:
             row = by_count.get(count)
-            ok = row is not None and row["status"] == "ok"
+            ok = row is not None and row[Col.STATUS] == "ok"
             values = ranking.line_figures(row) if ok else {}
             for key in ranking.keys:
                 line[f"{key}_{count}dev"] = values.get(key, math.nan)
-            line[f"status_{count}dev"] = "" if row is None else str(row["status"])
+            line[f"status_{count}dev"] = "" if row is None else str(row[Col.STATUS])
             if count != counts[0]:
-                efficiency = row["scaling_efficiency_fraction"] if ok else math.nan
+                efficiency = row[Col.SCALING_EFFICIENCY_FRACTION] if ok else math.nan
                 line[f"scaling_efficiency_pct_{count}dev"] = 100 * float(efficiency) if ok else math.nan
         shown = by_count.get(top) if top in by_count else by_count[max(by_count)]
         held = None if shown is None else held_back(shown)
-        hint = compile_hint(run_label(shown), shown, held) if shown["status"] == "ok" else None
-        line["step"] = step_kind(shown) if shown["status"] == "ok" else ""
+        hint = compile_hint(run_label(shown), shown, held) if shown[Col.STATUS] == "ok" else None
+        line["step"] = step_kind(shown) if shown[Col.STATUS] == "ok" else ""
         line["compile_hint"] = hint or ""
         line["caveats"] = _caveats_of(group)
         line["bottleneck"] = held.name if held else ""

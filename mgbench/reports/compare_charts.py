@@ -12,12 +12,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from mgbench.common.breakdown import CATEGORIES
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.timing import HOST_PHASES
+from mgbench.core.kinds import DeviceKind
+from mgbench.measure.breakdown import CATEGORIES, has_breakdown
+from mgbench.measure.timing import HOST_PHASES
 from mgbench.reports.cells import number, run_label
+from mgbench.reports.columns import Col
 from mgbench.reports.figures import job_title, legend_outside, new_figure, save
-from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_breakdown, has_host_timing, held_back
+from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_host_timing, held_back
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
 
@@ -40,20 +41,20 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     whiskers from the p10 to the p90 of single steps' rates, wherever those lie against the bar
     (`THROUGHPUT_CAPTION` says what each is)."""
     groups = list(ok.groupby(GROUP, sort=True))
-    counts = sorted(ok["devices"].unique())
+    counts = sorted(ok[Col.DEVICES].unique())
     width = min(0.8 / len(counts), 0.3)
     figure = new_figure()
     axes = figure.subplots()
     for position, count in enumerate(counts):
         xs, heights, spreads = [], [], []
         for index, (_, group) in enumerate(groups):
-            match = group[group["devices"] == count]
+            match = group[group[Col.DEVICES] == count]
             if match.empty:
                 continue
             run = match.iloc[0]
             xs.append(index + width * (position - (len(counts) - 1) / 2))
-            heights.append(run["images_per_sec"])
-            spreads.append((xs[-1], number(run["images_per_sec_p10"]), number(run["images_per_sec_p90"])))
+            heights.append(run[Col.IMAGES_PER_SEC])
+            spreads.append((xs[-1], number(run[Col.IMAGES_PER_SEC_P10]), number(run[Col.IMAGES_PER_SEC_P90])))
         bars = axes.bar(xs, heights, width, label=f"{count} device{'s' if count > 1 else ''}")
         axes.bar_label(bars, fmt="%.0f", padding=2, fontsize="small")
         for x, low, high in spreads:
@@ -77,15 +78,15 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
     """Speed-up (left) and efficiency (right) against device count, with the ideal (linear) line."""
     figure = new_figure()
     speedup_axes, efficiency_axes = figure.subplots(1, 2)
-    counts = np.array(sorted(ok["devices"].unique()), dtype=float)
+    counts = np.array(sorted(ok[Col.DEVICES].unique()), dtype=float)
     base = counts[0]
     speedup_axes.plot(counts, counts / base, color="grey", linestyle="--", label="ideal (linear)")
     efficiency_axes.axhline(100, color="grey", linestyle="--", label="ideal")
     for key, group in ok.groupby(GROUP, sort=True):
         group = group.sort_values("devices")
-        speedup_axes.plot(group["devices"], group["speedup"], marker="o", label=_group_label(key))
+        speedup_axes.plot(group[Col.DEVICES], group[Col.SPEEDUP], marker="o", label=_group_label(key))
         efficiency_axes.plot(
-            group["devices"], group["scaling_efficiency_fraction"] * 100, marker="o", label=_group_label(key)
+            group[Col.DEVICES], group[Col.SCALING_EFFICIENCY_FRACTION] * 100, marker="o", label=_group_label(key)
         )
     for axes in (speedup_axes, efficiency_axes):
         axes.set_xlabel("devices")
@@ -94,7 +95,7 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
     legend_outside(figure, speedup_axes, efficiency_axes)
     speedup_axes.set_ylabel(f"speed-up over {int(base)} device{'s' if base > 1 else ''}")
     efficiency_axes.set_ylabel("scaling efficiency %")
-    efficiency_axes.set_ylim(0, max(110, float(ok["scaling_efficiency_fraction"].max()) * 105))
+    efficiency_axes.set_ylim(0, max(110, float(ok[Col.SCALING_EFFICIENCY_FRACTION].max()) * 105))
     figure.suptitle(f"Scaling: {job_title(ok)}, {_devices_text(list(counts))}")
     return save(figure, path)
 
@@ -111,11 +112,11 @@ HOST_KEYS = {name: f"host_{name}" for name in HOST_PHASES}
 def _split(row: pd.Series) -> tuple[dict[str, float], str]:
     """The row's step split in percent (a profile's categories, or the host timing's phases under
     `HOST_KEYS`) and what it came from; empty where neither split it."""
-    if has_breakdown(row.get("breakdown")):
-        source = " (CPU trace)" if row.get("breakdown_clock") == "cpu" else ""
-        return {name: row["breakdown"][name] * 100 for name in CATEGORIES}, source
-    if not DeviceKind(row["device_kind"]).on_gpu and has_host_timing(row.get("host_breakdown")):
-        return {HOST_KEYS[name]: row["host_breakdown"][name] * 100 for name in HOST_PHASES}, " (host timing)"
+    if has_breakdown(row.get(Col.BREAKDOWN)):
+        source = " (CPU trace)" if row.get(Col.BREAKDOWN_CLOCK) == "cpu" else ""
+        return {name: row[Col.BREAKDOWN][name] * 100 for name in CATEGORIES}, source
+    if not DeviceKind(row[Col.DEVICE_KIND]).on_gpu and has_host_timing(row.get(Col.HOST_BREAKDOWN)):
+        return {HOST_KEYS[name]: row[Col.HOST_BREAKDOWN][name] * 100 for name in HOST_PHASES}, " (host timing)"
     return {}, " (not profiled)"
 
 
@@ -135,7 +136,7 @@ def breakdown_chart(ok: pd.DataFrame, path: Path) -> Path:
     for _, row in ordered.iterrows():
         split, source = _split(row)
         if not split:
-            waiting = float(np.nan_to_num(row["input_wait_fraction"])) * 100
+            waiting = float(np.nan_to_num(row[Col.INPUT_WAIT_FRACTION])) * 100
             split = {"input_wait": waiting, UNSPLIT: 100 - waiting}
         shares.append(split)
         labels.append(run_label(row) + source)
@@ -208,7 +209,7 @@ def epoch_chart(ok: pd.DataFrame, path: Path) -> Path:
     figure = new_figure()
     loss_axes, auc_axes = figure.subplots(1, 2)
     for _, row in ok.sort_values(GROUP + ["devices"]).iterrows():
-        epochs = pd.DataFrame(row["epoch_metrics"])
+        epochs = pd.DataFrame(row[Col.EPOCH_METRICS])
         label = run_label(row)
         if "train_loss" in epochs:
             line = loss_axes.plot(epochs["epoch"], epochs["train_loss"], marker="o", label=f"{label} train")[0]

@@ -22,16 +22,15 @@ from typing import Any
 
 import pandas as pd
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import COLUMNS
 from mgbench.reports.cells import number
-from mgbench.reports.runfolder import RunFolderData
+from mgbench.reports.columns import Col
+from mgbench.reports.folder_data import RunFolderData
 from mgbench.reports.spread import Spread
 
 MACHINE_FIELDS = ("hostname", "platform", "python", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
 """What a row's `environment` says of the machine, compared field by field (its GPUs too)."""
-JOB_FIELDS = tuple(
-    name for name in RunConfig.__dataclass_fields__ if name not in ("framework", "strategy", "devices", "device_kind")
-)
+JOB_FIELDS = tuple(name for name in COLUMNS if name not in ("framework", "strategy", "devices", "device_kind"))
 """The config fields besides the run id's: a matched row that differs in one trained another job."""
 INTERVAL = "interval"
 """A spread that is the steady rate's interval (`images_per_sec_low`-`_high`, widened to the noise floor)."""
@@ -58,19 +57,19 @@ class Measured:
 
 def has_interval(row: pd.Series) -> bool:
     """Whether a row holds its steady rate's interval (rows written before it was measured do not)."""
-    return number(row.get("images_per_sec_low")) is not None and number(row.get("images_per_sec_high")) is not None
+    return number(row.get(Col.IMAGES_PER_SEC_LOW)) is not None and number(row.get(Col.IMAGES_PER_SEC_HIGH)) is not None
 
 
 def row_spread(row: pd.Series, interval: bool) -> Measured:
     """A row's images/sec and its spread: with `interval`, its steady rate's interval as the
     compare's table reads it (`Spread.of`), else the p10-p90 of its steady steps' rates."""
-    value = number(row.get("images_per_sec"))
+    value = number(row.get(Col.IMAGES_PER_SEC))
     if value is None:
         return Measured(None, of=INTERVAL if interval else STEPS)
     if interval:
-        spread = Spread.of(value, number(row.get("images_per_sec_low")), number(row.get("images_per_sec_high")))
+        spread = Spread.of(value, number(row.get(Col.IMAGES_PER_SEC_LOW)), number(row.get(Col.IMAGES_PER_SEC_HIGH)))
         return Measured(value, spread.low, spread.high, INTERVAL)
-    return Measured(value, number(row.get("images_per_sec_p10")), number(row.get("images_per_sec_p90")), STEPS)
+    return Measured(value, number(row.get(Col.IMAGES_PER_SEC_P10)), number(row.get(Col.IMAGES_PER_SEC_P90)), STEPS)
 
 
 def _change(old: float | None, new: float | None) -> float | None:
@@ -144,12 +143,12 @@ class FolderDiff:
 
 
 def _train_seconds(row: pd.Series) -> float | None:
-    return number(row.get("time_to_train_seconds"))
+    return number(row.get(Col.TIME_TO_TRAIN_SECONDS))
 
 
 def _machine(frame: pd.DataFrame) -> dict[str, Any]:
     """The machine the folder's first row with an environment ran on, its GPUs as `N x name`."""
-    for environment in frame["environment"]:
+    for environment in frame[Col.ENVIRONMENT]:
         if isinstance(environment, dict) and environment:
             gpus = [str(gpu.get("name")) for gpu in environment.get("gpus") or [] if isinstance(gpu, dict)]
             named = {name: environment.get(name) for name in MACHINE_FIELDS}
@@ -161,11 +160,11 @@ def _versions(frame: pd.DataFrame) -> dict[str, str]:
     """mgbench's version and each framework's packages', as `framework package` -> version."""
     versions = {}
     for _, row in frame.iterrows():
-        environment, packages = row.get("environment"), row.get("framework_versions")
+        environment, packages = row.get(Col.ENVIRONMENT), row.get(Col.FRAMEWORK_VERSIONS)
         if isinstance(environment, dict) and environment.get("mgbench"):
             versions["mgbench"] = str(environment["mgbench"])
         for package, version in packages.items() if isinstance(packages, dict) else []:
-            versions[f"{row['framework']} {package}"] = str(version)
+            versions[f"{row[Col.FRAMEWORK]} {package}"] = str(version)
     return versions
 
 
@@ -204,13 +203,13 @@ def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
     changes = []
     for run_id in matched:
         old_row, new_row = before.loc[run_id], after.loc[run_id]
-        measured = [row for row in (old_row, new_row) if number(row.get("images_per_sec")) is not None]
+        measured = [row for row in (old_row, new_row) if number(row.get(Col.IMAGES_PER_SEC)) is not None]
         interval = all(has_interval(row) for row in measured)  # one kind of spread on both sides
         changes.append(
             RowChange(
                 run_id,
-                str(old_row["status"]),
-                str(new_row["status"]),
+                str(old_row[Col.STATUS]),
+                str(new_row[Col.STATUS]),
                 row_spread(old_row, interval),
                 row_spread(new_row, interval),
                 _train_seconds(old_row),

@@ -16,8 +16,10 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.safe_files import write_file
+from mgbench.core.job import Job
+from mgbench.core.kinds import DeviceKind
+from mgbench.core.safe_files import write_file
+from mgbench.reports.columns import Col
 
 FIGSIZE_INCHES = (10.0, 5.6)
 DPI = 100
@@ -55,6 +57,12 @@ def save(figure: Figure, path: Path) -> Path:
     return path
 
 
+def compare_title(job: Job, scaling: str) -> str:
+    """What a compare's console summary is headed with: its job, scaling and device kind."""
+    layout = "any layout (a transformer)" if job.spec.transformer else job.data_format
+    return f"{job.model} {job.precision} {layout}, {scaling} scaling, {job.device_kind}"
+
+
 def job_title(frame: pd.DataFrame) -> str:
     """`model precision data-format`, shared by every run of a compare (several values joined)."""
     parts = []
@@ -65,9 +73,9 @@ def job_title(frame: pd.DataFrame) -> str:
 
 
 def run_title(row: pd.Series) -> str:
-    kind = "GPU" if DeviceKind(row["device_kind"]).on_gpu else "CPU device"
-    devices = int(row["devices"])
+    kind = "GPU" if DeviceKind(row[Col.DEVICE_KIND]).on_gpu else "CPU device"
+    devices = int(row[Col.DEVICES])
     return (
-        f"{row['framework']} {row['strategy']}: {row['model']} {row['precision']}, "
-        f"{devices} {kind}{'s' if devices > 1 else ''}, global batch {int(row['global_batch'])}"
+        f"{row[Col.FRAMEWORK]} {row[Col.STRATEGY]}: {row[Col.MODEL]} {row[Col.PRECISION]}, "
+        f"{devices} {kind}{'s' if devices > 1 else ''}, global batch {int(row[Col.GLOBAL_BATCH])}"
     )

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.frameworks.registry import framework_spec
 from mgbench.frameworks.specs import Compiler
+from mgbench.reports.columns import Col
 from mgbench.reports.readings import HOST_TIMING, HeldBack
 
 EAGER = "eager"
@@ -23,7 +24,7 @@ EAGER = "eager"
 
 def step_kind(row: pd.Series) -> str:
     """What compiled the row's step (`xla (always)`, `torch.compile (default)`), else `eager`."""
-    compiler = row.get("compiler")
+    compiler = row.get(Col.COMPILER)
     return compiler if isinstance(compiler, str) and compiler else EAGER
 
 
@@ -55,7 +56,7 @@ def compile_hint(name: str, row: pd.Series, held: HeldBack | None) -> str | None
     operators idle, from a profile), ran eagerly, and whose framework can compile; None otherwise."""
     if held is None or held.name != "idle" or held.source == HOST_TIMING or step_kind(row) != EAGER:
         return None
-    compiler = _compiler(str(row["framework"]))
+    compiler = _compiler(str(row[Col.FRAMEWORK]))
     if compiler is None or compiler.always:
         return None
     return (

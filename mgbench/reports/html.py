@@ -24,15 +24,17 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from mgbench.common.config import RunConfig
-from mgbench.common.runfolder import CHARTS_DIR, RunFolder
+from mgbench.core.config import COLUMNS
+from mgbench.projection.calibration import read_projection
+from mgbench.records.runfolder import CHARTS_DIR, RunFolder
 from mgbench.reports.cells import MISSING, number, run_label
 from mgbench.reports.charts import Chart, ChartSet, write_charts
+from mgbench.reports.columns import Col
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
-from mgbench.reports.projection import PROJECTION_COLUMNS, read_projection, series_notes, series_rows, series_title
+from mgbench.reports.folder_data import RunFolderData, load_run_folder
+from mgbench.reports.projection_table import PROJECTION_COLUMNS, series_notes, series_rows, series_title
 from mgbench.reports.readings import breakdown_text, limits_details, reading
-from mgbench.reports.runfolder import RunFolderData, load_run_folder
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import TABLE_COLUMNS, display_table, table_headers
 from mgbench.reports.training import COLUMNS as TRAINING_COLUMNS
@@ -52,7 +54,6 @@ GPU_FIELDS = (
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 """Lays the page out at the device's width, which a phone would otherwise render at 980 px and shrink."""
 RUN_FIELDS = ("command", "interpreter", "started_at", "wall_seconds", "device_names", "parameters", "eval_metrics")
-CONFIG_FIELDS = tuple(RunConfig.__dataclass_fields__)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1.2rem auto;
@@ -278,9 +279,9 @@ def _summary_section(frame: pd.DataFrame, compared: pd.DataFrame, warnings: pd.S
     table, shared = _varying(compared)
     attrs, rows = [], []
     for (_, row), cells, warned in zip(frame.iterrows(), table.itertuples(index=False), warnings):
-        state = "ok" if row["status"] == "ok" else "problem"
-        attrs.append(f' id="row-{_e(row["run_id"])}" class="{state}" data-run-id="{_e(row["run_id"])}"')
-        rows.append([*cells, Link(f"{DETAILS} (warning)" if warned else DETAILS, f"run-{row['run_id']}")])
+        state = "ok" if row[Col.STATUS] == "ok" else "problem"
+        attrs.append(f' id="row-{_e(row[Col.RUN_ID])}" class="{state}" data-run-id="{_e(row[Col.RUN_ID])}"')
+        rows.append([*cells, Link(f"{DETAILS} (warning)" if warned else DETAILS, f"run-{row[Col.RUN_ID]}")])
     return "<h2>Every run</h2>" + _said_once(shared) + _table([*table.columns, DETAILS], rows, attrs, "summary")
 
 
@@ -309,7 +310,7 @@ def _environment_section(frame: pd.DataFrame) -> str:
     """Each distinct host once (rows measured on the same machine share it), then framework versions."""
     parts = ["<h2>Environment</h2>"]
     hosts: dict[str, dict[str, Any]] = {}
-    for environment in frame["environment"]:
+    for environment in frame[Col.ENVIRONMENT]:
         if isinstance(environment, dict) and environment:
             hosts.setdefault(str(environment.get("hostname")), environment)
     if not hosts:
@@ -324,9 +325,9 @@ def _environment_section(frame: pd.DataFrame) -> str:
             parts.append("<p>No NVIDIA GPU visible on this host: CPU devices stood in for GPUs.</p>")
     versions = []
     for _, row in frame.iterrows():
-        if isinstance(row["framework_versions"], dict) and row["framework_versions"]:
-            text = ", ".join(f"{k} {v}" for k, v in row["framework_versions"].items())
-            versions.append((row["framework"], row["strategy"], text, row["interpreter"]))
+        if isinstance(row[Col.FRAMEWORK_VERSIONS], dict) and row[Col.FRAMEWORK_VERSIONS]:
+            text = ", ".join(f"{k} {v}" for k, v in row[Col.FRAMEWORK_VERSIONS].items())
+            versions.append((row[Col.FRAMEWORK], row[Col.STRATEGY], text, row[Col.INTERPRETER]))
     if versions:
         parts.append("<h3>Framework versions</h3>")
         parts.append(_table(("framework", "strategy", "versions", "interpreter"), dict.fromkeys(versions)))
@@ -342,27 +343,27 @@ def profiler_slowdown(profile: object) -> str:
 
 def _config_fields(row: pd.Series) -> list[str]:
     """The config fields a run's details show: an `--epochs` run's `steps` is not what it ran."""
-    return [name for name in CONFIG_FIELDS if not (name == "steps" and number(row.get("epochs")))]
+    return [name for name in COLUMNS if not (name == "steps" and number(row.get(Col.EPOCHS)))]
 
 
 def _run_section(row: pd.Series, figures: pd.Series, charts: ChartSet) -> str:
     """The run's details, folded behind its name: the summary figures "Every run" leaves out
     (`figures`), its config, how it ran, what holds it back, and its own charts."""
-    run_id = row["run_id"]
+    run_id = row[Col.RUN_ID]
     warned = " (warning)" if figures.get(TABLE_COLUMNS["warning"]) else ""
     parts = [
         f'<details class="run" id="run-{_e(run_id)}">'
-        f"<summary>{_e(run_label(row))}: {_e(row['status'])}{warned}</summary>"
+        f"<summary>{_e(run_label(row))}: {_e(row[Col.STATUS])}{warned}</summary>"
     ]
-    if row["status"] != "ok" and row["error"]:
-        parts.append(f"<pre>{_e(row['error'])}</pre>")
-    config = [(name, row[name]) for name in _config_fields(row)] + [("global_batch", row["global_batch"])]
+    if row[Col.STATUS] != "ok" and row[Col.ERROR]:
+        parts.append(f"<pre>{_e(row[Col.ERROR])}</pre>")
+    config = [(name, row[name]) for name in _config_fields(row)] + [("global_batch", row[Col.GLOBAL_BATCH])]
     profiled = [
         ("what holds it back", reading(row)),
-        ("breakdown", breakdown_text(row.get("breakdown"))),
-        ("breakdown_clock", row.get("breakdown_clock")),
-        ("profile_seconds", row.get("profile_seconds")),
-        ("profiler slowdown of the step", profiler_slowdown(row.get("profile"))),
+        ("breakdown", breakdown_text(row.get(Col.BREAKDOWN))),
+        ("breakdown_clock", row.get(Col.BREAKDOWN_CLOCK)),
+        ("profile_seconds", row.get(Col.PROFILE_SECONDS)),
+        ("profiler slowdown of the step", profiler_slowdown(row.get(Col.PROFILE))),
         *limits_details(row),
     ]
     fields = [("run", run_id), *figures.items(), *config, *((name, row[name]) for name in RUN_FIELDS), *profiled]

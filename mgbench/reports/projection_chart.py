@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.projection import EFFICIENCY_FLOOR
+from mgbench.projection.model import EFFICIENCY_FLOOR
 from mgbench.reports.figures import legend_outside, new_figure, save
 
 

@@ -20,7 +20,8 @@ from typing import Protocol
 
 import pandas as pd
 
-from mgbench.common.target import TargetMetric, metric_label
+from mgbench.core.target import TargetMetric, metric_label
+from mgbench.reports.columns import Col
 from mgbench.reports.spread import Spread, row_interval
 
 
@@ -160,7 +161,7 @@ class Throughput:
     unit = "img/s"
 
     def line_figures(self, row: pd.Series) -> dict[str, float]:
-        return {RATE.key: float(row["images_per_sec"]), **interval_values(row, self.figures)}
+        return {RATE.key: float(row[Col.IMAGES_PER_SEC]), **interval_values(row, self.figures)}
 
     def vs_fastest(self, values: pd.Series) -> pd.Series:
         best = values.max()
@@ -216,8 +217,8 @@ class TimeToTrain:
     def line_figures(self, row: pd.Series) -> dict[str, float]:
         return {
             self.ranked: _row_number(row, self.ranked),
-            f"test_{self.metric}": split_metric(row.get("test_metrics"), self.metric),
-            RATE.key: float(row["images_per_sec"]),
+            f"test_{self.metric}": split_metric(row.get(Col.TEST_METRICS), self.metric),
+            RATE.key: float(row[Col.IMAGES_PER_SEC]),
             **interval_values(row, self.figures),
             "compile_seconds": _row_number(row, "compile_seconds"),
         }
@@ -299,18 +300,18 @@ def _row_number(row: pd.Series, key: str) -> float:
 def test_metric(frame: pd.DataFrame) -> str:
     """The test split's metric a frame's epochs rows are judged by: `top1` where any row has it
     (class folders), else `auc`."""
-    tests = frame["test_metrics"] if "test_metrics" in frame else []
+    tests = frame[Col.TEST_METRICS] if "test_metrics" in frame else []
     return "top1" if any(isinstance(test, dict) and "top1" in test for test in tests) else "auc"
 
 
 def ranking_of(frame: pd.DataFrame) -> Ranking:
     """The ranking a results frame's compare asks for: by time where its rows trained in epochs
     (to the target where one was set), else by throughput."""
-    if "epochs" not in frame or frame["epochs"].isna().all():
+    if "epochs" not in frame or frame[Col.EPOCHS].isna().all():
         return Throughput()
-    epochs = int(frame["epochs"].max())
+    epochs = int(frame[Col.EPOCHS].max())
     metric = test_metric(frame)
-    targets = frame["target_metric"].dropna() if "target_metric" in frame else []
+    targets = frame[Col.TARGET_METRIC].dropna() if "target_metric" in frame else []
     if len(targets):
         return TimeToTarget(TargetMetric.parse(str(targets.iloc[0])), epochs, metric)
     return TimeToTrain(epochs, metric)

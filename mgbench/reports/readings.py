@@ -1,8 +1,8 @@
 """What holds a run back, in one line: its bottleneck's share and what that share means.
 
-The categories are `mgbench.common.breakdown.CATEGORIES`; their labels and colours here are
+The categories are `mgbench.measure.breakdown.CATEGORIES`; their labels and colours here are
 shared by the summary table and every chart that shows them. A row without a breakdown
-reads its host timing instead (`mgbench.common.timing.HOST_PHASES`), by the rule that named the
+reads its host timing instead (`mgbench.measure.timing.HOST_PHASES`), by the rule that named the
 row's own `bottleneck` (`breakdown.host_bottleneck`), so folders written before rows held it read
 alike; `limits_details` words how close a row is to its device.
 """
@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mgbench.common.breakdown import BOUND_LABELS, CATEGORIES, host_bottleneck
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.timing import HOST_PHASES
-from mgbench.common.work import MEASURED
+from mgbench.core.kinds import DeviceKind
+from mgbench.measure.breakdown import BOUND_LABELS, CATEGORIES, has_breakdown, has_shares, host_bottleneck
+from mgbench.measure.timing import HOST_PHASES
+from mgbench.records.peak import MEASURED
 from mgbench.reports.cells import figure_text, number
+from mgbench.reports.columns import Col
 
 LABELS = {
     "input_wait": "input wait",
@@ -92,30 +93,20 @@ class HeldBack:
         return _VOCABULARY[self.source][1][self.name]
 
 
-def _has_shares(value: object, names: tuple[str, ...]) -> bool:
-    """Whether `value` holds a number for each of `names`: a share written as null (no value, the
-    row's `warnings` say why) leaves the row without that split rather than half of one."""
-    return isinstance(value, dict) and all(number(value.get(name)) is not None for name in names)
-
-
-def has_breakdown(value: object) -> bool:
-    return _has_shares(value, CATEGORIES)
-
-
 def has_host_timing(value: object) -> bool:
-    return _has_shares(value, HOST_PHASES)
+    return has_shares(value, HOST_PHASES)
 
 
 def held_back(row: pd.Series) -> HeldBack | None:
     """The ok row's bottleneck from its breakdown, else (not profiled: by default on CPU devices
     and with `--epochs`) from its host timing; None where neither says (failed rows, rows from
     before host timing)."""
-    if row["status"] != "ok":
+    if row[Col.STATUS] != "ok":
         return None
-    name, breakdown = row.get("bottleneck"), row.get("breakdown")
+    name, breakdown = row.get(Col.BOTTLENECK), row.get(Col.BREAKDOWN)
     if isinstance(name, str) and name in LABELS and has_breakdown(breakdown):
-        return HeldBack(name, breakdown[name], CPU_TRACE if row.get("breakdown_clock") == "cpu" else DEVICE)
-    shares = row.get("host_breakdown")
+        return HeldBack(name, breakdown[name], CPU_TRACE if row.get(Col.BREAKDOWN_CLOCK) == "cpu" else DEVICE)
+    shares = row.get(Col.HOST_BREAKDOWN)
     if has_host_timing(shares):
         name = host_bottleneck(shares)
         return HeldBack(name, shares[name], HOST_TIMING)
@@ -136,16 +127,16 @@ def reading(row: pd.Series) -> str:
     that has none; nothing for failed rows."""
     held = held_back(row)
     if held is not None:
-        note = row.get("bottleneck_note") if held.source != HOST_TIMING else None
+        note = row.get(Col.BOTTLENECK_NOTE) if held.source != HOST_TIMING else None
         also = f" ({note})" if isinstance(note, str) and note else ""
         source = "" if held.source == DEVICE else f" ({held.source})"
         return f"{held.label} {held.fraction:.0%}{source}: {held.meaning}{also}"
-    if row["status"] != "ok":
+    if row[Col.STATUS] != "ok":
         return ""
-    profile = row.get("profile")
+    profile = row.get(Col.PROFILE)
     if isinstance(profile, dict) and (profile.get("error") or profile.get("breakdown_error")):
         return f"no breakdown: {profile.get('error') or profile.get('breakdown_error')}"
-    return NOT_PROFILED if DeviceKind(row["device_kind"]).on_gpu else ""
+    return NOT_PROFILED if DeviceKind(row[Col.DEVICE_KIND]).on_gpu else ""
 
 
 def host_timing_text(shares: object) -> str:
@@ -159,16 +150,16 @@ def _work_text(row: pd.Series) -> str:
     """`24.3 GFLOP per image, 135.0 TFLOP/s, 17% of 790 TFLOP/s (measured ...), 14% of the vendor's
     989.5 TFLOP/s`: the share of what this device reaches and, where that was measured, of its
     datasheet's figure too, which a plain matmul never reaches ("" without a FLOP count)."""
-    flops, tflops = number(row.get("flops_per_image")), number(row.get("achieved_tflops"))
+    flops, tflops = number(row.get(Col.FLOPS_PER_IMAGE)), number(row.get(Col.ACHIEVED_TFLOPS))
     if flops is None or tflops is None:
         return ""
     text = f"{flops / 1e9:.1f} GFLOP per image, {tflops:.1f} TFLOP/s"
-    peak, fraction = number(row.get("peak_tflops")), number(row.get("peak_fraction"))
+    peak, fraction = number(row.get(Col.PEAK_TFLOPS)), number(row.get(Col.PEAK_FRACTION))
     if peak and fraction:
-        text += f", {fraction:.0%} of {peak:.0f} TFLOP/s ({row.get('peak_source')})"
-    vendor = number(row.get("vendor_peak_tflops"))
-    if vendor and row.get("peak_source") == MEASURED:
-        text += f", {tflops / (vendor * row['devices']):.0%} of the vendor's {vendor:g} TFLOP/s"
+        text += f", {fraction:.0%} of {peak:.0f} TFLOP/s ({row.get(Col.PEAK_SOURCE)})"
+    vendor = number(row.get(Col.VENDOR_PEAK_TFLOPS))
+    if vendor and row.get(Col.PEAK_SOURCE) == MEASURED:
+        text += f", {tflops / (vendor * row[Col.DEVICES]):.0%} of the vendor's {vendor:g} TFLOP/s"
     return text
 
 
@@ -180,22 +171,22 @@ def limits_details(row: pd.Series) -> list[tuple[str, str]]:
     work = _work_text(row)
     if work:
         details.append(("work", work))
-    ceiling, taken = number(row.get("device_ceiling_images_per_sec")), row.get("ceiling_taken")
+    ceiling, taken = number(row.get(Col.DEVICE_CEILING_IMAGES_PER_SEC)), row.get(Col.CEILING_TAKEN)
     if ceiling is not None and isinstance(taken, dict):
         parts = ", ".join(f"{name.replace('_', ' ')} {figure_text(value, '{:.0f}')}" for name, value in taken.items())
         details.append(("device-busy ceiling", f"{ceiling:.0f} img/s; taken from it (img/s): {parts}"))
-    if isinstance(row.get("bottleneck"), str) and row["bottleneck"] in BOUND_LABELS:
-        details.append(("bound", BOUND_LABELS[row["bottleneck"]]))
-    if isinstance(row.get("timing_method"), str):
-        details.append(("timing", row["timing_method"]))
-    host = host_timing_text(row.get("host_breakdown"))
+    if isinstance(row.get(Col.BOTTLENECK), str) and row[Col.BOTTLENECK] in BOUND_LABELS:
+        details.append(("bound", BOUND_LABELS[row[Col.BOTTLENECK]]))
+    if isinstance(row.get(Col.TIMING_METHOD), str):
+        details.append(("timing", row[Col.TIMING_METHOD]))
+    host = host_timing_text(row.get(Col.HOST_BREAKDOWN))
     if host:
         details.append(("host timing", host))
-    profile = row.get("profile")
+    profile = row.get(Col.PROFILE)
     kernels = profile.get("kernels_per_step") if isinstance(profile, dict) else None
     if isinstance(kernels, int | float):
         details.append(("kernels per step", f"{kernels:.0f}"))
-    activations = number(row.get("activation_bytes_estimate"))
+    activations = number(row.get(Col.ACTIVATION_BYTES_ESTIMATE))
     if activations is not None:
         details.append(("activation memory (estimate)", f"{activations / 2**30:.2f} GiB per device"))
     return details

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
-from mgbench.common.phases import (
+from mgbench.measure.phases import (
     COMPILE,
     EPOCH_START,
     EVALUATION,
@@ -28,6 +28,7 @@ from mgbench.common.phases import (
     run_phases,
 )
 from mgbench.reports.cells import number
+from mgbench.reports.columns import Col
 from mgbench.reports.figures import legend_outside, new_figure, run_title, save
 
 
@@ -83,7 +84,7 @@ def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
     top.set_ylim(0, 105)
     top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     top.grid(alpha=0.3)
-    peak = row.get("peak_memory_bytes")
+    peak = row.get(Col.PEAK_MEMORY_BYTES)
     # numbers.Real, not int | float: a column with no gap holds numpy integers.
     if isinstance(peak, numbers.Real) and peak > 0 and not np.isnan(peak):
         bottom.axhline(
@@ -105,21 +106,21 @@ def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
 
 def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     """Images/sec of every step, the detected warm-up shaded, stalls marked, the steady rate as a line."""
-    seconds = np.asarray(row["step_seconds"], dtype=float)
-    rate = row["global_batch"] / seconds
+    seconds = np.asarray(row[Col.STEP_SECONDS], dtype=float)
+    rate = row[Col.GLOBAL_BATCH] / seconds
     steps = np.arange(1, len(seconds) + 1)
-    warmup = int(number(row["warmup_steps"]) or 0)
+    warmup = int(number(row[Col.WARMUP_STEPS]) or 0)
     figure = new_figure()
     axes = figure.subplots()
     axes.plot(steps, rate, marker=".", linewidth=1, label="images/sec per step")
     if warmup:
-        detected = "detected" if row["warmup_detected"] else "not detected: run too short or never steady"
+        detected = "detected" if row[Col.WARMUP_DETECTED] else "not detected: run too short or never steady"
         axes.axvspan(0.5, warmup + 0.5, color="tab:orange", alpha=0.2, label=f"warm-up, {warmup} steps ({detected})")
     stalls = list(row_window(row).stalls)
     if stalls:
         label = f"stalls, {len(stalls)} step{'s' if len(stalls) > 1 else ''} (left out of the steady rate)"
         axes.scatter(steps[stalls], rate[stalls], color="tab:red", zorder=3, label=label)
-    rate_line = number(row["images_per_sec"])
+    rate_line = number(row[Col.IMAGES_PER_SEC])
     if rate_line is not None:
         axes.axhline(rate_line, color="tab:green", linestyle="--", label=f"steady rate {rate_line:.1f}")
     axes.set_xlabel("step")

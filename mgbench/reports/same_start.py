@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from mgbench.reports.columns import Col
+
 REFERENCE_FRAMEWORK = "pytorch"
 RELATIVE_TOLERANCE = 1e-3
 """First-step losses within this share of the reference's agree: fp32 kernels differ between
@@ -87,7 +89,7 @@ def _relative(value: float, reference: float) -> float:
 def _losses(row: pd.Series) -> list[float]:
     """The row's first losses up to the first without a value (null: the loss diverged there),
     so a run that diverged is compared over the steps before it did."""
-    losses = row.get("step_losses")
+    losses = row.get(Col.STEP_LOSSES)
     finite = []
     for value in losses if isinstance(losses, list) else []:
         if not isinstance(value, int | float) or not math.isfinite(value):
@@ -98,7 +100,7 @@ def _losses(row: pd.Series) -> list[float]:
 
 def _reference(rows: pd.DataFrame) -> pd.Series:
     """The row the others are set against: the reference framework's, else the first."""
-    preferred = rows[rows["framework"] == REFERENCE_FRAMEWORK]
+    preferred = rows[rows[Col.FRAMEWORK] == REFERENCE_FRAMEWORK]
     return (preferred if not preferred.empty else rows).sort_values("devices").iloc[0]
 
 
@@ -108,7 +110,7 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
     scaling a larger device count trains a larger batch, whose loss differs."""
     if frame.empty or "step_losses" not in frame:
         return None
-    rows = frame[frame["status"] == "ok"]
+    rows = frame[frame[Col.STATUS] == "ok"]
     rows = rows[[bool(_losses(row)) for _, row in rows.iterrows()]]
     if len(rows) < 2:
         return None
@@ -121,21 +123,21 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
     for group, reference in zip(groups, references):
         expected = _losses(reference)
         for _, row in group.iterrows():
-            if row["run_id"] == reference["run_id"]:
+            if row[Col.RUN_ID] == reference["run_id"]:
                 continue
             losses = _losses(row)
             shared = min(len(losses), len(expected))
             first = _relative(losses[0], expected[0])
             if first > RELATIVE_TOLERANCE:
                 last = _relative(losses[shared - 1], expected[shared - 1])
-                disagreements.append(Disagreement(row["run_id"], first, shared, last))
-    digests = list(rows["init_digest"]) if "init_digest" in rows else [None] * len(rows)
-    checked = bool((rows["precision"] == CHECKED_PRECISION).all())
+                disagreements.append(Disagreement(row[Col.RUN_ID], first, shared, last))
+    digests = list(rows[Col.INIT_DIGEST]) if "init_digest" in rows else [None] * len(rows)
+    checked = bool((rows[Col.PRECISION] == CHECKED_PRECISION).all())
     return SameStart(
-        reference=", ".join(str(r["run_id"]) for r in references),
+        reference=", ".join(str(r[Col.RUN_ID]) for r in references),
         compared=len(rows) - len(references),
         digests=tuple(sorted({d for d in digests if isinstance(d, str)})),
-        own_initialisers=tuple(str(r) for r, d in zip(rows["run_id"], digests) if not isinstance(d, str)),
+        own_initialisers=tuple(str(r) for r, d in zip(rows[Col.RUN_ID], digests) if not isinstance(d, str)),
         disagreements=tuple(disagreements) if checked else (),
         checked=checked,
         unmatched=_unmatched(rows),
@@ -144,7 +146,7 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
 
 def _unmatched(rows: pd.DataFrame) -> dict[str, tuple[str, ...]]:
     declared: dict[str, list[str]] = {}
-    for framework, sentences in zip(rows["framework"], rows.get("unmatched", pd.Series([[]] * len(rows)))):
+    for framework, sentences in zip(rows[Col.FRAMEWORK], rows.get(Col.UNMATCHED, pd.Series([[]] * len(rows)))):
         for sentence in sentences if isinstance(sentences, list) else []:
             if framework not in declared.setdefault(sentence, []):
                 declared[sentence].append(framework)

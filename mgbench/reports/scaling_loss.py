@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mgbench.common.breakdown import CATEGORIES
-from mgbench.reports.readings import has_breakdown
+from mgbench.measure.breakdown import CATEGORIES, has_breakdown
+from mgbench.reports.columns import Col
 from mgbench.reports.summary import GROUP
 
 
@@ -37,16 +37,17 @@ class ScalingLoss:
 
 def scaling_loss(base: pd.Series, run: pd.Series) -> ScalingLoss:
     """The loss of `run` against `base`, two ok rows of one framework/strategy with breakdowns."""
-    ideal = run["devices"] / base["devices"]
-    batch_ratio = run["global_batch"] / base["global_batch"]
+    ideal = run[Col.DEVICES] / base[Col.DEVICES]
+    batch_ratio = run[Col.GLOBAL_BATCH] / base[Col.GLOBAL_BATCH]
     work = batch_ratio / ideal
-    t1, tn = base["median_step_seconds"], run["median_step_seconds"]
+    t1, tn = base[Col.MEDIAN_STEP_SECONDS], run[Col.MEDIAN_STEP_SECONDS]
     losses = {
-        name: ideal * (run["breakdown"][name] * tn - work * base["breakdown"][name] * t1) / tn for name in CATEGORIES
+        name: ideal * (run[Col.BREAKDOWN][name] * tn - work * base[Col.BREAKDOWN][name] * t1) / tn
+        for name in CATEGORIES
     }
-    measured = run["images_per_sec"] / base["images_per_sec"]
+    measured = run[Col.IMAGES_PER_SEC] / base[Col.IMAGES_PER_SEC]
     unexplained = (ideal - measured) - sum(losses.values())
-    label = f"{run['framework']} {run['strategy']} x{int(run['devices'])}"
+    label = f"{run[Col.FRAMEWORK]} {run[Col.STRATEGY]} x{int(run[Col.DEVICES])}"
     return ScalingLoss(label, float(ideal), float(measured), losses, float(unexplained))
 
 
@@ -58,9 +59,9 @@ def scaling_losses(ok: pd.DataFrame) -> list[ScalingLoss]:
         base = group.iloc[0]
         for _, run in group.iloc[1:].iterrows():
             if (
-                run["devices"] > base["devices"]
-                and has_breakdown(base["breakdown"])
-                and has_breakdown(run["breakdown"])
+                run[Col.DEVICES] > base[Col.DEVICES]
+                and has_breakdown(base[Col.BREAKDOWN])
+                and has_breakdown(run[Col.BREAKDOWN])
             ):
                 found.append(scaling_loss(base, run))
     return found

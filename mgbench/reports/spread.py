@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mgbench.reports.cells import number
+from mgbench.reports.columns import Col
 
 NOISE_FLOOR = 0.01
 """The least half-width of an interval, as a share of its figure."""
@@ -70,7 +71,7 @@ def row_interval(row: pd.Series, key: str) -> tuple[float, float]:
     """The measured interval of a row's figure `key` (NaN, NaN where the row has none): the steady
     rate's own fields, or the slowest and fastest round of a time's `round_<key>` list."""
     if key == "images_per_sec":
-        low, high = number(row.get("images_per_sec_low")), number(row.get("images_per_sec_high"))
+        low, high = number(row.get(Col.IMAGES_PER_SEC_LOW)), number(row.get(Col.IMAGES_PER_SEC_HIGH))
         return (math.nan, math.nan) if low is None or high is None else (low, high)
     rounds = row.get(f"round_{key}")
     values = [value for value in rounds if number(value) is not None] if isinstance(rounds, list) else []

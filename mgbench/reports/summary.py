@@ -3,7 +3,7 @@ and what holds each run back (its breakdown's bottleneck, in one line).
 
 Speedup is throughput at N devices over throughput at the smallest device count of the same
 framework and strategy (normally 1); efficiency is speedup over the device ratio. Both come
-from the rows themselves (`mgbench.common.scaling`), so a partial results file still tabulates.
+from the rows themselves (`mgbench.records.scaling`), so a partial results file still tabulates.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
-from mgbench.common.breakdown import CATEGORIES
-from mgbench.common.results import RunResult
-from mgbench.common.runfolder import RunFolder
-from mgbench.common.scaling import SCALING_FIELDS, scaling_figures
-from mgbench.common.schema import field_types
-from mgbench.common.timing import FIRST_STEP_KEPT, first_step_kept
-from mgbench.common.utilisation import SOURCES
+from mgbench.measure.breakdown import CATEGORIES
+from mgbench.measure.timing import FIRST_STEP_KEPT, first_step_kept
+from mgbench.records.results import RunResult, figure_types
+from mgbench.records.runfolder import RunFolder
+from mgbench.records.scaling import SCALING_FIELDS, scaling_figures
+from mgbench.records.utilisation import SOURCES
 from mgbench.reports.caveats import frame_caveats
 from mgbench.reports.cells import MISSING, figure_text, number
+from mgbench.reports.columns import Col
 from mgbench.reports.ranking import NOT_REACHED, split_metric
 from mgbench.reports.readings import reading
 from mgbench.reports.same_start import same_start_sentence
@@ -94,14 +94,14 @@ LIST_COLUMNS = (
     "caveats",
     "device_utilisation",
 )
-NUMBER_FIGURES = [name for name, hint in field_types(RunResult).items() if hint in (float | None, int | None)]
+NUMBER_FIGURES = [name for name, hint in figure_types().items() if hint in (float | None, int | None)]
 """The figures a row holds as a number or null (no value: the row's `warnings` say why). The
 frame holds them as floats, a null as NaN, whether one row lacks the figure or every row does
 (pandas leaves a column of nulls only as None), so report code meets one kind of gap."""
 
 
 def results_frame(results: list[RunResult]) -> pd.DataFrame:
-    """One row per run with the scaling figures (`mgbench.common.scaling`) added, and the profile's
+    """One row per run with the scaling figures (`mgbench.records.scaling`) added, and the profile's
     and breakdown's shares as columns of their own (`profile_communication_fraction`,
     `breakdown_idle_fraction`, ...)."""
     records = [r.to_record() for r in results]
@@ -110,8 +110,8 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
         return frame
     numbers = [*NUMBER_FIGURES, *SCALING_FIELDS]
     frame[numbers] = frame[numbers].astype(float)
-    frame["caveats"] = frame_caveats(frame)
-    frame["warning"] = ["; ".join(row_warnings(row)) for _, row in frame.iterrows()]
+    frame[Col.CAVEATS] = frame_caveats(frame)
+    frame[Col.WARNING] = ["; ".join(row_warnings(row)) for _, row in frame.iterrows()]
     for column, keys in (("profile", ("communication_share", "input_copy_share")), ("breakdown", CATEGORIES)):
         if column in frame:
             for key in keys:
@@ -123,54 +123,54 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
 def row_warnings(row: pd.Series) -> list[str]:
     """Why a row's figures should not be trusted as they stand, one sentence each (none when
     nothing stands out)."""
-    if row["status"] != "ok":
+    if row[Col.STATUS] != "ok":
         return []
-    warnings = list(row.get("warnings") or [])  # the row's own: figures it wrote as null, and why
-    if row["scaling_efficiency_fraction"] > SUPERLINEAR_TOLERANCE:
+    warnings = list(row.get(Col.WARNINGS) or [])  # the row's own: figures it wrote as null, and why
+    if row[Col.SCALING_EFFICIENCY_FRACTION] > SUPERLINEAR_TOLERANCE:
         warnings.append(
-            f"speed-up {row['speedup']:.2f}x exceeds the device ratio: the runs were not measured alike (machine busy?)"
+            f"speed-up {row[Col.SPEEDUP]:.2f}x exceeds the device ratio: the runs were not measured alike (machine busy?)"
         )
-    if first_step_kept(row["warmup_steps"], row["warmup_detected"]):
+    if first_step_kept(row[Col.WARMUP_STEPS], row[Col.WARMUP_DETECTED]):
         warnings.append(FIRST_STEP_KEPT)
-    spread = (row["images_per_sec_p90"] - row["images_per_sec_p10"]) / row["images_per_sec"]
+    spread = (row[Col.IMAGES_PER_SEC_P90] - row[Col.IMAGES_PER_SEC_P10]) / row[Col.IMAGES_PER_SEC]
     if spread > WIDE_SPREAD:
         warnings.append(f"p10-p90 spans {spread:.0%} of the steady rate: unsteady steps")
-    p10, p90 = number(row["images_per_sec_p10"]), number(row["images_per_sec_p90"])
-    if p10 is not None and row["images_per_sec"] < p10 * (1 - INSIDE_TOLERANCE):
+    p10, p90 = number(row[Col.IMAGES_PER_SEC_P10]), number(row[Col.IMAGES_PER_SEC_P90])
+    if p10 is not None and row[Col.IMAGES_PER_SEC] < p10 * (1 - INSIDE_TOLERANCE):
         warnings.append(OUTSIDE_P10)
-    if p90 is not None and row["images_per_sec"] > p90 * (1 + INSIDE_TOLERANCE):
+    if p90 is not None and row[Col.IMAGES_PER_SEC] > p90 * (1 + INSIDE_TOLERANCE):
         warnings.append(OUTSIDE_P90)
-    versions = row.get("framework_versions")
+    versions = row.get(Col.FRAMEWORK_VERSIONS)
     cudnn = versions.get("cudnn", "") if isinstance(versions, dict) else ""
     if cudnn.startswith("not used"):
         warnings.append(f"cuDNN {cudnn}: convolutions ran without it, unlike the other frameworks' GPU rows")
-    warnings += [caveat.text for caveat in row.get("caveats") or []]
+    warnings += [caveat.text for caveat in row.get(Col.CAVEATS) or []]
     return warnings
 
 
 def rate_spread(row: pd.Series) -> Spread:
     """The row's steady rate with its interval (`spread`): every round's thirds, never under the noise floor."""
-    rounds = number(row.get("rounds"))
-    return Spread.of(float(row["images_per_sec"]), *row_interval(row, "images_per_sec"), int(rounds or 1))
+    rounds = number(row.get(Col.ROUNDS))
+    return Spread.of(float(row[Col.IMAGES_PER_SEC]), *row_interval(row, "images_per_sec"), int(rounds or 1))
 
 
 def _stalls(row: pd.Series) -> str:
     """`1 / 2.8 s`: the steps that stalled after warm-up and their seconds (`MISSING` in a row from
     before stalls were counted)."""
-    steps = number(row.get("stall_steps"))
-    return MISSING if steps is None else f"{steps:.0f} / {figure_text(row['stall_seconds'], '{:.1f} s')}"
+    steps = number(row.get(Col.STALL_STEPS))
+    return MISSING if steps is None else f"{steps:.0f} / {figure_text(row[Col.STALL_SECONDS], '{:.1f} s')}"
 
 
 def _spread(row: pd.Series) -> str:
     """`p10-p90` of the steps' rates, `MISSING` where either end has no value."""
-    low, high = number(row["images_per_sec_p10"]), number(row["images_per_sec_p90"])
+    low, high = number(row[Col.IMAGES_PER_SEC_P10]), number(row[Col.IMAGES_PER_SEC_P90])
     return MISSING if low is None or high is None else f"{low:.0f}-{high:.0f}"
 
 
 def _utilisation(row: pd.Series) -> str:
     """`97 (95-99)`: the median utilisation over the steady window and its p10-p90."""
-    median = number(row.get("utilisation_pct"))
-    low, high = number(row.get("utilisation_p10_pct")), number(row.get("utilisation_p90_pct"))
+    median = number(row.get(Col.UTILISATION_PCT))
+    low, high = number(row.get(Col.UTILISATION_P10_PCT)), number(row.get(Col.UTILISATION_P90_PCT))
     if median is None:
         return MISSING
     return f"{median:.0f}" + (f" ({low:.0f}-{high:.0f})" if low is not None and high is not None else "")
@@ -185,7 +185,7 @@ def _per_device(devices: object) -> str:
 
 def measured_host(frame: pd.DataFrame) -> bool:
     """Whether the rows' utilisation is the host's own (CPU devices stood in for GPUs)."""
-    sources = frame["utilisation_source"].dropna() if "utilisation_source" in frame else []
+    sources = frame[Col.UTILISATION_SOURCE].dropna() if "utilisation_source" in frame else []
     return len(sources) > 0 and all(source == SOURCES["cpu"] for source in sources)
 
 
@@ -197,26 +197,26 @@ def table_headers(frame: pd.DataFrame) -> dict[str, str]:
 
 def _ok_cells(r: pd.Series) -> dict[str, str]:
     """The figures only a finished row has, formatted (`MISSING` where one has no value)."""
-    peak, used = number(r["peak_memory_bytes"]), number(r.get("memory_used_mib"))
+    peak, used = number(r[Col.PEAK_MEMORY_BYTES]), number(r.get(Col.MEMORY_USED_MIB))
     rate = rate_spread(r)
     return {
         "images_per_sec": rate.text(),
         "interval": rate.range_text,
         "rounds": f"{rate.rounds}",
         "spread": _spread(r),
-        "speedup": figure_text(r["speedup"], "{:.2f}x"),
-        "efficiency": figure_text(r["scaling_efficiency_fraction"], "{:.0%}"),
-        "warmup": f"{figure_text(r['warmup_steps'], '{:.0f} st')} / {figure_text(r['warmup_seconds'], '{:.1f} s')}",
+        "speedup": figure_text(r[Col.SPEEDUP], "{:.2f}x"),
+        "efficiency": figure_text(r[Col.SCALING_EFFICIENCY_FRACTION], "{:.0%}"),
+        "warmup": f"{figure_text(r[Col.WARMUP_STEPS], '{:.0f} st')} / {figure_text(r[Col.WARMUP_SECONDS], '{:.1f} s')}",
         "stalls": _stalls(r),
-        "input_wait_pct": figure_text(r["input_wait_fraction"] * 100, "{:.1f}"),
-        "startup_seconds": figure_text(r["startup_seconds"], "{:.1f}"),
-        "compile_seconds": figure_text(r["compile_seconds"], "{:.1f}"),
-        **({"attention_kernel": r["attention_kernel"]} if isinstance(r.get("attention_kernel"), str) else {}),
+        "input_wait_pct": figure_text(r[Col.INPUT_WAIT_FRACTION] * 100, "{:.1f}"),
+        "startup_seconds": figure_text(r[Col.STARTUP_SECONDS], "{:.1f}"),
+        "compile_seconds": figure_text(r[Col.COMPILE_SECONDS], "{:.1f}"),
+        **({"attention_kernel": r[Col.ATTENTION_KERNEL]} if isinstance(r.get(Col.ATTENTION_KERNEL), str) else {}),
         "peak_memory_gib": figure_text(peak / 2**30 if peak else None, "{:.2f}"),
         "utilisation": _utilisation(r),
-        "device_utilisation": _per_device(r.get("device_utilisation")),
+        "device_utilisation": _per_device(r.get(Col.DEVICE_UTILISATION)),
         "memory_used_gib": figure_text(used / 1024 if used is not None else None, "{:.1f}"),
-        "allreduce_pct": figure_text(r["allreduce_step_fraction"] * 100, "{:.1f}"),
+        "allreduce_pct": figure_text(r[Col.ALLREDUCE_STEP_FRACTION] * 100, "{:.1f}"),
     }
 
 
@@ -229,17 +229,17 @@ def _time_text(r: pd.Series, key: str) -> str:
 def _epoch_cells(r: pd.Series) -> dict[str, str]:
     """What a row trained in epochs answers: its time to train (to `--target-metric`, and the
     epoch that reached it) and the test split's metrics; nothing for a `--steps` row."""
-    if pd.isna(r.get("epochs")):
+    if pd.isna(r.get(Col.EPOCHS)):
         return {}
     cells = {
         "time_to_train_seconds": _time_text(r, "time_to_train_seconds"),
-        "epoch_images_per_sec": figure_text(r.get("epoch_images_per_sec"), "{:,.1f}"),
+        "epoch_images_per_sec": figure_text(r.get(Col.EPOCH_IMAGES_PER_SEC), "{:,.1f}"),
     }
-    if isinstance(r.get("target_metric"), str):
-        reached = number(r["target_epoch"]) is not None
+    if isinstance(r.get(Col.TARGET_METRIC), str):
+        reached = number(r[Col.TARGET_EPOCH]) is not None
         cells["time_to_target_seconds"] = _time_text(r, "time_to_target_seconds") if reached else NOT_REACHED
-        cells["target_epoch"] = figure_text(r["target_epoch"], "{:.0f}") if reached else ""
-    tests = r.get("test_metrics")
+        cells["target_epoch"] = figure_text(r[Col.TARGET_EPOCH], "{:.0f}") if reached else ""
+    tests = r.get(Col.TEST_METRICS)
     for name in ("auc", "top1"):
         if isinstance(tests, dict) and name in tests:
             cells[f"test_{name}"] = figure_text(split_metric(tests, name), "{:.3f}")
@@ -253,23 +253,27 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
     other column empty in every row (`NAMING_COLUMNS`)."""
     rows = []
     for _, r in frame.iterrows():
-        ok = r["status"] == "ok"
-        status = r["status"] if ok else f"{r['status']}: {str(r['error'] or '').splitlines()[0] if r['error'] else ''}"
+        ok = r[Col.STATUS] == "ok"
+        status = (
+            r[Col.STATUS]
+            if ok
+            else f"{r[Col.STATUS]}: {str(r[Col.ERROR] or '').splitlines()[0] if r[Col.ERROR] else ''}"
+        )
         rows.append(
             {
-                "framework": r["framework"],
-                "strategy": r["strategy"],
-                "devices": str(r["devices"]),
-                "device_kind": r["device_kind"],
+                "framework": r[Col.FRAMEWORK],
+                "strategy": r[Col.STRATEGY],
+                "devices": str(r[Col.DEVICES]),
+                "device_kind": r[Col.DEVICE_KIND],
                 "status": status,
                 **(_ok_cells(r) | _epoch_cells(r) if ok else {}),
                 "reading": reading(r),
-                "warning": r["warning"],
+                "warning": r[Col.WARNING],
             }
         )
     table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS), dtype=object).fillna("")
     empty = [c for c in table if c not in NAMING_COLUMNS and table[c].isin(["", MISSING]).all()]
-    if frame["devices"].nunique() == 1:
+    if frame[Col.DEVICES].nunique() == 1:
         empty += SCALING_COLUMNS
     return table.drop(columns=[c for c in dict.fromkeys(empty) if c in table]).rename(columns=table_headers(frame))
 
@@ -279,7 +283,7 @@ def per_gpu_columns(frame: pd.DataFrame) -> pd.DataFrame:
     `memory_used_mib_gpu0`, ...), empty where a row has no such GPU; the host's one figure on CPU
     devices is the row's own."""
     cells: list[dict[str, float]] = []
-    for devices in frame.get("device_utilisation", pd.Series([[]] * len(frame), index=frame.index)):
+    for devices in frame.get(Col.DEVICE_UTILISATION, pd.Series([[]] * len(frame), index=frame.index)):
         row = {}
         for device in devices if isinstance(devices, list) else []:
             name = str(device.get("device", ""))

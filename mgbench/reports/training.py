@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from mgbench.reports.cells import figure_text, number, run_label
+from mgbench.reports.columns import Col
 from mgbench.reports.figures import job_title, new_figure, save
 from mgbench.reports.ranking import split_metric
 
@@ -40,25 +41,25 @@ def training_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One line per ok row that trained in epochs, fastest to train first (empty when none did)."""
     if "time_to_train_seconds" not in frame:
         return pd.DataFrame(columns=list(COLUMNS))
-    rows = frame[(frame["status"] == "ok") & frame["time_to_train_seconds"].notna()]
+    rows = frame[(frame[Col.STATUS] == "ok") & frame[Col.TIME_TO_TRAIN_SECONDS].notna()]
     lines = []
     for _, row in rows.iterrows():
-        epochs = row["epoch_metrics"] if isinstance(row["epoch_metrics"], list) else []
+        epochs = row[Col.EPOCH_METRICS] if isinstance(row[Col.EPOCH_METRICS], list) else []
         lines.append(
             {
-                "framework": row["framework"],
-                "strategy": row["strategy"],
-                "devices": int(row["devices"]),
-                "loader": row.get("loader"),
-                "loader_workers": row.get("loader_workers"),
+                "framework": row[Col.FRAMEWORK],
+                "strategy": row[Col.STRATEGY],
+                "devices": int(row[Col.DEVICES]),
+                "loader": row.get(Col.LOADER),
+                "loader_workers": row.get(Col.LOADER_WORKERS),
                 "epochs": len(epochs),
-                "time_to_train_seconds": float(row["time_to_train_seconds"]),
-                "compile_seconds": number(row.get("compile_seconds")) or np.nan,
-                "time_to_target_seconds": row.get("time_to_target_seconds", np.nan),
-                "epoch_images_per_sec": number(row.get("epoch_images_per_sec")) or np.nan,
+                "time_to_train_seconds": float(row[Col.TIME_TO_TRAIN_SECONDS]),
+                "compile_seconds": number(row.get(Col.COMPILE_SECONDS)) or np.nan,
+                "time_to_target_seconds": row.get(Col.TIME_TO_TARGET_SECONDS, np.nan),
+                "epoch_images_per_sec": number(row.get(Col.EPOCH_IMAGES_PER_SEC)) or np.nan,
                 "val_auc": epochs[-1].get("val_auc", np.nan) if epochs else np.nan,
-                "test_auc": split_metric(row.get("test_metrics"), "auc"),
-                "test_top1": split_metric(row.get("test_metrics"), "top1"),
+                "test_auc": split_metric(row.get(Col.TEST_METRICS), "auc"),
+                "test_top1": split_metric(row.get(Col.TEST_METRICS), "top1"),
             }
         )
     table = pd.DataFrame(lines, columns=list(COLUMNS))

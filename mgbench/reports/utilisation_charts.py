@@ -17,8 +17,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from mgbench.common.phases import PHASES, run_phases
+from mgbench.measure.phases import PHASES, run_phases
 from mgbench.reports.cells import number, run_label
+from mgbench.reports.columns import Col
 from mgbench.reports.figures import job_title, new_figure, save
 from mgbench.reports.run_charts import OTHER_ALPHA, PHASE_ALPHA, PHASE_COLORS, shade_phases
 from mgbench.reports.summary import measured_host
@@ -42,7 +43,7 @@ def every_run_utilisation_chart(ok: pd.DataFrame, traces: dict[str, pd.DataFrame
     """One panel per run that has a trace, in the frame's order, sharing the time and the 0-100%
     axes: each device's utilisation over the run's shaded phases, the run's steady median beside
     its name; the phases' and devices' legend below the panels, outside the data."""
-    rows = [row for _, row in ok.iterrows() if row["run_id"] in traces]
+    rows = [row for _, row in ok.iterrows() if row[Col.RUN_ID] in traces]
     figure = new_figure(FRAME_INCHES + PANEL_INCHES * len(rows))
     panels = figure.subplots(len(rows), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     devices: dict[int, str] = {}
@@ -51,11 +52,13 @@ def every_run_utilisation_chart(ok: pd.DataFrame, traces: dict[str, pd.DataFrame
         phases = run_phases(row)
         shaded |= {phase.name for phase in phases}
         shade_phases(axes, phases, labelled=False)
-        for index, ((kind, device), samples) in enumerate(traces[row["run_id"]].groupby(["kind", "device"], sort=True)):
+        for index, ((kind, device), samples) in enumerate(
+            traces[row[Col.RUN_ID]].groupby(["kind", "device"], sort=True)
+        ):
             devices.setdefault(index, f"GPU {device}" if kind == "gpu" else "host CPU")
             color = DEVICE_COLORS[index % len(DEVICE_COLORS)]
             axes.plot(samples["seconds"], samples["utilization_pct"], color=color, linewidth=0.9)
-        median = number(row.get("utilisation_pct"))
+        median = number(row.get(Col.UTILISATION_PCT))
         steady = f"steady median {median:.0f}%" if median is not None else "no steady sample"
         axes.set_ylabel(f"{run_label(row)}\n{steady}", rotation=0, ha="right", va="center", fontsize="small")
         axes.set_ylim(0, 105)

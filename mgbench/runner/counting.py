@@ -27,12 +27,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from mgbench.common.errors import UsageError
-from mgbench.common.models import model_spec
-from mgbench.common.results import write_json_atomically
-from mgbench.common.safe_files import read_regular
-from mgbench.common.work import ModelWork
+from mgbench.core.errors import UsageError
+from mgbench.core.models import model_spec
+from mgbench.core.safe_files import read_regular
 from mgbench.frameworks.pytorch.spec import TORCHVISION
+from mgbench.records.peak import ModelWork
+from mgbench.records.results import write_json_atomically
 
 CACHE_ENV = "MGBENCH_WORK_CACHE"
 COMPILER_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"

@@ -15,7 +15,7 @@ import socket
 import subprocess
 from dataclasses import dataclass
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 
 HOST_NAME = re.compile(r"[\w.:%\[\]][\w.:%\[\]-]*", re.ASCII)
 """A host name or address as `--hosts` takes it: no leading `-`, nothing a shell or ssh reads

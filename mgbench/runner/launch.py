@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mgbench
-from mgbench.common.safe_files import fresh_stream
+from mgbench.core.safe_files import fresh_stream
 from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.runner.launchers import LAUNCHERS, NodeCommand
 from mgbench.runner.watchdog import RunWatchdog

@@ -22,11 +22,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.runner.hosts import Host
 
 RUN_ENTRY = ("-m", "mgbench.worker")
 """What every launcher starts in each process of a run (with its arguments after it)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a launcher starts: `entry` (by default `python -m mgbench.worker`) with `run_args`,
+    through the run's `interpreter`; over hosts, for the run `run_id`, meeting at `port` of the
+    first host where the launcher needs a rendezvous."""
+
+    interpreter: str
+    run_args: Sequence[str] = ()
+    entry: Sequence[str] = RUN_ENTRY
+    run_id: str = ""
+    port: int = 0
+
+    @property
+    def worker(self) -> list[str]:
+        """The command each of the launcher's processes runs."""
+        return [self.interpreter, *self.entry, *self.run_args]
 
 
 @dataclass(frozen=True)
@@ -51,24 +69,12 @@ class Launcher(ABC):
     (`mgbench run` then trains in place, as one rank of the job)."""
 
     @abstractmethod
-    def command(
-        self, interpreter: str, processes: int, run_args: Sequence[str], entry: Sequence[str] = RUN_ENTRY
-    ) -> list[str]:
-        """The command line that starts `entry` (default `python -m mgbench.worker`) with
-        `run_args` in `processes` processes on this machine."""
+    def command(self, launch: Launch, processes: int) -> list[str]:
+        """The command line that starts `launch` in `processes` processes on this machine."""
 
     @abstractmethod
-    def node_commands(
-        self,
-        interpreter: str,
-        hosts: list[Host],
-        run_args: Sequence[str],
-        port: int,
-        run_id: str,
-        entry: Sequence[str] = RUN_ENTRY,
-    ) -> list[NodeCommand]:
-        """The commands that start `entry` in a process per slot of `hosts` (before ssh), meeting
-        at `port` of the first host where the launcher needs a rendezvous."""
+    def node_commands(self, launch: Launch, hosts: list[Host]) -> list[NodeCommand]:
+        """The commands that start `launch` in a process per slot of `hosts` (before ssh)."""
 
 
 class InProcess(Launcher):
@@ -78,20 +84,10 @@ class InProcess(Launcher):
     key = "inprocess"
     one_process = True
 
-    def command(
-        self, interpreter: str, processes: int, run_args: Sequence[str], entry: Sequence[str] = RUN_ENTRY
-    ) -> list[str]:
-        return [interpreter, *entry, *run_args]
+    def command(self, launch: Launch, processes: int) -> list[str]:
+        return launch.worker
 
-    def node_commands(
-        self,
-        interpreter: str,
-        hosts: list[Host],
-        run_args: Sequence[str],
-        port: int,
-        run_id: str,
-        entry: Sequence[str] = RUN_ENTRY,
-    ) -> list[NodeCommand]:
+    def node_commands(self, launch: Launch, hosts: list[Host]) -> list[NodeCommand]:
         """Never: the orchestrator makes a run of a `one_process` launcher over hosts an
         `unsupported` row first, so reaching this is a caller's mistake."""
         raise ValueError(f"{self.key} runs in one process; it cannot span hosts")
@@ -105,35 +101,29 @@ class Torchrun(Launcher):
     module = ("-m", "torch.distributed.run")
     """torchrun through the environment's interpreter, as horovodrun (its script may be elsewhere)."""
 
-    def command(
-        self, interpreter: str, processes: int, run_args: Sequence[str], entry: Sequence[str] = RUN_ENTRY
-    ) -> list[str]:
-        return [interpreter, *self.module, "--standalone", f"--nproc-per-node={processes}", *entry, *run_args]
+    def command(self, launch: Launch, processes: int) -> list[str]:
+        agent = [launch.interpreter, *self.module, "--standalone", f"--nproc-per-node={processes}"]
+        return [*agent, *launch.entry, *launch.run_args]
 
-    def node_commands(
-        self,
-        interpreter: str,
-        hosts: list[Host],
-        run_args: Sequence[str],
-        port: int,
-        run_id: str,
-        entry: Sequence[str] = RUN_ENTRY,
-    ) -> list[NodeCommand]:
+    def node_commands(self, launch: Launch, hosts: list[Host]) -> list[NodeCommand]:
         """One agent per node, rendezvous through c10d on the first host (c10d assigns node
         ranks as agents arrive; torchrun ignores --node-rank with it, so none is passed)."""
+        rendezvous = [
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={hosts[0].name}:{launch.port}",
+            f"--rdzv-id={launch.run_id}",
+        ]
         return [
             NodeCommand(
                 host,
                 [
-                    interpreter,
+                    launch.interpreter,
                     *self.module,
                     f"--nnodes={len(hosts)}",
                     f"--nproc-per-node={host.slots}",
-                    "--rdzv-backend=c10d",
-                    f"--rdzv-endpoint={hosts[0].name}:{port}",
-                    f"--rdzv-id={run_id}",
-                    *entry,
-                    *run_args,
+                    *rendezvous,
+                    *launch.entry,
+                    *launch.run_args,
                 ],
             )
             for host in hosts
@@ -148,23 +138,13 @@ class HostListLauncher(Launcher):
     def prefix(self, interpreter: str, processes: int, host_option: list[str]) -> list[str]:
         """The launcher's own part of the command line, before the worker's interpreter."""
 
-    def command(
-        self, interpreter: str, processes: int, run_args: Sequence[str], entry: Sequence[str] = RUN_ENTRY
-    ) -> list[str]:
-        return [*self.prefix(interpreter, processes, []), interpreter, *entry, *run_args]
+    def command(self, launch: Launch, processes: int) -> list[str]:
+        return [*self.prefix(launch.interpreter, processes, []), *launch.worker]
 
-    def node_commands(
-        self,
-        interpreter: str,
-        hosts: list[Host],
-        run_args: Sequence[str],
-        port: int,
-        run_id: str,
-        entry: Sequence[str] = RUN_ENTRY,
-    ) -> list[NodeCommand]:
+    def node_commands(self, launch: Launch, hosts: list[Host]) -> list[NodeCommand]:
         total = sum(host.slots for host in hosts)
         host_option = ["-H", ",".join(str(host) for host in hosts)]
-        return [NodeCommand(None, [*self.prefix(interpreter, total, host_option), interpreter, *entry, *run_args])]
+        return [NodeCommand(None, [*self.prefix(launch.interpreter, total, host_option), *launch.worker])]
 
 
 class Mpiexec(HostListLauncher):

@@ -16,10 +16,10 @@ from types import TracebackType
 
 import psutil
 
-from mgbench.common.devices import nvml_or_none
-from mgbench.common.runfolder import TRACE_COLUMNS
-from mgbench.common.safe_files import fresh_stream
-from mgbench.common.utilisation import SAMPLE_INTERVAL_SECONDS
+from mgbench.core.safe_files import fresh_stream
+from mgbench.machine.devices import nvml_or_none
+from mgbench.records.runfolder import TRACE_COLUMNS
+from mgbench.records.utilisation import SAMPLE_INTERVAL_SECONDS
 
 
 class DeviceMonitor:

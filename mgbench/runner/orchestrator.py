@@ -24,28 +24,31 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from mgbench.common.bandwidth import BandwidthReport, annotate_allreduce
-from mgbench.common.breakdown_record import attach_breakdown, attach_host_bottleneck
-from mgbench.common.config import RunConfig
-from mgbench.common.devices import visible_gpus
-from mgbench.common.driver import LAUNCH_TIME_ENV
-from mgbench.common.results import RunResult, Status
-from mgbench.common.runfolder import RunFolder
-from mgbench.common.utilisation import attach_utilisation
-from mgbench.common.work import annotate_work
+from mgbench.core.config import RunConfig
 from mgbench.frameworks.specs import FrameworkSpec
+from mgbench.machine.devices import visible_gpus
+from mgbench.records.bandwidth import BandwidthReport, annotate_allreduce
+from mgbench.records.breakdown_record import attach_breakdown, attach_host_bottleneck
+from mgbench.records.figures import OomRetries, Origin
+from mgbench.records.peak import annotate_work
+from mgbench.records.results import RunResult, Status
+from mgbench.records.runfolder import RunFolder
+from mgbench.records.utilisation import attach_utilisation
 from mgbench.runner.counting import COMPILER_CACHE_ENV, compiler_cache, model_work
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import execute_nodes, interpreter_for
-from mgbench.runner.launchers import NodeCommand, launcher_for
+from mgbench.runner.launchers import Launch, NodeCommand, launcher_for
 from mgbench.runner.monitor import DeviceMonitor
 from mgbench.runner.plan import PlannedRun
 from mgbench.runner.rounds import RoundBook
 from mgbench.runner.scratch import run_scratch
+from mgbench.training.driver import LAUNCH_TIME_ENV
 
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
 RDZV_PORT_ENV = "MGBENCH_RDZV_PORT"
 DEFAULT_RDZV_PORT = 29400
+DEFAULT_TIMEOUT_SECONDS = 1200.0
+"""Seconds a run may take where `--timeout` does not say (`compare`, `run`)."""
 
 
 def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
@@ -56,7 +59,7 @@ def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
     env[LAUNCH_TIME_ENV] = repr(time.time())
     env["PYTHONUNBUFFERED"] = "1"
     env[COMPILER_CACHE_ENV] = compiler_cache()
-    if not config.device_kind.on_gpu:
+    if not config.job.device_kind.on_gpu:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // config.devices))
     env.update(spec.variables_for(config))
     return env
@@ -190,22 +193,24 @@ def execute_run(
     run_args = ["--config", str(config_file), "--result-file", str(raw)]
     if state_path is not None:
         run_args += ["--save-state", str(state_path)]
-    if config.profile_steps:
+    if config.job.profile_steps:
         run_args += ["--profile-dir", str(folder.made(folder.profile_dir(config.run_id)))]
     if multinode:
         assert hosts is not None
-        nodes = launcher.node_commands(interpreter, hosts, run_args, rendezvous_port(hosts), config.run_id)
+        nodes = launcher.node_commands(
+            Launch(interpreter, run_args, run_id=config.run_id, port=rendezvous_port(hosts)), hosts
+        )
     else:
-        nodes = [NodeCommand(None, launcher.command(interpreter, config.devices, run_args))]
-    gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.device_kind.on_gpu else []
+        nodes = [NodeCommand(None, launcher.command(Launch(interpreter, run_args), config.devices))]
+    gpus = [gpu.index for gpu in visible_gpus()[: config.devices]] if config.job.device_kind.on_gpu else []
     with DeviceMonitor(folder.with_folder(folder.trace(config.run_id)), gpus), run_scratch() as scratch:
         env = {**child_environment(config, spec), **scratch}
         outcome = execute_nodes(nodes, env, timeout, folder.with_folder(folder.log(config.run_id)))
     command_text = "\n".join(" ".join(node.argv) for node in nodes)
     if outcome.returncode == 0 and raw.exists():
         result = RunResult.from_record(json.loads(raw.read_text()))
-        result.command = command_text
-        if config.profile_steps:
+        result.origin.command = command_text
+        if config.job.profile_steps:
             attach_breakdown(result, folder.profile_dir(config.run_id))
         attach_host_bottleneck(result)
         attach_utilisation(result, folder.trace(config.run_id))
@@ -216,9 +221,8 @@ def execute_run(
     else:
         cause = failure_cause(folder.log(config.run_id).read_text(errors="replace"), outcome.returncode)
         error = f"{cause} (exit code {outcome.returncode})\n{outcome.log_tail}"
-    return RunResult(
-        config, status, error=error, command=command_text, interpreter=interpreter, wall_seconds=outcome.seconds
-    )
+    origin = Origin(command=command_text, interpreter=interpreter, wall_seconds=outcome.seconds)
+    return RunResult(config, status, error=error, origin=origin)
 
 
 @dataclass(frozen=True)
@@ -247,16 +251,15 @@ def execute_with_oom_retry(
     `requested_batch_per_device` and the number of restarts in `oom_retries`; every round starts
     from the batch asked for, so each row says the same of its own round.
     """
-    requested, retries = run.config.batch_per_device, 0
+    requested, retries = run.config.job.batch_per_device, 0
     on_event(RunEvent("start", run.config, folder.log(run.config.run_id), round_label))
     result = execute_run(run, folder, timeout, hosts=hosts)
-    while result.status == "oom" and run.config.batch_per_device > 1:
-        run = replace(run, config=run.config.with_changes(batch_per_device=run.config.batch_per_device // 2))
+    while result.status == "oom" and run.config.job.batch_per_device > 1:
+        run = replace(run, config=run.config.with_changes(batch_per_device=run.config.job.batch_per_device // 2))
         retries += 1
         on_event(RunEvent("retry", run.config, folder.log(run.config.run_id), round_label))
         result = execute_run(run, folder, timeout, hosts=hosts)
-    result.requested_batch_per_device = requested
-    result.oom_retries = retries
+    result.retries = OomRetries(requested, retries)
     return result
 
 
@@ -293,7 +296,7 @@ def run_compare(
             if bandwidth is not None:
                 annotate_allreduce(result, bandwidth)
             if result.status == "ok":
-                annotate_work(result, model_work(result.config.model, result.config.input_size), bandwidth)
+                annotate_work(result, model_work(result.config.job.model, result.config.job.input_size), bandwidth)
             book.record(folder, result)
             on_result(result)
     return book.rows()

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.runner.launch import isolated_environment, project_root
 
 X86_MACHINES = ("x86_64", "AMD64", "i386", "i686")

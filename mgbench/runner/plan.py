@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.job import Job
-from mgbench.common.results import RunResult, Status
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.job import Job
 from mgbench.frameworks.registry import ALL_STRATEGIES, framework_spec
 from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
+from mgbench.records.results import RunResult, Status
 from mgbench.runner.launchers import launcher_for
 from mgbench.runner.venvs import Installation
 

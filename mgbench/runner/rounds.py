@@ -24,9 +24,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from mgbench.common.kinds import DeviceKind
-from mgbench.common.results import RunResult, append_line, read_result_lines, read_results, write_results
-from mgbench.common.runfolder import RunFolder
+from mgbench.core.kinds import DeviceKind
+from mgbench.records.figures import Rounds
+from mgbench.records.results import RunResult, append_line, read_result_lines, read_results, write_results
+from mgbench.records.runfolder import RunFolder
 from mgbench.runner.plan import PlannedRun
 
 GPU_ROUNDS = 3
@@ -51,10 +52,11 @@ def round_order(result: RunResult) -> float:
     """How a round ranks among its run's rounds, best first: by time to the target or to train for
     `--epochs` (a target not reached last), else by the steady rate."""
     config = result.config
-    if config.epochs:
-        seconds = result.time_to_target_seconds if config.target_metric else result.time_to_train_seconds
+    if config.job.epochs:
+        by_epoch = result.by_epoch
+        seconds = by_epoch.time_to_target_seconds if config.job.target_metric else by_epoch.time_to_train_seconds
         return math.inf if seconds is None else seconds
-    return -(result.images_per_sec or 0.0)
+    return -(result.timing.images_per_sec or 0.0)
 
 
 def _bound(values: list[float | None], pick: Callable[[list[float]], float]) -> float | None:
@@ -77,17 +79,19 @@ def combine_rounds(rounds: list[RunResult]) -> RunResult:
         for number, result in enumerate(rounds, start=1)
         if result.status != "ok"
     ]
-    epochs, target = median.config.epochs, median.config.target_metric
-    return replace(
-        median,
+    epochs, target = median.config.job.epochs, median.config.job.target_metric
+    repeats = Rounds(
         rounds=len(ok),
-        round_images_per_sec=[result.images_per_sec for result in ok],
-        images_per_sec_low=_bound([result.images_per_sec_low for result in ok], min),
-        images_per_sec_high=_bound([result.images_per_sec_high for result in ok], max),
-        round_time_to_train_seconds=[result.time_to_train_seconds for result in ok] if epochs else [],
-        round_time_to_target_seconds=[result.time_to_target_seconds for result in ok] if target else [],
-        warnings=[*median.warnings, *unfinished],
+        round_images_per_sec=[result.timing.images_per_sec for result in ok],
+        round_time_to_train_seconds=[result.by_epoch.time_to_train_seconds for result in ok] if epochs else [],
+        round_time_to_target_seconds=[result.by_epoch.time_to_target_seconds for result in ok] if target else [],
     )
+    timing = replace(
+        median.timing,
+        images_per_sec_low=_bound([result.timing.images_per_sec_low for result in ok], min),
+        images_per_sec_high=_bound([result.timing.images_per_sec_high for result in ok], max),
+    )
+    return replace(median, repeats=repeats, timing=timing, warnings=[*median.warnings, *unfinished])
 
 
 @dataclass

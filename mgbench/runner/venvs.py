@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mgbench.common.errors import UsageError
+from mgbench.core.errors import UsageError
 from mgbench.frameworks.registry import registered
 from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.runner.launch import environment_python, interpreter_for, isolated_environment, project_root, venvs_dir

@@ -23,7 +23,7 @@ Input is unstaged: each batch is sent to the device when the step takes it.
 A transformer's attention is unfused in Chainer; the row names the function nodes it runs and
 where (`attention`), observed on the run's device after cuDNN is allowed or not.
 
-Chainer is imported after `chainer_compat.apply()`, which lets Chainer 7.8.1 run on numpy 2
+Chainer is imported through `imports`, after `compat.apply()`, which lets Chainer 7.8.1 run on numpy 2
 (needed by CuPy 14 on GPU machines); on numpy 1.23 it does nothing. `cupy_compat.apply()` then
 lets ChainerMN's gradient-packing kernels compile on CuPy 14 (nothing without CuPy or on older
 CuPy). CuPy 14 has no cuDNN module: Chainer then runs without cuDNN, and `framework_versions`
@@ -35,31 +35,24 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import mpi4py
 import numpy as np
+from mpi4py import MPI
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-NUMPY_PATCHES = chainer_compat.apply()
-
-import chainer  # noqa: E402
-import chainer.functions as F  # noqa: E402
-import chainermn  # noqa: E402
-import mpi4py  # noqa: E402
-from mpi4py import MPI  # noqa: E402
-
-from mgbench.common.config import RunConfig  # noqa: E402
-from mgbench.common.errors import UsageError  # noqa: E402
-from mgbench.common.initial_weights import initial_weights  # noqa: E402
-from mgbench.common.metrics import gathered_metrics  # noqa: E402
-from mgbench.common.protocol import Adapter, ModelInfo, Placement  # noqa: E402
-from mgbench.datasets.resolve import dataset_for  # noqa: E402
-from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool  # noqa: E402
-from mgbench.frameworks.chainer import attention, cupy_compat, models, weights  # noqa: E402
-from mgbench.frameworks.chainer.data import ChainerLoader  # noqa: E402
-from mgbench.frameworks.chainer.optimizer import build_optimizer  # noqa: E402
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.datasets.resolve import task_for
+from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
+from mgbench.frameworks.chainer import attention, cupy_compat, models, weights
+from mgbench.frameworks.chainer.data import ChainerLoader
+from mgbench.frameworks.chainer.imports import NUMPY_PATCHES, F, chainer, chainermn
+from mgbench.frameworks.chainer.optimizer import build_optimizer
+from mgbench.measure.metrics import gathered_metrics
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 KERNEL_PATCHES = cupy_compat.apply()
 COMMUNICATORS = {"cuda": "pure_nccl", "cpu": "naive"}
@@ -73,24 +66,21 @@ def cudnn_state() -> str:
     return f"not used ({getattr(cuda, '_resolution_error', None) or 'cuDNN disabled'})"
 
 
-class ChainerTrainer(Adapter):
+class ChainerAdapter(Adapter):
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
-        self.comm = chainermn.create_communicator(COMMUNICATORS[config.device_kind])
+        self.comm = chainermn.create_communicator(COMMUNICATORS[config.job.device_kind])
         if self.comm.size != config.devices:
             raise UsageError(f"chainermn was launched with {self.comm.size} processes for {config.devices} devices")
         self.device = self._join_device()
-        np.random.seed(config.seed)
-        self.dataset = dataset_for(config)
-        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        self.model = models.build_model(spec, config.input_size, config.data_format)
+        np.random.seed(config.job.seed)
+        self.dataset, spec = task_for(config.job)
+        self.model = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(self.model, spec.hyperparameters)
-        start = initial_weights(config.init, spec, config.seed, config.input_size)
-        if start is not None:
-            weights.load_initial(self.model, start)
+        digest = config.job.start_from(spec, partial(weights.load_initial, self.model))
         self.model.to_device(self.device)
         self.lossfun = models.build_loss(spec)
-        optimizer = build_optimizer(config.learning_rate, spec.hyperparameters)
+        optimizer = build_optimizer(config.job.learning_rate, spec.hyperparameters)
         self.optimizer = chainermn.create_multi_node_optimizer(optimizer, self.comm)
         self.optimizer.setup(self.model)
         self.comm.bcast_data(self.model)
@@ -100,8 +90,10 @@ class ChainerTrainer(Adapter):
             self.loader = ChainerLoader(self.dataset, config, self.comm)
         return ModelInfo(
             parameters=models.parameter_count(self.model),
-            init_digest=start.digest if start else None,
-            attention_kernel=attention.attention_kernel(spec, config.input_size, config.batch_per_device, self.device),
+            init_digest=digest,
+            attention_kernel=attention.attention_kernel(
+                spec, config.job.input_size, config.job.batch_per_device, self.device
+            ),
         )
 
     def _join_device(self) -> chainer.backend.Device:
@@ -129,8 +121,8 @@ class ChainerTrainer(Adapter):
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
             return itertools.chain.from_iterable(self.epoch_batches(epoch) for epoch in itertools.count())
-        pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
-        return placed_batches(pool, self._to_device, resident=self.config.data_on_device or not self.use_cuda)
+        pool = synthetic_pool(self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed)
+        return placed_batches(pool, self._to_device, resident=self.config.job.data_on_device or not self.use_cuda)
 
     def steps_per_epoch(self) -> int:
         return self.loader.steps_per_epoch()
@@ -163,7 +155,9 @@ class ChainerTrainer(Adapter):
         with chainer.using_config("train", False), chainer.no_backprop_mode():
             if self.dataset is not None:
                 return self._score(split)
-            batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
+            batch = held_out_batch(
+                self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed + 1
+            )
             images, labels = self._to_device(batch)
             loss = self.lossfun(self.model(images), labels)
         return {"loss": self._global_mean(loss.array)}
@@ -190,7 +184,7 @@ class ChainerTrainer(Adapter):
             "numpy": np.__version__,
             "mpi4py": mpi4py.__version__,
             "mpi": MPI.Get_library_version().split("\x00")[0].splitlines()[0].strip(),
-            "communicator": COMMUNICATORS[self.config.device_kind],
+            "communicator": COMMUNICATORS[self.config.job.device_kind],
         }
         if NUMPY_PATCHES:
             versions["numpy_compat"] = "restored " + ", ".join(NUMPY_PATCHES)
@@ -212,5 +206,5 @@ class ChainerTrainer(Adapter):
         self.comm.mpi_comm.Barrier()
 
 
-def create_trainer(strategy: str) -> ChainerTrainer:
-    return ChainerTrainer(strategy)
+def create_adapter(strategy: str) -> ChainerAdapter:
+    return ChainerAdapter(strategy)

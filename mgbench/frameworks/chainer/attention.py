@@ -13,14 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
-import chainer.functions as F  # noqa: E402
-
-from mgbench.common.models import ModelSpec  # noqa: E402
+from mgbench.core.models import ModelSpec
+from mgbench.frameworks.chainer.imports import F, chainer
 
 CUDNN_NODES = ("Softmax",)
 """The function nodes of `attend` that hand their work to cuDNN on GPU when Chainer's

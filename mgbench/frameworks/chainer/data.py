@@ -15,17 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import chainer
-import chainermn
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import DatasetDescription
 from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.sampling import rank_major_keys
+from mgbench.frameworks.chainer.imports import chainer, chainermn
+from mgbench.training.loaders import loader_workers
 
 
 class Keyed:
@@ -45,12 +44,12 @@ class ChainerLoader:
     """One process's MultiprocessIterators: an epoch of its training shard, or its share of a held-out split."""
 
     def __init__(self, dataset: DatasetDescription, config: RunConfig, comm: Any):
-        self.workers = loader_workers(config.workers, comm.size)
+        self.workers = loader_workers(config.job.workers, comm.size)
         if self.workers < 1:
             raise UsageError("chainer's MultiprocessIterator decodes in worker processes: give --workers 1 or more")
         self.dataset, self.config, self.comm = dataset, config, comm
-        self.augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
-        self.train = TrainItems(dataset.train, self.augmentation, config.seed, pixels=False)
+        self.augmentation = Augmentation.for_input(config.job.input_size, dataset.bit_depth)
+        self.train = TrainItems(dataset.train, self.augmentation, config.job.seed, pixels=False)
 
     def steps_per_epoch(self) -> int:
         return len(self.dataset.train) // self.config.global_batch
@@ -60,9 +59,9 @@ class ChainerLoader:
         keys = None
         if self.comm.rank == 0:
             size, batch = len(self.dataset.train), self.config.global_batch
-            keys = rank_major_keys(size, batch, self.comm.size, epoch, self.config.seed)
+            keys = rank_major_keys(size, batch, self.comm.size, epoch, self.config.job.seed)
         mine = chainermn.scatter_dataset(keys, self.comm)
-        return self._batches(Keyed(self.train, mine), self.config.batch_per_device)
+        return self._batches(Keyed(self.train, mine), self.config.job.batch_per_device)
 
     def held_out(self, split: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """This process's part of the whole `split` (parts may differ by one image)."""
@@ -70,7 +69,7 @@ class ChainerLoader:
         indices = list(range(len(images))) if self.comm.rank == 0 else None
         mine = chainermn.scatter_dataset(indices, self.comm, force_equal_length=False)
         items = EvalItems(images, self.augmentation, list(mine), pixels=False)
-        return self._batches(items, self.config.batch_per_device)
+        return self._batches(items, self.config.job.batch_per_device)
 
     def _batches(self, items: Any, batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         iterator = chainer.iterators.MultiprocessIterator(

@@ -2,10 +2,9 @@
 
 Chainer ships no DenseNet, and its ResNet50Layers differs from torchvision's (a bias on the
 first convolution, a fixed 7x7 final pooling, pretrained-weight plumbing), so both are built
-here to torchvision's definitions: ResNet-50 v1.5 (stride in the 3x3 convolution of a
-down-sampling bottleneck) and DenseNet-121 (growth 32, bottleneck width 4 x 32, compression
-0.5). Parameter counts therefore equal torchvision's: 25,557,032 and, with the 14-output
-CheXNet head, 6,968,206. Convolutions followed by batch-norm have no bias, as in torchvision.
+here to torchvision's definitions, at the catalogue's shapes (`ModelSpec.convnet`): ResNet v1.5
+(stride in the 3x3 convolution of a down-sampling bottleneck) and DenseNet (compression 0.5).
+Parameter counts therefore equal torchvision's. Convolutions followed by batch-norm have no bias, as in torchvision.
 ViT-B/16 is torchvision's `VisionTransformer` (`transformer`). Inception-v3 is not built for
 Chainer.
 
@@ -19,19 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
-import chainer.functions as F  # noqa: E402
-import chainer.links as L  # noqa: E402
-
-from mgbench.common.initial_weights import DENSENET121_BLOCKS, DENSENET_BOTTLENECK, DENSENET_GROWTH, RESNET50_STAGES  # noqa: E402
-from mgbench.common.models import ModelSpec  # noqa: E402
-from mgbench.frameworks.chainer.named import Layer, Named, numbered  # noqa: E402
-from mgbench.frameworks.chainer.spec import CHAINER_MODELS  # noqa: E402
-from mgbench.frameworks.chainer.transformer import ViT  # noqa: E402
+from mgbench.core.architectures import DenseNet, ResNet
+from mgbench.core.models import ModelSpec
+from mgbench.frameworks.chainer.imports import F, L, chainer
+from mgbench.frameworks.chainer.named import Layer, Named, numbered
+from mgbench.frameworks.chainer.spec import CHAINER_MODELS
+from mgbench.frameworks.chainer.transformer import ViT
 
 
 def convolution(in_channels: int, out_channels: int, ksize: int, stride: int = 1, pad: int = 0) -> L.Convolution2D:
@@ -58,11 +50,11 @@ def flatten(h: chainer.Variable) -> chainer.Variable:
 
 
 class Bottleneck(chainer.Chain):
-    """ResNet bottleneck 1x1 -> 3x3 (carries the stride) -> 1x1, with a projection where shapes change."""
+    """ResNet bottleneck 1x1 -> 3x3 (carries the stride) -> 1x1 to `out_channels`, with a projection
+    where shapes change."""
 
-    def __init__(self, in_channels: int, width: int, stride: int):
+    def __init__(self, in_channels: int, width: int, out_channels: int, stride: int):
         super().__init__()
-        out_channels = width * 4
         with self.init_scope():
             self.conv1 = convolution(in_channels, width, 1)
             self.bn1 = L.BatchNormalization(width)
@@ -84,37 +76,42 @@ class Bottleneck(chainer.Chain):
         return F.relu(h + shortcut)
 
 
-def resnet50(spec: ModelSpec, image_size: int) -> Named:
+def resnet(shape: ResNet, num_classes: int) -> Named:
+    """torchvision's `ResNet` of `shape`: stem, its stages of bottlenecks, global average, `fc`."""
     layers: list[tuple[str, Layer]] = [
-        ("conv1", convolution(3, 64, 7, 2, 3)),
-        ("bn1", L.BatchNormalization(64)),
+        ("conv1", convolution(3, shape.stem_channels, 7, 2, 3)),
+        ("bn1", L.BatchNormalization(shape.stem_channels)),
         ("relu", F.relu),
         ("maxpool", stem_pool),
     ]
-    in_channels = 64
-    for stage, blocks in enumerate(RESNET50_STAGES, start=1):
-        width = 64 * 2 ** (stage - 1)
+    in_channels = shape.stem_channels
+    for stage, blocks in enumerate(shape.stages, start=1):
+        width = shape.width(stage)
         bottlenecks = []
         for block in range(blocks):
             stride = 2 if stage > 1 and block == 0 else 1
-            bottlenecks.append(Bottleneck(in_channels, width, stride))
-            in_channels = width * 4
+            bottlenecks.append(Bottleneck(in_channels, width, width * shape.expansion, stride))
+            in_channels = width * shape.expansion
         layers.append((f"layer{stage}", Named(numbered(*bottlenecks))))
-    layers += [("avgpool", global_average_pool), ("flatten", flatten), ("fc", L.Linear(in_channels, spec.num_classes))]
+    layers += [("avgpool", global_average_pool), ("flatten", flatten), ("fc", L.Linear(in_channels, num_classes))]
     return Named(layers)
 
 
-class DenseLayer(chainer.Chain):
-    """BN-ReLU-1x1 conv to 4 x growth channels, BN-ReLU-3x3 conv to growth channels, concatenated."""
+def resnet50(spec: ModelSpec, image_size: int) -> Named:
+    return resnet(spec.convnet, spec.num_classes)
 
-    def __init__(self, in_channels: int):
+
+class DenseLayer(chainer.Chain):
+    """BN-ReLU-1x1 conv to the bottleneck width, BN-ReLU-3x3 conv to the growth, concatenated."""
+
+    def __init__(self, in_channels: int, shape: DenseNet):
         super().__init__()
-        width = DENSENET_BOTTLENECK * DENSENET_GROWTH
+        width = shape.bottleneck_width
         with self.init_scope():
             self.norm1 = L.BatchNormalization(in_channels)
             self.conv1 = convolution(in_channels, width, 1)
             self.norm2 = L.BatchNormalization(width)
-            self.conv2 = convolution(width, DENSENET_GROWTH, 3, 1, 1)
+            self.conv2 = convolution(width, shape.growth, 3, 1, 1)
 
     def forward(self, x: chainer.Variable) -> chainer.Variable:
         h = self.conv1(F.relu(self.norm1(x)))
@@ -135,21 +132,23 @@ class Transition(chainer.Chain):
         return F.average_pooling_2d(self.conv(F.relu(self.norm(x))), 2, 2)
 
 
-def densenet121(spec: ModelSpec, image_size: int) -> Named:
+def densenet(shape: DenseNet, num_classes: int) -> Named:
+    """torchvision's `DenseNet` of `shape`: `features` (stem, dense blocks and transitions,
+    `norm5`), then ReLU, global average and `classifier`."""
     features: list[tuple[str, Layer]] = [
-        ("conv0", convolution(3, 64, 7, 2, 3)),
-        ("norm0", L.BatchNormalization(64)),
+        ("conv0", convolution(3, shape.stem_channels, 7, 2, 3)),
+        ("norm0", L.BatchNormalization(shape.stem_channels)),
         ("relu0", F.relu),
         ("pool0", stem_pool),
     ]
-    channels = 64
-    for block, layers in enumerate(DENSENET121_BLOCKS, start=1):
+    channels = shape.stem_channels
+    for block, layers in enumerate(shape.blocks, start=1):
         dense_layers = []
         for layer in range(1, layers + 1):
-            dense_layers.append((f"denselayer{layer}", DenseLayer(channels)))
-            channels += DENSENET_GROWTH
+            dense_layers.append((f"denselayer{layer}", DenseLayer(channels, shape)))
+            channels += shape.growth
         features.append((f"denseblock{block}", Named(dense_layers)))
-        if block < len(DENSENET121_BLOCKS):
+        if block < len(shape.blocks):
             features.append((f"transition{block}", Transition(channels)))
             channels //= 2
     features.append(("norm5", L.BatchNormalization(channels)))
@@ -159,24 +158,29 @@ def densenet121(spec: ModelSpec, image_size: int) -> Named:
             ("relu", F.relu),
             ("avgpool", global_average_pool),
             ("flatten", flatten),
-            ("classifier", L.Linear(channels, spec.num_classes)),
+            ("classifier", L.Linear(channels, num_classes)),
         ]
     )
 
 
+def densenet121(spec: ModelSpec, image_size: int) -> Named:
+    return densenet(spec.convnet, spec.num_classes)
+
+
 def tiny(spec: ModelSpec, image_size: int) -> Named:
-    """The catalogue's `tiny`: conv-relu-maxpool-conv-relu-global average-linear, 5,418 parameters,
+    """The catalogue's `tiny` (`SmallConvNet`): conv-relu-maxpool-conv-relu-global average-linear,
     numbered as torch's `nn.Sequential` of it (convolutions 0 and 3, linear 7)."""
+    first, second = spec.convnet.channels
     return Named(
         numbered(
-            L.Convolution2D(3, 16, 3, 1, 1),
+            L.Convolution2D(3, first, 3, 1, 1),
             F.relu,
             halve,
-            L.Convolution2D(16, 32, 3, 1, 1),
+            L.Convolution2D(first, second, 3, 1, 1),
             F.relu,
             global_average_pool,
             flatten,
-            L.Linear(32, spec.num_classes),
+            L.Linear(second, spec.num_classes),
         )
     )
 

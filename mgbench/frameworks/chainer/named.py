@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
+from mgbench.frameworks.chainer.imports import chainer
 
 Layer = Callable[[chainer.Variable], chainer.Variable]
 

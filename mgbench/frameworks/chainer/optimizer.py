@@ -2,7 +2,7 @@
 
 Chainer's `MomentumSGD` keeps the rate inside the velocity (v = m v - lr g; w += v). torch keeps
 it out (b = m b + g; w -= lr b). The two give the same steps only while the rate is constant; the
-job changes it every step of its warm-up (`mgbench.common.schedule`), down as well as up, after
+job changes it every step of its warm-up (`mgbench.training.schedule`), down as well as up, after
 which Chainer's form would have stepped by other amounts and its run would drift from every other
 framework's. `TorchFormSGD` steps in torch's form instead, with the rest of torch's SGD that
 `Hyperparameters` declares (Nesterov, weight decay added to the gradient before the momentum).
@@ -14,14 +14,8 @@ calls this optimizer's `update`.
 
 from __future__ import annotations
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
-from chainer import optimizer  # noqa: E402
-
-from mgbench.common.models import Hyperparameters  # noqa: E402
+from mgbench.core.models import Hyperparameters
+from mgbench.frameworks.chainer.imports import chainer, optimizer
 
 
 class TorchFormRule(optimizer.UpdateRule):

@@ -15,18 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
-import chainer.functions as F  # noqa: E402
-import chainer.initializers as I  # noqa: E402
-import chainer.links as L  # noqa: E402
-
-from mgbench.common.models import VisionTransformer  # noqa: E402
-from mgbench.frameworks.chainer.attention import attend  # noqa: E402
-from mgbench.frameworks.chainer.named import Named  # noqa: E402
+from mgbench.core.architectures import VisionTransformer
+from mgbench.frameworks.chainer.attention import attend
+from mgbench.frameworks.chainer.imports import F, L, chainer
+from mgbench.frameworks.chainer.imports import initializers as I
+from mgbench.frameworks.chainer.named import Named
 
 POSITION_EMBEDDING_STD = 0.02
 """torchvision's draw of the position embedding (the shared start replaces it under `--init same`)."""

@@ -7,16 +7,10 @@ projection). Layouts agree: Convolution2D's W is OIHW, Linear's (out, in)."""
 
 from __future__ import annotations
 
-from mgbench.frameworks.chainer import compat as chainer_compat
-
-chainer_compat.apply()
-
-import chainer  # noqa: E402
-import chainer.links as L  # noqa: E402
-
-from mgbench.common.errors import UsageError  # noqa: E402
-from mgbench.common.initial_weights import InitialWeights  # noqa: E402
-from mgbench.common.models import Hyperparameters  # noqa: E402
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import InitialWeights
+from mgbench.core.models import Hyperparameters
+from mgbench.frameworks.chainer.imports import L, chainer
 
 TORCH_STATES: dict[type[chainer.Link], dict[str, str]] = {
     L.Convolution2D: {"W": "weight", "b": "bias"},

@@ -28,6 +28,7 @@ A transformer's attention is MXNet's own operators on every device; the row name
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,52 +36,44 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import initial_weights
-from mgbench.common.metrics import gathered_metrics
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.datasets.resolve import dataset_for
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.datasets.resolve import task_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 from mgbench.frameworks.gluon import models, transformer, weights
 from mgbench.frameworks.gluon.data import build_loaders
 from mgbench.frameworks.gluon.sgd import TorchFormSGD
+from mgbench.measure.metrics import gathered_metrics
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 KVSTORES = {"device": "device", "nccl": "nccl"}
 
 
-class GluonTrainer(Adapter):
+class GluonAdapter(Adapter):
     def setup(self, config: RunConfig) -> ModelInfo:
         self.accept(config)
         self.contexts = self._contexts(config)
-        mx.random.seed(config.seed)
-        self.dataset = dataset_for(config)
-        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        net = models.build_model(spec, config.input_size, config.data_format)
+        mx.random.seed(config.job.seed)
+        self.dataset, spec = task_for(config.job)
+        net = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(net, spec.hyperparameters)
         net.initialize(mx.init.Xavier(rnd_type="gaussian", factor_type="in", magnitude=2), ctx=self.contexts)
-        size = config.input_size
+        size = config.job.input_size
         net(mx.nd.zeros((1, 3, size, size), ctx=self.contexts[0]))
-        start = initial_weights(config.init, spec, config.seed, config.input_size)
-        if start is not None:
-            weights.load_initial(net, start)
+        digest = config.job.start_from(spec, partial(weights.load_initial, net))
         net.hybridize(static_alloc=True, static_shape=True)
         self.net = net
         self.loss_fn = models.build_loss(spec)
         self.trainer = gluon.Trainer(
             models.trainable(net),
-            TorchFormSGD.for_job(spec.hyperparameters, config.learning_rate),
+            TorchFormSGD.for_job(spec.hyperparameters, config.job.learning_rate),
             kvstore=KVSTORES[self.strategy],
         )
         self._losses: list[mx.nd.NDArray] = []
         if self.dataset is not None:
             self.loaders = build_loaders(self.dataset, config)
         parameters = sum(p.data(self.contexts[0]).size for p in models.trainable(net).values())
-        return ModelInfo(
-            parameters=parameters,
-            init_digest=start.digest if start else None,
-            attention_kernel=transformer.attention_kernel(net),
-        )
+        return ModelInfo(parameters=parameters, init_digest=digest, attention_kernel=transformer.attention_kernel(net))
 
     def _contexts(self, config: RunConfig) -> list[mx.Context]:
         if self.use_cuda:
@@ -110,18 +103,18 @@ class GluonTrainer(Adapter):
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
-            self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
-            return (self._split(batch) for batch in self.loaders.train)
-        pool = synthetic_pool(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed)
+            return (self._split(batch) for batch in self.loaders.train.endless())
+        pool = synthetic_pool(
+            self.config.job.spec, self.config.job.input_size, self._global_shard(), self.config.job.seed
+        )
         host = [self._host_arrays(batch) for batch in pool]
-        return placed_batches(host, self._split, resident=self.config.data_on_device or not self.use_cuda)
+        return placed_batches(host, self._split, resident=self.config.job.data_on_device or not self.use_cuda)
 
     def steps_per_epoch(self) -> int:
-        return len(self.loaders.sampler)
+        return len(self.loaders.train)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        self.loaders.sampler.epoch, self.loaders.sampler.endless = epoch, False
-        return (self._split(batch) for batch in self.loaders.train)
+        return (self._split(batch) for batch in self.loaders.train.epoch(epoch))
 
     def set_learning_rate(self, learning_rate: float) -> None:
         self.trainer.set_learning_rate(learning_rate)
@@ -147,7 +140,9 @@ class GluonTrainer(Adapter):
     def evaluate(self, split: str = "val") -> dict[str, float]:
         if self.dataset is not None:
             return self._score(split)
-        batch = held_out_batch(self.config.spec, self.config.input_size, self._global_shard(), self.config.seed + 1)
+        batch = held_out_batch(
+            self.config.job.spec, self.config.job.input_size, self._global_shard(), self.config.job.seed + 1
+        )
         images, labels = self._split(self._host_arrays(batch))
         return {"loss": self._mean([self.loss_fn(self.net(x), y) for x, y in zip(images, labels)])}
 
@@ -162,15 +157,6 @@ class GluonTrainer(Adapter):
                 scores.append(probabilities.asnumpy())
             targets.append(batch[1].asnumpy())
         return gathered_metrics([(loss_sum, np.concatenate(scores), np.concatenate(targets))], self.dataset.multi_label)
-
-    def replica_difference(self) -> float:
-        """Largest difference between any device's copy of a trainable weight and device 0's."""
-        differences = [
-            float(mx.nd.abs(copy.as_in_context(self.contexts[0]) - p.data(self.contexts[0])).max().asscalar())
-            for p in models.trainable(self.net).values()
-            for copy in p.list_data()
-        ]
-        return max(differences)
 
     def framework_versions(self) -> dict[str, str]:
         features = mx.runtime.Features()
@@ -188,5 +174,5 @@ class GluonTrainer(Adapter):
         mx.nd.waitall()
 
 
-def create_trainer(strategy: str) -> GluonTrainer:
-    return GluonTrainer(strategy)
+def create_adapter(strategy: str) -> GluonAdapter:
+    return GluonAdapter(strategy)

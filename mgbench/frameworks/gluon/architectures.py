@@ -1,5 +1,5 @@
-"""torchvision's ResNet-50 (v1.5) and DenseNet-121 built from `gluon.nn` layers, each child named
-as torchvision names its module, so a layer's path in the net is its name in the shared initial
+"""torchvision's ResNet (v1.5) and DenseNet built from `gluon.nn` layers to the catalogue's shapes
+(`architectures.ResNet`, `architectures.DenseNet`), each child named as torchvision names its module, so a layer's path in the net is its name in the shared initial
 weights (`weights.load_initial`).
 
 The model zoo's ResNet-50 v1 strides in the first 1x1 convolution of a down-sampling block and
@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from mxnet.gluon import nn
 
-from mgbench.common.initial_weights import DENSENET121_BLOCKS, DENSENET_BOTTLENECK, DENSENET_GROWTH, RESNET50_STAGES
-
-RESNET_EXPANSION = 4
-STEM_CHANNELS = 64
+from mgbench.core.architectures import DenseNet, ResNet
 
 
 class NamedSequential(nn.HybridBlock):
@@ -42,20 +39,20 @@ def batch_norm(channels: int) -> nn.BatchNorm:
     return nn.BatchNorm(in_channels=channels)
 
 
-def stem(names: tuple[str, str, str, str]) -> dict[str, nn.HybridBlock]:
-    """Both nets' first layers under the net's `names` for them: 7x7/2 convolution, batch-norm,
-    ReLU, 3x3/2 max-pool padded 1 (after the ReLU, a zero pad gives torch's -inf pad's maximum)."""
-    layers = (conv(STEM_CHANNELS, 3, 7, 2), batch_norm(STEM_CHANNELS), nn.Activation("relu"), nn.MaxPool2D(3, 2, 1))
+def stem(names: tuple[str, str, str, str], channels: int) -> dict[str, nn.HybridBlock]:
+    """Both nets' first layers under the net's `names` for them: 7x7/2 convolution to `channels`,
+    batch-norm, ReLU, 3x3/2 max-pool padded 1 (after the ReLU, a zero pad gives torch's -inf pad's
+    maximum)."""
+    layers = (conv(channels, 3, 7, 2), batch_norm(channels), nn.Activation("relu"), nn.MaxPool2D(3, 2, 1))
     return dict(zip(names, layers))
 
 
 class Bottleneck(nn.HybridBlock):
-    """torchvision's `Bottleneck`: 1x1, 3x3 (strided), 1x1 expanding by 4, each batch-normed; the
-    shortcut a strided 1x1 projection (`downsample`) where the shape changes."""
+    """torchvision's `Bottleneck`: 1x1, 3x3 (strided), 1x1 expanding to `out_channels`, each
+    batch-normed; the shortcut a strided 1x1 projection (`downsample`) where the shape changes."""
 
-    def __init__(self, in_channels: int, width: int, stride: int):
+    def __init__(self, in_channels: int, width: int, out_channels: int, stride: int):
         super().__init__()
-        out_channels = width * RESNET_EXPANSION
         self.conv1, self.bn1 = conv(width, in_channels, 1), batch_norm(width)
         self.conv2, self.bn2 = conv(width, width, 3, stride), batch_norm(width)
         self.conv3, self.bn3 = conv(out_channels, width, 1), batch_norm(out_channels)
@@ -72,17 +69,17 @@ class Bottleneck(nn.HybridBlock):
         return F.relu(out + shortcut)
 
 
-def resnet50(num_classes: int) -> NamedSequential:
-    """torchvision's `resnet50`: stem, four stages of bottlenecks, global average, `fc`."""
-    layers = stem(("conv1", "bn1", "relu", "maxpool"))
-    in_channels = STEM_CHANNELS
-    for stage, blocks in enumerate(RESNET50_STAGES, start=1):
-        width = STEM_CHANNELS * 2 ** (stage - 1)
+def resnet(shape: ResNet, num_classes: int) -> NamedSequential:
+    """torchvision's `ResNet` of `shape`: stem, its stages of bottlenecks, global average, `fc`."""
+    layers = stem(("conv1", "bn1", "relu", "maxpool"), shape.stem_channels)
+    in_channels = shape.stem_channels
+    for stage, blocks in enumerate(shape.stages, start=1):
+        width = shape.width(stage)
         layer = nn.HybridSequential()
         for block in range(blocks):
             stride = 2 if block == 0 and stage > 1 else 1
-            layer.add(Bottleneck(in_channels, width, stride))
-            in_channels = width * RESNET_EXPANSION
+            layer.add(Bottleneck(in_channels, width, width * shape.expansion, stride))
+            in_channels = width * shape.expansion
         layers[f"layer{stage}"] = layer
     layers["avgpool"] = nn.GlobalAvgPool2D()
     layers["fc"] = nn.Dense(num_classes, in_units=in_channels)
@@ -93,11 +90,11 @@ class DenseLayer(nn.HybridBlock):
     """torchvision's `_DenseLayer`: BN-ReLU-1x1 to the bottleneck width, BN-ReLU-3x3 to the growth,
     its output appended after its input (channels in torchvision's order)."""
 
-    def __init__(self, in_channels: int):
+    def __init__(self, in_channels: int, shape: DenseNet):
         super().__init__()
-        width = DENSENET_BOTTLENECK * DENSENET_GROWTH
+        width = shape.bottleneck_width
         self.norm1, self.conv1 = batch_norm(in_channels), conv(width, in_channels, 1)
-        self.norm2, self.conv2 = batch_norm(width), conv(DENSENET_GROWTH, width, 3)
+        self.norm2, self.conv2 = batch_norm(width), conv(shape.growth, width, 3)
 
     def hybrid_forward(self, F, x):
         out = self.conv1(F.relu(self.norm1(x)))
@@ -115,21 +112,21 @@ def transition(in_channels: int) -> NamedSequential:
     )
 
 
-class DenseNet121(nn.HybridBlock):
-    """torchvision's `densenet121`: `features` (stem, dense blocks and transitions, `norm5`), then
-    ReLU, global average and `classifier`."""
+class DenseNetModel(nn.HybridBlock):
+    """torchvision's `DenseNet` of `shape`: `features` (stem, dense blocks and transitions,
+    `norm5`), then ReLU, global average and `classifier`."""
 
-    def __init__(self, num_classes: int):
+    def __init__(self, shape: DenseNet, num_classes: int):
         super().__init__()
-        features = stem(("conv0", "norm0", "relu0", "pool0"))
-        channels = STEM_CHANNELS
-        for block, layers in enumerate(DENSENET121_BLOCKS, start=1):
+        features = stem(("conv0", "norm0", "relu0", "pool0"), shape.stem_channels)
+        channels = shape.stem_channels
+        for block, layers in enumerate(shape.blocks, start=1):
             dense = {}
             for layer in range(1, layers + 1):
-                dense[f"denselayer{layer}"] = DenseLayer(channels)
-                channels += DENSENET_GROWTH
+                dense[f"denselayer{layer}"] = DenseLayer(channels, shape)
+                channels += shape.growth
             features[f"denseblock{block}"] = NamedSequential(**dense)
-            if block < len(DENSENET121_BLOCKS):
+            if block < len(shape.blocks):
                 features[f"transition{block}"] = transition(channels)
                 channels //= 2
         features["norm5"] = batch_norm(channels)

@@ -14,31 +14,32 @@ from dataclasses import dataclass
 
 from mxnet import gluon
 
-from mgbench.common.config import RunConfig
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import HELD_OUT, DatasetDescription
 from mgbench.datasets.items import EvalItems, TrainItems
-from mgbench.datasets.sampling import EpochBatchKeys
+from mgbench.datasets.sampling import EpochBatchKeys, SampledLoader
 from mgbench.datasets.synthetic import Shard
+from mgbench.training.loaders import loader_workers
 
 
 @dataclass(frozen=True)
 class Loaders:
-    """Training through `sampler` (epoch set before each), and each held-out split whole."""
+    """Training through the shared epoch sampler (`SampledLoader`), and each held-out split whole."""
 
-    sampler: EpochBatchKeys
-    train: gluon.data.DataLoader
+    train: SampledLoader
     held_out: dict[str, gluon.data.DataLoader]
 
 
 def build_loaders(dataset: DatasetDescription, config: RunConfig) -> Loaders:
     """Worker pools (`--workers`, default every core: one process feeds every device), made once."""
-    workers = loader_workers(config.workers, 1)
-    augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
-    sampler = EpochBatchKeys(len(dataset.train), config.global_batch, Shard(0, config.global_batch), config.seed)
+    workers = loader_workers(config.job.workers, 1)
+    augmentation = Augmentation.for_input(config.job.input_size, dataset.bit_depth)
+    sampler = EpochBatchKeys(len(dataset.train), config.global_batch, Shard(0, config.global_batch), config.job.seed)
     train = gluon.data.DataLoader(
-        TrainItems(dataset.train, augmentation, config.seed, pixels=False), batch_sampler=sampler, num_workers=workers
+        TrainItems(dataset.train, augmentation, config.job.seed, pixels=False),
+        batch_sampler=sampler,
+        num_workers=workers,
     )
     held_out = {
         name: gluon.data.DataLoader(
@@ -49,4 +50,4 @@ def build_loaders(dataset: DatasetDescription, config: RunConfig) -> Loaders:
         )
         for name in HELD_OUT
     }
-    return Loaders(sampler, train, held_out)
+    return Loaders(SampledLoader(sampler, train), held_out)

@@ -15,8 +15,8 @@ from mxnet import gluon
 from mxnet.gluon import nn
 from mxnet.gluon.model_zoo import vision
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import ModelSpec
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.gluon import architectures, transformer
 from mgbench.frameworks.gluon.spec import GLUON_MODELS
 
@@ -24,16 +24,17 @@ from mgbench.frameworks.gluon.spec import GLUON_MODELS
 def tiny(spec: ModelSpec, image_size: int) -> nn.HybridSequential:
     """The catalogue's `tiny` laid out as torch's `nn.Sequential` (convolutions at 0 and 3, the
     linear head at 7), so its layers carry the shared weights' names."""
+    first, second = spec.convnet.channels
     net = nn.HybridSequential()
     net.add(
-        nn.Conv2D(16, 3, padding=1, in_channels=3),
+        nn.Conv2D(first, 3, padding=1, in_channels=3),
         nn.Activation("relu"),
         nn.MaxPool2D(2),
-        nn.Conv2D(32, 3, padding=1, in_channels=16),
+        nn.Conv2D(second, 3, padding=1, in_channels=first),
         nn.Activation("relu"),
         nn.GlobalAvgPool2D(),
         nn.Flatten(),
-        nn.Dense(spec.num_classes, in_units=32),
+        nn.Dense(spec.num_classes, in_units=second),
     )
     return net
 
@@ -48,11 +49,11 @@ def with_global_pooling(net: gluon.HybridBlock) -> gluon.HybridBlock:
 
 
 def densenet121(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:
-    return architectures.DenseNet121(spec.num_classes)
+    return architectures.DenseNetModel(spec.convnet, spec.num_classes)
 
 
 def resnet50(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:
-    return architectures.resnet50(spec.num_classes)
+    return architectures.resnet(spec.convnet, spec.num_classes)
 
 
 def inception_v3(spec: ModelSpec, image_size: int) -> gluon.HybridBlock:

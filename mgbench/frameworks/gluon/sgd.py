@@ -3,7 +3,7 @@
 torch steps b = m b + g; w -= lr b (Nesterov: w -= lr (g + m b)), g including the weight decay.
 MXNet's `sgd_mom_update` and `nag_mom_update` keep a velocity with the rate inside,
 v = m v - lr g; w += v (Nesterov: w += m v - lr g): the same steps while the rate holds, other
-steps once it changes, and the job's warm-up changes it every step (`mgbench.common.schedule`).
+steps once it changes, and the job's warm-up changes it every step (`mgbench.training.schedule`).
 Their velocity is torch's buffer times -lr, so scaling it by new rate / old rate whenever the
 rate changes makes each kernel step exactly as torch does. That keeps one fused kernel per
 tensor and step (two while the rate moves), where torch's form written as NDArray arithmetic
@@ -16,7 +16,7 @@ from typing import Any
 
 import mxnet as mx
 
-from mgbench.common.models import Hyperparameters
+from mgbench.core.models import Hyperparameters
 
 
 def heavy_ball_step(weight: mx.nd.NDArray, grad: mx.nd.NDArray, velocity: mx.nd.NDArray, **settings: float) -> None:

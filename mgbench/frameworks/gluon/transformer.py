@@ -17,8 +17,8 @@ import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from mgbench.common.models import ModelSpec
-from mgbench.common.models import VisionTransformer as Shape
+from mgbench.core.architectures import VisionTransformer as Shape
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.gluon.architectures import NamedSequential
 
 POSITION_STD = 0.02

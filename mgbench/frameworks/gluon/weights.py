@@ -11,8 +11,8 @@ import mxnet as mx
 from mxnet import gluon
 from mxnet.gluon import nn
 
-from mgbench.common.initial_weights import InitialWeights
-from mgbench.common.models import Hyperparameters
+from mgbench.core.initial_weights import InitialWeights
+from mgbench.core.models import Hyperparameters
 from mgbench.frameworks.gluon import transformer
 
 LAYER_NAMES = {"weight": "weight", "bias": "bias"}

@@ -16,7 +16,7 @@ import horovod
 import horovod.torch as hvd
 
 from mgbench.frameworks.horovod.strategies import Horovod
-from mgbench.frameworks.pytorch.adapter import TorchTrainer
+from mgbench.frameworks.pytorch.adapter import TorchAdapter
 
 TUNING = frozenset(
     {
@@ -34,7 +34,7 @@ TUNING = frozenset(
 """Horovod's performance settings (tensor fusion, response cache, autotune, NCCL, completion)."""
 
 
-class HorovodTrainer(TorchTrainer):
+class HorovodAdapter(TorchAdapter):
     def framework_versions(self) -> dict[str, str]:
         controller = "gloo" if hvd.gloo_enabled() else "mpi"
         allreduce = "nccl" if self.use_cuda and hvd.nccl_built() else controller
@@ -47,5 +47,5 @@ class HorovodTrainer(TorchTrainer):
         }
 
 
-def create_trainer(strategy: str) -> HorovodTrainer:
-    return HorovodTrainer(strategy, Horovod())
+def create_adapter(strategy: str) -> HorovodAdapter:
+    return HorovodAdapter(strategy, Horovod())

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from mgbench.common.projection import HOROVOD_EXCHANGE
+from mgbench.frameworks.exchange import HOROVOD_EXCHANGE
 from mgbench.frameworks.pytorch.spec import TORCH_CAPABILITIES
 from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
 

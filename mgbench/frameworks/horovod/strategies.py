@@ -22,8 +22,8 @@ import horovod.torch as hvd
 import torch
 from torch import nn
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.frameworks.horovod.exchange import InPlaceLayout
 from mgbench.frameworks.pytorch.strategies import Joined, TorchStrategy
 

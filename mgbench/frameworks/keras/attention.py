@@ -17,7 +17,7 @@ from unittest import mock
 
 import keras
 
-from mgbench.common.models import ModelSpec
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.keras.models import PRECISION_POLICIES
 
 FLASH_ASKED = "Keras asked for flash"

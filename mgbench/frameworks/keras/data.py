@@ -30,8 +30,8 @@ import numpy as np
 from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
 from scipy.special import expit, softmax
 
-from mgbench.common.config import RunConfig
-from mgbench.common.metrics import split_metrics
+from mgbench.core.config import RunConfig
+from mgbench.core.models import ModelSpec
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
 from mgbench.datasets.encoded import (
@@ -43,10 +43,12 @@ from mgbench.datasets.encoded import (
     decode_site,
 )
 from mgbench.datasets.items import EvalItems, TrainItems
+from mgbench.datasets.resolve import task_for
 from mgbench.datasets.sampling import epoch_batches, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras.handoff import HandOff, handed
+from mgbench.measure.metrics import split_metrics
 
 HostBatch = tuple[np.ndarray, np.ndarray]
 """uint8 NHWC pixels and their targets."""
@@ -146,8 +148,8 @@ class TrainBatches(Batches):
     ):
         super().__init__(loading, workers)
         self.split, self.shard = split, shard
-        self.items = loading.train_items(split, augmentation, config.seed)
-        self.global_batch, self.seed = config.global_batch, config.seed
+        self.items = loading.train_items(split, augmentation, config.job.seed)
+        self.global_batch, self.seed = config.global_batch, config.job.seed
         self.steps = len(split) // config.global_batch
         self.epoch: int | None = None
         self._orders: dict[int, list[list[int]]] = {}
@@ -225,9 +227,9 @@ class RealData:
 
     def __init__(self, dataset: DatasetDescription, config: RunConfig, workers: int):
         self.dataset, self.config, self.workers = dataset, config, workers
-        self.augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
-        self.loss = keras_models.build_loss(dataset.task_spec(config.spec))
-        self.site = decode_site(config.decode.on_device, dataset.files)
+        self.augmentation = Augmentation.for_input(config.job.input_size, dataset.bit_depth)
+        self.loss = keras_models.build_loss(dataset.task_spec(config.job.spec))
+        self.site = decode_site(config.job.decode.on_device, dataset.files)
         self.loading: Loading = FileBytes() if self.site.on_device else HostPixels()
 
     def steps_per_epoch(self) -> int:
@@ -255,3 +257,13 @@ class RealData:
         scores = expit(logits) if self.dataset.multi_label else softmax(logits, axis=1)
         loss = float(keras.ops.convert_to_numpy(self.loss(targets, logits)))
         return {"loss": loss, **split_metrics(targets, scores, self.dataset.multi_label)}
+
+
+def keras_task(config: RunConfig, workers: int) -> tuple[RealData | None, ModelSpec]:
+    """What every Keras adapter sets up before it builds its model: Keras seeded and at the job's
+    precision, the job's real data read by `workers` loader workers (None: synthetic data), and
+    the model as the data's task shapes it (`task_for`)."""
+    keras.utils.set_random_seed(config.job.seed)
+    keras_models.set_precision(config.job.precision)
+    dataset, spec = task_for(config.job)
+    return (RealData(dataset, config, workers) if dataset else None), spec

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from mgbench.common.config import RunConfig
+from mgbench.core.config import RunConfig
 
 XLA_HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
@@ -24,7 +24,7 @@ def _one_process_threads() -> dict[str, str]:
 
 def tensorflow_variables(config: RunConfig) -> dict[str, str]:
     variables = {"KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    if not config.device_kind.on_gpu:
+    if not config.job.device_kind.on_gpu:
         variables.update(_one_process_threads())
     return variables
 
@@ -34,7 +34,7 @@ def torch_variables(config: RunConfig) -> dict[str, str]:
     orchestrator's per-device thread split stands. Keras' torch backend puts variables and the
     tensors it makes on "cuda" whenever torch sees a GPU, so a CPU run names the CPU."""
     variables = {"KERAS_BACKEND": "torch"}
-    if not config.device_kind.on_gpu:
+    if not config.job.device_kind.on_gpu:
         variables["KERAS_TORCH_DEVICE"] = "cpu"
     return variables
 
@@ -49,9 +49,9 @@ uses: JAX's pool grows during the warm-up steps, before any timed step."""
 
 def jax_variables(config: RunConfig) -> dict[str, str]:
     variables = {"KERAS_BACKEND": "jax"}
-    if config.decode.on_device:
+    if config.job.decode.on_device:
         variables.update(JAX_ALLOCATES_AS_NEEDED)
-    if not config.device_kind.on_gpu:
+    if not config.job.device_kind.on_gpu:
         kept = [flag for flag in os.environ.get("XLA_FLAGS", "").split() if not flag.startswith(XLA_HOST_DEVICES_FLAG)]
         variables["XLA_FLAGS"] = " ".join([*kept, f"{XLA_HOST_DEVICES_FLAG}={config.devices}"])
         variables["JAX_PLATFORMS"] = "cpu"

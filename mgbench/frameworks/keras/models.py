@@ -30,10 +30,11 @@ from typing import Any
 import keras
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.initial_weights import RESNET50_STAGES
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import ModelSpec
+from mgbench.core.architectures import DenseNet
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.keras.spec import KERAS_MODELS
 from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, encoder_block
 
@@ -46,13 +47,15 @@ def set_precision(precision: str) -> None:
 
 
 def tiny(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
-    """The layers with weights are named by their index in torch's `nn.Sequential` (0, 3, 7)."""
+    """The catalogue's `tiny` (`SmallConvNet`), the layers with weights named by their index in
+    torch's `nn.Sequential` (0, 3, 7)."""
+    first, second = spec.convnet.channels
     return keras.Sequential(
         [
             keras.Input(input_shape),
-            keras.layers.Conv2D(16, 3, padding="same", activation="relu", name="0"),
+            keras.layers.Conv2D(first, 3, padding="same", activation="relu", name="0"),
             keras.layers.MaxPooling2D(2),
-            keras.layers.Conv2D(32, 3, padding="same", activation="relu", name="3"),
+            keras.layers.Conv2D(second, 3, padding="same", activation="relu", name="3"),
             keras.layers.GlobalAveragePooling2D(),
             keras.layers.Dense(spec.num_classes, name="7"),
         ],
@@ -79,28 +82,33 @@ def _batch_norm(x: keras.KerasTensor, name: str) -> keras.KerasTensor:
     return keras.layers.BatchNormalization(axis=_channel_axis(), name=name)(x)
 
 
-def _bottleneck(x: keras.KerasTensor, width: int, stride: int, project: bool, prefix: str) -> keras.KerasTensor:
+def _bottleneck(
+    x: keras.KerasTensor, width: int, out_channels: int, stride: int, project: bool, prefix: str
+) -> keras.KerasTensor:
     """torchvision's Bottleneck (v1.5: the stride in the 3x3 convolution); the first block of a
     stage projects its input (`downsample`, `project`) with the same stride."""
     y = keras.layers.ReLU()(_batch_norm(_conv(x, width, 1, 1, f"{prefix}_conv1"), f"{prefix}_bn1"))
     y = keras.layers.ReLU()(_batch_norm(_conv(y, width, 3, stride, f"{prefix}_conv2"), f"{prefix}_bn2"))
-    y = _batch_norm(_conv(y, width * 4, 1, 1, f"{prefix}_conv3"), f"{prefix}_bn3")
+    y = _batch_norm(_conv(y, out_channels, 1, 1, f"{prefix}_conv3"), f"{prefix}_bn3")
     if project:
-        x = _batch_norm(_conv(x, width * 4, 1, stride, f"{prefix}_downsample_0"), f"{prefix}_downsample_1")
+        x = _batch_norm(_conv(x, out_channels, 1, stride, f"{prefix}_downsample_0"), f"{prefix}_downsample_1")
     return keras.layers.ReLU()(keras.layers.Add()([y, x]))
 
 
 def resnet50(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
-    """torchvision's ResNet-50 (v1.5), its layers named as torchvision's modules with "_" for
-    "." (Keras over PyTorch registers each variable under its path, where torch refuses a ".")."""
+    """torchvision's ResNet (v1.5) at the catalogue's shape (`spec.convnet`), its layers named as
+    torchvision's modules with "_" for "." (Keras over PyTorch registers each variable under its
+    path, where torch refuses a ".")."""
+    shape = spec.convnet
     inputs = keras.Input(input_shape)
-    x = keras.layers.ReLU()(_batch_norm(_conv(inputs, 64, 7, 2, "conv1"), "bn1"))
+    x = keras.layers.ReLU()(_batch_norm(_conv(inputs, shape.stem_channels, 7, 2, "conv1"), "bn1"))
     # torch pads the max-pool with -inf; after the ReLU a zero pad never wins either.
     x = keras.layers.MaxPooling2D(3, 2)(keras.layers.ZeroPadding2D(1, name="maxpool_pad")(x))
-    for stage, blocks in enumerate(RESNET50_STAGES, start=1):
+    for stage, blocks in enumerate(shape.stages, start=1):
+        width = shape.width(stage)
         for block in range(blocks):
             stride = 2 if block == 0 and stage > 1 else 1
-            x = _bottleneck(x, 64 * 2 ** (stage - 1), stride, block == 0, f"layer{stage}_{block}")
+            x = _bottleneck(x, width, width * shape.expansion, stride, block == 0, f"layer{stage}_{block}")
     x = keras.layers.GlobalAveragePooling2D()(x)
     return keras.Model(inputs, keras.layers.Dense(spec.num_classes, name="fc")(x), name="resnet50")
 
@@ -130,7 +138,22 @@ def application(architecture: Callable[..., keras.Model]) -> Callable[[ModelSpec
     )
 
 
-densenet121 = application(keras.applications.DenseNet121)
+KERAS_DENSENETS = {
+    DenseNet(blocks=(6, 12, 24, 16)): keras.applications.DenseNet121,
+    DenseNet(blocks=(6, 12, 32, 32)): keras.applications.DenseNet169,
+    DenseNet(blocks=(6, 12, 48, 32)): keras.applications.DenseNet201,
+}
+"""keras.applications' DenseNets by their shape: Keras builds these only (its growth, bottleneck
+and stem are torchvision's, fixed)."""
+
+
+def densenet121(spec: ModelSpec, input_shape: tuple[int, int, int]) -> keras.Model:
+    """keras.applications' DenseNet of the catalogue's shape (`spec.convnet`)."""
+    if spec.convnet not in KERAS_DENSENETS:
+        raise UsageError(f"keras.applications has no DenseNet of {spec.name}'s shape {spec.convnet}")
+    return application(KERAS_DENSENETS[spec.convnet])(spec, input_shape)
+
+
 inception_v3 = application(keras.applications.InceptionV3)
 """The catalogue models `spec.py` declares (`KERAS_MODELS`), each built by the callable of its
 name here from its catalogue entry and input shape (`tiny` and `resnet50` above)."""
@@ -160,7 +183,7 @@ class TorchFormSGD(keras.optimizers.SGD):
 
     Keras' own keeps the rate inside the velocity (v = m v - lr g; w += v), which gives the same
     steps only while the rate is constant; the job changes it every step of its warm-up
-    (`common/schedule.py`), after which Keras' form would have stepped by other amounts and its
+    (`training/schedule.py`), after which Keras' form would have stepped by other amounts and its
     run would drift from every other framework's."""
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
@@ -179,11 +202,11 @@ class TorchFormSGD(keras.optimizers.SGD):
 def build_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
     """SGD with the job's momentum (`ModelSpec.hyperparameters`) in torch's form (`TorchFormSGD`);
     under fp16 wrapped in dynamic loss scaling, as Keras' compile does."""
-    hyperparameters = config.spec.hyperparameters
+    hyperparameters = config.job.spec.hyperparameters
     optimizer = TorchFormSGD(
-        learning_rate=config.learning_rate, momentum=hyperparameters.sgd_momentum, nesterov=hyperparameters.nesterov
+        learning_rate=config.job.learning_rate, momentum=hyperparameters.sgd_momentum, nesterov=hyperparameters.nesterov
     )
-    if config.precision == "fp16":
+    if config.job.precision == "fp16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
 

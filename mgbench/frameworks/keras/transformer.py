@@ -12,7 +12,7 @@ from typing import Any
 
 import keras
 
-from mgbench.common.models import VisionTransformer
+from mgbench.core.architectures import VisionTransformer
 
 
 def attend(query: Any, key: Any, value: Any) -> Any:

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 
 import keras
 import numpy as np
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import InitialWeights, initial_weights
-from mgbench.common.models import Hyperparameters, ModelSpec
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import InitialWeights
+from mgbench.core.models import Hyperparameters, ModelSpec
 from mgbench.frameworks.keras import models
 from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, SelfAttention
 
@@ -182,10 +183,6 @@ def started_model(spec: ModelSpec, config: RunConfig) -> tuple[keras.Model, str 
     """`spec`'s model built for the run, with the job's batch-norm settings and at its starting
     weights (`--init`), and their digest (None: Keras' own initialiser, `--init framework`).
     Every Keras adapter starts its model here, inside whatever scope places its variables."""
-    model = models.build_model(spec, config.input_size, config.data_format)
+    model = models.build_model(spec, config.job.input_size, config.job.data_format)
     set_batch_norm(model, spec.hyperparameters)
-    start = initial_weights(config.init, spec, config.seed, config.input_size)
-    if start is None:
-        return model, None
-    load_initial(model, start)
-    return model, start.digest
+    return model, config.job.start_from(spec, partial(load_initial, model))

@@ -16,7 +16,7 @@ host arrays when the step takes it.
 Real data (`--dataset`) is read by `keras.utils.PyDataset` with worker processes (`data.py`):
 uint8 pixels of the global batch, sharded over the devices as the synthetic batches are (device
 d holds the shared shard of rank d) and normalised there by one compiled function; staged, the
-batches are placed on a thread of their own (`common/ahead.py`), two ahead of the step. With
+batches are placed on a thread of their own (`training/prefetch.py`), two ahead of the step. With
 `--decode gpu` on a JPEG dataset the loader hands over the files instead, decoded and cropped
 on the first device by torchvision, each device's share handed to JAX by DLPack
 (`device_decode.py`, which imports torch: only such a run loads it).
@@ -37,15 +37,10 @@ import jaxlib
 import keras
 import numpy as np
 
-from mgbench.common.ahead import Ahead
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.common.safe_files import write_file
-from mgbench.common.trace_events import STEP_MARK
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.core.safe_files import write_file
 from mgbench.datasets.encoded import DecodeSite
-from mgbench.datasets.resolve import dataset_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
@@ -54,6 +49,10 @@ from mgbench.frameworks.keras_jax import attention
 from mgbench.frameworks.keras_jax.placement import ShardedPixels
 from mgbench.frameworks.keras_jax.spec import FRAMEWORK
 from mgbench.frameworks.keras_jax.strategies import STRATEGIES, DeviceState
+from mgbench.measure.trace_events import STEP_MARK
+from mgbench.training.loaders import loader_workers
+from mgbench.training.prefetch import Ahead
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 if TYPE_CHECKING:
     from mgbench.frameworks.keras_jax.device_decode import DecodedByTorch
@@ -65,7 +64,7 @@ PLACED_AHEAD = 2
 step while the one after it is copied."""
 
 
-class JaxDataParallelTrainer(Adapter):
+class JaxDataParallelAdapter(Adapter):
     def __init__(self, strategy: str):
         super().__init__(strategy)
         spec = FRAMEWORK.strategy(strategy)
@@ -76,18 +75,14 @@ class JaxDataParallelTrainer(Adapter):
         if keras.backend.backend() != "jax":
             raise UsageError(f"keras-jax needs KERAS_BACKEND=jax, Keras runs on {keras.backend.backend()}")
         self.accept(config)
-        platform = "gpu" if config.device_kind.on_gpu else "cpu"
+        platform = "gpu" if config.job.device_kind.on_gpu else "cpu"
         devices = jax.devices(platform)
         if len(devices) < config.devices:
             raise UsageError(f"{config.devices} {platform} devices asked for, JAX sees {len(devices)}")
         devices = devices[: config.devices]
         self._placement = Placement(rank=0, world_size=1, device_names=[str(d.device_kind) for d in devices])
         self.mesh = self.parallel.mesh(devices)
-        keras.utils.set_random_seed(config.seed)
-        keras_models.set_precision(config.precision)
-        dataset = dataset_for(config)
-        self.real = data.RealData(dataset, config, loader_workers(config.workers, 1)) if dataset else None
-        self.spec = dataset.task_spec(config.spec) if dataset else config.spec
+        self.real, self.spec = data.keras_task(config, loader_workers(config.job.workers, 1))
         self.model, digest = keras_weights.started_model(self.spec, config)
         self.model.compile(
             optimizer=keras_models.build_optimizer(config), loss=keras_models.build_loss(self.spec), jit_compile=True
@@ -95,17 +90,17 @@ class JaxDataParallelTrainer(Adapter):
         self.model.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
         self.forward = jax.jit(self._inference)
-        self.normalise = jax.jit(partial(data.normalised, channels_last=config.data_format.channels_last))
+        self.normalise = jax.jit(partial(data.normalised, channels_last=config.job.data_format.channels_last))
         self.place = self._loader_placement(self.real.site) if self.real else None
         self.parallel.prepare(self.model, self.mesh)
         self.state = self.parallel.initial_state()
-        self.learning_rate = config.learning_rate
+        self.learning_rate = config.job.learning_rate
         self._loss: Any = 0.0
         return ModelInfo(
             parameters=keras_models.trainable_parameters(self.model),
             init_digest=digest,
             attention_kernel=attention.attention_kernel(
-                self.spec, config.input_size, config.batch_per_device, devices[0], config.precision
+                self.spec, config.job.input_size, config.job.batch_per_device, devices[0], config.job.precision
             ),
             decoder=self.place.decoder if self.place else None,
         )
@@ -117,7 +112,7 @@ class JaxDataParallelTrainer(Adapter):
             return ShardedPixels(self.sharding(), site.note)
         from mgbench.frameworks.keras_jax.device_decode import DecodedByTorch
 
-        return DecodedByTorch(self.sharding(), self.config.input_size)
+        return DecodedByTorch(self.sharding(), self.config.job.input_size)
 
     def held_state(self) -> DeviceState:
         """The variables' current values, by group, wherever this strategy holds them."""
@@ -142,15 +137,15 @@ class JaxDataParallelTrainer(Adapter):
     def batches(self) -> Iterator[DeviceBatch]:
         if self.real is not None:
             return self._fed(self.real.train(Shard(0, self.config.global_batch), None))
-        channels_last = self.config.data_format.channels_last
+        channels_last = self.config.job.data_format.channels_last
         pool = synthetic_pool(
-            self.config.spec,
-            self.config.input_size,
+            self.config.job.spec,
+            self.config.job.input_size,
             Shard(0, self.config.global_batch),
-            self.config.seed,
+            self.config.job.seed,
             channels_last,
         )
-        if self.config.data_on_device:
+        if self.config.job.data_on_device:
             return cycle([self.shard(batch) for batch in pool])
         if not self.staged:
             return (self.shard(batch) for batch in cycle(pool))
@@ -208,12 +203,12 @@ class JaxDataParallelTrainer(Adapter):
         trainable, non_trainable = self.held_state()[:2]
         if self.real is not None:
             return self._score(split, trainable, non_trainable)
-        channels_last = self.config.data_format.channels_last
+        channels_last = self.config.job.data_format.channels_last
         batch = held_out_batch(
-            self.config.spec,
-            self.config.input_size,
+            self.config.job.spec,
+            self.config.job.input_size,
             Shard(0, self.config.global_batch),
-            self.config.seed + 1,
+            self.config.job.seed + 1,
             channels_last,
         )
         images, labels = self.shard(batch)
@@ -257,8 +252,8 @@ class JaxDataParallelTrainer(Adapter):
         keras.distribution.set_distribution(None)
 
 
-def create_trainer(strategy: str) -> JaxDataParallelTrainer:
-    return JaxDataParallelTrainer(strategy)
+def create_adapter(strategy: str) -> JaxDataParallelAdapter:
+    return JaxDataParallelAdapter(strategy)
 
 
 def one_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:

@@ -12,7 +12,7 @@ import re
 import jax
 import jax.numpy as jnp
 
-from mgbench.common.models import ModelSpec
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.keras.attention import attention_shape, calls_to, compute_dtype, named
 from mgbench.frameworks.keras.transformer import attend
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mgbench.common.projection import ONE_PROCESS_PER_NODE, XLA_EXCHANGE
+from mgbench.frameworks.exchange import ONE_PROCESS_PER_NODE, XLA_EXCHANGE
 from mgbench.frameworks.keras.environment import jax_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
 from mgbench.frameworks.pytorch.spec import NVJPEG

@@ -25,16 +25,16 @@ from typing import Any
 
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras_tf.spec import FRAMEWORK
-from mgbench.frameworks.keras_tf.trainer import StrategyTrainer
+from mgbench.frameworks.keras_tf.strategy_adapter import StrategyAdapter
 
 
-class KerasTrainer(StrategyTrainer):
+class KerasAdapter(StrategyAdapter):
     def build_step(self) -> None:
         self.optimizer = keras_models.build_optimizer(self.config)
         self.model.compile(
             optimizer=self.optimizer,
             loss=keras_models.build_loss(self.spec),
-            jit_compile=self.config.compile is not None,
+            jit_compile=self.config.job.compile is not None,
         )
         self.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
@@ -45,5 +45,5 @@ class KerasTrainer(StrategyTrainer):
         self._loss = logs["loss"]
 
 
-def create_trainer(strategy: str) -> KerasTrainer:
-    return KerasTrainer(FRAMEWORK.strategy(strategy))
+def create_adapter(strategy: str) -> KerasAdapter:
+    return KerasAdapter(FRAMEWORK.strategy(strategy))

@@ -7,7 +7,7 @@ since TF picks no kernel per call that could be observed."""
 
 from __future__ import annotations
 
-from mgbench.common.models import ModelSpec
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.keras.attention import named
 
 UNFUSED = "Keras' TF ops (einsum, softmax in float32, einsum)"

@@ -3,7 +3,7 @@
 As TensorFlow users write it: a dataset of sample keys, a parallel `map` whose work is the
 shared decode, crop and flip (`tf.numpy_function` around `Augmentation.train_pixels`, so the
 pixels are those of every other framework), `batch` into global batches, normalisation as a
-vectorised map, `prefetch`. The trainer then hands the dataset to the strategy
+vectorised map, `prefetch`. The adapter then hands the dataset to the strategy
 (`experimental_distribute_dataset`: each replica takes its consecutive slice of the global
 batch, the shared shard, prefetched to its device) or, unstaged, iterates it on the host.
 The map runs on `workers` threads (`--workers`; 0 maps in line), the count the row records.
@@ -36,7 +36,7 @@ def _prepared(
         target.set_shape(target_shape)
         return pixels, target
 
-    channels_last = real.config.data_format.channels_last
+    channels_last = real.config.job.data_format.channels_last
     return (
         keys.map(pixels_and_target, num_parallel_calls=real.workers or None, deterministic=True)
         .batch(real.config.global_batch, drop_remainder=drop_remainder)
@@ -52,11 +52,11 @@ def train_dataset(real: RealData, epoch: int | None) -> tf.data.Dataset:
 
     def keys():
         shard = Shard(0, config.global_batch)
-        return sample_keys(len(split), config.global_batch, shard, config.seed, epochs or itertools.count())
+        return sample_keys(len(split), config.global_batch, shard, config.job.seed, epochs or itertools.count())
 
     def decode(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         epoch, index = (int(k) for k in key)
-        return real.augmentation.train_pixels(split.files[index], config.seed, epoch, index), split.targets[index]
+        return real.augmentation.train_pixels(split.files[index], config.job.seed, epoch, index), split.targets[index]
 
     dataset = tf.data.Dataset.from_generator(keys, output_signature=tf.TensorSpec((2,), tf.int64))
     return _prepared(dataset, decode, split, real, drop_remainder=True)

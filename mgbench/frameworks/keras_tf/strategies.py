@@ -24,8 +24,8 @@ from itertools import cycle, islice
 import numpy as np
 import tensorflow as tf
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.synthetic import Shard, synthetic_pool
 
 HostBatch = tuple[np.ndarray, np.ndarray]
@@ -34,7 +34,7 @@ PER_REPLICA_PREFETCH = 2
 
 def device_names(config: RunConfig) -> list[str]:
     """The logical devices the strategy mirrors over (GPUs, or the CPU split into N)."""
-    if not config.device_kind.on_gpu:
+    if not config.job.device_kind.on_gpu:
         tf.config.set_visible_devices([], "GPU")
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * config.devices)
@@ -63,11 +63,11 @@ def strategy_for(kind: str, devices: list[str]) -> tf.distribute.Strategy:
 def global_pool(config: RunConfig) -> list[HostBatch]:
     """The synthetic global batches, in the model's layout (one process holds the whole batch)."""
     return synthetic_pool(
-        config.spec,
-        config.input_size,
+        config.job.spec,
+        config.job.input_size,
         Shard(0, config.global_batch),
-        config.seed,
-        channels_last=config.data_format.channels_last,
+        config.job.seed,
+        channels_last=config.job.data_format.channels_last,
     )
 
 

@@ -39,12 +39,8 @@ import keras
 import numpy as np
 import torch
 
-from mgbench.common.ahead import Ahead
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.protocol import ModelInfo
-from mgbench.common.workers import loader_workers
-from mgbench.datasets.resolve import dataset_for
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
@@ -52,18 +48,21 @@ from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_torch import attention
 from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch import models as torch_models
-from mgbench.frameworks.pytorch.adapter import TorchProcess
+from mgbench.frameworks.pytorch.adapter import TorchProcessAdapter
 from mgbench.frameworks.pytorch.compiling import compiled
 from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, decoding_at
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
+from mgbench.training.loaders import loader_workers
+from mgbench.training.prefetch import Ahead
+from mgbench.training.protocol import ModelInfo
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 
-class KerasTorchTrainer(TorchProcess):
+class KerasTorchAdapter(TorchProcessAdapter):
     """`ddp`: Keras 3 model, PyTorch DistributedDataParallel, custom loop. What does not touch
     the model (process group, shards, placement, synchronisation, memory, the torch.profiler
-    window) is `TorchProcess`'s, shared with the PyTorch adapter; inheriting `TorchTrainer`
+    window) is `TorchProcessAdapter`'s, shared with the PyTorch adapter; inheriting `TorchAdapter`
     would also bring its real-data loader, which keras-torch does not declare."""
 
     channels_last = False
@@ -86,33 +85,28 @@ class KerasTorchTrainer(TorchProcess):
         if keras.backend.backend() != "torch":
             raise UsageError(f"keras-torch needs KERAS_BACKEND=torch, Keras runs on {keras.backend.backend()}")
         self._start(config)
-        self.nhwc = config.data_format.channels_last  # the pool's layout: Keras' data format
-        dataset = dataset_for(config)
-        workers = loader_workers(config.workers, self._placement.world_size)
-        self.real = data.RealData(dataset, config, workers) if dataset else None
-        self.spec = dataset.task_spec(config.spec) if dataset else config.spec
+        self.nhwc = config.job.data_format.channels_last  # the pool's layout: Keras' data format
+        self.real, self.spec = data.keras_task(config, loader_workers(config.job.workers, self._placement.world_size))
         self.channels_last = self.nhwc and self.real is not None
         self.decoding = (
-            decoding_at(self.real.site, config.input_size, self.device, self.channels_last) if self.real else None
+            decoding_at(self.real.site, config.job.input_size, self.device, self.channels_last) if self.real else None
         )
-        keras.utils.set_random_seed(config.seed)
-        keras_models.set_precision(config.precision)
         # Keras creates variables on its default device: "cuda" is the current device, which
         # `_join_devices` set to this rank's; a CPU run names "cpu" (`torch_variables`).
         self.model, digest = keras_weights.started_model(self.spec, config)
         self.loss_fn = keras_models.build_loss(self.spec)
         # `--compile`: torch.compile of the DDP module, as the PyTorch adapter compiles its own.
-        self.replicated = compiled(self.parallel.wrap(self.model, self.loss_fn, self.devices), config.compile)
+        self.replicated = compiled(self.parallel.wrap(self.model, self.loss_fn, self.devices), config.job.compile)
         # The torch parameters behind Keras' trainable variables: those DDP all-reduces.
         trainable = [variable.value for variable in self.model.trainable_variables]
-        self.optimizer = torch_models.build_optimizer(trainable, config.learning_rate, self.spec.hyperparameters)
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
+        self.optimizer = torch_models.build_optimizer(trainable, config.job.learning_rate, self.spec.hyperparameters)
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.job.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         return ModelInfo(
             parameters=keras_models.trainable_parameters(self.model),
             init_digest=digest,
             attention_kernel=attention.attention_kernel(
-                self.spec, config.input_size, config.batch_per_device, self.device, config.precision
+                self.spec, config.job.input_size, config.job.batch_per_device, self.device, config.job.precision
             ),
             decoder=self.decoding.decoder if self.decoding else None,
         )
@@ -123,9 +117,11 @@ class KerasTorchTrainer(TorchProcess):
         (pinned and copied one step ahead on a side stream when staged)."""
         if self.real is not None:
             return self._fed(self.real.train(self._shard(), None))
-        pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed, self.nhwc)
+        pool = synthetic_pool(
+            self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed, self.nhwc
+        )
         host = [self._to_tensors(batch) for batch in pool]
-        if self.config.data_on_device or not self.use_cuda:
+        if self.config.job.data_on_device or not self.use_cuda:
             return itertools.cycle([self._to_device(batch) for batch in host])
         if not self.staged:
             return (self._to_device(batch) for batch in itertools.cycle(host))
@@ -166,7 +162,9 @@ class KerasTorchTrainer(TorchProcess):
         inference mode, averaged over ranks."""
         if self.real is not None:
             return self._score(split)
-        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1, self.nhwc)
+        batch = held_out_batch(
+            self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed + 1, self.nhwc
+        )
         images, labels = self._to_device(self._to_tensors(batch))
         with torch.no_grad():
             loss = self.loss_fn(labels, self.model(images, training=False))
@@ -176,7 +174,7 @@ class KerasTorchTrainer(TorchProcess):
         rank, world = self._placement.rank, self._placement.world_size
         logits, targets = [], []
         with torch.no_grad():
-            for batch in self.real.evaluation(split, rank, world, self.config.batch_per_device):
+            for batch in self.real.evaluation(split, rank, world, self.config.job.batch_per_device):
                 images, _ = self.decoding.place(as_tensors(batch))
                 logits.append(self.model(self.keras_layout(images), training=False).float().cpu().numpy())
                 targets.append(batch[-1])
@@ -195,5 +193,5 @@ def as_tensors(batch: data.LoadedBatch) -> tuple[torch.Tensor, ...]:
     return tuple(torch.from_numpy(part) for part in batch)
 
 
-def create_trainer(strategy: str) -> KerasTorchTrainer:
-    return KerasTorchTrainer(strategy)
+def create_adapter(strategy: str) -> KerasTorchAdapter:
+    return KerasTorchAdapter(strategy)

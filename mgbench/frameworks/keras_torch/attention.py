@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from mgbench.common.models import ModelSpec
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.keras.attention import attention_shape, calls_to, compute_dtype, named
 from mgbench.frameworks.keras.transformer import attend
 from mgbench.frameworks.pytorch.attention import reached_backend

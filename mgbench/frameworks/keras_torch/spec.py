@@ -4,7 +4,7 @@ borrowed from `pytorch/spec.py`)."""
 
 from __future__ import annotations
 
-from mgbench.common.projection import DDP_EXCHANGE
+from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.keras.environment import torch_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
 from mgbench.frameworks.pytorch.spec import NVJPEG, TORCH_COMPILE

@@ -29,7 +29,8 @@ strategy but `ddp-unstaged`, which copies in line: the staged vs unstaged experi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,9 @@ import torch
 import torchvision
 from torch import nn
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import initial_weights
-from mgbench.common.metrics import gathered_metrics
-from mgbench.common.protocol import Adapter, ModelInfo, Placement
-from mgbench.common.step_timer import Clock, StepTimer
-from mgbench.datasets.resolve import dataset_for
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
+from mgbench.datasets.resolve import task_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
 from mgbench.frameworks.pytorch import attention, models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
@@ -54,6 +51,9 @@ from mgbench.frameworks.pytorch.profiler import profile_with_torch
 from mgbench.frameworks.pytorch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch.strategies import STRATEGIES, TorchStrategy
 from mgbench.frameworks.pytorch.timing import CudaEventTimer
+from mgbench.measure.metrics import gathered_metrics
+from mgbench.measure.step_timer import Clock, StepTimer
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -72,7 +72,7 @@ class Autocasting(nn.Module):
             return self.module(images)
 
 
-class TorchProcess(Adapter):
+class TorchProcessAdapter(Adapter):
     """What every adapter running torch modules on one strategy object shares (this one's, and
     Keras over PyTorch's): joining the strategy's process group and naming the devices, this
     rank's shard of each global batch, placing host batches, synchronisation, peak device memory,
@@ -90,7 +90,7 @@ class TorchProcess(Adapter):
         """Forward and loss (`step_loss`), backward (the strategy exchanges gradients as they come
         or in `apply_gradients`), then the update, unscaled first under fp16."""
         images, labels = batch
-        begin_step(self.config.compile)
+        begin_step(self.config.job.compile)
         self.optimizer.zero_grad()  # set_to_none, the default (Horovod's wrapper takes no argument)
         loss = self.step_loss(images, labels)
         self.scaler.scale(loss).backward()
@@ -121,7 +121,7 @@ class TorchProcess(Adapter):
         torch.backends.cudnn.benchmark = not self.parallel.replica_threads
         self.devices = self._join_devices(config)
         self.device = self.devices[0]
-        if self.use_cuda and config.decode.on_device:
+        if self.use_cuda and config.job.decode.on_device:
             # Before the model and its wrappers are built: autograd's nodes keep the stream they
             # were made on, and a step on another waits for it at every gradient.
             outranking(self.device)
@@ -174,7 +174,7 @@ class TorchProcess(Adapter):
         return versions
 
 
-class TorchTrainer(TorchProcess):
+class TorchAdapter(TorchProcessAdapter):
     """Everything the PyTorch strategies share; `self.parallel` (a `TorchStrategy`) does what differs.
     `staged`: on GPU, batch k+1 is copied to the device on a side stream during step k; False
     (an unstaged twin, `StrategySpec.staged`): each batch is copied in line by a plain
@@ -186,38 +186,35 @@ class TorchTrainer(TorchProcess):
 
     def setup(self, config: RunConfig) -> ModelInfo:
         self._start(config)
-        torch.manual_seed(config.seed)
+        torch.manual_seed(config.job.seed)
 
-        self.dataset = dataset_for(config)
-        spec = self.dataset.task_spec(config.spec) if self.dataset else config.spec
-        core = models.build_model(spec, config.input_size, config.data_format)
+        self.dataset, spec = task_for(config.job)
+        core = models.build_model(spec, config.job.input_size, config.job.data_format)
         weights.set_batch_norm(core, spec.hyperparameters)
-        start = initial_weights(config.init, spec, config.seed, config.input_size)
-        if start is not None:
-            weights.load_initial(core, start)
+        digest = config.job.start_from(spec, partial(weights.load_initial, core))
         core = core.to(self.device)
-        self.channels_last = config.data_format.channels_last
+        self.channels_last = config.job.data_format.channels_last
         self.core = core
         self.criterion = models.build_loss(spec).to(self.device)
-        autocast_dtype = AUTOCAST_DTYPES[config.precision]
+        autocast_dtype = AUTOCAST_DTYPES[config.job.precision]
         casting = Autocasting(core, self.device.type, autocast_dtype)
-        self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.compile)
+        self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.job.compile)
         self.optimizer = self.parallel.distribute_optimizer(
             models.build_optimizer(
-                core.parameters(), config.learning_rate, spec.hyperparameters, config.fused_optimizer
+                core.parameters(), config.job.learning_rate, spec.hyperparameters, config.job.fused_optimizer
             ),
             core,
         )
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.precision == "fp16")
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.job.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         if self.dataset is not None:
             decoding = decoding_for(self.dataset, config, self.device, self.channels_last)
             self.loaders = build_loaders(self.dataset, config, self._placement, self._shard(), decoding)
         return ModelInfo(
             parameters=sum(p.numel() for p in core.parameters() if p.requires_grad),
-            init_digest=start.digest if start else None,
+            init_digest=digest,
             attention_kernel=attention.attention_kernel(
-                spec, config.input_size, config.batch_per_device, self.device, autocast_dtype or torch.float32
+                spec, config.job.input_size, config.job.batch_per_device, self.device, autocast_dtype or torch.float32
             ),
             decoder=self.loaders.decoding.decoder if self.dataset is not None else None,
         )
@@ -229,34 +226,32 @@ class TorchTrainer(TorchProcess):
             return place.staged(host_batches)
         return (place(batch) for batch in host_batches)
 
-    def _loaded(self, loader: torch.utils.data.DataLoader) -> Iterator[Any]:
+    def _loaded(self, batches: Iterable[Any]) -> Iterator[Any]:
         """A loader's batches on the device, placed as its decoding says (pixels copied, or file
         bytes decoded there)."""
-        return self._feed(iter(loader), self.loaders.decoding.place)
+        return self._feed(iter(batches), self.loaders.decoding.place)
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
-            self.loaders.sampler.epoch, self.loaders.sampler.endless = 0, True
-            return self._loaded(self.loaders.train)
-        pool = synthetic_pool(self.config.spec, self.config.input_size, self._shard(), self.config.seed)
+            return self._loaded(self.loaders.train.endless())
+        pool = synthetic_pool(self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed)
         host = [self._to_tensors(batch) for batch in pool]
-        if self.config.data_on_device or not self.use_cuda:
+        if self.config.job.data_on_device or not self.use_cuda:
             return itertools.cycle([self._to_device(batch) for batch in host])  # resident: copied once
         pinned = itertools.cycle([(x.pin_memory(), y.pin_memory()) for x, y in host])
         return self._feed(pinned, PlacedPixels(self.device, self.channels_last))
 
     def steps_per_epoch(self) -> int:
-        return len(self.loaders.sampler)
+        return len(self.loaders.train)
 
     def epoch_batches(self, epoch: int) -> Iterator[Any]:
-        self.loaders.sampler.epoch, self.loaders.sampler.endless = epoch, False
-        return self._loaded(self.loaders.train)
+        return self._loaded(self.loaders.train.epoch(epoch))
 
     def step_loss(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return self.parallel.loss(self.model, self.criterion, images, labels)
 
     def evaluate(self, split: str = "val") -> dict[str, float]:
-        casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.precision])
+        casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.job.precision])
         self.core.eval()
         with torch.no_grad():
             metrics = self._score(casting, split) if self.dataset is not None else self._held_out_loss(casting)
@@ -264,7 +259,9 @@ class TorchTrainer(TorchProcess):
         return metrics
 
     def _held_out_loss(self, casting: nn.Module) -> dict[str, float]:
-        batch = held_out_batch(self.config.spec, self.config.input_size, self._shard(), self.config.seed + 1)
+        batch = held_out_batch(
+            self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed + 1
+        )
         images, labels = self._to_device(self._to_tensors(batch))
         return {"loss": self.parallel.global_mean(self.criterion(casting(images).float(), labels))}
 
@@ -296,6 +293,6 @@ class TorchTrainer(TorchProcess):
         super().close()
 
 
-def create_trainer(strategy: str) -> TorchTrainer:
+def create_adapter(strategy: str) -> TorchAdapter:
     spec = FRAMEWORK.strategy(strategy)
-    return TorchTrainer(strategy, STRATEGIES[spec.kind](), spec.staged)
+    return TorchAdapter(strategy, STRATEGIES[spec.kind](), spec.staged)

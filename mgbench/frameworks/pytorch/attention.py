@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mgbench.common.models import ModelSpec
+from mgbench.core.models import ModelSpec
 
 SDPA_BACKENDS = {
     "_scaled_dot_product_flash_attention": "flash",

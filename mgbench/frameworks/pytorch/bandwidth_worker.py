@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from mgbench.common.bandwidth import GB, BandwidthReport, ring_factor
-from mgbench.common.kinds import DeviceKind
+from mgbench.core.kinds import DeviceKind
+from mgbench.records.bandwidth import GB, BandwidthReport, ring_factor
 
 WARMUP = 3
 MATMUL_SIZE = {"cuda": 8192, "cpu": 1024}

@@ -20,18 +20,18 @@ from typing import Any
 
 import torch
 
-from mgbench.common.config import RunConfig
-from mgbench.common.protocol import Placement
-from mgbench.common.workers import loader_workers
+from mgbench.core.config import RunConfig
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import HELD_OUT, DatasetDescription, Split
 from mgbench.datasets.encoded import DecodeSite, decode_site
 from mgbench.datasets.images import host_decoder
 from mgbench.datasets.items import EvalItems, TrainItems
-from mgbench.datasets.sampling import EpochBatchKeys, validation_indices
+from mgbench.datasets.sampling import EpochBatchKeys, SampledLoader, validation_indices
 from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, DeviceDecoding
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
+from mgbench.training.loaders import loader_workers
+from mgbench.training.protocol import Placement
 
 
 def placed_images(
@@ -137,8 +137,8 @@ def decoding_for(
     dataset: DatasetDescription, config: RunConfig, device: torch.device, channels_last: bool
 ) -> HostDecoding | DeviceDecoding:
     """On the device with `--decode gpu` where every image is a JPEG, else in the workers."""
-    site = decode_site(config.decode.on_device, dataset.files)
-    return decoding_at(site, config.input_size, device, channels_last, config.decode_host_share)
+    site = decode_site(config.job.decode.on_device, dataset.files)
+    return decoding_at(site, config.job.input_size, device, channels_last, config.job.decode_host_share)
 
 
 def decoding_at(
@@ -153,12 +153,11 @@ def decoding_at(
 
 @dataclass(frozen=True)
 class Loaders:
-    """One process's DataLoaders: training through `sampler` (epoch set before each), and its
-    share of each held-out split; `decoding` says where their images are decoded and places
-    their batches."""
+    """One process's DataLoaders: training through the shared epoch sampler (`SampledLoader`),
+    and its share of each held-out split; `decoding` says where their images are decoded and
+    places their batches."""
 
-    sampler: EpochBatchKeys
-    train: torch.utils.data.DataLoader
+    train: SampledLoader
     held_out: dict[str, torch.utils.data.DataLoader]
     decoding: HostDecoding | DeviceDecoding
 
@@ -177,13 +176,13 @@ def build_loaders(
     one validation), so its pools are not kept: torch gives a persistent pinned loader an exit
     hook that joins its workers one after another with a timeout, which a run that fails, and so
     never reaches the adapter's `close`, would wait through at its exit."""
-    workers = loader_workers(config.workers, placement.world_size)
-    persistent = workers > 0 and bool(config.epochs)
-    augmentation = Augmentation.for_input(config.input_size, dataset.bit_depth)
-    pin = config.device_kind.on_gpu
-    sampler = EpochBatchKeys(len(dataset.train), config.global_batch, shard, config.seed)
+    workers = loader_workers(config.job.workers, placement.world_size)
+    persistent = workers > 0 and bool(config.job.epochs)
+    augmentation = Augmentation.for_input(config.job.input_size, dataset.bit_depth)
+    pin = config.job.device_kind.on_gpu
+    sampler = EpochBatchKeys(len(dataset.train), config.global_batch, shard, config.job.seed)
     train = torch.utils.data.DataLoader(
-        decoding.train_items(dataset.train, augmentation, config.seed),
+        decoding.train_items(dataset.train, augmentation, config.job.seed),
         batch_sampler=sampler,
         num_workers=workers,
         collate_fn=decoding.collate,
@@ -197,7 +196,7 @@ def build_loaders(
                 augmentation,
                 validation_indices(len(dataset.split(name)), placement.rank, placement.world_size),
             ),
-            batch_size=config.batch_per_device,
+            batch_size=config.job.batch_per_device,
             num_workers=workers,
             collate_fn=decoding.collate,
             pin_memory=pin,
@@ -205,4 +204,4 @@ def build_loaders(
         )
         for name in HELD_OUT
     }
-    return Loaders(sampler, train, held_out, decoding)
+    return Loaders(SampledLoader(sampler, train), held_out, decoding)

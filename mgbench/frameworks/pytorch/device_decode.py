@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from torchvision.io import ImageReadMode, decode_jpeg
 
-from mgbench.common.ahead import Ahead
 from mgbench.datasets.augment import Augmentation
 from mgbench.datasets.description import Split
 from mgbench.datasets.encoded import EncodedEvalItems, EncodedItem, EncodedTrainItems, collated_files, host_pixels
@@ -31,6 +30,7 @@ from mgbench.frameworks.pytorch.device_crop import CropPlan, crop_plan, cropped,
 from mgbench.frameworks.pytorch.normalise import normalised_pixels
 from mgbench.frameworks.pytorch.packed import packed, unpacked
 from mgbench.frameworks.pytorch.spec import NVJPEG
+from mgbench.training.prefetch import Ahead
 
 
 class EncodedBatch(NamedTuple):

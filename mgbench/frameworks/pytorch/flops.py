@@ -1,4 +1,4 @@
-"""The work of one training image, counted on the reference architecture (`mgbench.common.work`).
+"""The work of one training image, counted on the reference architecture (`mgbench.records.peak`).
 
 torch.utils.flop_counter counts the forward and the backward of the torchvision model the
 PyTorch adapter trains, on the meta device: shapes only, no memory, no arithmetic, so counting
@@ -14,10 +14,10 @@ import torch
 from torch.autograd.graph import saved_tensors_hooks
 from torch.utils.flop_counter import FlopCounterMode
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import ModelSpec
-from mgbench.common.work import ModelWork
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import ModelSpec
 from mgbench.frameworks.pytorch.models import build_model
+from mgbench.records.peak import ModelWork
 
 BATCH = 2
 """Images per counted step (training-mode batch-norm wants more than one); counts are per image."""

@@ -12,30 +12,39 @@ import torch
 import torchvision
 from torch import nn
 
-from mgbench.common.kinds import DataFormat
-from mgbench.common.models import Hyperparameters, ModelSpec
+from mgbench.core.kinds import DataFormat
+from mgbench.core.models import Hyperparameters, ModelSpec
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 
 
 def tiny(spec: ModelSpec, image_size: int) -> nn.Module:
+    first, second = spec.convnet.channels
     return nn.Sequential(
-        nn.Conv2d(3, 16, 3, padding=1),
+        nn.Conv2d(3, first, 3, padding=1),
         nn.ReLU(),
         nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1),
+        nn.Conv2d(first, second, 3, padding=1),
         nn.ReLU(),
         nn.AdaptiveAvgPool2d(1),
         nn.Flatten(),
-        nn.Linear(32, spec.num_classes),
+        nn.Linear(second, spec.num_classes),
     )
 
 
 def densenet121(spec: ModelSpec, image_size: int) -> nn.Module:
-    return torchvision.models.densenet121(weights=None, num_classes=spec.num_classes)
+    """torchvision's `DenseNet` at the catalogue's shape (`densenet121` is this one at its blocks)."""
+    shape = spec.convnet
+    return torchvision.models.DenseNet(
+        shape.growth, shape.blocks, shape.stem_channels, shape.bottleneck, num_classes=spec.num_classes
+    )
 
 
 def resnet50(spec: ModelSpec, image_size: int) -> nn.Module:
-    return torchvision.models.resnet50(weights=None, num_classes=spec.num_classes)
+    """torchvision's `ResNet` of bottlenecks at the catalogue's stages (`resnet50` is this one at
+    its stages; its stem and expansion are the catalogue's, fixed in torchvision's own)."""
+    return torchvision.models.ResNet(
+        torchvision.models.resnet.Bottleneck, list(spec.convnet.stages), num_classes=spec.num_classes
+    )
 
 
 def inception_v3(spec: ModelSpec, image_size: int) -> nn.Module:

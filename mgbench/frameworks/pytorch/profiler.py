@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from mgbench.common.trace_events import STEP_MARK
+from mgbench.measure.trace_events import STEP_MARK
 
 
 def profile_with_torch(run_steps: Callable[..., None], trace_path: Path, use_cuda: bool) -> None:

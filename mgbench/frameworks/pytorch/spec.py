@@ -5,8 +5,8 @@ borrowed: torchvision's builder table, torch's loader and torch.compile."""
 
 from __future__ import annotations
 
-from mgbench.common.job import DEFAULT_COMPILE_MODE
-from mgbench.common.projection import DDP_EXCHANGE
+from mgbench.core.job import DEFAULT_COMPILE_MODE
+from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.specs import (
     Capabilities,
     Compiler,

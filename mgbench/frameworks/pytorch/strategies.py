@@ -15,8 +15,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from mgbench.common.config import RunConfig
-from mgbench.common.errors import UsageError
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 
 
 class Joined:

@@ -3,14 +3,14 @@
 An event recorded on the device's current stream after each step is stamped by the device when
 its queue reaches it, so the time between two events is one step as the device lived it: its
 kernels and whatever idle gap the host left before them. Recording is asynchronous; the events
-are read once the driver has synchronised at the window's end (`mgbench.common.step_timer`).
+are read once the driver has synchronised at the window's end (`mgbench.measure.step_timer`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from mgbench.common.step_timer import Clock, StepTimer
+from mgbench.measure.step_timer import Clock, StepTimer
 
 MILLISECONDS = 1e-3
 

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from mgbench.common.errors import UsageError
-from mgbench.common.initial_weights import InitialWeights
-from mgbench.common.models import Hyperparameters
-from mgbench.common.safe_files import open_regular
+from mgbench.core.errors import UsageError
+from mgbench.core.initial_weights import InitialWeights
+from mgbench.core.models import Hyperparameters
+from mgbench.core.safe_files import open_regular
 
 BATCH_COUNTER = "num_batches_tracked"
 """torch's own count of batches seen by a batch-norm layer: not a weight, not shared."""

@@ -1,7 +1,7 @@
 """TensorFlow adapter: a custom training loop, tf.function around strategy.run, MirroredStrategy.
 
 The raw-TF column of a compare: the same keras.applications models, tf.data pipeline and
-optimizer as the `keras` adapter (`mgbench.frameworks.keras_tf.trainer`), but the step is written out:
+optimizer as the `keras` adapter (`mgbench.frameworks.keras_tf.strategy_adapter`), but the step is written out:
 each replica takes its loss over its shard divided by the global batch, tape gradients, and the
 optimizer all-reduces (sums) them across replicas before the update.
 
@@ -18,11 +18,11 @@ from typing import Any
 import tensorflow as tf
 
 from mgbench.frameworks.keras import models as keras_models
-from mgbench.frameworks.keras_tf.trainer import StrategyTrainer
+from mgbench.frameworks.keras_tf.strategy_adapter import StrategyAdapter
 from mgbench.frameworks.tensorflow.spec import FRAMEWORK
 
 
-class CustomLoopTrainer(StrategyTrainer):
+class CustomLoopAdapter(StrategyAdapter):
     def build_step(self) -> None:
         self.optimizer = keras_models.build_optimizer(self.config)
         self.optimizer.build(self.model.trainable_variables)
@@ -37,7 +37,7 @@ class CustomLoopTrainer(StrategyTrainer):
                 scaled = optimizer.scale_loss(loss)
             return loss, tape.gradient(scaled, model.trainable_variables)
 
-        if self.config.compile is not None:
+        if self.config.job.compile is not None:
             loss_and_gradients = tf.function(loss_and_gradients, jit_compile=True)
 
         def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
@@ -56,5 +56,5 @@ class CustomLoopTrainer(StrategyTrainer):
         self._loss = self.step(self.replica_inputs(batch))
 
 
-def create_trainer(strategy: str) -> CustomLoopTrainer:
-    return CustomLoopTrainer(FRAMEWORK.strategy(strategy))
+def create_adapter(strategy: str) -> CustomLoopAdapter:
+    return CustomLoopAdapter(FRAMEWORK.strategy(strategy))

@@ -1,0 +1,177 @@
+"""The framework-neutral model catalogue.
+
+Every adapter builds these same architectures; this table fixes what "the same" means
+(input size, number of outputs, loss), so a framework cannot silently train something else.
+A plugin (`MGBENCH_PLUGINS`) adds its own models through its module's `ADDED_MODELS`, a tuple
+of `ModelSpec`: `catalogue()` is the built-in table with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from mgbench.core.architectures import ConvNet, DenseNet, ResNet, SmallConvNet, VisionTransformer, counts
+from mgbench.core.errors import UsageError
+from mgbench.core.plugins import plugin_modules, plugin_named
+
+LossKind = Literal["softmax", "sigmoid"]
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """What every framework must set alike for two of them to train the same job, declared once
+    here and applied by every adapter (frameworks' defaults differ: Keras keeps 0.99 of the
+    batch-norm average where torch keeps 0.9, Chainer's epsilon is 2e-5)."""
+
+    batch_norm_momentum: float = 0.1
+    """Weight of a batch's statistics in batch-norm's moving averages (torch's convention;
+    Keras', Gluon's and Chainer's momentum or decay is 1 minus this)."""
+    batch_norm_epsilon: float = 1e-5
+    sgd_momentum: float = 0.9
+    """Heavy-ball momentum, not Nesterov's, in torch's form (b = m b + g; w -= lr b) in every
+    framework: Keras', Gluon's and Chainer's own (v = m v - lr g; w += v) give the same steps only
+    at a constant rate, and the job's warm-up changes it every step."""
+    nesterov: bool = False
+    weight_decay: float = 0.0
+    """Zero: frameworks apply it differently (torch, Gluon and Chainer add it to the gradient
+    before momentum; Keras' SGD decays the weights apart), so a shared job leaves it out."""
+
+
+HYPERPARAMETERS = Hyperparameters()
+
+
+LAYOUT_NOTE = (
+    "a transformer: --data-format changes only the layout of the patch embedding's input; its "
+    "tokens are (batch, tokens, width) in every framework"
+)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    image_size: int
+    num_classes: int
+    loss: LossKind
+    description: str
+    reference_parameters: int | None = None
+    """Trainable parameters of the torchvision architecture with this head: every framework's
+    build must have exactly these, or declare its difference (`ModelBuilders.parameter_offsets`).
+    Left out, they are counted from `convnet`'s layers."""
+    reference_tensors: int | None = None
+    """Trainable tensors (weights, biases, batch-norm scales and shifts) of that architecture: how
+    many gradients a framework that exchanges them one by one hands over (`ModelBuilders.tensor_offsets`
+    where its build differs). Left out, they are counted from `convnet`'s layers."""
+    hyperparameters: Hyperparameters = HYPERPARAMETERS
+    transformer: VisionTransformer | None = None
+    """A vision transformer's shape (None: a convolutional network, whose parameters do not
+    depend on the image size)."""
+    convnet: ConvNet | None = None
+    """A convolutional network's shape, which every builder and the shared initial weights read
+    (None: a transformer, or a network whose draw no other framework names alike)."""
+
+    def __post_init__(self) -> None:
+        if self.convnet is not None and (self.reference_parameters is None or self.reference_tensors is None):
+            parameters, tensors = counts(self.convnet.layers(self.num_classes))
+            object.__setattr__(self, "reference_parameters", self.reference_parameters or parameters)
+            object.__setattr__(self, "reference_tensors", self.reference_tensors or tensors)
+        if self.reference_parameters is None or self.reference_tensors is None:
+            raise UsageError(
+                f"model {self.name}: give its reference parameter and tensor counts, or its convnet's shape"
+            )
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the shared initial weights have a reference draw of it (`initial_weights`):
+        its shape is declared here, as a convolutional network's or a transformer's."""
+        return self.convnet is not None or self.transformer is not None
+
+    def parameters_at(self, image_size: int) -> int:
+        """The reference parameter count at `image_size` px: a transformer's position embedding
+        holds a vector per token, so it grows with the image; a network with global pooling does not."""
+        if self.transformer is None:
+            return self.reference_parameters
+        extra_tokens = self.transformer.tokens(image_size) - self.transformer.tokens(self.image_size)
+        return self.reference_parameters + extra_tokens * self.transformer.width
+
+    @property
+    def layout_note(self) -> str | None:
+        """What `--data-format` means for this model, where it is not a convolutional network's layout."""
+        return LAYOUT_NOTE if self.transformer else None
+
+
+MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec(
+            name="densenet121",
+            image_size=224,
+            num_classes=14,
+            loss="sigmoid",
+            description="DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy",
+            convnet=DenseNet(blocks=(6, 12, 24, 16)),
+        ),
+        ModelSpec(
+            name="resnet50",
+            image_size=224,
+            num_classes=1000,
+            loss="softmax",
+            description="ResNet-50, 1000-way softmax (ImageNet)",
+            convnet=ResNet(stages=(3, 4, 6, 3)),
+        ),
+        ModelSpec(
+            name="inception_v3",
+            image_size=299,
+            num_classes=1000,
+            loss="softmax",
+            description="Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
+            reference_parameters=23_834_568,
+            reference_tensors=284,
+        ),
+        ModelSpec(
+            name="vit_b_16",
+            image_size=224,
+            num_classes=1000,
+            loss="softmax",
+            description="ViT-B/16: 16-px patches, 12 layers, width 768, 12 heads, MLP 3072, 1000-way softmax",
+            reference_parameters=86_567_656,
+            reference_tensors=152,
+            transformer=VisionTransformer(patch_size=16, layers=12, width=768, heads=12, mlp_width=3072),
+        ),
+        ModelSpec(
+            name="tiny",
+            image_size=32,
+            num_classes=10,
+            loss="softmax",
+            description="two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks",
+            convnet=SmallConvNet(channels=(16, 32)),
+        ),
+    )
+}
+"""Inception-v3 has no shape here: torchvision draws it from truncated normals of per-layer
+widths that no other framework's build names alike, so its runs start from each framework's own
+initialiser, and its counts are declared."""
+
+
+def catalogue() -> dict[str, ModelSpec]:
+    """The built-in models, then those the plugins add (`ADDED_MODELS`); an entry that is not a
+    `ModelSpec`, or names a model already there, is one UsageError (a run names its model by
+    name alone)."""
+    models = dict(MODELS)
+    for module in plugin_modules():
+        for spec in getattr(module, "ADDED_MODELS", ()):
+            if not isinstance(spec, ModelSpec) or spec.name in models:
+                raise UsageError(
+                    f"{plugin_named(module.__name__)}, whose ADDED_MODELS has {spec!r}: not a new ModelSpec"
+                )
+            models[spec.name] = spec
+    return models
+
+
+def model_spec(name: str) -> ModelSpec:
+    """Look a model up in the catalogue, failing with the list of known names."""
+    models = catalogue()
+    try:
+        return models[name]
+    except KeyError:
+        raise UsageError(f"unknown model {name!r}; known models: {', '.join(models)}") from None

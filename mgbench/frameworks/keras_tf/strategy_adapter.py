@@ -1,0 +1,122 @@
+"""What the `keras` (over TensorFlow) and `tensorflow` adapters share: devices, strategy, model,
+input staging, real data, evaluation, memory and weights. Subclasses supply only the training
+step (and name its optimizer), so the two columns of a compare differ in exactly one thing:
+Keras' own step versus a hand-written loop.
+
+Real data (`--dataset`) is read by tf.data (`keras_tf/data.py`) over the shared sample keys; staged
+strategies distribute it to the devices, unstaged twins slice its host batches in the step.
+Evaluation scores every image of the split in one compiled forward per global batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from mgbench.core.config import RunConfig
+from mgbench.datasets.synthetic import Shard, held_out_batch
+from mgbench.frameworks.keras import data
+from mgbench.frameworks.keras import models as keras_models
+from mgbench.frameworks.keras import weights as keras_weights
+from mgbench.frameworks.keras_tf import attention, strategies
+from mgbench.frameworks.keras_tf import data as tf_data
+from mgbench.frameworks.specs import StrategySpec
+from mgbench.training.loaders import loader_workers
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
+
+
+class StrategyAdapter(Adapter):
+    """One process mirrors the model over every device of the run through a tf.distribute strategy."""
+
+    def __init__(self, strategy: StrategySpec):
+        super().__init__(strategy.name)
+        self.strategy_kind, self.staged = strategy.kind, strategy.staged
+        self._loss: Any = 0.0
+
+    def setup(self, config: RunConfig) -> ModelInfo:
+        self.accept(config)
+        devices = strategies.device_names(config)
+        self.distribution = strategies.strategy_for(self.strategy_kind, devices)
+        self._placement = Placement(rank=0, world_size=1, device_names=devices)
+        self.real, self.spec = data.keras_task(config, loader_workers(config.job.workers, 1))
+        with self.distribution.scope():
+            self.model, digest = keras_weights.started_model(self.spec, config)
+            self.build_step()
+        self.forward = tf.function(lambda images: self.model(images, training=False))
+        return ModelInfo(
+            parameters=keras_models.trainable_parameters(self.model),
+            init_digest=digest,
+            attention_kernel=attention.attention_kernel(self.spec, compiled=config.job.compile is not None),
+        )
+
+    def build_step(self) -> None:
+        """Inside the strategy's scope: `self.optimizer`, the loss of `self.spec` and the compiled step."""
+        raise NotImplementedError
+
+    def batches(self) -> Iterator[Any]:
+        if self.real is not None:
+            return self._fed(tf_data.train_dataset(self.real, None))
+        pool = strategies.global_pool(self.config)
+        if self.config.job.data_on_device:
+            return strategies.resident_batches(self.distribution, pool)
+        if self.staged:
+            return strategies.staged_batches(self.distribution, pool)
+        return strategies.unstaged_batches(pool)
+
+    def _fed(self, dataset: tf.data.Dataset) -> Iterator[Any]:
+        """Real-data batches: distributed to the devices (staged) or as host arrays (unstaged)."""
+        return strategies.distributed(self.distribution, dataset) if self.staged else dataset.as_numpy_iterator()
+
+    def steps_per_epoch(self) -> int:
+        return self.real.steps_per_epoch()
+
+    def epoch_batches(self, epoch: int) -> Iterator[Any]:
+        return self._fed(tf_data.train_dataset(self.real, epoch))
+
+    def set_learning_rate(self, learning_rate: float) -> None:
+        self.optimizer.learning_rate = learning_rate
+
+    def replica_inputs(self, batch: Any) -> Any:
+        """Staged batches are already distributed; host batches are split for the replicas now."""
+        return batch if self.staged else strategies.split_host_batch(self.distribution, batch)
+
+    def synchronize(self) -> None:
+        tf.test.experimental.sync_devices()
+
+    def last_loss(self) -> float:
+        return float(self._loss)
+
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        """On real data loss and AUC over every image of `split`; else the loss on the held-out batch."""
+        if self.real is not None:
+            logits, targets = zip(
+                *((self.forward(x).numpy(), y.numpy()) for x, y in tf_data.eval_dataset(self.real, split))
+            )
+            return self.real.metrics(np.concatenate(logits), np.concatenate(targets))
+        channels_last = self.config.job.data_format.channels_last
+        images, labels = held_out_batch(
+            self.config.job.spec,
+            self.config.job.input_size,
+            Shard(0, self.config.global_batch),
+            self.config.job.seed + 1,
+            channels_last,
+        )
+        loss = keras_models.build_loss(self.spec)(labels, self.model(images, training=False))
+        return {"loss": float(loss)}
+
+    def peak_device_memory_bytes(self) -> int | None:
+        return max(tf.config.experimental.get_memory_info(name)["peak"] for name in self._placement.device_names)
+
+    def framework_versions(self) -> dict[str, str]:
+        return {"keras": keras.__version__, **strategies.versions(self.config.job.device_kind.on_gpu)}
+
+    def save_state(self, path: Path) -> None:
+        keras_models.save_trainable_weights(self.model, path)
+
+    def close(self) -> None:
+        keras.backend.clear_session()

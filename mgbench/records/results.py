@@ -1,0 +1,257 @@
+"""`RunResult` and the results file: one JSON object per line, readable by `pandas.read_json(lines=True)`.
+
+A result row is written flat: the run's config fields sit at the top level beside the measured
+figures (each part of them, `records.figures`, in its place), so a DataFrame of a results file
+has one column per config field and per figure. The file is
+rewritten through a temporary file renamed over it (`safe_files.write_file`), so a crash
+mid-write never leaves a half-written line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UnsafeNameError, UsageError
+from mgbench.core.safe_files import read_regular, write_file
+from mgbench.core.schema import check_fields, field_types, parse_json
+from mgbench.measure.metrics import defined
+from mgbench.records.figures import (
+    Build,
+    Compilation,
+    EpochFigures,
+    InputFigures,
+    Limits,
+    OomRetries,
+    Origin,
+    ProfileFigures,
+    Rounds,
+    StepSeries,
+    StepTiming,
+    UtilisationFigures,
+)
+
+
+class Status(StrEnum):
+    """How a run ended. A row holds it as its string (`ok`, `not-installed`), which a member
+    equals, so rows and frames written before read alike."""
+
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    OOM = "oom"
+    UNSUPPORTED = "unsupported"
+    NOT_INSTALLED = "not-installed"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def failed(self) -> bool:
+        """The run did not give its figures where it could have: a compare holding one exits 1."""
+        return self in (Status.FAILED, Status.TIMEOUT, Status.OOM, Status.NOT_INSTALLED)
+
+
+RESULTS_FILE = "results.jsonl"
+RENAMED = {"allreduce_step_share": "allreduce_step_fraction", "peak_share": "peak_fraction"}
+"""Fields rows written by earlier versions named otherwise: read under their current name."""
+
+
+@dataclass(slots=True)
+class RunResult:
+    """One run's row: its config, how it ended, and its figures, the measured ones in parts
+    (`records.figures`) that `to_record` writes flat."""
+
+    config: RunConfig
+    status: Status
+    error: str | None = None
+    origin: Origin = field(default_factory=Origin)
+    build: Build = field(default_factory=Build)
+    startup_seconds: float | None = None
+    compiled: Compilation = field(default_factory=Compilation)
+    timing: StepTiming = field(default_factory=StepTiming)
+    repeats: Rounds = field(default_factory=Rounds)
+    input: InputFigures = field(default_factory=InputFigures)
+    train_seconds: float | None = None
+    eval_seconds: float | None = None
+    eval_metrics: dict[str, float] = field(default_factory=dict)
+    by_epoch: EpochFigures = field(default_factory=EpochFigures)
+    final_loss: float | None = None
+    diverged_at_step: int | None = None
+    """The training step (1-based, a compiled run's compile step first) whose loss was first no
+    finite number: a learning rate too high, or a start holding NaN. The throughput figures still
+    hold; the losses from that step on are null, and `warnings` says where they diverged."""
+    retries: OomRetries = field(default_factory=OomRetries)
+    limit: Limits = field(default_factory=Limits)
+    timing_method: str | None = None
+    """How the per-step times were taken: `cuda events` (no host synchronisation inside the timed
+    window) or `per-step sync` (the host waits for the devices after every step)."""
+    window_seconds: float | None = None
+    """The steady window: the steps after warm-up, end to end; `images_per_sec` is its images over it."""
+    host_breakdown: dict[str, float] | None = None
+    """Shares of the host's time over the steady window: input_wait, step (the adapter's step
+    call), synchronize, loss_read (`mgbench.measure.timing.HOST_PHASES`)."""
+    profiled: ProfileFigures = field(default_factory=ProfileFigures)
+    peak_memory_bytes: int | None = None
+    utilisation: UtilisationFigures = field(default_factory=UtilisationFigures)
+    series: StepSeries = field(default_factory=StepSeries)
+    warnings: list[str] = field(default_factory=list)
+    """What makes a figure of an ok row other than it looks, one line each: a metric written as
+    null because it has no value, and why (`metrics.defined`)."""
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+    @classmethod
+    def flat(cls, config: RunConfig, status: Status | str, **figures: Any) -> RunResult:
+        """A row from its figures named as its record names them (`images_per_sec=...`), each put
+        in its part."""
+        parts = {
+            name: part(**{key: figures.pop(key) for key in fields_of(part) if key in figures})
+            for name, part in PARTS.items()
+        }
+        return cls(config, status, **parts, **figures)
+
+    def to_record(self) -> dict[str, Any]:
+        """Flat dict: config fields first, then `run_id`, `global_batch` and the figures, each
+        part's in its place; a figure without a value (NaN, infinite: not JSON) is None, and
+        `warnings` says which and why."""
+        figures: dict[str, Any] = {}
+        for name in FIELDS:
+            value = getattr(self, name)
+            figures |= {key: getattr(value, key) for key in fields_of(PARTS[name])} if name in PARTS else {name: value}
+        record, undefined = defined(
+            {**self.config.to_dict(), "run_id": self.run_id, "global_batch": self.config.global_batch, **figures}
+        )
+        return {**record, "warnings": [*self.warnings, *undefined]}
+
+    @classmethod
+    def from_record(cls, record: object) -> RunResult:
+        """A row read back (a results line, a run's raw result), which may hold any JSON: an object
+        whose fields hold their declared types (`schema.check_fields`), else a UsageError, so no
+        later code meets `images_per_sec: "fast"`; its `run_id`, when it holds one, must be the
+        one its config gives (else an `UnsafeNameError`)."""
+        if not isinstance(record, dict):
+            raise UsageError(f"not a result row: {type(record).__name__} instead of an object")
+        record = {RENAMED.get(key, key): value for key, value in record.items()}
+        config = RunConfig.from_dict(record)
+        if record.get("run_id", config.run_id) != config.run_id:
+            raise UnsafeNameError(f"run_id {record['run_id']!r} is not its config's ({config.run_id})")
+        own = {key: value for key, value in record.items() if key in FIELDS and key not in PARTS}
+        check_fields(own, cls, "not a result row", null_numbers=True)
+        parts = {}
+        for name, part in PARTS.items():
+            values = {key: record[key] for key in fields_of(part) if key in record}
+            check_fields(values, part, "not a result row", null_numbers=True)
+            parts[name] = part(**values)
+        rate = parts["timing"].images_per_sec
+        if own.get("status") == Status.OK and rate is not None and not rate > 0:
+            # Never written by a run (its images over its window); every report divides by it.
+            raise UsageError(f"not a result row: an ok row's images_per_sec is {rate}, not a positive number")
+        return cls(config=config, **own, **parts)
+
+    def to_json(self) -> str:
+        """The row as one line of JSON: strict JSON (`to_record` leaves no NaN to write)."""
+        return json.dumps(self.to_record(), allow_nan=False)
+
+
+def fields_of(part: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(part))
+
+
+FIELDS = tuple(name for name in fields_of(RunResult) if name != "config")
+"""The row's own fields, in order: its figures and its parts."""
+PARTS: dict[str, type] = {
+    name: field_types(RunResult)[name] for name in FIELDS if dataclasses.is_dataclass(field_types(RunResult)[name])
+}
+"""The row's parts by field: each writes its fields flat in its place (`records.figures`)."""
+
+
+def figure_types() -> dict[str, Any]:
+    """Every figure a row writes, flat, with its declared type."""
+    types: dict[str, Any] = {}
+    for name in FIELDS:
+        types |= field_types(PARTS[name]) if name in PARTS else {name: field_types(RunResult)[name]}
+    return types
+
+
+def write_json_atomically(path: Path, text: str | bytes) -> None:
+    """Write `path` whole through a new file beside it renamed over the name
+    (`safe_files.write_file`): a crash or a full disk leaves the old file whole, and a link or a
+    hard link planted at the name is replaced, never written through.
+
+    The folder is made when missing (a cache's first write); one inside a run folder is checked
+    by `RunFolder.inside` and `RunFolder.made`. The file is created as `open` creates files
+    (mode 0666 less the umask), so it keeps the mode every other file of the folder has. An
+    OSError (a full disk) names the file that was being written, not the temporary one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_file(path.parent, path.name, text)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Add one line of JSON to a file of lines, atomically; its other lines stay as they are, byte for byte."""
+    existing = results_file_bytes(path)
+    if existing and not existing.endswith(b"\n"):
+        existing += b"\n"
+    write_json_atomically(path, existing + (line + "\n").encode())
+
+
+def append_result(path: Path, result: RunResult) -> None:
+    """Add one row to a results file, atomically."""
+    append_line(path, result.to_json())
+
+
+def results_file_bytes(path: Path) -> bytes:
+    """What a results file holds (nothing where there is none yet); a name that holds no regular
+    file (a FIFO, which would hold the read) is one UsageError."""
+    try:
+        return read_regular(path)
+    except FileNotFoundError:
+        return b""
+    except OSError as error:
+        raise UsageError(f"{path} cannot be read: {error.strerror or error}") from None
+
+
+def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult], int]:
+    """The records and rows of a results file, and how many lines could not be read.
+
+    A line that is no whole row is skipped and counted rather than raised, whatever is wrong
+    with it: cut short (a copy, a crash of another writer), not UTF-8, not JSON within
+    `schema.MAX_DEPTH`, not an object, or a field not of its declared type. Reports and resumes
+    keep every row that is whole, and no later code meets a figure of another type; each line
+    is read apart, so one bad byte costs one line, not the file. A row whose names could not
+    have been written by mgbench (`UnsafeNameError`) is raised, with its line.
+    """
+    records, results, unreadable = [], [], 0
+    lines = results_file_bytes(path).splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = parse_json(line, f"{path} line {number}")
+            results.append(RunResult.from_record(record))
+        except UnsafeNameError as error:
+            raise UnsafeNameError(f"{path} line {number}: {error}") from None
+        except UsageError:
+            unreadable += 1
+            continue
+        records.append(record)
+    return records, results, unreadable
+
+
+def read_results(path: Path) -> list[RunResult]:
+    """All whole rows of a results file (empty if it does not exist yet)."""
+    return read_result_lines(path)[1]
+
+
+def write_results(path: Path, results: list[RunResult]) -> None:
+    """Replace a results file by exactly these rows, atomically (resume drops rows it reruns)."""
+    write_json_atomically(path, "".join(result.to_json() + "\n" for result in results))

@@ -4,11 +4,14 @@
 # repo root; writes under $OUT. Parts (PARTS, in this order; DEADLINE=S starts no compare once
 # the script has run S seconds):
 #   default  the default command as typed with one GPU: `compare --frameworks pytorch --gpus 1`
-#            (DenseNet-121, fp32, 32 per GPU, synthetic data fed from host memory)
+#            (DenseNet-121, fp32, the default job on a GPU: 256 per GPU, 100 steps, synthetic data
+#            fed from host memory)
 #   real     the same job on real data: SAMPLE_N (default 2000) ChestX-ray14-layout PNGs of
 #            256 px drawn on the machine (`make-sample-chestxray`), read by the loader's workers
-# Ends with each part's row figures (steady rate, its interval, rounds) and their spread from
-# compare to compare, (max - min) / median (benchmarks/repeatability_table.py).
+# Ends with each part's row figures (steady rate, its interval, rounds, bottleneck) and their spread
+# from compare to compare, (max - min) / median (benchmarks/repeatability_table.py), and the host's
+# speed through the command: one fixed Python loop timed every 2 s (benchmarks/host_speed.py),
+# its p10, median and p90 in ms ($OUT/host-speed.log holds every sample).
 set -uo pipefail
 source benchmarks/gpu_env.sh
 PARTS=${PARTS:-default real}
@@ -16,6 +19,8 @@ COMPARES=${COMPARES:-3}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 rm -rf runs/repeat-*
+python3 benchmarks/host_speed.py "$OUT/host-speed.log" &
+HOST_SPEED=$!
 if [[ " $PARTS " == *" real "* ]]; then
   python3 -m mgbench make-sample-chestxray /tmp/sample --n "${SAMPLE_N:-2000}" --size 256 2>&1 | tail -1
 fi
@@ -30,4 +35,7 @@ for part in $PARTS; do
     tar czf "$OUT/repeat.tgz" --exclude="*-trace.json" --exclude="*.npz" runs/repeat-* 2>/dev/null
   done
 done
+kill $HOST_SPEED
 python3 benchmarks/repeatability_table.py runs/repeat-*
+python3 -c 'import sys, numpy; ms = numpy.loadtxt(sys.argv[1], ndmin=2)[:, 1]
+print("host loop ms: p10 %.1f, median %.1f, p90 %.1f over %d samples" % (*numpy.percentile(ms, [10, 50, 90]), len(ms)))' "$OUT/host-speed.log"

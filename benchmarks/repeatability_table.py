@@ -35,10 +35,14 @@ def spread(figures: list[float]) -> float:
 
 
 def describe(row: pd.Series) -> str:
-    """One compare's figure: steady rate (its interval; each round's figure)."""
+    """One compare's figure: steady rate (its interval; each round's figure; the median round's
+    bottleneck and warm-up steps)."""
     rounds = ", ".join(f"{value:.0f}" for value in row.get("round_images_per_sec") or [])
     low, high = row.get("images_per_sec_low", float("nan")), row.get("images_per_sec_high", float("nan"))
-    return f"{row['images_per_sec']:.0f} ({low:.0f}-{high:.0f}; rounds {rounds})"
+    return (
+        f"{row['images_per_sec']:.0f} ({low:.0f}-{high:.0f}; rounds {rounds}; "
+        f"{row.get('bottleneck')}, warm-up {row.get('warmup_steps')})"
+    )
 
 
 def table(frame: pd.DataFrame) -> pd.DataFrame:

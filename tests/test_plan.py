@@ -10,7 +10,8 @@ from conftest import mgbench, read_rows, tiny_job
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.core.job import Job
+from mgbench.core.job import Job, job_size
+from mgbench.core.kinds import DeviceKind
 from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.registry import BUILTIN, expand_frameworks, families, framework_spec, registered
 from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec, with_unstaged_twin
@@ -169,6 +170,19 @@ def test_cpu_job_is_shrunk_only_when_no_size_was_given(tmp_path):
     assert (
         pd.isna(row.image_size) and (row.batch_per_device, row.steps) == (32, 6) and "job is shrunk" not in done.stderr
     )
+
+
+def test_the_gpu_default_job_is_the_one_the_gpu_bounds_and_each_size_given_stands():
+    """On GPUs an unsized job is 256 per GPU for 100 steps (an eager DenseNet-121 fp32 step of 32
+    follows the host's launch speed); what is given stands, and CPU devices keep their own sizes."""
+    gpu = job_size("densenet121", DeviceKind.CUDA)
+    assert (gpu.batch_per_device, gpu.steps, gpu.image_size, gpu.shrunk) == (256, 100, None, None)
+    assert job_size("densenet121", DeviceKind.CUDA, batch_per_device=32).batch_per_device == 32
+    assert job_size("densenet121", DeviceKind.CUDA, steps=7).steps == 7
+    assert job_size("densenet121", DeviceKind.CUDA, steps=7).batch_per_device == 256
+    cpu = job_size("densenet121", DeviceKind.CPU, steps=7)
+    assert (cpu.batch_per_device, cpu.steps) == (32, 7)
+    assert job_size("densenet121", DeviceKind.CPU, batch_per_device=4).steps == 200
 
 
 def test_data_on_device_is_refused_with_a_reason_where_a_strategy_cannot_and_with_real_data():

@@ -17,6 +17,7 @@ def folder(root: Path, name: str, rate: float) -> str:
     path.mkdir()
     row = {"framework": "pytorch", "strategy": "ddp", "devices": 1, "status": "ok", "images_per_sec": rate}
     row |= {"images_per_sec_low": rate - 10, "images_per_sec_high": rate + 10, "round_images_per_sec": [rate, rate]}
+    row |= {"bottleneck": "compute", "warmup_steps": 3}
     failed = {**row, "strategy": "dp", "status": "failed", "images_per_sec": None}
     (path / "results.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(failed) + "\n")
     return str(path)
@@ -33,7 +34,7 @@ def test_each_part_and_row_gets_the_spread_of_its_compares(table, tmp_path):
     lines = table.table(table.rows(folders)).set_index("part")
     assert lines.loc["default", "spread %"] == pytest.approx(100 * 40 / 820, abs=0.05)
     assert lines.loc["real", "spread %"] == 0
-    assert lines.loc["default", "compares"].startswith("800 (790-810; rounds 800, 800); 840")
+    assert lines.loc["default", "compares"].startswith("800 (790-810; rounds 800, 800; compute, warm-up 3); 840")
     assert len(lines) == 2
 
 

@@ -7,7 +7,16 @@ from pathlib import Path
 
 from mgbench.core.errors import UsageError
 from mgbench.core.initial_weights import INIT_FRAMEWORK, INIT_SAME, read_weights_file, shared_start_refusal
-from mgbench.core.job import DEFAULT_BATCH_PER_DEVICE, DEFAULT_COMPILE_MODE, DEFAULT_STEPS, PRECISIONS, Job, job_size
+from mgbench.core.job import (
+    DEFAULT_BATCH_PER_DEVICE,
+    DEFAULT_COMPILE_MODE,
+    DEFAULT_STEPS,
+    GPU_BATCH_PER_DEVICE,
+    GPU_STEPS,
+    PRECISIONS,
+    Job,
+    job_size,
+)
 from mgbench.core.kinds import DataFormat, Decode, DeviceKind
 from mgbench.core.models import MODELS
 from mgbench.frameworks.registry import check_compile_mode
@@ -36,9 +45,14 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "--batch-per-gpu",
         type=int,
         default=None,
-        help=f"samples per device per step (default {DEFAULT_BATCH_PER_DEVICE})",
+        help=f"samples per device per step (default {GPU_BATCH_PER_DEVICE} on GPUs, {DEFAULT_BATCH_PER_DEVICE} on CPU devices)",
     )
-    job.add_argument("--steps", type=int, default=None, help=f"timed training steps per run (default {DEFAULT_STEPS})")
+    job.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help=f"timed training steps per run (default {GPU_STEPS} on GPUs, {DEFAULT_STEPS} on CPU devices)",
+    )
     job.add_argument("--precision", default="fp32", choices=PRECISIONS)
     job.add_argument(
         "--data-format",

@@ -40,10 +40,15 @@ larger or negative one would fail every run after launching instead of once befo
 
 DEFAULT_BATCH_PER_DEVICE = 32
 DEFAULT_STEPS = 200
-"""Timed steps of the default job (docs/measurement.md, "The default job"): warm-up detection needs
-the run's second half past the warm-up (DenseNet-121 fp32 on one H200 warms up over 20-25 steps),
-and the steady rate's interval times the window in thirds, each of which should hold several of
-the slow-step bursts DenseNet-121 shows every 18 steps on 4 GPUs."""
+"""The job on CPU devices given part of its size: 32 per device and 200 timed steps."""
+GPU_BATCH_PER_DEVICE = 256
+GPU_STEPS = 100
+"""The default job on GPUs (docs/measurement.md, "The default job"): enough images per step that
+the GPU, not the host thread launching an eager framework's kernels, bounds the step. A host's
+cores shared with other machines run at half speed in spells of seconds, and a host-bound step
+follows them; a step whose device work outlasts its launching at half speed does not. 100 steps
+keep the warm-up in the window's first half and a round within a minute for the fast frameworks.
+A GPU too small for the batch runs it halved until it fits (`oom_retries`)."""
 CPU_BATCH_PER_DEVICE = 8
 CPU_STEPS = 20
 CPU_IMAGE_SIZE = 64
@@ -184,12 +189,15 @@ def job_size(
             f"CPU devices and no job size given: the job is shrunk to --image-size {image} --batch-per-gpu "
             f"{CPU_BATCH_PER_DEVICE} --steps {CPU_STEPS} so it ends in minutes; give any of these options "
             f"for the full job ({native} px, {DEFAULT_BATCH_PER_DEVICE} per device, "
-            f"{DEFAULT_STEPS} steps)"
+            f"{DEFAULT_STEPS} steps; on GPUs {GPU_BATCH_PER_DEVICE} and {GPU_STEPS})"
         )
         return JobSize(CPU_BATCH_PER_DEVICE, CPU_STEPS, image, note)
+    default_batch, default_steps = (
+        (GPU_BATCH_PER_DEVICE, GPU_STEPS) if device_kind.on_gpu else (DEFAULT_BATCH_PER_DEVICE, DEFAULT_STEPS)
+    )
     return JobSize(
-        DEFAULT_BATCH_PER_DEVICE if batch_per_device is None else batch_per_device,
-        DEFAULT_STEPS if steps is None else steps,
+        default_batch if batch_per_device is None else batch_per_device,
+        default_steps if steps is None else steps,
         image_size,
     )
 

@@ -108,7 +108,7 @@ def metric_caveats(row: pd.Series, base: pd.Series | None, metric: str) -> list[
 def frame_caveats(frame: pd.DataFrame) -> list[list[Caveat]]:
     """Each row's caveats, in the frame's order: only ok rows trained in epochs get any."""
     metric = test_metric(frame)
-    trained = frame[Col.STATUS].eq("ok") & (frame[Col.EPOCHS].notna() if "epochs" in frame else False)
+    trained = frame[Col.STATUS].eq("ok") & (frame[Col.EPOCHS].notna() if Col.EPOCHS in frame else False)
     bases = {
         key: group.loc[group[Col.DEVICES].idxmin()]
         for key, group in frame[trained].groupby(["framework", "strategy"], sort=False)

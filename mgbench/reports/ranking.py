@@ -300,18 +300,18 @@ def _row_number(row: pd.Series, key: str) -> float:
 def test_metric(frame: pd.DataFrame) -> str:
     """The test split's metric a frame's epochs rows are judged by: `top1` where any row has it
     (class folders), else `auc`."""
-    tests = frame[Col.TEST_METRICS] if "test_metrics" in frame else []
+    tests = frame[Col.TEST_METRICS] if Col.TEST_METRICS in frame else []
     return "top1" if any(isinstance(test, dict) and "top1" in test for test in tests) else "auc"
 
 
 def ranking_of(frame: pd.DataFrame) -> Ranking:
     """The ranking a results frame's compare asks for: by time where its rows trained in epochs
     (to the target where one was set), else by throughput."""
-    if "epochs" not in frame or frame[Col.EPOCHS].isna().all():
+    if Col.EPOCHS not in frame or frame[Col.EPOCHS].isna().all():
         return Throughput()
     epochs = int(frame[Col.EPOCHS].max())
     metric = test_metric(frame)
-    targets = frame[Col.TARGET_METRIC].dropna() if "target_metric" in frame else []
+    targets = frame[Col.TARGET_METRIC].dropna() if Col.TARGET_METRIC in frame else []
     if len(targets):
         return TimeToTarget(TargetMetric.parse(str(targets.iloc[0])), epochs, metric)
     return TimeToTrain(epochs, metric)

@@ -108,7 +108,7 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
     """The check over a compare's rows (None: no two ok rows of one global batch with recorded
     losses). Rows are set against the reference's row of their own global batch: with weak
     scaling a larger device count trains a larger batch, whose loss differs."""
-    if frame.empty or "step_losses" not in frame:
+    if frame.empty or Col.STEP_LOSSES not in frame:
         return None
     rows = frame[frame[Col.STATUS] == "ok"]
     rows = rows[[bool(_losses(row)) for _, row in rows.iterrows()]]
@@ -123,7 +123,7 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
     for group, reference in zip(groups, references):
         expected = _losses(reference)
         for _, row in group.iterrows():
-            if row[Col.RUN_ID] == reference["run_id"]:
+            if row[Col.RUN_ID] == reference[Col.RUN_ID]:
                 continue
             losses = _losses(row)
             shared = min(len(losses), len(expected))
@@ -131,7 +131,7 @@ def same_start(frame: pd.DataFrame) -> SameStart | None:
             if first > RELATIVE_TOLERANCE:
                 last = _relative(losses[shared - 1], expected[shared - 1])
                 disagreements.append(Disagreement(row[Col.RUN_ID], first, shared, last))
-    digests = list(rows[Col.INIT_DIGEST]) if "init_digest" in rows else [None] * len(rows)
+    digests = list(rows[Col.INIT_DIGEST]) if Col.INIT_DIGEST in rows else [None] * len(rows)
     checked = bool((rows[Col.PRECISION] == CHECKED_PRECISION).all())
     return SameStart(
         reference=", ".join(str(r[Col.RUN_ID]) for r in references),

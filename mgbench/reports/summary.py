@@ -185,7 +185,7 @@ def _per_device(devices: object) -> str:
 
 def measured_host(frame: pd.DataFrame) -> bool:
     """Whether the rows' utilisation is the host's own (CPU devices stood in for GPUs)."""
-    sources = frame[Col.UTILISATION_SOURCE].dropna() if "utilisation_source" in frame else []
+    sources = frame[Col.UTILISATION_SOURCE].dropna() if Col.UTILISATION_SOURCE in frame else []
     return len(sources) > 0 and all(source == SOURCES["cpu"] for source in sources)
 
 

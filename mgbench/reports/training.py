@@ -39,7 +39,7 @@ COLUMNS = {
 
 def training_table(frame: pd.DataFrame) -> pd.DataFrame:
     """One line per ok row that trained in epochs, fastest to train first (empty when none did)."""
-    if "time_to_train_seconds" not in frame:
+    if Col.TIME_TO_TRAIN_SECONDS not in frame:
         return pd.DataFrame(columns=list(COLUMNS))
     rows = frame[(frame[Col.STATUS] == "ok") & frame[Col.TIME_TO_TRAIN_SECONDS].notna()]
     lines = []

@@ -41,6 +41,13 @@ from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, encoder
 PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
 
+def require_backend(framework: str, backend: str) -> None:
+    """Refuses (one line) to run `framework` on a Keras that imported another backend: Keras reads
+    KERAS_BACKEND once, at its import, and a model built on the wrong one fails far from here."""
+    if keras.backend.backend() != backend:
+        raise UsageError(f"{framework} needs KERAS_BACKEND={backend}, Keras runs on {keras.backend.backend()}")
+
+
 def set_precision(precision: str) -> None:
     """Global dtype policy; must be set before the model is built (layers read it then)."""
     keras.mixed_precision.set_global_policy(PRECISION_POLICIES[precision])

@@ -72,8 +72,7 @@ class JaxDataParallelAdapter(Adapter):
         self.staged = spec.staged
 
     def setup(self, config: RunConfig) -> ModelInfo:
-        if keras.backend.backend() != "jax":
-            raise UsageError(f"keras-jax needs KERAS_BACKEND=jax, Keras runs on {keras.backend.backend()}")
+        keras_models.require_backend("keras-jax", "jax")
         self.accept(config)
         platform = "gpu" if config.job.device_kind.on_gpu else "cpu"
         devices = jax.devices(platform)

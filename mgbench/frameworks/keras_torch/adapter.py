@@ -40,7 +40,6 @@ import numpy as np
 import torch
 
 from mgbench.core.config import RunConfig
-from mgbench.core.errors import UsageError
 from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
@@ -82,8 +81,7 @@ class KerasTorchAdapter(TorchProcessAdapter):
     def setup(self, config: RunConfig) -> ModelInfo:
         """Join the group, then build the model on this process's device with every rank's
         seed equal (DDP also broadcasts rank 0's weights when it wraps the model)."""
-        if keras.backend.backend() != "torch":
-            raise UsageError(f"keras-torch needs KERAS_BACKEND=torch, Keras runs on {keras.backend.backend()}")
+        keras_models.require_backend("keras-torch", "torch")
         self._start(config)
         self.nhwc = config.job.data_format.channels_last  # the pool's layout: Keras' data format
         self.real, self.spec = data.keras_task(config, loader_workers(config.job.workers, self._placement.world_size))

@@ -37,5 +37,4 @@ for part in $PARTS; do
 done
 kill $HOST_SPEED
 python3 benchmarks/repeatability_table.py runs/repeat-*
-python3 -c 'import sys, numpy; ms = numpy.loadtxt(sys.argv[1], ndmin=2)[:, 1]
-print("host loop ms: p10 %.1f, median %.1f, p90 %.1f over %d samples" % (*numpy.percentile(ms, [10, 50, 90]), len(ms)))' "$OUT/host-speed.log"
+python3 benchmarks/host_speed.py "$OUT/host-speed.log" --summary

@@ -324,6 +324,15 @@ def test_a_seed_or_a_size_out_of_range_is_one_line_for_every_verb(tmp_path, caps
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("count", ["9", "-5", "1000001", str(10**12), "99999999999999999999"])
+def test_a_sample_of_too_few_or_too_many_images_is_one_line_before_anything_is_written(tmp_path, capsys, count):
+    """A count past what memory holds is refused as it is read, not met as a MemoryError (or
+    numpy's ValueError for an array too large) once drawing has begun."""
+    line = refused(capsys, "make-sample-chestxray", str(tmp_path / "s"), "--n", count)
+    assert f"--n takes 10 (a training and a validation split) to 1,000,000 images, got {count}" in line
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_name_too_long_says_how_long_a_name_may_be(tmp_path, capsys):
     line = refused(capsys, "bandwidth", "--out", str(tmp_path / LONG_NAME / "x"))
     assert "is 256 bytes long; a file system takes names of at most 255" in line

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from mgbench.datasets import labelmap
 from mgbench.records.bandwidth import BandwidthReport
 from mgbench.records.results import RunResult, read_result_lines
 from mgbench.reports.folder_data import RunFolderData, load_run_folder
-from mgbench.runner.hosts import slurm_hosts
+from mgbench.runner.hosts import MAX_NODES, Host, expand_nodelist, slurm_hosts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-ddp-resnet50-2gpu"
 """Two ok rows (pytorch ddp ResNet-50 on 1 and 2 GPUs) and the bandwidth.json they ran with."""
@@ -361,6 +362,76 @@ def test_a_node_list_scontrol_refuses_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UsageError, match="'gpu\\[a-b\\]' is not a Slurm node list"):
         slurm_hosts({"SLURM_JOB_NODELIST": "gpu[a-b]", "SLURM_NTASKS_PER_NODE": "2"})
+
+
+@pytest.mark.parametrize(
+    "nodelist, count",
+    [
+        (f"node[1-{MAX_NODES + 1}]", MAX_NODES + 1),
+        ("node[1-10000000]", 10_000_000),
+        ("node[1-99999999999999999999]", 99999999999999999999),
+        ("rack[1-200]-gpu[001-100],login1", 20_001),
+        (f"a[1-{MAX_NODES}],b", MAX_NODES + 1),
+    ],
+)
+@pytest.mark.parametrize("scontrol", [False, True], ids=["built-in", "scontrol"])
+def test_a_node_list_of_more_nodes_than_mgbench_spans_is_counted_not_expanded(
+    tmp_path, monkeypatch, nodelist, count, scontrol
+):
+    """Counted from its ranges' bounds, before any name is made or scontrol is asked (which would
+    print them all): refused at once, however many nodes it names."""
+    asked = tmp_path / "scontrol-asked"
+    (tmp_path / "scontrol").write_text(f"#!/bin/sh\ntouch {asked}\nexit 1\n")
+    (tmp_path / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path) if scontrol else "/nonexistent")
+    started = time.monotonic()
+    with pytest.raises(UsageError) as error:
+        slurm_hosts({"SLURM_JOB_NODELIST": nodelist, "SLURM_NTASKS_PER_NODE": "2"})
+    assert str(error.value) == (
+        f"--hosts slurm: SLURM_JOB_NODELIST {nodelist!r} names {count:,} nodes; mgbench spans at most {MAX_NODES:,}"
+    )
+    assert time.monotonic() - started < 1 and not asked.exists()
+
+
+def test_a_node_list_of_as_many_nodes_as_mgbench_spans_and_of_several_ranges_expands(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")  # no scontrol: the built-in expansion
+    hosts = slurm_hosts({"SLURM_JOB_NODELIST": f"node[1-{MAX_NODES}]", "SLURM_NTASKS_PER_NODE": "2"})
+    assert len(hosts) == MAX_NODES and hosts[-1] == Host(f"node{MAX_NODES}", 2)
+    assert expand_nodelist("rack[1-2]-gpu[01-02,07],login1") == [
+        *("rack1-gpu01", "rack1-gpu02", "rack1-gpu07", "rack2-gpu01", "rack2-gpu02", "rack2-gpu07"),
+        "login1",
+    ]
+
+
+@pytest.mark.parametrize("nodelist", ["gpu[3-1]", "gpu[1-]", "gpu[1-2", "gpu]1[", "gpu[[1-2]]"])
+def test_a_node_list_with_a_backward_or_open_range_is_no_node_list(monkeypatch, nodelist):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(UsageError, match=re.escape(f"SLURM_JOB_NODELIST {nodelist!r} is not a Slurm node list")):
+        slurm_hosts({"SLURM_JOB_NODELIST": nodelist, "SLURM_NTASKS_PER_NODE": "2"})
+
+
+@pytest.mark.parametrize("tasks", ["0", "00", "0(x2)", "-1", "abc", "4x", "2(x3),1", "1.5"])
+def test_a_task_count_of_no_processes_or_no_number_is_one_line(tmp_path, capsys, fake_plugin, monkeypatch, tasks):
+    """A count that is zero or no count is refused saying what it takes, before the device counts
+    are checked against it (which read a zero as `use at most 0 (one host) or 0 (all)`)."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gpu[1-2]")
+    monkeypatch.setenv("SLURM_NTASKS_PER_NODE", tasks)
+    line = refused(
+        capsys, "compare", "--frameworks", "fake", "--model", "tiny", "--hosts", "slurm", "--out", f"{tmp_path}/run"
+    )
+    assert line == (
+        f"mgbench: error: --hosts slurm: SLURM_NTASKS_PER_NODE is {tasks!r}, not a count of processes per node "
+        "(1 or more: one per GPU, --ntasks-per-node=GPUS)"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("tasks, slots", [("4", 4), ("4(x2)", 4), ("08", 8)])
+def test_a_task_count_as_slurm_writes_it_is_the_slots_of_every_node(monkeypatch, tasks, slots):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    hosts = slurm_hosts({"SLURM_JOB_NODELIST": "gpu[1-2]", "SLURM_NTASKS_PER_NODE": tasks})
+    assert hosts == [Host("gpu1", slots), Host("gpu2", slots)]
 
 
 def test_a_labels_json_nested_too_deep_is_one_line(tmp_path):

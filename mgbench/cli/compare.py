@@ -15,8 +15,9 @@ import shlex
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
-from mgbench.cli.interrupts import INTERRUPTED_EXIT_CODE
+from mgbench.cli.closing import closing_lines, exit_status, run_accounts
 from mgbench.cli.live import heartbeat_seconds, live_compare
 from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
 from mgbench.cli.output import note_to
@@ -31,7 +32,7 @@ from mgbench.records.scaling import add_scaling_figures
 from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import compare_title
 from mgbench.reports.html import write_report
-from mgbench.reports.summary import write_summary
+from mgbench.reports.summary import sized_console, write_summary
 from mgbench.runner import compare_service
 from mgbench.runner.compare_service import NewCompare, Voice
 from mgbench.runner.orchestrator import DEFAULT_TIMEOUT_SECONDS
@@ -153,7 +154,7 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
 
 
 def handle(args: argparse.Namespace) -> int:
-    console = Console(stderr=True, soft_wrap=True)
+    console = sized_console(stderr=True, soft_wrap=True)
     heartbeat_seconds()  # a bad MGBENCH_HEARTBEAT_SECONDS is refused before anything is written
     if args.resume:
         refuse_job_options(args.resume, typed_options(args.argv[1:]))
@@ -177,8 +178,9 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: Console, summary_format: str) -> int:
-    """The rounds still owed, each recorded as it ends, then the summary and the report; the exit
-    code (1 where a round failed, even one whose run has a row from its other rounds)."""
+    """The rounds still owed, each recorded as it ends, then the summary and the report, a line
+    for each run short of its rounds, and the exit code with its reason (`closing`: 1 where a
+    round failed, even one whose run has a row from its other rounds, or nothing was measured)."""
     interrupted = False  # SIGTERM arrives as KeyboardInterrupt too (`cli.interrupts`, around every verb)
     try:
         with live_compare(console, book.launches_left()) as live:
@@ -187,14 +189,17 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
         interrupted = True
     add_scaling_figures(folder.results)
     results = read_results(folder.results)
-    statuses = book.statuses() | {r.status for r in results}
-    interrupted = interrupted or "interrupted" in statuses
+    interrupted = interrupted or Status.INTERRUPTED in book.statuses()
     if results:
         title = compare_title(results[0].config.job, plan.scaling)
         print_summary(write_summary(folder.root, results), title, summary_format)
         console.print(f"report: {write_report(folder.root)}")
     console.print(f"results: {folder.results}\nsummary: {folder.summary_md}")
     if interrupted:
+    accounts = run_accounts(book)
+    for line in closing_lines(accounts):
+        note_to(console)(line)
         note_to(console)(f"interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}")
-        return INTERRUPTED_EXIT_CODE
-    return 1 if any(Status(status).failed for status in statuses) else 0
+    ending = exit_status(accounts, interrupted)
+    console.print(Text(ending.text))
+    return ending.code

@@ -54,14 +54,14 @@ class ModelSpec:
     num_classes: int
     loss: LossKind
     description: str
-    reference_parameters: int | None = None
+    reference_parameters: int = 0
     """Trainable parameters of the torchvision architecture with this head: every framework's
     build must have exactly these, or declare its difference (`ModelBuilders.parameter_offsets`).
-    Left out, they are counted from `convnet`'s layers."""
-    reference_tensors: int | None = None
+    Left out (0), they are counted from `convnet`'s layers."""
+    reference_tensors: int = 0
     """Trainable tensors (weights, biases, batch-norm scales and shifts) of that architecture: how
     many gradients a framework that exchanges them one by one hands over (`ModelBuilders.tensor_offsets`
-    where its build differs). Left out, they are counted from `convnet`'s layers."""
+    where its build differs). Left out (0), they are counted from `convnet`'s layers."""
     hyperparameters: Hyperparameters = HYPERPARAMETERS
     transformer: VisionTransformer | None = None
     """A vision transformer's shape (None: a convolutional network, whose parameters do not
@@ -71,11 +71,11 @@ class ModelSpec:
     (None: a transformer, or a network whose draw no other framework names alike)."""
 
     def __post_init__(self) -> None:
-        if self.convnet is not None and (self.reference_parameters is None or self.reference_tensors is None):
+        if self.convnet is not None and not (self.reference_parameters and self.reference_tensors):
             parameters, tensors = counts(self.convnet.layers(self.num_classes))
             object.__setattr__(self, "reference_parameters", self.reference_parameters or parameters)
             object.__setattr__(self, "reference_tensors", self.reference_tensors or tensors)
-        if self.reference_parameters is None or self.reference_tensors is None:
+        if not (self.reference_parameters and self.reference_tensors):
             raise UsageError(
                 f"model {self.name}: give its reference parameter and tensor counts, or its convnet's shape"
             )

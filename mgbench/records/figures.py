@@ -84,11 +84,11 @@ class Rounds:
     rounds: int | None = None
     """How many rounds the row's figures come from (`compare --repeat`): its figures are the median
     round's (`mgbench.runner.rounds`); None in rows written before rounds (one round)."""
-    round_images_per_sec: list[float] = field(default_factory=list)
-    """Each ok round's steady rate, in the order the rounds ran."""
-    round_time_to_train_seconds: list[float] = field(default_factory=list)
-    """With `--epochs`: each ok round's time to train, in the order the rounds ran."""
-    round_time_to_target_seconds: list[float] = field(default_factory=list)
+    round_images_per_sec: list[float | None] = field(default_factory=list)
+    """Each ok round's steady rate, in the order the rounds ran (null: the round measured none)."""
+    round_time_to_train_seconds: list[float | None] = field(default_factory=list)
+    """With `--epochs`: each ok round's time to train, in the order the rounds ran (null: none recorded)."""
+    round_time_to_target_seconds: list[float | None] = field(default_factory=list)
     """With `--target-metric`: each ok round's time to the target (null: not reached)."""
 
 

@@ -1,6 +1,8 @@
 """The framework-neutral data layer: label parsing, splits, bad input, the sample set, `prepare`, the LR rule."""
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +172,28 @@ def test_imagefolder_splits_come_from_its_folders_or_the_training_hash(tmp_path)
     (tmp_path / "val" / "wasp").mkdir()
     with pytest.raises(UsageError, match="class 'wasp' is not among the training classes"):
         describe_dataset(f"imagefolder:{tmp_path}")
+
+
+def test_a_training_class_folder_without_images_is_refused_naming_each(tmp_path):
+    """An empty class folder would be a class of the model's output that no image trains: refused,
+    naming every such folder, in either layout; a held-out split may lack a class."""
+    imagefolder(tmp_path / "flat", {"ant": 6, "bee": 6, "wasp": 0, "moth/nested": 0})
+    (tmp_path / "flat" / "wasp" / "notes.txt").write_text("not an image")
+    with pytest.raises(UsageError) as error:
+        describe_dataset(f"imagefolder:{tmp_path / 'flat'}")
+    assert str(error.value) == (
+        f"class folders without images: {tmp_path / 'flat' / 'moth'}, {tmp_path / 'flat' / 'wasp'}; each is a "
+        "class of the model's output that no image trains: remove them or add images"
+    )
+    imagefolder(tmp_path / "split", {"train/ant": 6, "train/bee": 6, "train/wasp": 0, "val/wasp": 2})
+    with pytest.raises(UsageError, match=f"without images: {re.escape(str(tmp_path / 'split' / 'train' / 'wasp'))};"):
+        describe_dataset(f"imagefolder:{tmp_path / 'split'}")
+    (tmp_path / "split" / "train" / "wasp").rmdir()
+    shutil.rmtree(tmp_path / "split" / "val" / "wasp")
+    (tmp_path / "split" / "val" / "bee").mkdir()
+    imagefolder(tmp_path / "split", {"val/ant": 2})
+    described = describe_dataset(f"imagefolder:{tmp_path / 'split'}")
+    assert described.label_names == ("ant", "bee") and described.val.targets.tolist() == [0, 0]
 
 
 def test_batch_too_large_for_the_dataset_is_refused_before_running(tmp_path):

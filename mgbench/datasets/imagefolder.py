@@ -4,8 +4,10 @@ With `train/` below PATH, it and whichever of `val/` and `test/` exist are the s
 held-out class that training does not have is an error), and a held-out split without its
 folder is a stable hash of the training file names; without `train/` the class folders sit
 directly in PATH and that hash picks both the validation and the test share. It takes two
-classes or more: over one, top-1 is 1 whatever the model and AUC has no value. One image file
-behind two of its paths (a class folder linked to `.` or to another class) is refused.
+classes or more: over one, top-1 is 1 whatever the model and AUC has no value. Each training
+class folder needs an image: one without is a class of the model's output that nothing trains,
+refused naming it as bad data is; a held-out split may lack a class. One image file behind two
+of its paths (a class folder linked to `.` or to another class) is refused.
 """
 
 from __future__ import annotations
@@ -39,6 +41,17 @@ def scan(root: Path, classes: tuple[str, ...]) -> Split:
     return Split(files, np.asarray(targets, dtype=np.int64))
 
 
+def check_every_class_trains(top: Path, classes: tuple[str, ...], training: Split) -> None:
+    """Refuse, naming them all, the class folders of `top` that hold no image of the training split."""
+    counts = np.bincount(training.targets, minlength=len(classes))
+    empty = [str(top / name) for name, count in zip(classes, counts) if count == 0]
+    if empty:
+        raise UsageError(
+            f"class folders without images: {', '.join(empty)}; each is a class of the model's output that "
+            "no image trains: remove them or add images"
+        )
+
+
 def describe(root: Path) -> DatasetDescription:
     top = root / "train" if (root / "train").is_dir() else root
     classes = tuple(p.name for p in class_folders(top))
@@ -49,6 +62,7 @@ def describe(root: Path) -> DatasetDescription:
         )
     scanned = {name: scan(root / name, classes) for name in SPLITS if top != root and (root / name).is_dir()}
     scanned = scanned or {"train": scan(root, classes)}
+    check_every_class_trains(top, classes, scanned["train"])
     files = [f for split in scanned.values() for f in split.files]
     targets = np.concatenate([split.targets for split in scanned.values()])
     named = np.concatenate([np.full(len(split), name, object) for name, split in scanned.items()])

@@ -69,7 +69,9 @@ BIASED_MOVING_VARIANCE = (
     "unbiased one), so evaluation after training differs slightly; training steps do not"
 )
 """What Keras' and Gluon's batch-norm cannot be set to match (`ModelBuilders.unmatched`)."""
-BATCH_NORM_UNMATCHED: dict[str, tuple[str, ...]] = {model: (BIASED_MOVING_VARIANCE,) for model in ("densenet121", "resnet50", "inception_v3")}
+BATCH_NORM_UNMATCHED: dict[str, tuple[str, ...]] = {
+    model: (BIASED_MOVING_VARIANCE,) for model in ("densenet121", "resnet50", "inception_v3")
+}
 """`BIASED_MOVING_VARIANCE` for the catalogue's models with batch-norm (`tiny` and `vit_b_16` have none)."""
 
 

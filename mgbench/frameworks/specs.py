@@ -19,6 +19,7 @@ from typing import Any
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.job import DEFAULT_COMPILE_MODE, PRECISIONS
+from mgbench.core.kinds import DataFormat
 from mgbench.core.models import catalogue, model_spec
 from mgbench.frameworks.exchange import Dispatch, Exchange
 
@@ -187,8 +188,8 @@ class Capabilities:
         """What compiles `config`'s training step, as its row records it (None: nothing)."""
         return self.compiler.label(config.job.compile) if self.compiler else None
 
-    def default_data_format(self, model: str) -> str:
-        return self.model_data_formats.get(model, self.data_formats)[0]
+    def default_data_format(self, model: str) -> DataFormat:
+        return DataFormat(self.model_data_formats.get(model, self.data_formats)[0])
 
     def expected_parameters(self, model: str, image_size: int | None = None) -> int:
         """The trainable parameter count this framework's build of `model` must have at

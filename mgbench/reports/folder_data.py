@@ -72,7 +72,7 @@ def load_run_folder(root: Path) -> RunFolderData:
     plan = _planned(folder)
     notes = [*plan.left_out, *filter(None, [plan.job_shrink])]
     finished = {r.run_id for r in results}
-    missing = [RunResult(c, "interrupted", error=NOT_RUN_ERROR) for c in plan.configs if c.run_id not in finished]
+    missing = [RunResult(c, Status.INTERRUPTED, error=NOT_RUN_ERROR) for c in plan.configs if c.run_id not in finished]
     frame = results_frame(results + missing)
     extra = pd.DataFrame(records).rename(columns=RENAMED).drop(columns=list(frame.columns), errors="ignore")
     frame = frame.join(extra)

@@ -102,7 +102,7 @@ def plan_runs(
                 batch = batch_for(job, count, counts, scaling)
                 config = RunConfig.of(job, spec.name, strategy.name, count, batch, data_format)
                 refusal = spec.refusal(config)
-                planned.append(PlannedRun(config, spec, strategy, ("unsupported", refusal) if refusal else None))
+                planned.append(PlannedRun(config, spec, strategy, (Status.UNSUPPORTED, refusal) if refusal else None))
     return planned
 
 
@@ -111,7 +111,7 @@ def installed_runs(runs: list[PlannedRun], installed: dict[str, str | None]) -> 
     (None: it is), those of the others left out; a run of a framework not installed is refused
     as `not-installed`, whatever else it was refused for, as no row can say more."""
     return [
-        replace(run, refusal=("not-installed", missing)) if (missing := installed[run.config.framework]) else run
+        replace(run, refusal=(Status.NOT_INSTALLED, missing)) if (missing := installed[run.config.framework]) else run
         for run in runs
         if run.config.framework in installed
     ]
@@ -124,5 +124,5 @@ def replan(config: RunConfig, missing: str | None = None) -> PlannedRun:
     strategy = checked_strategy(spec, config.strategy)
     refusal = spec.refusal(config)
     if missing:
-        return PlannedRun(config, spec, strategy, ("not-installed", missing))
-    return PlannedRun(config, spec, strategy, ("unsupported", refusal) if refusal else None)
+        return PlannedRun(config, spec, strategy, (Status.NOT_INSTALLED, missing))
+    return PlannedRun(config, spec, strategy, (Status.UNSUPPORTED, refusal) if refusal else None)

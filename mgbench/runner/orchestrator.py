@@ -147,14 +147,14 @@ def failure_cause(log: str, returncode: int | None) -> str:
 
 def classify_failure(timed_out: bool, log_tail: str) -> Status:
     if timed_out:
-        return "timeout"
+        return Status.TIMEOUT
     lowered = log_tail.lower()
-    return "oom" if any(marker in lowered for marker in OOM_MARKERS) else "failed"
+    return Status.OOM if any(marker in lowered for marker in OOM_MARKERS) else Status.FAILED
 
 
 def spans_hosts(config: RunConfig, hosts: list[Host] | None) -> bool:
     """A run spans the hosts when it asks for all their slots; smaller runs stay on this machine."""
-    return bool(hosts) and len(hosts) > 1 and config.devices == sum(host.slots for host in hosts)
+    return hosts is not None and len(hosts) > 1 and config.devices == sum(host.slots for host in hosts)
 
 
 def rendezvous_port(hosts: list[Host]) -> int:
@@ -185,7 +185,9 @@ def execute_run(
     multinode = spans_hosts(config, hosts)
     launcher = launcher_for(strategy.launcher)
     if multinode and launcher.one_process:
-        return RunResult(config, "unsupported", error=f"{config.strategy} runs in one process; it cannot span hosts")
+        return RunResult(
+            config, Status.UNSUPPORTED, error=f"{config.strategy} runs in one process; it cannot span hosts"
+        )
     interpreter = interpreter_for(spec)
     config_file = folder.write(folder.config_file(config.run_id), config.to_json())
     raw = folder.with_folder(folder.raw_result(config.run_id))
@@ -288,7 +290,7 @@ def run_compare(
                 result = execute_with_oom_retry(run, folder, timeout, hosts, on_event, label)
             except KeyboardInterrupt:
                 result = RunResult(
-                    run.config, "interrupted", error="interrupted (Ctrl-C or SIGTERM): the run was stopped"
+                    run.config, Status.INTERRUPTED, error="interrupted (Ctrl-C or SIGTERM): the run was stopped"
                 )
                 book.record(folder, result)
                 on_result(result)

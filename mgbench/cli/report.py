@@ -5,12 +5,14 @@ GPU machine or one whose compare was interrupted; with `--out DIR` into a folder
 reading the run folder only (a colleague's, a read-only copy). With `--format` it also prints the folder's
 compact summary, for a reader (`table`, `md`) or a script (`csv`, `json`). A folder it
 cannot write (read-only, disk full) or another mgbench writes (a compare still running) is
-one line and exit code 2.
+one line and exit code 2, and so is an `--out` that is a link to nothing (which it would write
+through). A name that is not UTF-8 is printed as the OS shows it, its other bytes escaped.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -50,20 +52,33 @@ REPORT_FILES = {REPORT_FILE, CHARTS_DIR, LOCK_FILE}
 """What a folder `--out` writes holds: such a folder is written again, any other refused."""
 
 
+def shown(path: Path | str) -> str:
+    """`path` as the OS shows a name: its UTF-8 as it is, any other byte (held by Python as a
+    surrogate, which no UTF-8 output takes) as a backslash escape, `\\xff`."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def report_folder(run_dir: Path, out: Path | None) -> Path:
     """Where the report goes: the run folder, or `out` where it is a folder of its own, empty or
-    holding only an earlier report; one inside the run folder (which it would change) or holding
-    anything else (which it could overwrite) is one line."""
+    holding only an earlier report; one inside the run folder (which it would change), holding
+    anything else (which it could overwrite) or a link to nothing (which making the folder would
+    write through) is one line."""
     if out is None or out.resolve() == run_dir.resolve():
         return run_dir
+    if out.is_symlink() and not out.exists():
+        raise UsageError(
+            f"--out {shown(out)} is a link to {shown(os.readlink(out))}, which does not exist: "
+            "give a folder, not a dangling link"
+        )
     if out.resolve().is_relative_to(run_dir.resolve()):
         raise UsageError(
-            f"--out {out} is inside the run folder {run_dir}: give a folder outside it, or leave out --out"
+            f"--out {shown(out)} is inside the run folder {shown(run_dir)}: give a folder outside it, or leave out --out"
         )
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is not a folder")
+        raise UsageError(f"--out {shown(out)} is not a folder")
     if out.is_dir() and (others := sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES)):
-        raise UsageError(f"--out {out} holds other files ({', '.join(others[:3])}): give a new or empty folder")
+        names = ", ".join(shown(name) for name in others[:3])
+        raise UsageError(f"--out {shown(out)} holds other files ({names}): give a new or empty folder")
     return out
 
 
@@ -75,8 +90,8 @@ def handle(args: argparse.Namespace) -> int:
     with folder.claimed(create=True):
         path = write_folder_report(data, folder)
     if args.format is None:
-        print(path)
+        print(shown(path))
         return 0
     print_summary(data.frame, job_title(data.frame), args.format)
-    print(f"report: {path}", file=sys.stderr)
+    print(f"report: {shown(path)}", file=sys.stderr)
     return 0

@@ -6,7 +6,8 @@ The same objects the console and the report show, in one JSON object of a stable
 scaling, what holds it back, hints and caveats), the lines they are ranked among, each run's
 figures with the steady rate's interval, its rounds and the spread of its single steps, and the
 warnings. A key whose value the compare did not measure is null (or an empty list), never left
-out, so a script reads every key of every answer alike.
+out, so a script reads every key of every answer alike; so is a figure with no finite value (a
+lead over a line at 1e-310 img/s overflows), so the answer is JSON (which has no NaN or Infinity).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from mgbench.measure.metrics import defined
 from mgbench.reports.cells import number
 from mgbench.reports.columns import Col
 from mgbench.reports.ranking import split_metric
@@ -61,7 +63,7 @@ def row_answer(row: pd.Series) -> dict[str, Any]:
     and each round's figures, scaling, time to train (to the target) and test metrics,
     utilisation, what holds it back, and its warnings."""
     held = held_back(row)
-    error = str(row.get(Col.ERROR) or "").splitlines()
+    error = row[Col.ERROR].splitlines() if isinstance(row.get(Col.ERROR), str) else []  # NaN beside a failed row
     tests = row.get(Col.TEST_METRICS)
     return {
         "run_id": row[Col.RUN_ID],
@@ -107,10 +109,10 @@ def row_answer(row: pd.Series) -> dict[str, Any]:
 
 
 def answer(summary: Summary, frame: pd.DataFrame) -> dict[str, Any]:
-    """The whole answer: every key always present (`ANSWER_VERSION`)."""
+    """The whole answer: every key always present (`ANSWER_VERSION`), every number finite or null."""
     rows = [row_answer(row) for _, row in frame.iterrows()]
     judged = judge(summary).to_dict()
-    return {
+    whole = {
         "version": ANSWER_VERSION,
         "title": summary.title,
         "ranked_by": summary.ranking.ranked,
@@ -124,3 +126,4 @@ def answer(summary: Summary, frame: pd.DataFrame) -> dict[str, Any]:
         "notes": summary.notes,
         "same_start": same_start_sentence(frame),
     }
+    return defined(whole)[0]

@@ -75,7 +75,12 @@ class RunConfig:
         the names that become file names first (`UnsafeNameError`), then every job field of its
         declared type. A field left out is the job's default; the data format, channels first."""
         check_names(framework, strategy, devices, device_kind)
-        fields = {"model": model, "device_kind": device_kind, "batch_per_device": batch_per_device, "steps": steps}
+        fields: dict[str, Any] = {
+            "model": model,
+            "device_kind": device_kind,
+            "batch_per_device": batch_per_device,
+            "steps": steps,
+        }
         fields |= {"data_format": DataFormat.CHANNELS_FIRST, **job}
         check_fields(fields, Job, "not a run config")
         return cls(framework, strategy, devices, Job(**fields))

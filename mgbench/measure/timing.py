@@ -32,7 +32,7 @@ So `warmup_seconds + stall_seconds + window_seconds = train_seconds` in every ro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -49,6 +49,8 @@ SPREAD_PARTS = 3
 """The steady window is timed in this many consecutive parts for its interval."""
 
 Item = TypeVar("Item")
+PerStep = Sequence[float] | np.ndarray
+"""A per-step series of seconds: as a row holds it, or as an array read from one."""
 
 FIRST_STEP_KEPT = (
     "one timed step: the first, which cannot be told from warm-up, so its throughput is not a "
@@ -70,9 +72,7 @@ def first_step_kept(warmup_steps: int, warmup_detected: bool) -> bool:
     return warmup_steps == 0 and not warmup_detected
 
 
-def detect_warmup(
-    step_seconds: Sequence[float], window: int = DEFAULT_WINDOW, tolerance: float = DEFAULT_TOLERANCE
-) -> Warmup:
+def detect_warmup(step_seconds: PerStep, window: int = DEFAULT_WINDOW, tolerance: float = DEFAULT_TOLERANCE) -> Warmup:
     """Number of leading steps to exclude, and whether a steady state was actually found.
 
     With too few steps to see a steady state, or none found, only the first step (which always
@@ -106,7 +106,7 @@ def detect_warmup(
     return Warmup(steps=first_steady, detected=True)
 
 
-def find_stalls(steady_seconds: Sequence[float]) -> np.ndarray:
+def find_stalls(steady_seconds: PerStep) -> np.ndarray:
     """Which of the steps after warm-up are stalls (module doc): a boolean per step."""
     times = np.asarray(steady_seconds, dtype=float)
     slow = times > STALL_FACTOR * float(np.median(times)) if len(times) else np.zeros(0, dtype=bool)
@@ -121,13 +121,13 @@ class SteadyWindow:
     stalls: tuple[int, ...]
     """Indices (in the whole series) of the steps after warm-up that stalled."""
 
-    def steady(self, series: Sequence[Item]) -> list[Item]:
+    def steady(self, series: Iterable[Item]) -> list[Item]:
         """The items of a per-step series (times, waits, host phases) of the steady steps."""
         stalled = set(self.stalls)
         return [item for index, item in enumerate(series) if index >= self.warmup.steps and index not in stalled]
 
 
-def window_after(step_seconds: Sequence[float], warmup: Warmup) -> SteadyWindow:
+def window_after(step_seconds: PerStep, warmup: Warmup) -> SteadyWindow:
     """The steady window of steps whose warm-up is known (a row's own `warmup_steps`): its stalls
     by the module's one rule, so a report that lays out a row's steps finds the stalls it counted."""
     stalled = np.nonzero(find_stalls(step_seconds[warmup.steps :]))[0] + warmup.steps
@@ -135,7 +135,7 @@ def window_after(step_seconds: Sequence[float], warmup: Warmup) -> SteadyWindow:
 
 
 def steady_window(
-    step_seconds: Sequence[float], window: int = DEFAULT_WINDOW, tolerance: float = DEFAULT_TOLERANCE
+    step_seconds: PerStep, window: int = DEFAULT_WINDOW, tolerance: float = DEFAULT_TOLERANCE
 ) -> SteadyWindow:
     """The run's warm-up and stalls, by the module's one rule."""
     return window_after(step_seconds, detect_warmup(step_seconds, window, tolerance))
@@ -162,7 +162,7 @@ class StepStats:
     train_seconds: float
 
 
-def part_rates(steady_seconds: Sequence[float], global_batch: int) -> list[float]:
+def part_rates(steady_seconds: PerStep, global_batch: int) -> list[float]:
     """The rates of the steady window's consecutive parts (`SPREAD_PARTS`, fewer in a shorter window)."""
     times = np.asarray(steady_seconds, dtype=float)
     parts = np.array_split(times, min(SPREAD_PARTS, len(times)))

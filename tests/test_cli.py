@@ -145,6 +145,57 @@ def test_the_documented_option_table_matches_the_compare_parser():
     assert compare_option_table() == options - {"--help"}
 
 
+def test_every_verb_and_every_option_of_every_verb_says_what_it_does():
+    """`mgbench VERB --help` shows a line for each option: none is listed bare, with its name only."""
+    import argparse
+
+    from mgbench.cli import build_parser
+
+    verbs = next(action for action in build_parser()._actions if action.dest == "verb")
+    bare = [verb.dest for verb in verbs._choices_actions if not verb.help]
+    for name, parser in verbs.choices.items():
+        bare += [
+            f"{name} {'/'.join(action.option_strings) or action.dest}"
+            for action in parser._actions
+            if not action.help or action.help == argparse.SUPPRESS
+        ]
+    assert bare == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["compar"], "argument VERB: invalid choice: 'compar' (did you mean 'compare'?); choose from compare, run,"),
+        (["compare", "--frameworks", "pytroch"], "unknown framework 'pytroch' (did you mean 'pytorch'?); known"),
+        (
+            ["compare", "--frameworks", "kears"],
+            "unknown framework 'kears' (did you mean 'keras' or 'keras-tf'?); known",
+        ),
+        (
+            ["compare", "--frameworks", "fake", "--model", "resnet5"],
+            "unknown model 'resnet5' (did you mean 'resnet50'?)",
+        ),
+        (["compare", "--frameworks", "fake", "--strategies", "stedy"], "no strategy 'stedy' (did you mean 'steady'?)"),
+        (["run", "--framework", "pytorch", "--strategy", "dpp"], "no strategy 'dpp' (did you mean 'dp' or 'ddp'?)"),
+        (["compare", "--frameworks", "fake", "--precision", "bf61"], "'bf61' (did you mean 'bf16'?); choose from fp32"),
+        (["setup", "keras-jaxx"], "unknown framework 'keras-jaxx' (nor an environment) (did you mean 'keras-jax'"),
+        (["compare", "--frameworks", "zzz"], "unknown framework 'zzz'; known frameworks: pytorch,"),
+    ],
+)
+def test_a_mistyped_name_is_one_line_offering_the_name_it_is_close_to(
+    fake_plugin, tmp_path, monkeypatch, capsys, args, message
+):
+    """A verb, framework (or family), model, strategy, choice or environment that is a letter off
+    a known one is refused naming it (one or two of the closest); a name near none lists them all."""
+    from mgbench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert exit_code(main, args) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mgbench: error: ") and message in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_version_and_a_bare_mgbench_show_what_there_is():
     from mgbench import __version__
 

@@ -15,7 +15,7 @@ from typing import NoReturn
 from mgbench import __version__
 from mgbench.cli.interrupts import sigterm_interrupts, stopped
 from mgbench.cli.output import OutputError, drop_stdout, guarded_stdout
-from mgbench.core.errors import UsageError
+from mgbench.core.errors import UsageError, did_you_mean
 
 EXAMPLES = """examples:
   mgbench compare --frameworks keras,pytorch --gpus 2        every Keras backend and PyTorch on 1 and 2 GPUs
@@ -33,6 +33,16 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"mgbench: error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        """argparse's check that a value is one of an option's choices (a verb, `--precision`),
+        offering the closest choice in its one line: `mgbench compar` is `invalid choice:
+        'compar' (did you mean 'compare'?)`. (argparse offers one from Python 3.14 only.)"""
+        if action.choices is None or value in action.choices:
+            return
+        choices = [str(choice) for choice in action.choices]
+        guess = did_you_mean(str(value), choices)
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{guess}; choose from {', '.join(choices)}")
 
 
 def build_parser() -> argparse.ArgumentParser:

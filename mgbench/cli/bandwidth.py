@@ -30,7 +30,12 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--gpus", type=int, default=None, help="processes in the all-reduce (default: every GPU, or 2 on CPU)"
     )
-    parser.add_argument("--device", default=AUTO, choices=DEVICE_REQUESTS)
+    parser.add_argument(
+        "--device",
+        default=AUTO,
+        choices=DEVICE_REQUESTS,
+        help="auto (default): the GPUs when visible, else CPU processes over gloo",
+    )
     parser.add_argument(
         "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="all-reduce message bytes, e.g. 1K,1M,64M"
     )

@@ -33,7 +33,12 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "--n", type=int, default=512, help=f"number of images, {FEWEST_IMAGES} to {MOST_IMAGES:,} (default 512)"
     )
     parser.add_argument("--size", type=int, default=264, help="image side in pixels (default 264)")
-    parser.add_argument("--seed", type=seed, default=0)
+    parser.add_argument(
+        "--seed",
+        type=seed,
+        default=0,
+        help="what every image and label is drawn from: the same seed writes the same bytes (default 0)",
+    )
     parser.add_argument("--workers", type=int, default=None, help="drawing processes (default: CPU count)")
     parser.add_argument(
         "--overwrite", action="store_true", help="replace what an earlier make-sample wrote to DST (only that)"

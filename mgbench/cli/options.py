@@ -53,7 +53,13 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"timed training steps per run (default {GPU_STEPS} on GPUs, {DEFAULT_STEPS} on CPU devices)",
     )
-    job.add_argument("--precision", default="fp32", choices=PRECISIONS)
+    job.add_argument(
+        "--precision",
+        default="fp32",
+        choices=PRECISIONS,
+        help="fp32 (default), or bf16/fp16 mixed precision through each framework's own autocast or policy; "
+        "a framework that cannot train in it gets unsupported rows",
+    )
     job.add_argument(
         "--data-format",
         default=None,
@@ -114,7 +120,13 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         default=256,
         help="with --epochs: --lr is the rate at this global batch, scaled linearly with warm-up (default 256)",
     )
-    job.add_argument("--seed", type=int, default=0)
+    job.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="one seed for every framework: the starting weights (--init same), the synthetic data, the order "
+        "of a real dataset and its crops and flips (0 to 2**32 - 1, default 0)",
+    )
     job.add_argument(
         "--init",
         default=None,

@@ -35,7 +35,9 @@ from mgbench.worker import train
 
 def register(verbs: argparse._SubParsersAction) -> None:
     parser = verbs.add_parser("run", help="one framework, one strategy, one device count")
-    parser.add_argument("--framework", default="pytorch")
+    parser.add_argument(
+        "--framework", default="pytorch", help="the framework to train (default pytorch; see mgbench list)"
+    )
     parser.add_argument("--strategy", default=None, help="default: the framework's default strategy")
     parser.add_argument("--gpus", type=int, default=1, help="device count (default 1)")
     parser.add_argument(

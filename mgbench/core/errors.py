@@ -1,5 +1,10 @@
 """Errors the command line turns into one clear line on stderr and exit code 2."""
 
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
 
 class UsageError(Exception):
     """Bad input from the user (unknown name, impossible device count, missing path...).
@@ -16,3 +21,12 @@ class UnsafeNameError(UsageError):
     Readers that skip a damaged line (a torn row of `results.jsonl`) let this one through: a
     run folder from elsewhere holding such a name is refused as a whole, never read in part.
     """
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` (did you mean 'pytorch'?)` after an unknown `name`, offering the one or two of `known`
+    close enough to be what was meant (difflib's ratio of 0.6 or more: a letter swapped, dropped
+    or doubled; `dpp` is as near `dp` as `ddp`), else nothing: it goes into the one line that
+    refuses the name."""
+    close = difflib.get_close_matches(name, list(dict.fromkeys(known)), n=2)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""

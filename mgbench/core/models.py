@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mgbench.core.architectures import ConvNet, DenseNet, ResNet, SmallConvNet, VisionTransformer, counts
-from mgbench.core.errors import UsageError
+from mgbench.core.errors import UsageError, did_you_mean
 from mgbench.core.plugins import plugin_modules, plugin_named
 
 LossKind = Literal["softmax", "sigmoid"]
@@ -174,4 +174,6 @@ def model_spec(name: str) -> ModelSpec:
     try:
         return models[name]
     except KeyError:
-        raise UsageError(f"unknown model {name!r}; known models: {', '.join(models)}") from None
+        raise UsageError(
+            f"unknown model {name!r}{did_you_mean(name, models)}; known models: {', '.join(models)}"
+        ) from None

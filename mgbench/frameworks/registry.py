@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from mgbench.core.errors import UsageError
+from mgbench.core.errors import UsageError, did_you_mean
 from mgbench.core.plugins import plugin_modules, plugin_named
 from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.training.protocol import Adapter
@@ -80,8 +80,10 @@ def framework_spec(name: str) -> FrameworkSpec:
     try:
         return specs[name]
     except KeyError:
-        named = "; families: " + ", ".join(f"{k} = {','.join(v)}" for k, v in families(specs).items())
-        raise UsageError(f"unknown framework {name!r}; known frameworks: {', '.join(specs)}{named}") from None
+        named = families(specs)
+        listed = "; families: " + ", ".join(f"{k} = {','.join(v)}" for k, v in named.items())
+        guess = did_you_mean(name, [*specs, *named])
+        raise UsageError(f"unknown framework {name!r}{guess}; known frameworks: {', '.join(specs)}{listed}") from None
 
 
 def expand_frameworks(names: list[str]) -> list[tuple[str, str | None]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mgbench.core.config import RunConfig
-from mgbench.core.errors import UsageError
+from mgbench.core.errors import UsageError, did_you_mean
 from mgbench.core.job import DEFAULT_COMPILE_MODE, PRECISIONS
 from mgbench.core.kinds import DataFormat
 from mgbench.core.models import catalogue, model_spec
@@ -313,8 +313,9 @@ class FrameworkSpec:
         for strategy in self.strategies:
             if strategy.name == name:
                 return strategy
-        known = ", ".join(s.name for s in self.strategies)
-        raise UsageError(f"framework {self.name!r} has no strategy {name!r}; its strategies: {known}")
+        known = [s.name for s in self.strategies]
+        guess = did_you_mean(name, known)
+        raise UsageError(f"framework {self.name!r} has no strategy {name!r}{guess}; its strategies: {', '.join(known)}")
 
     @property
     def defaults(self) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mgbench.core.errors import UsageError
+from mgbench.core.errors import UsageError, did_you_mean
 from mgbench.frameworks.registry import registered
 from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.runner.launch import environment_python, interpreter_for, isolated_environment, project_root, venvs_dir
@@ -81,7 +81,8 @@ def spec_for_setup(name: str) -> FrameworkSpec:
             return spec
     environments = sorted({spec.environment for spec in specs.values()})
     raise UsageError(
-        f"unknown framework {name!r} (nor an environment); frameworks: {', '.join(specs)}; "
+        f"unknown framework {name!r} (nor an environment){did_you_mean(name, [*specs, *environments])}; "
+        f"frameworks: {', '.join(specs)}; "
         f"environments: {', '.join(environments)}"
     )
 

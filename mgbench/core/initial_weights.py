@@ -284,5 +284,6 @@ def conformed(arrays: dict[str, np.ndarray], spec: ModelSpec, seed: int, source:
 def weights_file_bytes(weights: InitialWeights) -> bytes:
     """`weights` as an uncompressed `.npz` (what `--init FILE.npz` reads)."""
     buffer = io.BytesIO()
-    np.savez(buffer, **weights.arrays)
+    # numpy's stub types savez's **kwds beside its `allow_pickle: bool`, which a dict of arrays might name.
+    np.savez(buffer, **weights.arrays)  # type: ignore[arg-type]
     return buffer.getvalue()

@@ -111,7 +111,10 @@ def padded_items(batch: EncodedArrays, size: int) -> EncodedArrays:
     """The batch with its last item repeated up to `size` items (a batch that shards evenly)."""
     count = len(batch[1])
     last = encoded_items(batch, count - 1, count)
-    return tuple(np.concatenate([part, *[repeated] * (size - count)]) for part, repeated in zip(batch, last))
+    data, lengths, windows, targets = (
+        np.concatenate([part, *[repeated] * (size - count)]) for part, repeated in zip(batch, last)
+    )
+    return data, lengths, windows, targets
 
 
 DEVICE_JPEG_MODES = ("RGB", "L")

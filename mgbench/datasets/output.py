@@ -122,16 +122,16 @@ def delete_listed(dst: Path, listed: set[str]) -> None:
         *folders, leaf = PurePath(name).parts
         by_folder[tuple(folders)].append(leaf)
     for step in (must_be_regular, remove):
-        for folders, names in by_folder.items():
+        for parents, names in by_folder.items():
             try:
-                folder = open_folder(dst, list(folders), create=False)
+                folder = open_folder(dst, list(parents), create=False)
             except FileNotFoundError:
                 continue
             except LinkRefusedError as error:
                 raise not_ours(error.filename, "folder") from None
             try:
                 for name in names:
-                    step(folder, name, dst.joinpath(*folders, name))
+                    step(folder, name, dst.joinpath(*parents, name))
             finally:
                 os.close(folder)
 

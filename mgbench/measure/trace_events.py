@@ -66,7 +66,7 @@ def interval_kind(name: str) -> str:
     return OTHER_COPY if "memset" in lowered else COMPUTE
 
 
-def trace_names(trace: dict[str, Any]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
+def trace_names(trace: dict[str, Any]) -> tuple[dict[int, str], dict[tuple[Hashable, Hashable], str]]:
     """A Chrome trace's process names by pid and its line (thread) names by (pid, tid)."""
     meta = [e for e in trace["traceEvents"] if e.get("ph") == "M"]
     processes = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
@@ -172,7 +172,9 @@ def xla_trace_window(trace: dict[str, Any]) -> TraceWindow:
     timed = timed_events(trace)
     by_device = xla_device_events(trace, timed)
     devices = {name: [event_interval(e) for e in events] for name, events in by_device.items()}
-    ops = [((device, e.get("tid")), *event_span(e), e["name"]) for device, events in by_device.items() for e in events]
+    ops: list[OpSpan] = [
+        ((device, e.get("tid")), *event_span(e), e["name"]) for device, events in by_device.items() for e in events
+    ]
     return TraceWindow(xla_clock(by_device), devices, step_spans(timed), ops)
 
 

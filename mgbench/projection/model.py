@@ -228,8 +228,7 @@ class StepModel:
         step = self.one_device_step_seconds + exposed + host + overhead
         images = devices * self.images_per_device / step
         cap = self.input_images_per_sec_per_node
-        limited = cap is not None and images > nodes * cap
-        if limited:
+        if limited := (cap is not None and images > nodes * cap):
             images = nodes * cap
             step = devices * self.images_per_device / images
         ideal = devices * self.images_per_device / self.one_device_step_seconds

@@ -20,7 +20,7 @@ SCALING_FIELDS = ("speedup", "scaling_efficiency_fraction", "images_per_sec_per_
 
 def scaling_figures(records: list[dict[str, Any]]) -> list[dict[str, float | None]]:
     """Per record, in order: its SCALING_FIELDS (None where the row did not finish)."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str | None, str | None], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
         if record.get("status") == "ok" and record.get("images_per_sec"):
             groups[(record["framework"], record["strategy"])].append(record)

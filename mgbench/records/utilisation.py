@@ -86,7 +86,7 @@ def utilisation_figures(trace: pd.DataFrame, phases: list[Phase]) -> dict[str, A
     ).dropna(subset=["utilization_pct"])
     if samples.empty:
         return {}
-    devices = []
+    devices: list[dict[str, Any]] = []
     for (kind, device), own in samples.groupby(["kind", "device"], sort=True):
         figures = _spread(own["utilization_pct"])
         devices.append(

@@ -58,6 +58,8 @@ class DeviceMonitor:
 
     def _gpu_rows(self, elapsed: float) -> list[list[object]]:
         nvml = self.nvml
+        if nvml is None:
+            return []
         rows = []
         for index, handle in self.handles:
             util = nvml.nvmlDeviceGetUtilizationRates(handle)

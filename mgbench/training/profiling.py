@@ -165,11 +165,11 @@ def profile_window(
     read = time.perf_counter()
     summary = summarise_ops(self_time_ops(window.ops), steps, path, window.clock)
     summary["kernels_per_step"] = len(window.ops) / steps / max(len(window.devices), 1)
-    error = write_rank_breakdown(
+    breakdown_error = write_rank_breakdown(
         profile_dir, rank, path, window, profiler, steps, sum(clock.step_seconds), sum(clock.waits), timed
     )
-    if error:
-        summary["breakdown_error"] = error
+    if breakdown_error:
+        summary["breakdown_error"] = breakdown_error
     if timed is not None:
         summary["window_slowdown"] = sum(clock.step_seconds) / len(clock.step_seconds) / timed.seconds
     summary["cost_seconds"] = {

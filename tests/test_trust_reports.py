@@ -12,6 +12,9 @@ from conftest import mgbench, one_line_error
 from test_reports import BASE, ok_result, write_trace
 
 from mgbench.records.results import RunResult, append_result
+from mgbench.reports.compact import print_summary
+from mgbench.reports.figures import job_title
+from mgbench.reports.folder_data import load_run_folder
 
 
 def rated_folder(root: Path, rates: dict[tuple[str, int], float], failed: bool = False) -> Path:
@@ -79,3 +82,15 @@ def test_a_name_that_is_not_utf8_is_printed_with_backslash_escapes(tmp_path):
     (clutter / "mine.txt").write_text("mine")
     error = one_line_error(mgbench("report", str(folder), "--out", str(clutter), LC_ALL="C.UTF-8"))
     assert f"--out {tmp_path}/s\\xfe holds other files (mine.txt)" in error
+
+
+def test_report_prints_the_table_compare_ends_on_then_the_report_path(tmp_path, capsys):
+    """`report RUN_DIR` with no `--format`: stdout is the compact table and its verdict, as
+    `compare` prints them at its end (`print_summary` in `table`), and stderr the report's path."""
+    folder = rated_folder(tmp_path, {("ddp", 1): 100.0, ("ddp", 2): 190.0})
+    done = mgbench("report", str(folder), COLUMNS="200")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == f"report: {folder / 'report.html'}"
+    print_summary(load_run_folder(folder).frame, job_title(load_run_folder(folder).frame), "table")
+    assert done.stdout == capsys.readouterr().out
+    assert "pytorch ddp is fastest on 2 GPUs: 190.0 img/s [188.1-191.9]" in done.stdout

@@ -2,8 +2,9 @@
 
 `compare` writes the report itself; this verb rebuilds it, e.g. for a folder copied from a
 GPU machine or one whose compare was interrupted; with `--out DIR` into a folder of its own,
-reading the run folder only (a colleague's, a read-only copy). With `--format` it also prints the folder's
-compact summary, for a reader (`table`, `md`) or a script (`csv`, `json`). A folder it
+reading the run folder only (a colleague's, a read-only copy). It prints the folder's compact
+summary as `compare` ends on it (the table and its verdict), or with `--format` for a reader
+(`md`) or a script (`csv`, `json`), then the report's path on stderr. A folder it
 cannot write (read-only, disk full) or another mgbench writes (a compare still running) is
 one line and exit code 2, and so is an `--out` that is a link to nothing (which it would write
 through). A name that is not UTF-8 is printed as the OS shows it, its other bytes escaped.
@@ -24,14 +25,13 @@ from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_folder_report
 
 
-def add_format_option(parser: argparse.ArgumentParser, default: str | None = "table") -> None:
+def add_format_option(parser: argparse.ArgumentParser) -> None:
     """`--format`, shared by `compare` and `report`."""
     parser.add_argument(
         "--format",
         choices=FORMATS,
-        default=default,
-        help="the summary printed: table (one line per framework/strategy, fastest first), md, csv or json"
-        + (f" (default {default})" if default else ""),
+        default="table",
+        help="the summary printed: table (one line per framework/strategy, fastest first; the default), md, csv or json",
     )
 
 
@@ -44,7 +44,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="write charts/ and report.html into DIR (new, or one an earlier --out wrote) and leave RUN_DIR as it is",
     )
-    add_format_option(parser, default=None)
+    add_format_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -89,9 +89,6 @@ def handle(args: argparse.Namespace) -> int:
     folder = RunFolder(out)
     with folder.claimed(create=True):
         path = write_folder_report(data, folder)
-    if args.format is None:
-        print(shown(path))
-        return 0
     print_summary(data.frame, job_title(data.frame), args.format)
     print(f"report: {shown(path)}", file=sys.stderr)
     return 0

@@ -3,7 +3,8 @@
 Registered through MGBENCH_PLUGINS=fakefw (with tests/ on PYTHONPATH). Its strategies say
 what it does: `steady` trains (slow first steps, then steady), `crash` raises mid-run, `hang`
 never finishes a step, `oom` dies the way an out-of-memory run dies, `oom-above` does so only
-with more than OOM_ABOVE_BATCH samples per device, `slow` takes SLOW_STEP_SECONDS per step
+with more than OOM_ABOVE_BATCH samples per device, `oom-banner` too, as Keras over PyTorch under
+torchrun dies (Keras' own first line on torch's error, then torchrun's banner), `slow` takes SLOW_STEP_SECONDS per step
 (to be interrupted), `flaky` crashes while the environment has FAKE_FAIL=1 (to be resumed),
 `diverge` trains but its loss is NaN from step DIVERGE_STEP on (a learning rate too high).
 """
@@ -39,6 +40,7 @@ FRAMEWORK = FrameworkSpec(
         StrategySpec("hang", "inprocess", "never finishes a step"),
         StrategySpec("oom", "inprocess", "dies of out-of-memory"),
         StrategySpec("oom-above", "inprocess", f"dies of out-of-memory above {OOM_ABOVE_BATCH} per device"),
+        StrategySpec("oom-banner", "inprocess", f"dies under a launcher's banner above {OOM_ABOVE_BATCH} per device"),
         StrategySpec("slow", "inprocess", f"{SLOW_STEP_SECONDS} s per step"),
         StrategySpec("flaky", "inprocess", "crashes while FAKE_FAIL=1"),
         StrategySpec("diverge", "inprocess", f"its loss is NaN from step {DIVERGE_STEP} on"),
@@ -53,6 +55,33 @@ FRAMEWORK = FrameworkSpec(
         compiler=Compiler("fake-jit"),
     ),
 )
+WRAPPED_OOM = (
+    "[rank0]: Traceback (most recent call last):",
+    '[rank0]:   File "train.py", line 7, in train_step',
+    "[rank0]: RuntimeError: Exception encountered when calling Functional.call().",
+    "[rank0]: ",
+    "[rank0]: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB",
+    "[rank0]: ",
+    "[rank0]: Arguments received by Functional.call():",
+)
+"""How Keras over PyTorch reports torch's out-of-memory error: its own first line, with the
+exception's type lost (Keras' fallback), and torch's text below it."""
+LAUNCHER_BANNER = (
+    "E1206 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 0",
+    "Traceback (most recent call last):",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    "============================================================",
+    "train.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "  <NO_OTHER_FAILURES>",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  exitcode  : 1 (pid: 1234)",
+    "  error_file: <N/A>",
+)
+BANNER_LINES = 60
+"""Lines of launcher output after the worker's error: more than a run's log tail holds."""
 PARAMETERS = 1234
 """The fake's models, every one of them: a parameter count, whatever the catalogue entry."""
 
@@ -84,6 +113,10 @@ class FakeAdapter(Adapter):
             self.strategy == "oom-above" and self.config.job.batch_per_device > OOM_ABOVE_BATCH
         ):
             raise MemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        if self.strategy == "oom-banner" and self.config.job.batch_per_device > OOM_ABOVE_BATCH:
+            banner = [LAUNCHER_BANNER[n % len(LAUNCHER_BANNER)] for n in range(BANNER_LINES)]
+            print("\n".join([*WRAPPED_OOM, *banner]), flush=True)
+            os._exit(1)
         if self.strategy == "flaky" and os.environ.get("FAKE_FAIL") == "1":
             raise RuntimeError("flaky fake adapter failed on purpose")
         if self.strategy == "slow":

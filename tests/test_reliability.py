@@ -170,3 +170,56 @@ def test_more_bad_input_is_one_line_and_exit_2(args, message):
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mgbench: error: ") and message in lines[0], done.stderr
+
+
+def test_oom_under_a_launchers_banner_is_retried_and_the_row_says_the_batch_it_ran_at(tmp_path):
+    """Keras over PyTorch's out-of-memory error, its own line first and torch's text below it, then
+    60 lines of a launcher's banner: the whole log is read, not its tail, so the run is restarted
+    with half the batch, and round 2 starts at the batch round 1 fitted instead of running out again."""
+    out = tmp_path / "banner"
+    done = mgbench(
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "oom-banner",
+        "--gpus",
+        "1",
+        "--repeat",
+        "2",
+        *tiny_job(6, batch=16),
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    row = read_rows(out).iloc[0]
+    assert row.status == "ok" and row.batch_per_device == OOM_ABOVE_BATCH == 4  # 16 -> 8 -> 4
+    assert row.requested_batch_per_device == 16 and row.oom_retries == 2
+    assert "out of memory at 16 per device; ran at 4" in row.warnings
+    rounds = pd.read_json(out / "rounds.jsonl", lines=True)
+    assert list(rounds.batch_per_device) == [4, 4] and list(rounds.oom_retries) == [2, 2]
+    assert done.stderr.count("restarts with") == 2  # round 1's two restarts; round 2 none
+
+
+def test_oom_at_every_batch_names_the_batches_tried_and_the_hint(tmp_path):
+    out = tmp_path / "oom-all"
+    done = mgbench(
+        "compare",
+        "--frameworks",
+        "fake",
+        "--strategies",
+        "oom",
+        "--gpus",
+        "1",
+        *tiny_job(4, batch=4),
+        "--out",
+        str(out),
+    )
+    assert done.returncode == 1, done.stderr
+    row = read_rows(out).iloc[0]
+    assert row.status == "oom" and row.oom_retries == 2
+    first = row.error.splitlines()[0]
+    assert (
+        first == "out of memory at 1 per device (tried 4, 2, 1); set a smaller model, --image-size or --batch-per-gpu"
+    )
+    assert "CUDA out of memory. Tried to allocate 20.00 GiB (exit code 1)" in row.error

@@ -93,6 +93,14 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "while the GPU decodes the rest (default 0: the GPU decodes all)",
     )
     job.add_argument(
+        "--gpu-memory-gb",
+        type=float,
+        default=None,
+        metavar="GIB",
+        help="hold every framework to this many GiB of each GPU with its own memory setting, so a large GPU "
+        "stands in for a smaller one (default: no cap)",
+    )
+    job.add_argument(
         "--skip-bad-images",
         action="store_true",
         help="leave out the dataset's images that cannot be decoded (each row lists them) instead of refusing it",
@@ -221,6 +229,8 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
         target_metric=args.target_metric,
         decode=args.decode,
         decode_host_share=args.decode_host_share,
+        batch_default=size.batch_default,
+        gpu_memory_gb=args.gpu_memory_gb,
     )
     one_step = f"--steps 1: {FIRST_STEP_KEPT}" if size.steps == 1 and args.epochs is None else None
     return job, size.shrunk or one_step

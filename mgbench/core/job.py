@@ -48,7 +48,9 @@ the GPU, not the host thread launching an eager framework's kernels, bounds the 
 cores shared with other machines run at half speed in spells of seconds, and a host-bound step
 follows them; a step whose device work outlasts its launching at half speed does not. 100 steps
 keep the warm-up in the window's first half and a round within a minute for the fast frameworks.
-A GPU too small for the batch runs it halved until it fits (`oom_retries`)."""
+A framework may declare a smaller default for a model that needs more memory at 256 than an 80 GB
+GPU holds (`DeviceMemory.gpu_batches`); a GPU too small for the batch runs it halved until it fits
+(`oom_retries`)."""
 CPU_BATCH_PER_DEVICE = 8
 CPU_STEPS = 20
 CPU_IMAGE_SIZE = 64
@@ -68,6 +70,15 @@ def image_size_refusal(size: int, minimum: int = MIN_IMAGE_SIZE) -> str | None:
     if minimum <= size <= MAX_IMAGE_SIZE:
         return None
     return f"image size must be {minimum} to {MAX_IMAGE_SIZE} px, got {size}"
+
+
+def gpu_memory_refusal(gigabytes: float, kind: DeviceKind) -> str | None:
+    """Why `--gpu-memory-gb` cannot cap the job's devices (None: it can)."""
+    if not math.isfinite(gigabytes) or gigabytes <= 0:
+        return f"--gpu-memory-gb takes a number of GiB above 0, got {gigabytes}"
+    if not kind.on_gpu:
+        return "--gpu-memory-gb caps GPU memory, and this job runs on CPU devices"
+    return None
 
 
 def seed_refusal(seed: int) -> str | None:
@@ -132,6 +143,13 @@ class Job:
     host (Pillow) while the device decodes the rest, so cores the device decode leaves idle take
     part of its work off the GPU the step runs on (frameworks whose loader splits a batch,
     `Capabilities.splits_decode`). 0: the device decodes every image."""
+    batch_default: bool = False
+    """The batch per device is the default, no `--batch-per-gpu` given: on GPUs a framework that
+    declares its own default for the model (`DeviceMemory.gpu_batches`, one that fits an 80 GB GPU)
+    is planned at that, and its rows say so. False in jobs and rows written before it existed."""
+    gpu_memory_gb: float | None = None
+    """`--gpu-memory-gb`: each framework holds itself to this many GiB of each GPU with its own
+    memory setting (`DeviceMemory.cap`), so an 80 GB GPU stands in for a smaller one. None: no cap."""
 
     def __post_init__(self) -> None:
         check_fields(self.__dict__, Job, "not a training job")
@@ -169,6 +187,8 @@ class JobSize:
     steps: int
     image_size: int | None
     shrunk: str | None = None
+    batch_default: bool = False
+    """No batch was given: the batch per device is the default for the device kind."""
 
 
 def job_size(
@@ -199,6 +219,7 @@ def job_size(
         default_batch if batch_per_device is None else batch_per_device,
         default_steps if steps is None else steps,
         image_size,
+        batch_default=batch_per_device is None,
     )
 
 
@@ -265,5 +286,7 @@ def settle(job: Job) -> None:
         raise UsageError(f"--init same: {refusal}; use --init framework")
     if job.init not in (INIT_SAME, INIT_FRAMEWORK) and not job.init.endswith(".npz"):
         raise UsageError(f"--init takes same, framework or a weights file FILE.npz, got {job.init!r}")
+    if job.gpu_memory_gb is not None and (refusal := gpu_memory_refusal(job.gpu_memory_gb, job.device_kind)):
+        raise UsageError(refusal)
     if job.bit_depth is not None and not 1 <= job.bit_depth <= 32:
         raise UsageError(f"a bit depth is 1 to 32 bits, got {job.bit_depth}")

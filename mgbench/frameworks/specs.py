@@ -22,6 +22,7 @@ from mgbench.core.job import DEFAULT_COMPILE_MODE, PRECISIONS
 from mgbench.core.kinds import DataFormat
 from mgbench.core.models import catalogue, model_spec
 from mgbench.frameworks.exchange import Dispatch, Exchange
+from mgbench.frameworks.memory import DeviceMemory
 
 LauncherKey = str
 """The name a strategy gives the launcher that starts its processes: `mgbench.runner.launchers`
@@ -302,9 +303,15 @@ class FrameworkSpec:
     Must not import the framework."""
     gpu_note: str | None = None
     """What keeps this framework off GPUs here (None: it trains on GPUs), for `list` and docs/frameworks.md."""
+    memory: DeviceMemory = field(default_factory=DeviceMemory)
+    """How it says it ran out of GPU memory, its own default batch per model where the job's does
+    not fit, and how `--gpu-memory-gb` caps it (`memory.py`)."""
 
     def variables_for(self, config: RunConfig) -> dict[str, str]:
+        """What the run's environment needs before the framework starts: its own variables, the
+        memory cap's (`DeviceMemory.cap_variables`) and, decoding on the GPU, CUDA's queues."""
         variables = self.environment_variables(config) if self.environment_variables else {}
+        variables.update(self.memory.cap_variables(config))
         if config.job.decode.on_device and config.job.device_kind.on_gpu:
             variables.update({name: value for name, value in DEVICE_DECODE_QUEUES.items() if name not in os.environ})
         return variables

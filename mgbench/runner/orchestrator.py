@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Literal
 
 from mgbench.core.config import RunConfig
+from mgbench.core.job import GPU_BATCH_PER_DEVICE
+from mgbench.frameworks.memory import DeviceMemory
 from mgbench.frameworks.specs import FrameworkSpec
 from mgbench.machine.devices import visible_gpus
 from mgbench.records.bandwidth import BandwidthReport, annotate_allreduce
@@ -44,7 +46,6 @@ from mgbench.runner.rounds import RoundBook
 from mgbench.runner.scratch import run_scratch
 from mgbench.training.driver import LAUNCH_TIME_ENV
 
-OOM_MARKERS = ("out of memory", "outofmemoryerror", "resource_exhausted", "resourceexhaustederror")
 RDZV_PORT_ENV = "MGBENCH_RDZV_PORT"
 DEFAULT_RDZV_PORT = 29400
 DEFAULT_TIMEOUT_SECONDS = 1200.0
@@ -145,11 +146,13 @@ def failure_cause(log: str, returncode: int | None) -> str:
     return min(per_rank.values(), key=lambda cause: (cause.weight, cause.position)).text
 
 
-def classify_failure(timed_out: bool, log_tail: str) -> Status:
+def classify_failure(timed_out: bool, cause: str, log: str, memory: DeviceMemory) -> Status:
+    """`timeout` past the timeout; `oom` where the failing rank's cause line or the run's whole log
+    says it ran out of device memory, by its framework's own words (`DeviceMemory.ran_out`: a
+    launcher's banner after the worker's traceback hides nothing); else `failed`."""
     if timed_out:
         return Status.TIMEOUT
-    lowered = log_tail.lower()
-    return Status.OOM if any(marker in lowered for marker in OOM_MARKERS) else Status.FAILED
+    return Status.OOM if memory.ran_out(cause, log) else Status.FAILED
 
 
 def spans_hosts(config: RunConfig, hosts: list[Host] | None) -> bool:
@@ -217,11 +220,12 @@ def execute_run(
         attach_host_bottleneck(result)
         attach_utilisation(result, folder.trace(config.run_id))
         return result
-    status = classify_failure(outcome.timed_out, outcome.log_tail)
+    log = "" if outcome.timed_out else folder.log(config.run_id).read_text(errors="replace")
+    cause = "" if outcome.timed_out else failure_cause(log, outcome.returncode)
+    status = classify_failure(outcome.timed_out, cause, log, spec.memory)
     if outcome.timed_out:
         error = f"timed out after {timeout:.0f} s\n{outcome.log_tail}"
     else:
-        cause = failure_cause(folder.log(config.run_id).read_text(errors="replace"), outcome.returncode)
         error = f"{cause} (exit code {outcome.returncode})\n{outcome.log_tail}"
     origin = Origin(command=command_text, interpreter=interpreter, wall_seconds=outcome.seconds)
     return RunResult(config, status, error=error, origin=origin)
@@ -239,6 +243,43 @@ class RunEvent:
     round: str = ""
 
 
+def halved(batch: int, times: int) -> list[int]:
+    """`batch` and each half of it, `times` halvings in all: the batches a run out of memory tries."""
+    return [batch >> step for step in range(times + 1)]
+
+
+def batch_warnings(run: PlannedRun, result: RunResult) -> list[str]:
+    """What an ok row says of its batch where it is not the job's, so that no one sets it beside
+    rows at another batch as the same job: the framework's own default for the model
+    (`DeviceMemory.gpu_batches`), or the batch running out of memory halved it to. And where
+    `--gpu-memory-gb` asked for a cap its framework has none of, that it was not capped."""
+    config, memory = run.config, run.framework.memory
+    if result.status != Status.OK:
+        return []
+    unit = "per GPU" if config.job.device_kind.on_gpu else "per device"
+    warnings = []
+    if (own := memory.gpu_batch(config.job)) is not None:
+        warnings.append(
+            f"{config.framework} trains {config.job.model} at its own default of {own.batch_per_device} {unit}, "
+            f"not the job's {GPU_BATCH_PER_DEVICE}: {own.why}"
+        )
+    if result.retries.oom_retries:
+        ran = result.config.job.batch_per_device
+        warnings.append(f"out of memory at {config.job.batch_per_device} {unit}; ran at {ran}")
+    if config.job.gpu_memory_gb is not None and memory.cap is None:
+        warnings.append(f"not capped to {config.job.gpu_memory_gb:g} GiB: {config.framework} has no memory cap here")
+    return warnings
+
+
+def out_of_memory_error(run: PlannedRun, result: RunResult, tried: list[int]) -> str:
+    """The first line of a row that ran out of memory at every batch down to the last it tried."""
+    unit = "per GPU" if run.config.job.device_kind.on_gpu else "per device"
+    return (
+        f"out of memory at {tried[-1]} {unit} (tried {', '.join(map(str, tried))}); "
+        f"set a smaller model, --image-size or --batch-per-gpu\n{result.error or ''}"
+    )
+
+
 def execute_with_oom_retry(
     run: PlannedRun,
     folder: RunFolder,
@@ -246,22 +287,31 @@ def execute_with_oom_retry(
     hosts: list[Host] | None = None,
     on_event: Callable[[RunEvent], None] = lambda event: None,
     round_label: str = "",
+    fitted: int = 0,
 ) -> RunResult:
     """`execute_run`, restarted with half the batch per device while it runs out of memory (down to 1).
 
-    The row keeps the batch that ran in `batch_per_device`, the one asked for in
-    `requested_batch_per_device` and the number of restarts in `oom_retries`; every round starts
-    from the batch asked for, so each row says the same of its own round.
+    The row keeps the batch that ran in `batch_per_device`, the one planned in
+    `requested_batch_per_device` and the halvings from the one to the other in `oom_retries`; an ok
+    row at a batch other than the job's says so in its `warnings` (`batch_warnings`), one out of
+    memory at 1 names the batches it tried. A round after one that ran out of memory starts where
+    that one fitted (`fitted`: the halvings it took, `RoundBook.fitted`) instead of paying for
+    the same restarts again.
     """
-    requested, retries = run.config.job.batch_per_device, 0
-    on_event(RunEvent("start", run.config, folder.log(run.config.run_id), round_label))
-    result = execute_run(run, folder, timeout, hosts=hosts)
-    while result.status == "oom" and run.config.job.batch_per_device > 1:
-        run = replace(run, config=run.config.with_changes(batch_per_device=run.config.job.batch_per_device // 2))
+    requested = run.config.job.batch_per_device
+    retries = fitted
+    trying = replace(run, config=run.config.with_changes(batch_per_device=requested >> retries))
+    on_event(RunEvent("start", trying.config, folder.log(run.config.run_id), round_label))
+    result = execute_run(trying, folder, timeout, hosts=hosts)
+    while result.status == Status.OOM and trying.config.job.batch_per_device > 1:
         retries += 1
-        on_event(RunEvent("retry", run.config, folder.log(run.config.run_id), round_label))
-        result = execute_run(run, folder, timeout, hosts=hosts)
+        trying = replace(run, config=run.config.with_changes(batch_per_device=requested >> retries))
+        on_event(RunEvent("retry", trying.config, folder.log(run.config.run_id), round_label))
+        result = execute_run(trying, folder, timeout, hosts=hosts)
     result.retries = OomRetries(requested, retries)
+    if result.status == Status.OOM:
+        result.error = out_of_memory_error(run, result, halved(requested, retries))
+    result.warnings += batch_warnings(run, result)
     return result
 
 
@@ -287,7 +337,7 @@ def run_compare(
         for run in book.due(number):
             label = f"round {number}/{book.repeat}" if book.repeat > 1 else ""
             try:
-                result = execute_with_oom_retry(run, folder, timeout, hosts, on_event, label)
+                result = execute_with_oom_retry(run, folder, timeout, hosts, on_event, label, book.fitted(run))
             except KeyboardInterrupt:
                 result = RunResult(
                     run.config, Status.INTERRUPTED, error="interrupted (Ctrl-C or SIGTERM): the run was stopped"

@@ -78,6 +78,16 @@ def batch_for(job: Job, count: int, counts: list[int], scaling: Scaling) -> int:
     return global_batch // count
 
 
+def framework_job(job: Job, spec: FrameworkSpec) -> Job:
+    """`job` as `spec`'s framework trains it: at its own default batch for the model where the job's
+    batch is the default and the framework declares a smaller one (`DeviceMemory.gpu_batches`: the
+    job's does not fit an 80 GB GPU), else as it is."""
+    own = spec.memory.gpu_batch(job)
+    if own is None or own.batch_per_device >= job.batch_per_device:
+        return job
+    return job.with_changes(batch_per_device=own.batch_per_device)
+
+
 def not_installed_reason(spec: FrameworkSpec, found: Installation) -> str | None:
     """What the framework's interpreter cannot import (or which program is missing), and how to install it."""
     if found.installed:
@@ -90,17 +100,20 @@ def plan_runs(
 ) -> list[PlannedRun]:
     """Every framework x strategy x device count of `job`, validated before anything runs, each
     refused where its framework cannot train it. Each run trains in the job's data format, or
-    without one in its framework's default format for the model."""
+    without one in its framework's default format for the model, and at the job's batch, or where
+    the job's is the default, at its framework's own default for the model where it declares a
+    smaller one (`framework_job`)."""
     counts = sorted(set(device_counts))
     planned = []
     for name in frameworks:
         spec = framework_spec(name)
         data_format = job.data_format or spec.capabilities.default_data_format(job.model)
+        own_job = framework_job(job, spec)
         for strategy_name in chosen_strategies(spec, strategies):
             strategy = checked_strategy(spec, strategy_name)
             for count in counts:
-                batch = batch_for(job, count, counts, scaling)
-                config = RunConfig.of(job, spec.name, strategy.name, count, batch, data_format)
+                batch = batch_for(own_job, count, counts, scaling)
+                config = RunConfig.of(own_job, spec.name, strategy.name, count, batch, data_format)
                 refusal = spec.refusal(config)
                 planned.append(PlannedRun(config, spec, strategy, (Status.UNSUPPORTED, refusal) if refusal else None))
     return planned

@@ -115,6 +115,12 @@ class RoundBook:
             if len(rounds := self.rounds_of(run)) < number and all(result.status == "ok" for result in rounds)
         ]
 
+    def fitted(self, run: PlannedRun) -> int:
+        """The halvings of the planned batch `run`'s last ok round took to fit in memory
+        (`oom_retries`): its next round starts at that batch instead of running out of memory again."""
+        ok = [result for result in self.rounds_of(run) if result.status == "ok"]
+        return ok[-1].retries.oom_retries if ok else 0
+
     def launches_left(self) -> int:
         """Rounds still owed if every one finishes (a refused run counts once)."""
         owed = 0

@@ -51,6 +51,7 @@ from mgbench.frameworks.chainer import attention, cupy_compat, models, weights
 from mgbench.frameworks.chainer.data import ChainerLoader
 from mgbench.frameworks.chainer.imports import NUMPY_PATCHES, F, chainer, chainermn
 from mgbench.frameworks.chainer.optimizer import build_optimizer
+from mgbench.frameworks.memory import cap_bytes
 from mgbench.measure.metrics import gathered_metrics
 from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
@@ -103,6 +104,8 @@ class ChainerAdapter(Adapter):
             chainer.global_config.use_cudnn = "auto" if chainer.backends.cuda.cudnn_enabled else "never"
             import cupy
 
+            if (limit := cap_bytes(self.config)) is not None:
+                cupy.get_default_memory_pool().set_limit(size=limit)  # `--gpu-memory-gb`, this device's pool
             name = cupy.cuda.runtime.getDeviceProperties(self.comm.intra_rank)["name"]
             names = [name.decode() if isinstance(name, bytes) else str(name)]
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mgbench.frameworks.memory import CUPY_CAP, CUPY_OOM, DeviceMemory
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
 CHAINER_MODELS = ModelBuilders("mgbench.frameworks.chainer.models", ("densenet121", "resnet50", "vit_b_16", "tiny"))
@@ -30,4 +31,5 @@ FRAMEWORK = FrameworkSpec(
         loader="chainer.iterators.MultiprocessIterator",
         no_compiler="Chainer runs define-by-run only and has no graph compiler",
     ),
+    memory=DeviceMemory((CUPY_OOM,), cap=CUPY_CAP),
 )

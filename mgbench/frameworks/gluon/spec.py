@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mgbench.frameworks.memory import MXNET_CAP, MXNET_OOM, DeviceMemory
 from mgbench.frameworks.specs import BATCH_NORM_UNMATCHED, Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
 GLUON_MODELS = ModelBuilders(
@@ -42,5 +43,6 @@ FRAMEWORK = FrameworkSpec(
         no_compiler="its nets always run hybridized (MXNet's cached static graph, static_alloc and "
         "static_shape): that is Gluon's graph mode, and there is no compiler beyond it to switch on",
     ),
+    memory=DeviceMemory((MXNET_OOM,), cap=MXNET_CAP),
     gpu_note="CPU only here: PyPI's MXNet 1.9.1 is a CPU build and no MXNet build for Hopper GPUs can be installed",
 )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from mgbench.frameworks.exchange import HOROVOD_EXCHANGE
-from mgbench.frameworks.pytorch.spec import TORCH_CAPABILITIES
+from mgbench.frameworks.pytorch.spec import TORCH_CAPABILITIES, TORCH_MEMORY
 from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
 
 FRAMEWORK = FrameworkSpec(
@@ -25,4 +25,5 @@ FRAMEWORK = FrameworkSpec(
     install_hint="make env-horovod (builds Horovod 0.28.1 from source against torch: ~7 min on 2 cores, once)",
     post_install="scripts/build_horovod.sh",
     capabilities=TORCH_CAPABILITIES,
+    memory=TORCH_MEMORY,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mgbench.frameworks.exchange import ONE_PROCESS_PER_NODE, XLA_EXCHANGE
 from mgbench.frameworks.keras.environment import jax_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.memory import TORCH_OOM, XLA_CAP, XLA_OOM, DeviceMemory
 from mgbench.frameworks.pytorch.spec import NVJPEG
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
@@ -60,4 +61,6 @@ FRAMEWORK = FrameworkSpec(
         compiler=Compiler("xla", always=True),
         gpu_decoder=TORCHVISION_BY_DLPACK,
     ),
+    # torch's too: with --decode gpu torchvision decodes in the same process.
+    memory=DeviceMemory((XLA_OOM, TORCH_OOM), cap=XLA_CAP),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mgbench.frameworks.keras.environment import tensorflow_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS, TF_DATA_DECODES
+from mgbench.frameworks.memory import TENSORFLOW_CAP, TENSORFLOW_OOM, XLA_OOM, DeviceMemory
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 KERAS_XLA = Compiler(
@@ -23,6 +24,8 @@ KERAS_TF_STAGING = (
 )
 KERAS_TF_UNSTAGED = "host batches sliced per replica and copied inside the step"
 """How keras-tf's unstaged twins (and the tensorflow loop's) feed the replicas."""
+TENSORFLOW_MEMORY = DeviceMemory((TENSORFLOW_OOM, XLA_OOM), cap=TENSORFLOW_CAP)
+"""How TensorFlow runs out of GPU memory (in its own kernels or, with `--compile`, XLA's) and is capped."""
 
 FRAMEWORK = FrameworkSpec(
     name="keras-tf",
@@ -51,4 +54,5 @@ FRAMEWORK = FrameworkSpec(
     default_strategies=("mirrored",),
     family=KERAS_FAMILY,
     capabilities=Capabilities(KERAS_MODELS, loader="tf.data", compiler=KERAS_XLA, no_gpu_decoder=TF_DATA_DECODES),
+    memory=TENSORFLOW_MEMORY,
 )

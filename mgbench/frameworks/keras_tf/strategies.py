@@ -27,6 +27,7 @@ import tensorflow as tf
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.datasets.synthetic import Shard, synthetic_pool
+from mgbench.frameworks.memory import cap_bytes, memory_share
 
 HostBatch = tuple[np.ndarray, np.ndarray]
 PER_REPLICA_PREFETCH = 2
@@ -45,8 +46,16 @@ def device_names(config: RunConfig) -> list[str]:
             f"{config.devices} GPUs asked for, TensorFlow sees {len(gpus)} (is tensorflow[and-cuda] installed?)"
         )
     tf.config.set_visible_devices(gpus[: config.devices], "GPU")
+    # `--gpu-memory-gb` below the GPUs' memory: one logical device of that many MiB on each (which
+    # excludes memory growth); else each GPU's memory taken as it is needed.
+    limit = cap_bytes(config) if memory_share(config) is not None else None
     for gpu in gpus[: config.devices]:
-        tf.config.experimental.set_memory_growth(gpu, True)
+        if limit is None:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        else:
+            tf.config.set_logical_device_configuration(
+                gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=limit >> 20)]
+            )
     return [device.name for device in tf.config.list_logical_devices("GPU")]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.keras.environment import torch_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
+from mgbench.frameworks.memory import TORCH_CAP, TORCH_OOM, DeviceMemory, GpuBatch
 from mgbench.frameworks.pytorch.spec import NVJPEG, TORCH_COMPILE
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, StrategySpec, with_unstaged_twin
 
@@ -39,5 +40,14 @@ FRAMEWORK = FrameworkSpec(
         profiler="torch.profiler",
         compiler=TORCH_COMPILE,
         gpu_decoder=NVJPEG,
+    ),
+    memory=DeviceMemory(
+        (TORCH_OOM,),
+        gpu_batches={
+            "densenet121": GpuBatch(
+                128, "at 256 its DenseNet-121 needs more than an 80 GB GPU holds (docs/measurement.md, The default job)"
+            )
+        },
+        cap=TORCH_CAP,
     ),
 )

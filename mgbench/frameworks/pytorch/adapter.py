@@ -43,6 +43,7 @@ from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.datasets.resolve import task_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+from mgbench.frameworks.memory import cap_bytes, share_of
 from mgbench.frameworks.pytorch import attention, models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
 from mgbench.frameworks.pytorch.data import PlacedPixels, build_loaders, decoding_for, placed_images
@@ -70,6 +71,16 @@ class Autocasting(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         with torch.autocast(self.device_type, dtype=self.dtype, enabled=self.dtype is not None):
             return self.module(images)
+
+
+def cap_memory(config: RunConfig, devices: list[torch.device]) -> None:
+    """`--gpu-memory-gb`: torch's caching allocator held to that share of each device's memory
+    (an allocation past it raises torch's out-of-memory error, as on a GPU that small)."""
+    limit = cap_bytes(config)
+    for device in devices if limit is not None else []:
+        share = share_of(limit, torch.cuda.get_device_properties(device).total_memory)
+        if share is not None:
+            torch.cuda.set_per_process_memory_fraction(share, device)
 
 
 class TorchProcessAdapter(Adapter):
@@ -132,6 +143,7 @@ class TorchProcessAdapter(Adapter):
         if self.use_cuda:
             torch.cuda.set_device(joined.devices[0])
             names = [torch.cuda.get_device_name(d) for d in joined.devices]
+            cap_memory(config, joined.devices)
         else:
             names = [f"cpu ({torch.get_num_threads()} threads)"]
         self._placement = Placement(rank=joined.rank, world_size=joined.world, device_names=names)

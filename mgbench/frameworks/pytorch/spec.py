@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mgbench.core.job import DEFAULT_COMPILE_MODE
 from mgbench.frameworks.exchange import DDP_EXCHANGE
+from mgbench.frameworks.memory import TORCH_CAP, TORCH_OOM, DeviceMemory
 from mgbench.frameworks.specs import (
     Capabilities,
     Compiler,
@@ -42,6 +43,8 @@ TORCH_CAPABILITIES = Capabilities(
 )
 """What PyTorch and Horovod over it train: torchvision's models, torch's loader, profiler,
 compiler and device decoder."""
+TORCH_MEMORY = DeviceMemory((TORCH_OOM,), cap=TORCH_CAP)
+"""How PyTorch and Horovod over it run out of GPU memory and are capped (`memory.py`)."""
 
 FRAMEWORK = FrameworkSpec(
     name="pytorch",
@@ -81,4 +84,5 @@ FRAMEWORK = FrameworkSpec(
     install_hint="make env-pytorch (or: pip install -r requirements/pytorch.txt)",
     default_strategies=("ddp",),
     capabilities=TORCH_CAPABILITIES,
+    memory=TORCH_MEMORY,
 )

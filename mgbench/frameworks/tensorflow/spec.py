@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mgbench.frameworks.keras.environment import tensorflow_variables
 from mgbench.frameworks.keras.spec import KERAS_MODELS, TF_DATA_DECODES
-from mgbench.frameworks.keras_tf.spec import KERAS_TF_STAGING, KERAS_TF_UNSTAGED
+from mgbench.frameworks.keras_tf.spec import KERAS_TF_STAGING, KERAS_TF_UNSTAGED, TENSORFLOW_MEMORY
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 XLA_JIT = Compiler("xla")
@@ -29,4 +29,5 @@ FRAMEWORK = FrameworkSpec(
     install_hint="make env-keras-tf (or: mgbench setup tensorflow)",
     environment_variables=tensorflow_variables,
     capabilities=Capabilities(KERAS_MODELS, loader="tf.data", compiler=XLA_JIT, no_gpu_decoder=TF_DATA_DECODES),
+    memory=TENSORFLOW_MEMORY,
 )

@@ -117,7 +117,7 @@ class RunResult:
             name: part(**{key: figures.pop(key) for key in fields_of(part) if key in figures})
             for name, part in PARTS.items()
         }
-        return cls(config, status, **parts, **figures)
+        return cls(config, Status(status), **parts, **figures)
 
     def to_record(self) -> dict[str, Any]:
         """Flat dict: config fields first, then `run_id`, `global_batch` and the figures, each
@@ -140,7 +140,7 @@ class RunResult:
         one its config gives (else an `UnsafeNameError`)."""
         if not isinstance(record, dict):
             raise UsageError(f"not a result row: {type(record).__name__} instead of an object")
-        record = {RENAMED.get(key, key): value for key, value in record.items()}
+        record = {RENAMED.get(key) or key: value for key, value in record.items()}
         config = RunConfig.from_dict(record)
         if record.get("run_id", config.run_id) != config.run_id:
             raise UnsafeNameError(f"run_id {record['run_id']!r} is not its config's ({config.run_id})")

@@ -3,7 +3,8 @@
 torchrun, mpiexec, horovodrun or the orchestrator itself start this module in every process of
 a run. It resolves the framework once, refuses a job the registry knows the adapter cannot
 train (one line, exit code 2, before importing the framework), sets the variables the
-framework reads at import, and hands the adapter to the shared driver; the primary rank writes
+framework reads at import (with `--cold-cache`, its compilers' caches as empty folders of its
+own: `training.compile_cache`), and hands the adapter to the shared driver; the primary rank writes
 the result row.
 """
 
@@ -20,6 +21,7 @@ from mgbench.core.errors import UsageError
 from mgbench.datasets.images import host_decoder
 from mgbench.frameworks.registry import create_adapter, framework_spec
 from mgbench.records.results import RunResult, write_json_atomically
+from mgbench.training.compile_cache import cold_variables
 from mgbench.training.driver import run_training
 
 
@@ -30,6 +32,7 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
     if refusal:
         raise UsageError(refusal)
     os.environ.update(spec.variables_for(config))
+    os.environ.update(cold_variables(os.environ))
     adapter = create_adapter(config.framework, config.strategy)
     capabilities = spec.capabilities
     result = run_training(

@@ -145,7 +145,8 @@ def test_the_verdict_names_the_fastest_line_its_lead_scaling_and_bottleneck(tmp_
     verdict = re.search(r'<p class="verdict" id="verdict">([^<]*)</p>', text).group(1)
     assert verdict.startswith("pytorch ddp is fastest on 2 CPU devices: ")
     assert re.search(r"1\.60x keras-jax jax-shard-map; 1\.54x its 1-CPU device throughput \(77% ", verdict), verdict
-    assert "held back by idle (40% of the step): no operator runs" in verdict
+    assert "held back by idle (40% of the step)." in verdict and "no operator runs" not in verdict
+    assert text.count("idle: no operator runs") == 1  # what it means: the compact table's note, once
     assert LEFT_OUT in text and SHRINK in text
 
 
@@ -155,11 +156,13 @@ def test_an_unprofiled_cpu_report_says_what_holds_the_fastest_line_back_from_hos
     text = write_report(cpu_folder(tmp_path, profiled=False)).read_text()
     verdict = re.search(r'<p class="verdict" id="verdict">([^<]*)</p>', text).group(1)
     assert verdict.startswith("pytorch ddp is fastest on 2 CPU devices: ")
-    assert verdict.endswith(
-        "held back by input wait (31% of the step, host timing): the host waits for the next batch: the input pipeline cannot keep up."
-    )
+    assert verdict.endswith("held back by input wait (31% of the step, host timing).")
     compact = re.search(r'<table class="compact" id="compact">(.*?)</table>', text).group(1)
-    assert "<th>holds<br>back</th>" in compact and compact.count("input wait 31% (host)") == 2
+    assert "<th>holds<br>back</th>" in compact and compact.count("input wait 31%") == 2
+    meaning = "the host waits for the next batch: the input pipeline cannot keep up"
+    every_run = text[text.index("<h2>Every run</h2>") : text.index("<h2>", text.index("<h2>Every run</h2>") + 1)]
+    assert every_run.count(meaning) == 1 and every_run.count("input wait 31% (a)") >= 1
+    assert f'<ol class="notes-list" type="a"><li>input wait (host timing): {meaning}</li></ol>' in every_run
 
 
 def test_a_one_device_folder_shows_no_speed_up_or_efficiency(tmp_path):

@@ -219,3 +219,27 @@ def test_a_row_whose_p10_p90_has_no_value_is_not_said_to_lie_outside_it():
     row = line_row("pytorch", "ddp", 1000.0)
     row.timing.images_per_sec_p10 = row.timing.images_per_sec_p90 = None
     assert results_frame([row]).loc[0, "warning"] == ""
+
+
+def test_a_scaling_its_own_warning_disowns_is_not_stated_and_lines_without_a_figure_are_named():
+    """A speed-up past the device ratio is said as a warning, not as the winner's scaling; a winner
+    is named with the lines that have no figure and how their runs ended."""
+    rows = [
+        line_row("pytorch", "ddp", 100.0, devices=1),
+        line_row("pytorch", "ddp", 2246.0, devices=2),
+        line_row("chainer", "chainermn", 90.0, devices=1),
+        line_row("chainer", "chainermn", 170.0, devices=2),
+    ]
+    config = RunConfig.flat("keras-tf", "mirrored", "densenet121", 1, "cuda", 32, 60)
+    rows.append(RunResult.flat(config, "not-installed", error="keras-tf lacks tensorflow"))
+    for devices in (1, 2):
+        config = RunConfig.flat("keras-torch", "ddp", "densenet121", devices, "cuda", 32, 60)
+        rows.append(RunResult.flat(config, "failed", error="boom"))
+    summary = summary_of(rows)
+    sentence = verdict(summary)
+    assert "exceeds the device ratio: the runs were not measured alike" in " ".join(summary.notes)
+    assert "scaling efficiency" not in sentence and "1123%" not in sentence
+    assert "its scaling is not stated: its 1- and 2-GPU runs were not measured alike" in sentence
+    assert "2 of the 4 lines have no figure: keras-tf mirrored (not-installed), keras-torch ddp (failed)." in sentence
+    assert judge(summary).to_dict()["unmeasured"] == ["keras-tf mirrored (not-installed)", "keras-torch ddp (failed)"]
+    assert "scaling efficiency" in verdict(summary_of(rows[2:4]))  # a scaling within the device ratio is stated

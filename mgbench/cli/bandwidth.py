@@ -65,10 +65,10 @@ def print_report(report: BandwidthReport, console: Console) -> None:
         if figures:
             console.print(f"{label}: " + ", ".join(f"{k} {v:.2f} GB/s" for k, v in figures.items()))
     if report.matmul_tflops:
-        figures = ", ".join(
+        rates = ", ".join(
             matmul_figure(report, precision, tflops) for precision, tflops in report.matmul_tflops.items()
         )
-        console.print(f"dense matmul ({report.matmul_size}x{report.matmul_size}) TFLOP/s per device: {figures}")
+        console.print(f"dense matmul ({report.matmul_size}x{report.matmul_size}) TFLOP/s per device: {rates}")
     if report.device_to_device_gbps:
         matrix = Table(title="device->device GB/s (row: source)")
         matrix.add_column("")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mgbench.cli.closing import closing_lines, exit_status, run_accounts
+from mgbench.cli.compare_time import cold_caches, compare_clock
 from mgbench.cli.live import heartbeat_seconds, live_compare
 from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
 from mgbench.cli.output import note_to
@@ -97,6 +98,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="measure bandwidth.json first (reused if present) for all-reduce shares",
     )
     add_format_option(parser)
+    parser.add_argument(
+        "--cold-cache",
+        action="store_true",
+        help="every run compiles from empty compile caches of its own (default: runs share mgbench's "
+        "compile caches across rounds and compares, and a second compile of a step reads the first's)",
+    )
     add_job_options(parser)
 
 
@@ -173,7 +180,7 @@ def handle(args: argparse.Namespace) -> int:
         else:
             compare_service.start_new(folder, plan, start)
         hint = f"the rows written are kept; continue with: mgbench compare --resume {folder.root}"
-        with folder.writing(hint):
+        with folder.writing(hint), cold_caches(args.cold_cache):
             return run_planned(folder, plan, book, console, args.format)
 
 
@@ -183,7 +190,8 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
     round failed, even one whose run has a row from its other rounds, or nothing was measured)."""
     interrupted = False  # SIGTERM arrives as KeyboardInterrupt too (`cli.interrupts`, around every verb)
     try:
-        with live_compare(console, book.launches_left()) as live:
+    clock = compare_clock(console, book)
+        with live_compare(console, book.launches_left(), clock) as live:
             compare_service.run_rounds(folder, plan, book, voice(console), live.on_result, live.on_event)
     except KeyboardInterrupt:
         interrupted = True
@@ -195,11 +203,12 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
         print_summary(write_summary(folder.root, results), title, summary_format)
         console.print(f"report: {write_report(folder.root)}")
     console.print(f"results: {folder.results}\nsummary: {folder.summary_md}")
-    if interrupted:
+    console.print(clock.total_line(), highlight=False)
     accounts = run_accounts(book)
     for line in closing_lines(accounts):
         note_to(console)(line)
         note_to(console)(f"interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}")
+    if interrupted:
     ending = exit_status(accounts, interrupted)
     console.print(Text(ending.text))
     return ending.code

@@ -50,7 +50,7 @@ def guarded_stdout() -> Iterator[None]:
     """The block with stdout a `GuardedOutput`, flushed at its end, so that a write stdout held
     fails inside the block rather than as the interpreter exits."""
     stream = sys.stdout
-    sys.stdout = GuardedOutput(stream)  # type: ignore[assignment]
+    sys.stdout = GuardedOutput(stream)
     try:
         yield
         sys.stdout.flush()

@@ -43,12 +43,16 @@ class Build:
 
 @dataclass(slots=True)
 class Compilation:
-    """What compiled the training step, and its compile step's seconds."""
+    """What compiled the training step, its compile step's seconds, and whether a cache served it."""
 
     compiler: str | None = None
     """What compiled the training step (`torch.compile (default)`, `xla`, `xla (always)`); None: nothing."""
     compile_seconds: float | None = None
     """The compile step: the first training step of a compiled run, clocked apart from the timed ones."""
+    compile_cache: str | None = None
+    """Whether the compilers' on-disk caches served the compile step (`training.compile_cache`):
+    `warm` (read from them: `compile_seconds` is the load), `cold` (compiled, and kept for the next
+    run); None: nothing compiled, or no cache kept it."""
 
 
 @dataclass(slots=True)

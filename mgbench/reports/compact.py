@@ -6,11 +6,13 @@ Each device count gets a group of columns (the ranked figure, with `--epochs` th
 the steady images/sec beside it, and scaling efficiency above the smallest count), the ranked
 figure shown to the precision its interval supports (`spread`) and, at the largest count, its
 range; "vs fastest" sets each line's speed at the largest count against the fastest line's there,
-or says `tie` where their intervals overlap; "step" says what compiled each line's step where the
-lines differ in it; "holds back" is the bottleneck label of that row's breakdown, or of its host
-timing where it was not profiled (marked "(host)"). Everything that needs a sentence
-(a failure's cause, a warning, what a bottleneck means, a hint) becomes a numbered note under the
-table, so no cell ever has to fold. The same summary prints as a rich table, Markdown, CSV or JSON.
+or says `tie` where their intervals overlap; "start-up +compile s" the seconds before the first
+timed step; "step" says what compiled each line's step where the lines differ in it; "holds back" is
+the bottleneck label of that row's breakdown, or of its host timing where it was not profiled.
+Everything that needs a sentence (a failure's cause, a warning, what a bottleneck means and what it
+was read from, a hint) becomes a numbered note under the table, each said once, so no cell ever
+has to fold. A table too wide for its terminal leaves columns out, the answers last, and says
+under it which (`hidden_sentence`). The same summary prints as a rich table, Markdown, CSV or JSON.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ class CompactSummary:
     `rounds_<n>dev`), scaling_efficiency_pct_<n>dev, vs_fastest_ratio, tie (its interval overlaps
     the fastest line's at the largest count), step (`hints.step_kind`), compile_hint, caveats
     (`caveats.Caveat.to_dict` with `where`), bottleneck, bottleneck_pct, bottleneck_source
-    (`readings.DEVICE`, `CPU_TRACE`, `HOST_TIMING`; "" without one), notes (note numbers)."""
+    (`readings.DEVICE`, `CPU_TRACE`, `HOST_TIMING`; "" without one), startup_seconds and
+    compile_seconds at the largest count, unmeasured (how its runs ended where none has a figure,
+    `not-installed`; "" else), notes (note numbers)."""
     cells: pd.DataFrame
     """The same lines as display strings, one column per `Column.key`."""
     columns: list[Column]
@@ -194,6 +198,10 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
         held = None if shown is None else held_back(shown)
         hint = compile_hint(run_label(shown), shown, held) if shown[Col.STATUS] == "ok" else None
         line["step"] = step_kind(shown) if shown[Col.STATUS] == "ok" else ""
+        line["startup_seconds"] = _seconds(shown, Col.STARTUP_SECONDS)
+        line["compile_seconds"] = _seconds(shown, Col.COMPILE_SECONDS)
+        statuses = [str(row[Col.STATUS]) for _, row in group.sort_values("devices").iterrows()]
+        line["unmeasured"] = "" if "ok" in statuses else ", ".join(dict.fromkeys(statuses))
         line["compile_hint"] = hint or ""
         line["caveats"] = _caveats_of(group)
         line["bottleneck"] = held.name if held else ""
@@ -216,6 +224,12 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
         [_cells(line, counts, ranking, compiling is not None) for _, line in table.iterrows()],
         columns=[c.key for c in columns],
     )
+def _seconds(row: pd.Series, column: Col) -> float:
+    """An ok row's seconds of `column` (NaN where it has none: a failed row, an eager step's compile)."""
+    value = row.get(column) if row[Col.STATUS] == "ok" else None
+    return float(value) if isinstance(value, int | float) and not math.isnan(value) else math.nan
+
+
     status_columns = [f"status_{count}dev" for count in counts]
     lines = table.drop(columns=status_columns)
     return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), ranking, counts, compiling)
@@ -227,15 +241,25 @@ def _ties(table: pd.DataFrame, ranking: Ranking, top: int) -> list[bool]:
     spreads = [line_spread(line, ranking.ranked, top) for _, line in table.iterrows()]
     first = spreads[0] if spreads else None
     return [
+DROP_STARTUP, DROP_RANGE, DROP_STEP, DROP_VS_FASTEST = 9, 8, 7, 6
+"""How readily the columns that repeat or detail an answer go when the table does not fit: the
+start-up and compile seconds, the range (the verdict says the winner's), what compiled the step
+(a note says where lines differ), and "vs fastest" (the rates say it)."""
+DROP_SMALLER_EFFICIENCY, DROP_EFFICIENCY, DROP_HELD_BACK = 5, 2, 1
+"""The answers themselves go last: the smaller counts' efficiency, then (after the smaller counts'
+figures, `CountFigure.drop_smaller`) the largest count's efficiency, and last what holds it back."""
+
+
         index > 0 and first is not None and spread is not None and first.ties(spread)
         for index, spread in enumerate(spreads)
     ]
 
 
 def _columns(counts: list[int], word: str, ranking: Ranking) -> list[Column]:
-    """The declared columns, left to right. Dropped first when space is short: the smaller counts'
-    efficiency and figures, then the bottleneck, then "vs fastest"; never the names, the largest
-    count's ranked figure (and with `--epochs` its test metric) or the note numbers."""
+    """The declared columns, left to right. Dropped first when space is short: those that repeat
+    or detail an answer (`DROP_STARTUP`...), then the answers, the smaller counts' first; never the
+    names, the largest count's ranked figure (and with `--epochs` its test metric) or the note
+    numbers. What is dropped is said under the table (`hidden_columns`)."""
     columns = [Column("framework", "framework", False, 0), Column("strategy", "strategy", False, 0)]
     for count in counts:
         largest = count == counts[-1]
@@ -243,13 +267,15 @@ def _columns(counts: list[int], word: str, ranking: Ranking) -> list[Column]:
             drop = figure.drop_largest if largest else figure.drop_smaller
             columns.append(Column(f"{count} {word}\n{figure.header}", f"{figure.cell}_{count}", True, drop))
             if largest and figure.key == ranking.ranked:
-                columns.append(Column(f"{count} {word}\nrange", RANGE, True, 2))
+                columns.append(Column(f"{count} {word}\nrange", RANGE, True, DROP_RANGE))
         if count != counts[0]:
-            columns.append(Column(f"{count} {word}\neff.", f"efficiency_{count}", True, 2 if largest else 5))
+            drop = DROP_EFFICIENCY if largest else DROP_SMALLER_EFFICIENCY
+            columns.append(Column(f"{count} {word}\neff.", f"efficiency_{count}", True, drop))
     columns += [
-        Column("vs\nfastest", "vs_fastest", True, 1),
-        Column("step", "step", False, 3),
-        Column("holds\nback", "bottleneck", False, 3),
+        Column("start-up\n+compile s", "setup", True, DROP_STARTUP),
+        Column("vs\nfastest", "vs_fastest", True, DROP_VS_FASTEST),
+        Column("step", "step", False, DROP_STEP),
+        Column("holds\nback", "bottleneck", False, DROP_HELD_BACK),
         Column("notes", "notes", False, 0),
     ]
     return columns
@@ -280,8 +306,17 @@ def _cells(line: pd.Series, counts: list[int], ranking: Ranking, compiling_diffe
     cells["vs_fastest"] = TIE if line["tie"] else _number(line["vs_fastest_ratio"], "{:.2f}x")
     cells["step"] = ("compiled" if line["step"] != EAGER else EAGER) if compiling_differs and line["step"] else ""
     held = line_held_back(line)
-    source = " (host)" if held and held.source == HOST_TIMING else ""
-    cells["bottleneck"] = f"{held.label} {held.fraction:.0%}{source}" if held else ""
+    cells["bottleneck"] = (
+        f"{held.label} {held.fraction:.0%}" if held else ""
+    )  # its note says what it means, and from what
+def _setup_text(line: pd.Series) -> str:
+    """`2.1+14.3`: the seconds from launch to the first step and, where the step was compiled,
+    compiling it, at the largest count ("" without a start-up figure)."""
+    startup, compile_seconds = _number(line["startup_seconds"], "{:,.1f}"), line["compile_seconds"]
+    return startup + _number(compile_seconds, "+{:,.1f}") if startup else ""
+
+
+    cells["setup"] = _setup_text(line)
     cells["notes"] = f"[{','.join(str(n) for n in line['notes'])}]" if line["notes"] else ""
     return cells
 
@@ -303,6 +338,20 @@ def fitting_columns(summary: CompactSummary, width: int) -> list[Column]:
     kept = shown_columns(summary)
     for order in sorted({c.drop_order for c in kept if c.drop_order}, reverse=True):
         if sum(needed(c) + TABLE_PADDING for c in kept) + 1 <= width:
+def hidden_columns(summary: CompactSummary, width: int) -> list[Column]:
+    """The columns with something to show that do not fit in `width` (`fitting_columns`)."""
+    kept = fitting_columns(summary, width)
+    return [column for column in shown_columns(summary) if column not in kept]
+
+
+def hidden_sentence(summary: CompactSummary, width: int) -> str:
+    """What the table left out at `width` columns and how to see it ("" where nothing was)."""
+    hidden = [" ".join(column.header.split()) for column in hidden_columns(summary, width)]
+    if not hidden:
+        return ""
+    return f"hidden at {width} columns: {'; '.join(hidden)} (a wider terminal, COLUMNS=200 or --format md shows them)"
+
+
             break
         kept = [c for c in kept if c.drop_order != order]
     return kept
@@ -323,11 +372,14 @@ def rich_table(summary: CompactSummary, width: int) -> Table:
 
 
 def say(console: Console, text: str) -> None:
-    """A sentence on one line, however long: the terminal wraps it, so that a search of the
-    output (grep) finds it whole."""
-    console.print(Text(text), soft_wrap=True)
+    """A sentence as its reader takes it: in a terminal, word-wrapped at its width (a terminal
+    left to wrap it breaks words in two); piped or logged, on one line however long, so that a
+    search of the output (grep) finds it whole."""
+    console.print(Text(text), soft_wrap=not console.is_terminal)
 
 
+    if hidden := hidden_sentence(summary, console.width):
+        say(console, hidden)
 def print_compact(summary: CompactSummary, console: Console) -> None:
     """The title, the table, then its numbered notes, each on one line (`say`)."""
     if summary.title:

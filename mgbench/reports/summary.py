@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -120,13 +121,19 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
     return frame
 
 
+def superlinear(efficiency: float) -> bool:
+    """Whether a scaling efficiency (a fraction) is past what scaling gives (`SUPERLINEAR_TOLERANCE`):
+    the runs it compares were not measured alike, so no report states it as a result."""
+    return efficiency > SUPERLINEAR_TOLERANCE
+
+
 def row_warnings(row: pd.Series) -> list[str]:
     """Why a row's figures should not be trusted as they stand, one sentence each (none when
     nothing stands out)."""
     if row[Col.STATUS] != "ok":
         return []
     warnings = list(row.get(Col.WARNINGS) or [])  # the row's own: figures it wrote as null, and why
-    if row[Col.SCALING_EFFICIENCY_FRACTION] > SUPERLINEAR_TOLERANCE:
+    if superlinear(row[Col.SCALING_EFFICIENCY_FRACTION]):
         warnings.append(
             f"speed-up {row[Col.SPEEDUP]:.2f}x exceeds the device ratio: the runs were not measured alike (machine busy?)"
         )
@@ -323,10 +330,27 @@ def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
     return frame
 
 
+def terminal_columns() -> int | None:
+    """`COLUMNS` where it says a width (a positive whole number), else None: `0`, `-1` or `abc`
+    say none, and are read as if unset."""
+    text = os.environ.get("COLUMNS", "")
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def sized_console(**options: Any) -> Console:
+    """A rich console (`options` as rich's) whose width a `COLUMNS` saying none does not decide:
+    rich takes `COLUMNS=0` for a width of 0 and prints nothing at all, so such a value is left out
+    of what it reads, and the terminal's width (or rich's 80 off a terminal) holds."""
+    if terminal_columns() is None and "COLUMNS" in os.environ:
+        options["_environ"] = {name: value for name, value in os.environ.items() if name != "COLUMNS"}
+    return Console(**options)
+
+
 def table_console() -> Console:
     """A console for wide tables: the terminal's width, or when output is piped/logged `COLUMNS`
-    where it is set (a script or CI log that says how wide it is, which rich reads), else 200
+    where it says one (a script or CI log that says how wide it is, which rich reads), else 200
     columns (rich would otherwise fold every column of a logged table into an unreadable 80).
-    Sentences (notes, the verdict) are printed to it unwrapped (`compact.say`): the terminal wraps them."""
-    console = Console()
-    return console if console.is_terminal or os.environ.get("COLUMNS", "").isdigit() else Console(width=PIPED_WIDTH)
+    Sentences (notes, the verdict) are word-wrapped to a terminal's width and printed whole, one
+    line each, elsewhere (`compact.say`)."""
+    console = sized_console()
+    return console if console.is_terminal or terminal_columns() else sized_console(width=PIPED_WIDTH)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from mgbench.reports.ranking import Ranking, line_name, line_spread
 from mgbench.reports.readings import HOST_TIMING, line_held_back
 from mgbench.reports.spread import Spread
+from mgbench.reports.summary import superlinear
 
 MEANS_LITTLE = {"timing": "Its timing means little", "metric": "Its test metric means little"}
 """How the verdict opens each caveat's sentence, by what it concerns (`caveats.Concern`)."""
@@ -101,6 +102,11 @@ class Verdict:
     hints: tuple[str, ...] = ()
     caveats: tuple[dict[str, str], ...] = ()
     """Each row's caveat (`caveats.Caveat.to_dict`) with `where` it is (`pytorch ddp x4`)."""
+    unmeasured: tuple[str, ...] = ()
+    """Each line with no figure at any device count, with how its runs ended (`keras-tf mirrored
+    (not-installed)`), so that a winner is never named without them."""
+    lines: int = 0
+    """How many lines the compare has, those without a figure included."""
     nothing: str = ""
 
     def _lead(self) -> str:
@@ -129,6 +135,13 @@ class Verdict:
             sentences.append(f"{opening} ({listed}{more}): {remedies}.")
         return sentences
 
+    def _unmeasured_sentence(self) -> str:
+        """`2 of the 4 lines have no figure: keras-tf mirrored (not-installed), ...` ("" where all have one)."""
+        if not self.unmeasured:
+            return ""
+        have = "has" if len(self.unmeasured) == 1 else "have"
+        return f"{len(self.unmeasured)} of the {self.lines} lines {have} no figure: {', '.join(self.unmeasured)}."
+
     @property
     def text(self) -> str:
         """The verdict as the terminal and the page print it."""
@@ -136,7 +149,7 @@ class Verdict:
             return self.nothing
         first = "; ".join(part for part in (self._lead(), self.scaling, self.held_back) if part) + "."
         extra = [*(f"{sentence}." for sentence in filter(None, [self.compiling, *self.hints]))]
-        return " ".join([first, *extra, *self._caveat_sentences()])
+        return " ".join(filter(None, [first, self._unmeasured_sentence(), *extra, *self._caveat_sentences()]))
 
     def to_dict(self) -> dict[str, Any]:
         """Every part, for a report that serialises the verdict."""
@@ -154,6 +167,7 @@ class Verdict:
             "compiling": self.compiling,
             "hints": list(self.hints),
             "caveats": list(self.caveats),
+            "unmeasured": list(self.unmeasured),
         }
 
 
@@ -175,6 +189,8 @@ def judge(summary: CompactSummary) -> Verdict:
         "hints": tuple(str(line["compile_hint"]) for line in lines if line.get("compile_hint")),
         "caveats": tuple(caveat for line in lines for caveat in line.get("caveats") or []),  # type: ignore[union-attr]
         "compiling": summary.compiling,
+        "unmeasured": tuple(f"{line_name(line)} ({line['unmeasured']})" for line in lines if line.get("unmeasured")),
+        "lines": len(lines),
     }
     first, winner = figures[0]
     if winner is None:
@@ -188,9 +204,9 @@ def judge(summary: CompactSummary) -> Verdict:
     ties = tuple(figure(line, spread) for line, spread in others if line.get("tie"))
     runner_up = next(((line, spread) for line, spread in others if not line.get("tie")), None)
     held = line_held_back(first)
-    if held is not None:
+    if held is not None:  # what it means is the table's note, said once
         source = f", {HOST_TIMING}" if held.source == HOST_TIMING else ""
-        held_back = f"held back by {held.label} ({held.fraction:.0%} of the step{source}): {held.meaning}"
+        held_back = f"held back by {held.label} ({held.fraction:.0%} of the step{source})"
     else:
         held_back = "no breakdown says what holds it back (not profiled)"
     return Verdict(
@@ -198,14 +214,23 @@ def judge(summary: CompactSummary) -> Verdict:
         ties=ties,
         runner_up=None if runner_up is None else figure(*runner_up),
         lead=None if runner_up is None else ranking.lead(winner, runner_up[1]),
-        scaling=ranking.scaling(first, counts, word),
+        scaling=_scaling(first, counts, word, ranking),
         held_back=held_back,
         **shared,  # type: ignore[arg-type]
     )
 
 
+def _scaling(first: dict[str, object], counts: list[int], word: str, ranking: Ranking) -> str | None:
+    """How the first line scales (`ranking.scaling`), unless its speed-up exceeds the device
+    ratio: its runs were then not measured alike (its note says so), and no figure of them is stated."""
+    efficiency = first.get(f"scaling_efficiency_pct_{counts[-1]}dev")
+    if len(counts) > 1 and isinstance(efficiency, float) and superlinear(efficiency / 100):
+        return f"its scaling is not stated: its {counts[0]}- and {counts[-1]}-{word} runs were not measured alike"
+    return ranking.scaling(first, counts, word)
+
+
 def verdict(summary: CompactSummary) -> str:
     """The verdict's sentence (`judge(summary).text`), e.g. `pytorch ddp is fastest on 2 GPUs:
     2,302 img/s [2,279-2,325], 1.11x keras-jax jax-shard-map; 1.86x its 1-GPU throughput (93%
-    scaling efficiency); held back by idle (50% of the step): ...`. Says so when no run finished."""
+    scaling efficiency); held back by idle (50% of the step)`. Says so when no run finished."""
     return judge(summary).text

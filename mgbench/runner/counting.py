@@ -13,14 +13,23 @@ Importing torchvision imports torch's compiler, which makes its cache folder at 
 (`$TMPDIR/torchinductor_<user>`) and names it in this process's environment, which every run
 launched after would inherit: the count runs with `TORCHINDUCTOR_CACHE_DIR` at `compiler_cache`
 and the environment is put back after it.
+
+The count cache's folder is mgbench's cache folder (`cache_folder`): the compilers' caches
+(`training.compile_cache`) and the history of run times (`runner.history`) are kept there too.
+A folder that cannot be made (a `HOME` that is no folder, a cache path under a file) costs a
+count and a cold compile, never a run: this process then keeps its caches in a temporary folder
+of its own, removed when it exits, and `cache_fallback` says why once.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from importlib import metadata
@@ -33,13 +42,54 @@ from mgbench.core.safe_files import read_regular
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 from mgbench.records.peak import ModelWork
 from mgbench.records.results import write_json_atomically
+from mgbench.training import compile_cache
+from mgbench.training.compile_cache import TORCH_CACHE
 
 CACHE_ENV = "MGBENCH_WORK_CACHE"
-COMPILER_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+COMPILER_CACHE_ENV = TORCH_CACHE.variable
+WORK_FILE = "work.json"
+MATPLOTLIB_ENV = "MPLCONFIGDIR"
+
+
+def _wanted_path() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "mgbench" / WORK_FILE)
+
+
+def _unmade(folder: Path) -> str | None:
+    """Why `folder` cannot be made and written to (None: it is made, and writable)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return error.strerror or str(error)
+    return None if os.access(folder, os.W_OK | os.X_OK) else "it is not writable"
+
+
+@functools.cache
+def _usable(folder: Path) -> tuple[Path, str | None]:
+    """`folder`, made; or where it cannot be made or written, a temporary folder of this process's
+    (removed at exit) and why."""
+    reason = _unmade(folder)
+    if reason is None:
+        return folder, None
+    fallback = Path(tempfile.mkdtemp(prefix="mgbench-cache-"))
+    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+    return fallback, f"cache folder {folder} cannot be made ({reason}): caches kept in {fallback} until mgbench exits"
+
+
+def cache_folder() -> Path:
+    """mgbench's cache folder: the count cache's (`MGBENCH_WORK_CACHE`'s folder, else
+    `~/.cache/mgbench`), made; a temporary one where it cannot be (`cache_fallback` says why)."""
+    return _usable(_wanted_path().parent)[0]
+
+
+def cache_fallback() -> str | None:
+    """Why the caches are kept in a temporary folder (None: in the cache folder, as named)."""
+    return _usable(_wanted_path().parent)[1]
 
 
 def cache_path() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "mgbench" / "work.json")
+    """The count cache: the file named, in its folder or the temporary one that stands in for it."""
+    return cache_folder() / _wanted_path().name
 
 
 def _read_cache(path: Path) -> dict[str, Any]:
@@ -58,7 +108,23 @@ def compiler_cache() -> str:
     cache. Torch's own default is `$TMPDIR/torchinductor_<user>`, which outlives the process, so
     a second process compiling the same step reads what the first compiled; a run's TMPDIR is its
     own and goes with it (`runner.scratch`), where every compiled run would compile from nothing."""
-    return os.environ.get(COMPILER_CACHE_ENV) or str(cache_path().parent / "torchinductor")
+    return os.environ.get(COMPILER_CACHE_ENV) or str(cache_folder() / TORCH_CACHE.name)
+
+
+def _matplotlib_folder(env: Mapping[str, str]) -> Path:
+    """Where matplotlib keeps its configuration and font cache unless `MPLCONFIGDIR` says."""
+    config = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(config) / "matplotlib"
+
+
+def cache_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """What a run's environment names for caches: each compiler's folder in mgbench's cache folder
+    (`compile_cache.variables`; the user's own where `env` names one), and where matplotlib's
+    own folder cannot be made, `MPLCONFIGDIR` in mgbench's (matplotlib would fail the run)."""
+    variables = compile_cache.variables(cache_folder(), env)
+    if not env.get(MATPLOTLIB_ENV) and _unmade(_matplotlib_folder(env)):
+        variables[MATPLOTLIB_ENV] = str(cache_folder() / "matplotlib")
+    return variables
 
 
 @contextmanager

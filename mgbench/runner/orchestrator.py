@@ -36,7 +36,7 @@ from mgbench.records.peak import annotate_work
 from mgbench.records.results import RunResult, Status
 from mgbench.records.runfolder import RunFolder
 from mgbench.records.utilisation import attach_utilisation
-from mgbench.runner.counting import COMPILER_CACHE_ENV, compiler_cache, model_work
+from mgbench.runner.counting import cache_environment, model_work
 from mgbench.runner.hosts import Host
 from mgbench.runner.launch import execute_nodes, interpreter_for
 from mgbench.runner.launchers import Launch, NodeCommand, launcher_for
@@ -54,12 +54,12 @@ DEFAULT_TIMEOUT_SECONDS = 1200.0
 
 def child_environment(config: RunConfig, spec: FrameworkSpec) -> dict[str, str]:
     """The run's environment: the launch clock, CPU threads shared fairly between CPU 'devices',
-    torch's compiler cache where runs share it (`counting.compiler_cache`), and what the framework
-    reads at import (`FrameworkSpec.environment_variables`), last."""
+    the compilers' caches where runs share them (`counting.cache_environment`), and what the
+    framework reads at import (`FrameworkSpec.environment_variables`), last."""
     env = dict(os.environ)
     env[LAUNCH_TIME_ENV] = repr(time.time())
     env["PYTHONUNBUFFERED"] = "1"
-    env[COMPILER_CACHE_ENV] = compiler_cache()
+    env.update(cache_environment(env))
     if not config.job.device_kind.on_gpu:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // config.devices))
     env.update(spec.variables_for(config))

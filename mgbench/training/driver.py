@@ -38,6 +38,7 @@ from mgbench.core.target import TargetMetric
 from mgbench.machine.host import host_environment
 from mgbench.measure.breakdown import TimedStep
 from mgbench.measure.metrics import diverged
+from mgbench.measure.phases import COMPILE, EVALUATION, PROFILE, WARMUP
 from mgbench.measure.step_timer import Clock, StepTimer, step_sync_forced
 from mgbench.measure.timing import host_phase_shares, steady_window, summarise_steps
 from mgbench.records.figures import (
@@ -51,16 +52,27 @@ from mgbench.records.figures import (
     StepTiming,
 )
 from mgbench.records.results import RunResult, Status, fields_of
+from mgbench.training.compile_cache import CacheState, CacheWatch
 from mgbench.training.loaders import loader_workers
 from mgbench.training.profiling import profile_window
 from mgbench.training.protocol import Adapter
 from mgbench.training.schedule import learning_rate_at
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
+PHASE_MARK = "phase: "
+"""What starts the log line the primary process prints as a run enters a phase (`announce`):
+`phase: compile`, then `warm-up`, `profile`, `evaluation` (`measure.phases`' names), read by the
+live display of a compare. Steps print their own lines (`step N/M: ...`)."""
 PROGRESS_EVERY_FRACTION = 0.1
 STEP_LOSSES_KEPT = 10
 """The first training losses every row records (`step_losses`): the same-start check compares
 them between frameworks."""
+
+
+def announce(adapter: Adapter, phase: str) -> None:
+    """One `PHASE_MARK` line in the run's log, from the primary process only."""
+    if adapter.placement.is_primary:
+        print(f"{PHASE_MARK}{phase}", file=sys.stderr, flush=True)
 
 
 def launch_time() -> float:
@@ -85,7 +97,7 @@ class StepClock:
         config: RunConfig,
         total_steps: int,
         progress: bool = True,
-        compiling: bool = False,
+        compile_watch: CacheWatch | None = None,
         synchronised: bool = False,
         clock: Clock = time.perf_counter,
     ):
@@ -101,7 +113,9 @@ class StepClock:
         self.compile_losses: list[float] = []
         self.host_phases: list[tuple[float, ...]] = []
         self.compile_seconds: float | None = None
-        self.compile_pending = compiling
+        self.compile_cache: CacheState | None = None
+        self.compile_watch = compile_watch
+        self.compile_pending = compile_watch is not None
         own = adapter.step_timer(clock)
         forced = synchronised or step_sync_forced()
         self.timer = StepTimer(adapter.synchronize, clock) if forced else own
@@ -119,6 +133,8 @@ class StepClock:
             self._compile_step(batches)
             return
         if not self.in_window:
+            if not self.steps_taken and self.progress:
+                announce(self.adapter, WARMUP)
             self.adapter.synchronize()
             self.timer.start()
             self.in_window, self.progress_mark = True, self.clock()
@@ -140,11 +156,15 @@ class StepClock:
             print(f"step {done}/{self.total_steps}: {rate:.1f} img/s (host clock)", file=sys.stderr, flush=True)
 
     def _compile_step(self, batches: Iterator[Any]) -> None:
-        """The first step of a compiled run, synchronised and clocked on its own."""
+        """The first step of a compiled run, synchronised and clocked on its own; then whether the
+        compile caches served it (`compile_cache.CacheWatch`)."""
+        announce(self.adapter, COMPILE)
         t0 = self.clock()
         self.adapter.train_step(next(batches))
         self.adapter.synchronize()
         self.compile_seconds, self.compile_pending = self.clock() - t0, False
+        if self.compile_watch is not None and self.adapter.placement.is_primary:
+            self.compile_cache = self.compile_watch.state()
         self.compile_losses = self.adapter.read_losses([self.adapter.pending_loss()])
         if self.adapter.placement.is_primary:
             print(f"compile step: {self.compile_seconds:.1f} s", file=sys.stderr, flush=True)
@@ -195,15 +215,16 @@ class Trained:
 def train_steps(
     adapter: Adapter,
     config: RunConfig,
-    compiling: bool,
+    compile_watch: CacheWatch | None,
     step_clock: Clock,
     profile_dir: Path | None = None,
     profiler: str | None = None,
 ) -> Trained:
     """`config.job.steps` timed steps, then, with `config.job.profile_steps` and a `profile_dir`,
     that many more under the framework's `profiler`, clocked apart from the timed ones; then the
-    held-out loss. `step_clock` times the steps, as in `run_training`."""
-    clock = StepClock(adapter, config, config.job.steps, compiling=compiling, clock=step_clock)
+    held-out loss. `step_clock` times the steps, and `compile_watch` (None: nothing compiles) the
+    compile caches, as in `run_training`."""
+    clock = StepClock(adapter, config, config.job.steps, compile_watch=compile_watch, clock=step_clock)
     batches = adapter.batches()
     while clock.steps_taken < config.job.steps:
         clock.step(batches)
@@ -212,19 +233,23 @@ def train_steps(
     if config.job.profile_steps and profile_dir is not None:
         stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
         timed = TimedStep(stats.median_step_seconds, stats.input_wait_fraction * stats.median_step_seconds)
+        announce(adapter, PROFILE)
         window_start = time.perf_counter()
         window = StepClock(adapter, config, config.job.profile_steps, progress=False, synchronised=True)
         rank = adapter.placement.rank
         profile = profile_window(adapter, window, batches, config.job.profile_steps, profile_dir, rank, profiler, timed)
         profile_seconds = time.perf_counter() - window_start
     closed(batches)
+    announce(adapter, EVALUATION)
     eval_start = time.perf_counter()
     metrics = adapter.evaluate()
     eval_seconds = time.perf_counter() - eval_start
     return Trained(clock, metrics, eval_seconds, profile=profile, profile_seconds=profile_seconds)
 
 
-def train_epochs(adapter: Adapter, config: RunConfig, compiling: bool, step_clock: Clock, startup: float) -> Trained:
+def train_epochs(
+    adapter: Adapter, config: RunConfig, compile_watch: CacheWatch | None, step_clock: Clock, startup: float
+) -> Trained:
     """`config.job.epochs` epochs with the scaled, warmed-up learning rate and validation after each;
     with `config.job.target_metric`, only up to the first epoch whose validation reaches it, whose
     time is taken from the first training step and, with `startup` seconds, from the launch. Every
@@ -233,7 +258,7 @@ def train_epochs(adapter: Adapter, config: RunConfig, compiling: bool, step_cloc
     the steps, as in `run_training`."""
     target = TargetMetric.parse(config.job.target_metric) if config.job.target_metric else None
     per_epoch = adapter.steps_per_epoch()
-    clock = StepClock(adapter, config, per_epoch * config.job.epochs, compiling=compiling, clock=step_clock)
+    clock = StepClock(adapter, config, per_epoch * config.job.epochs, compile_watch=compile_watch, clock=step_clock)
     epoch_metrics: list[dict[str, float]] = []
     target_epoch = None
     started = time.perf_counter()
@@ -293,6 +318,7 @@ def train_epoch(
         adapter.set_learning_rate(rate)
         clock.step(batches)
     clock.finish()
+    announce(adapter, EVALUATION)
     val_start = time.perf_counter()
     metrics = adapter.evaluate("val")
     val_seconds = time.perf_counter() - val_start
@@ -352,14 +378,14 @@ def run_training(
     """
     launched = launch_time()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    watch = CacheWatch.start() if compiler is not None else None
     info = adapter.setup(config)
     placement = adapter.placement
     first_step_at = time.time()
-    compiling = compiler is not None
     if config.job.epochs:
-        trained = train_epochs(adapter, config, compiling, step_clock, first_step_at - launched)
+        trained = train_epochs(adapter, config, watch, step_clock, first_step_at - launched)
     else:
-        trained = train_steps(adapter, config, compiling, step_clock, profile_dir, profiler)
+        trained = train_steps(adapter, config, watch, step_clock, profile_dir, profiler)
     if state_path is not None and placement.is_primary:
         save_state(adapter, state_path)
     peak = adapter.peak_memory_bytes()
@@ -384,7 +410,7 @@ def run_training(
         ),
         build=Build(parameters=info.parameters, init_digest=info.init_digest, attention_kernel=info.attention_kernel),
         startup_seconds=first_step_at - launched,
-        compiled=Compilation(compiler, clock.compile_seconds),
+        compiled=Compilation(compiler, clock.compile_seconds, clock.compile_cache),
         timing=StepTiming(**{name: getattr(stats, name) for name in fields_of(StepTiming)}),
         input=InputFigures(
             input_wait_fraction=stats.input_wait_fraction,

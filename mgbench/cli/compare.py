@@ -41,9 +41,10 @@ from mgbench.runner.plan import PlannedRun
 from mgbench.runner.rounds import CPU_ROUNDS, GPU_ROUNDS, RoundBook
 from mgbench.runner.starting_point import shared_start
 
-RESUME_OPTIONS = {"resume", "timeout", "repeat"}
+RESUME_OPTIONS = {"resume", "timeout", "repeat", "format"}
 """What `--resume` takes: the recorded plan is run as it was, only its timeout and its number of
-rounds may change (`--repeat 5` adds rounds to a compare of 3)."""
+rounds may change (`--repeat 5` adds rounds to a compare of 3), and the summary may be printed in
+another format (`--format json`), which changes no plan."""
 
 
 def register(verbs: argparse._SubParsersAction) -> None:
@@ -97,13 +98,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="measure bandwidth.json first (reused if present) for all-reduce shares",
     )
-    add_format_option(parser)
     parser.add_argument(
         "--cold-cache",
         action="store_true",
         help="every run compiles from empty compile caches of its own (default: runs share mgbench's "
         "compile caches across rounds and compares, and a second compile of a step reads the first's)",
     )
+    add_format_option(parser)
     add_job_options(parser)
 
 
@@ -122,7 +123,7 @@ def refuse_job_options(run_dir: Path, typed: set[str]) -> None:
     if ignored:
         options = ", ".join("--" + name.replace("_", "-") for name in ignored)
         raise UsageError(
-            f"--resume runs the plan recorded in {run_dir}, so it takes no {options} (only --timeout and --repeat); "
+            f"--resume runs the plan recorded in {run_dir}, so it takes no {options} (only --timeout, --repeat and --format); "
             "start a new compare for another job"
         )
 
@@ -189,8 +190,8 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
     for each run short of its rounds, and the exit code with its reason (`closing`: 1 where a
     round failed, even one whose run has a row from its other rounds, or nothing was measured)."""
     interrupted = False  # SIGTERM arrives as KeyboardInterrupt too (`cli.interrupts`, around every verb)
-    try:
     clock = compare_clock(console, book)
+    try:
         with live_compare(console, book.launches_left(), clock) as live:
             compare_service.run_rounds(folder, plan, book, voice(console), live.on_result, live.on_event)
     except KeyboardInterrupt:
@@ -207,8 +208,8 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
     accounts = run_accounts(book)
     for line in closing_lines(accounts):
         note_to(console)(line)
-        note_to(console)(f"interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}")
     if interrupted:
+        note_to(console)(f"interrupted: finished rows kept; continue with: mgbench compare --resume {folder.root}")
     ending = exit_status(accounts, interrupted)
     console.print(Text(ending.text))
     return ending.code

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -49,18 +49,18 @@ ROUNDS = "rounds"
 """The per-count value of a line saying how many rounds its figures come from."""
 
 
-def line_name(line: dict[str, object]) -> str:
+def line_name(line: dict[str, Any]) -> str:
     return f"{line['framework']} {line['strategy']}"
 
 
-def line_spread(line: dict[str, object] | pd.Series, key: str, count: int) -> Spread | None:
+def line_spread(line: dict[str, Any] | pd.Series, key: str, count: int) -> Spread | None:
     """The line's figure `key` at `count` devices with its interval (None where it has no value)."""
     value = line.get(f"{key}_{count}dev")
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     rounds = line.get(f"{ROUNDS}_{count}dev")
     return Spread.of(
-        float(value),  # type: ignore[arg-type]
+        float(value),
         _float(line.get(f"{key}_low_{count}dev")),
         _float(line.get(f"{key}_high_{count}dev")),
         int(rounds) if isinstance(rounds, int | float) and not math.isnan(rounds) else 1,
@@ -136,7 +136,7 @@ class Ranking(Protocol):
         """The ranked figure's unit, after its number (`img/s`, `s`)."""
         ...
 
-    def detail(self, line: dict[str, object], top: int) -> str:
+    def detail(self, line: dict[str, Any], top: int) -> str:
         """What the verdict says of a line beside its figure (`test AUC 0.601`; "" for none)."""
         ...
 
@@ -144,7 +144,7 @@ class Ranking(Protocol):
         """How many times as fast `first` is as `other`."""
         ...
 
-    def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
+    def scaling(self, first: dict[str, Any], counts: list[int], word: str) -> str | None:
         """How the first line at the largest count compares with its smallest count (None: one count)."""
         ...
 
@@ -170,13 +170,13 @@ class Throughput:
     def achievement(self) -> str:
         return "is fastest"
 
-    def detail(self, line: dict[str, object], top: int) -> str:
+    def detail(self, line: dict[str, Any], top: int) -> str:
         return ""
 
     def lead(self, first: Spread, other: Spread) -> float:
         return first.value / other.value
 
-    def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
+    def scaling(self, first: dict[str, Any], counts: list[int], word: str) -> str | None:
         top, base = counts[-1], first[f"{self.ranked}_{counts[0]}dev"]
         if len(counts) < 2 or not base:
             return None
@@ -231,11 +231,11 @@ class TimeToTrain:
         """What the first line did fastest."""
         return f"trained {self.epochs} epoch{'s' if self.epochs != 1 else ''} fastest"
 
-    def reached(self, line: dict[str, object], top: int) -> str:
+    def reached(self, line: dict[str, Any], top: int) -> str:
         """What the verdict says of a line before its test metric."""
         return ""
 
-    def detail(self, line: dict[str, object], top: int) -> str:
+    def detail(self, line: dict[str, Any], top: int) -> str:
         test = line.get(f"test_{self.metric}_{top}dev")
         shown = "-" if test is None or (isinstance(test, float) and math.isnan(test)) else f"{float(test):.3f}"
         compile_seconds = line.get(f"compile_seconds_{top}dev")
@@ -249,7 +249,7 @@ class TimeToTrain:
     def lead(self, first: Spread, other: Spread) -> float:
         return other.value / first.value
 
-    def scaling(self, first: dict[str, object], counts: list[int], word: str) -> str | None:
+    def scaling(self, first: dict[str, Any], counts: list[int], word: str) -> str | None:
         top, base = counts[-1], first[f"{self.ranked}_{counts[0]}dev"]
         if len(counts) < 2 or not base:
             return None
@@ -278,7 +278,7 @@ class TimeToTarget(TimeToTrain):
     def achievement(self) -> str:
         return f"reached {self.target.label} fastest"
 
-    def reached(self, line: dict[str, object], top: int) -> str:
+    def reached(self, line: dict[str, Any], top: int) -> str:
         epoch = line.get(f"target_epoch_{top}dev")
         return (
             ""
@@ -287,9 +287,9 @@ class TimeToTarget(TimeToTrain):
         )
 
 
-def _figure(line: dict[str, object], key: str, count: int) -> float:
+def _figure(line: dict[str, Any], key: str, count: int) -> float:
     """A line's figure at `count` devices (a line ranked first or second has it)."""
-    return float(line[f"{key}_{count}dev"])  # type: ignore[arg-type]
+    return float(line[f"{key}_{count}dev"])
 
 
 def _row_number(row: pd.Series, key: str) -> float:
@@ -311,7 +311,6 @@ def ranking_of(frame: pd.DataFrame) -> Ranking:
         return Throughput()
     epochs = int(frame[Col.EPOCHS].max())
     metric = test_metric(frame)
-    targets = frame[Col.TARGET_METRIC].dropna() if Col.TARGET_METRIC in frame else []
-    if len(targets):
+    if Col.TARGET_METRIC in frame and len(targets := frame[Col.TARGET_METRIC].dropna()):
         return TimeToTarget(TargetMetric.parse(str(targets.iloc[0])), epochs, metric)
     return TimeToTrain(epochs, metric)

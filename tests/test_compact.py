@@ -98,10 +98,10 @@ def test_at_100_columns_the_headline_keeps_efficiency_vs_fastest_and_the_bottlen
 def test_failures_and_warnings_are_numbered_notes_and_formats_carry_the_same_lines():
     rows = headline_rows()
     rows[3] = RunResult.flat(rows[3].config, "oom", error="CUDA out of memory. Tried to allocate 2 GiB\ntraceback")
-    rows[5].retries.requested_batch_per_device, rows[5].retries.oom_retries = 64, 1
+    rows[5].warnings.append("out of memory at 64 per GPU; ran at 32")
     summary = compact_summary(results_frame(rows))
     assert summary.cells.loc[summary.lines["framework"] == "keras-jax", "rate_2"].item() == "oom"
-    restarted = "keras-torch ddp x2: out of memory at 64 per device; ran with 32 after 1 restart(s)"
+    restarted = "keras-torch ddp x2: out of memory at 64 per GPU; ran at 32"
     assert restarted in summary.notes
     assert summary.notes.index(restarted) + 1 in summary.lines.loc[2, "notes"]
     assert summary.cells.loc[2, "notes"] == f"[{','.join(str(n) for n in summary.lines.loc[2, 'notes'])}]"

@@ -142,8 +142,9 @@ class NoteBook:
 
 
 def _notes_of(group: pd.DataFrame, held: HeldBack | None, hint: str | None) -> list[Note]:
-    """What a line's cells cannot say: each failure's cause, each warning and out-of-memory
-    restart, what its bottleneck means, and its hint."""
+    """What a line's cells cannot say: each failure's cause, each warning (an out-of-memory restart's
+    batch among them, which the row's own warnings word: `orchestrator.batch_warnings`), what its
+    bottleneck means, and its hint."""
     notes = []
     for _, row in group.sort_values("devices").iterrows():
         where = run_label(row)
@@ -152,12 +153,6 @@ def _notes_of(group: pd.DataFrame, held: HeldBack | None, hint: str | None) -> l
             notes.append(Note(row[Col.STATUS] + (f": {cause[0]}" if cause and cause[0] else ""), where))
         else:
             notes += [Note(warning, where) for warning in row_warnings(row)]
-        if row.get(Col.OOM_RETRIES):
-            restarts = (
-                f"out of memory at {int(row[Col.REQUESTED_BATCH_PER_DEVICE])} per device; "
-                f"ran with {int(row[Col.BATCH_PER_DEVICE])} after {int(row[Col.OOM_RETRIES])} restart(s)"
-            )
-            notes.append(Note(restarts, where))
     if held is not None:
         source = " (host timing, not profiled)" if held.source == HOST_TIMING else ""
         notes.append(Note(f"{held.label}{source}: {held.meaning}"))
@@ -198,15 +193,15 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
         held = None if shown is None else held_back(shown)
         hint = compile_hint(run_label(shown), shown, held) if shown[Col.STATUS] == "ok" else None
         line["step"] = step_kind(shown) if shown[Col.STATUS] == "ok" else ""
-        line["startup_seconds"] = _seconds(shown, Col.STARTUP_SECONDS)
-        line["compile_seconds"] = _seconds(shown, Col.COMPILE_SECONDS)
-        statuses = [str(row[Col.STATUS]) for _, row in group.sort_values("devices").iterrows()]
-        line["unmeasured"] = "" if "ok" in statuses else ", ".join(dict.fromkeys(statuses))
         line["compile_hint"] = hint or ""
         line["caveats"] = _caveats_of(group)
         line["bottleneck"] = held.name if held else ""
         line["bottleneck_pct"] = 100 * held.fraction if held else math.nan
         line["bottleneck_source"] = held.source if held else ""
+        line["startup_seconds"] = _seconds(shown, Col.STARTUP_SECONDS)
+        line["compile_seconds"] = _seconds(shown, Col.COMPILE_SECONDS)
+        statuses = [str(row[Col.STATUS]) for _, row in group.sort_values("devices").iterrows()]
+        line["unmeasured"] = "" if "ok" in statuses else ", ".join(dict.fromkeys(statuses))
         line["notes"] = _notes_of(group, held, hint)
         lines.append(line)
     table = pd.DataFrame(lines)
@@ -224,15 +219,15 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
         [_cells(line, counts, ranking, compiling is not None) for _, line in table.iterrows()],
         columns=[c.key for c in columns],
     )
+    status_columns = [f"status_{count}dev" for count in counts]
+    lines = table.drop(columns=status_columns)
+    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), ranking, counts, compiling)
+
+
 def _seconds(row: pd.Series, column: Col) -> float:
     """An ok row's seconds of `column` (NaN where it has none: a failed row, an eager step's compile)."""
     value = row.get(column) if row[Col.STATUS] == "ok" else None
     return float(value) if isinstance(value, int | float) and not math.isnan(value) else math.nan
-
-
-    status_columns = [f"status_{count}dev" for count in counts]
-    lines = table.drop(columns=status_columns)
-    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), ranking, counts, compiling)
 
 
 def _ties(table: pd.DataFrame, ranking: Ranking, top: int) -> list[bool]:
@@ -241,6 +236,11 @@ def _ties(table: pd.DataFrame, ranking: Ranking, top: int) -> list[bool]:
     spreads = [line_spread(line, ranking.ranked, top) for _, line in table.iterrows()]
     first = spreads[0] if spreads else None
     return [
+        index > 0 and first is not None and spread is not None and first.ties(spread)
+        for index, spread in enumerate(spreads)
+    ]
+
+
 DROP_STARTUP, DROP_RANGE, DROP_STEP, DROP_VS_FASTEST = 9, 8, 7, 6
 """How readily the columns that repeat or detail an answer go when the table does not fit: the
 start-up and compile seconds, the range (the verdict says the winner's), what compiled the step
@@ -248,11 +248,6 @@ start-up and compile seconds, the range (the verdict says the winner's), what co
 DROP_SMALLER_EFFICIENCY, DROP_EFFICIENCY, DROP_HELD_BACK = 5, 2, 1
 """The answers themselves go last: the smaller counts' efficiency, then (after the smaller counts'
 figures, `CountFigure.drop_smaller`) the largest count's efficiency, and last what holds it back."""
-
-
-        index > 0 and first is not None and spread is not None and first.ties(spread)
-        for index, spread in enumerate(spreads)
-    ]
 
 
 def _columns(counts: list[int], word: str, ranking: Ranking) -> list[Column]:
@@ -309,16 +304,16 @@ def _cells(line: pd.Series, counts: list[int], ranking: Ranking, compiling_diffe
     cells["bottleneck"] = (
         f"{held.label} {held.fraction:.0%}" if held else ""
     )  # its note says what it means, and from what
+    cells["setup"] = _setup_text(line)
+    cells["notes"] = f"[{','.join(str(n) for n in line['notes'])}]" if line["notes"] else ""
+    return cells
+
+
 def _setup_text(line: pd.Series) -> str:
     """`2.1+14.3`: the seconds from launch to the first step and, where the step was compiled,
     compiling it, at the largest count ("" without a start-up figure)."""
     startup, compile_seconds = _number(line["startup_seconds"], "{:,.1f}"), line["compile_seconds"]
     return startup + _number(compile_seconds, "+{:,.1f}") if startup else ""
-
-
-    cells["setup"] = _setup_text(line)
-    cells["notes"] = f"[{','.join(str(n) for n in line['notes'])}]" if line["notes"] else ""
-    return cells
 
 
 def shown_columns(summary: CompactSummary) -> list[Column]:
@@ -338,6 +333,11 @@ def fitting_columns(summary: CompactSummary, width: int) -> list[Column]:
     kept = shown_columns(summary)
     for order in sorted({c.drop_order for c in kept if c.drop_order}, reverse=True):
         if sum(needed(c) + TABLE_PADDING for c in kept) + 1 <= width:
+            break
+        kept = [c for c in kept if c.drop_order != order]
+    return kept
+
+
 def hidden_columns(summary: CompactSummary, width: int) -> list[Column]:
     """The columns with something to show that do not fit in `width` (`fitting_columns`)."""
     kept = fitting_columns(summary, width)
@@ -350,11 +350,6 @@ def hidden_sentence(summary: CompactSummary, width: int) -> str:
     if not hidden:
         return ""
     return f"hidden at {width} columns: {'; '.join(hidden)} (a wider terminal, COLUMNS=200 or --format md shows them)"
-
-
-            break
-        kept = [c for c in kept if c.drop_order != order]
-    return kept
 
 
 def rich_table(summary: CompactSummary, width: int) -> Table:
@@ -378,13 +373,13 @@ def say(console: Console, text: str) -> None:
     console.print(Text(text), soft_wrap=not console.is_terminal)
 
 
-    if hidden := hidden_sentence(summary, console.width):
-        say(console, hidden)
 def print_compact(summary: CompactSummary, console: Console) -> None:
     """The title, the table, then its numbered notes, each on one line (`say`)."""
     if summary.title:
         say(console, summary.title)
     console.print(rich_table(summary, console.width))
+    if hidden := hidden_sentence(summary, console.width):
+        say(console, hidden)
     for number, note in enumerate(summary.notes, start=1):
         say(console, f"[{number}] {note}")
 

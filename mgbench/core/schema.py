@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import json
 import reprlib
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -54,9 +55,28 @@ def parse_json(data: str | bytes, what: str) -> Any:
         raise UsageError(f"{what} cannot be read (cut short?): {error}") from None
     except RecursionError:
         raise too_deep from None
+    except ValueError:  # an integer past Python's conversion limit (`sys.get_int_max_str_digits`)
+        limit = sys.get_int_max_str_digits()
+        raise UsageError(f"{what} cannot be read: it holds a number of more than {limit} digits") from None
     if _deeper_than(value, MAX_DEPTH):
         raise too_deep
+    if digits := _int_beyond_float(value):
+        raise UsageError(f"{what} cannot be read: it holds a number of {digits} digits, more than a float holds")
     return value
+
+
+def _int_beyond_float(value: Any) -> int:
+    """The digits of the first int in `value` (at any depth) too large for a float, 0 where none
+    is: mgbench writes none, and every reader computes with a figure as a float, which `float()`
+    of such an int cannot give."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict | list):
+            stack.extend(item.values() if isinstance(item, dict) else item)
+        elif isinstance(item, int) and abs(item) > sys.float_info.max:
+            return len(str(abs(item)))
+    return 0
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

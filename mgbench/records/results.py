@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UnsafeNameError, UsageError
@@ -151,8 +152,10 @@ class RunResult:
             values = {key: record[key] for key in fields_of(part) if key in record}
             check_fields(values, part, "not a result row", null_numbers=True)
             parts[name] = part(**values)
+        if "status" not in own:
+            raise UsageError("not a result row: it has no status")
         rate = parts["timing"].images_per_sec
-        if own.get("status") == Status.OK and rate is not None and not rate > 0:
+        if own["status"] == Status.OK and not _positive_figure(rate):
             # Never written by a run (its images over its window); every report divides by it.
             raise UsageError(f"not a result row: an ok row's images_per_sec is {rate}, not a positive number")
         return cls(config=config, **own, **parts)
@@ -160,6 +163,12 @@ class RunResult:
     def to_json(self) -> str:
         """The row as one line of JSON: strict JSON (`to_record` leaves no NaN to write)."""
         return json.dumps(self.to_record(), allow_nan=False)
+
+
+def _positive_figure(value: float | None) -> bool:
+    """Whether `value` is a finite number above 0 (None, 0, infinity and an int too large for a
+    float are not)."""
+    return value is not None and abs(value) <= sys.float_info.max and value > 0
 
 
 def fields_of(part: type) -> tuple[str, ...]:
@@ -247,9 +256,31 @@ def read_result_lines(path: Path) -> tuple[list[dict[str, Any]], list[RunResult]
     return records, results, unreadable
 
 
+class RunRows(NamedTuple):
+    """A results file read as one row per run (`read_run_rows`)."""
+
+    records: list[dict[str, Any]]
+    results: list[RunResult]
+    unreadable: int
+    """Lines that are no whole row (`read_result_lines`)."""
+    replaced: int
+    """Rows left out because their run has a later row."""
+
+
+def read_run_rows(path: Path) -> RunRows:
+    """The rows of a results file, one per run: where a run has several rows (`mgbench run --out
+    DIR` twice appends its row again), its last, in the place of its first. Every reader of a
+    results file sees each run once, so no report counts a run twice nor sets two of its rows
+    against each other."""
+    records, results, unreadable = read_result_lines(path)
+    last = {result.run_id: index for index, result in enumerate(results)}
+    kept = list(last.values())
+    return RunRows([records[i] for i in kept], [results[i] for i in kept], unreadable, len(results) - len(kept))
+
+
 def read_results(path: Path) -> list[RunResult]:
-    """All whole rows of a results file (empty if it does not exist yet)."""
-    return read_result_lines(path)[1]
+    """The rows of a results file, one per run (`read_run_rows`; empty if it does not exist yet)."""
+    return read_run_rows(path).results
 
 
 def write_results(path: Path, results: list[RunResult]) -> None:

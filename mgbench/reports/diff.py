@@ -8,10 +8,13 @@ calls two lines a tie), or where a folder's row has none (written before interva
 measured) the p10-p90 of both rows' single steps. NEW is slower beyond the spread where its
 whole spread lies below OLD's: where the two would not tie in one compare; with a threshold
 (`--fail-above PCT`) where it is slower by more than PCT percent, whatever the spread says, as
-pytest-benchmark's `--benchmark-compare-fail` does. A row ok in OLD that did not finish in NEW
-is a regression too. What else sets the folders apart is named, since it may explain the
-change: rows found in one folder only, the job (model, batch, precision, ...), the machine
-(GPUs, driver, Python) and the versions (mgbench, each framework's packages).
+pytest-benchmark's `--benchmark-compare-fail` does. A run ok in OLD that did not finish in NEW,
+or has no row there, is a regression too. Runs that trained other work (`WORK_FIELDS`: another
+model, image size, precision or batch) have images/sec that say nothing of each other: such
+folders are refused, naming what differs. What else sets the folders apart is named, since it
+may explain the change: rows found in NEW only, the rest of the job (steps, dataset, ...), the
+machine (GPUs, driver, Python) and the versions (mgbench, each framework's packages), each set
+against the other folder's only where both recorded it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any
 import pandas as pd
 
 from mgbench.core.config import COLUMNS
+from mgbench.core.errors import UsageError
+from mgbench.records.results import RunResult
 from mgbench.reports.cells import number
 from mgbench.reports.columns import Col
 from mgbench.reports.folder_data import RunFolderData
@@ -30,8 +35,16 @@ from mgbench.reports.spread import Spread
 
 MACHINE_FIELDS = ("hostname", "platform", "python", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
 """What a row's `environment` says of the machine, compared field by field (its GPUs too)."""
-JOB_FIELDS = tuple(name for name in COLUMNS if name not in ("framework", "strategy", "devices", "device_kind"))
-"""The config fields besides the run id's: a matched row that differs in one trained another job."""
+WORK_FIELDS = ("model", "image size", "precision", "batch per device")
+"""What an image of a run's images/sec costs: runs that differ in one are not compared."""
+JOB_FIELDS = tuple(
+    name
+    for name in COLUMNS
+    if name
+    not in ("framework", "strategy", "devices", "device_kind", "model", "image_size", "precision", "batch_per_device")
+)
+"""The config fields besides the run id's and the work's: a matched row that differs in one
+trained another job, named beside the changes it may explain."""
 INTERVAL = "interval"
 """A spread that is the steady rate's interval (`images_per_sec_low`-`_high`, widened to the noise floor)."""
 STEPS = "p10-p90"
@@ -129,6 +142,10 @@ class RowChange:
         ]
 
 
+NO_ROW = "no row"
+"""NEW's status for a run ok in OLD that NEW has no row of: worse, as nothing in NEW shows it is not."""
+
+
 @dataclass
 class FolderDiff:
     changes: list[RowChange]
@@ -137,6 +154,11 @@ class FolderDiff:
     job: list[str] = field(default_factory=list)
     machine: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
+
+    @property
+    def matched(self) -> list[RowChange]:
+        """The changes of the runs found in both folders."""
+        return [change for change in self.changes if change.run_id not in self.only_old]
 
     def regressions(self, fail_above_pct: float | None) -> list[tuple[RowChange, str]]:
         return [(change, why) for change in self.changes if (why := change.regression(fail_above_pct))]
@@ -147,7 +169,8 @@ def _train_seconds(row: pd.Series) -> float | None:
 
 
 def _machine(frame: pd.DataFrame) -> dict[str, Any]:
-    """The machine the folder's first row with an environment ran on, its GPUs as `N x name`."""
+    """The machine the folder's first row with an environment ran on, its GPUs as `N x name`;
+    empty where no row recorded one (every run failed before measuring)."""
     for environment in frame[Col.ENVIRONMENT]:
         if isinstance(environment, dict) and environment:
             gpus = [str(gpu.get("name")) for gpu in environment.get("gpus") or [] if isinstance(gpu, dict)]
@@ -157,7 +180,8 @@ def _machine(frame: pd.DataFrame) -> dict[str, Any]:
 
 
 def _versions(frame: pd.DataFrame) -> dict[str, str]:
-    """mgbench's version and each framework's packages', as `framework package` -> version."""
+    """mgbench's version and each framework's packages', as `framework package` -> version, from
+    the rows that recorded them."""
     versions = {}
     for _, row in frame.iterrows():
         environment, packages = row.get(Col.ENVIRONMENT), row.get(Col.FRAMEWORK_VERSIONS)
@@ -169,15 +193,13 @@ def _versions(frame: pd.DataFrame) -> dict[str, str]:
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    return [
-        f"{name} {old.get(name)} -> {new.get(name)}"
-        for name in dict.fromkeys([*old, *new])
-        if old.get(name) != new.get(name)
-    ]
+    """`name before -> after` for each name both recorded that differs: a folder whose rows
+    recorded none (failed before measuring) differs in nothing it can show."""
+    return [f"{name} {old[name]} -> {new[name]}" for name in old if name in new and old[name] != new[name]]
 
 
 def _job(old: pd.DataFrame, new: pd.DataFrame, matched: list[str]) -> list[str]:
-    """The job fields the matched rows differ in between the folders."""
+    """The job fields (`JOB_FIELDS`) the matched rows differ in between the folders."""
     differences = []
     for name in JOB_FIELDS:
         if name not in old or name not in new:
@@ -195,11 +217,41 @@ def _value(value: object) -> str:
     return str(value)
 
 
+def work(result: RunResult) -> dict[str, object]:
+    """What an image of a run costs (`WORK_FIELDS`): its model, its image side (the model's own
+    where the job left it), its precision and the batch per device it asked for (running out of
+    memory halves the one that ran, which is NEW's own doing, not another job)."""
+    job = result.config.job
+    try:
+        side = job.input_size
+    except UsageError:  # a model this installation has no spec of (a plugin's): its side as recorded
+        side = job.image_size
+    asked = result.retries.requested_batch_per_device or job.batch_per_device
+    return dict(zip(WORK_FIELDS, (job.model, side, job.precision, asked), strict=True))
+
+
+def other_work(old: dict[str, RunResult], new: dict[str, RunResult], matched: list[str]) -> list[str]:
+    """`field before -> after (runs)` for each work field (`work`) the matched runs differ in."""
+    differing: dict[str, list[str]] = {}
+    for run_id in matched:
+        before, after = work(old[run_id]), work(new[run_id])
+        for name in WORK_FIELDS:
+            if before[name] != after[name]:
+                differing.setdefault(f"{name} {_value(before[name])} -> {_value(after[name])}", []).append(run_id)
+    return [f"{change} ({', '.join(runs)})" for change, runs in differing.items()]
+
+
 def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
     """Every run id of both folders: the changes of those in both, those in one only, and what
-    else sets the folders apart."""
+    else sets the folders apart. Folders whose matched runs trained other work (`other_work`)
+    are one UsageError naming it: their images/sec say nothing of each other."""
     before, after = old.frame.set_index("run_id", drop=False), new.frame.set_index("run_id", drop=False)
     matched = [run_id for run_id in before.index if run_id in after.index]
+    old_runs, new_runs = ({r.run_id: r for r in data.results} for data in (old, new))
+    if differing := other_work(old_runs, new_runs, matched):
+        raise UsageError(
+            f"{old.root} and {new.root} trained other work, whose images/sec do not compare: {'; '.join(differing)}"
+        )
     changes = []
     for run_id in matched:
         old_row, new_row = before.loc[run_id], after.loc[run_id]
@@ -216,9 +268,17 @@ def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
                 _train_seconds(new_row),
             )
         )
+    only_old = [run_id for run_id in before.index if run_id not in after.index]
+    for run_id in only_old:
+        old_row = before.loc[run_id]
+        if old_row[Col.STATUS] == "ok":  # measured in OLD, nowhere in NEW: worse (`NO_ROW`)
+            rate = row_spread(old_row, has_interval(old_row))
+            changes.append(
+                RowChange(run_id, "ok", NO_ROW, rate, Measured(None, of=rate.of), _train_seconds(old_row), None)
+            )
     return FolderDiff(
         changes,
-        [run_id for run_id in before.index if run_id not in after.index],
+        only_old,
         [run_id for run_id in after.index if run_id not in before.index],
         _job(before, after, matched),
         _differences(_machine(old.frame), _machine(new.frame)),

@@ -18,7 +18,7 @@ import pandas as pd
 
 from mgbench.core.errors import UsageError
 from mgbench.records.compare_plan import ComparePlan
-from mgbench.records.results import RENAMED, RESULTS_FILE, RunResult, read_result_lines
+from mgbench.records.results import RENAMED, RESULTS_FILE, RunResult, Status, read_run_rows
 from mgbench.records.runfolder import RunFolder
 from mgbench.records.utilisation import attach_utilisation, read_trace
 from mgbench.reports.summary import results_frame
@@ -35,7 +35,22 @@ class RunFolderData:
     frame: pd.DataFrame
     command: str | None = None
     unreadable_lines: int = 0
+    replaced_rows: int = 0
+    """Rows left out because their run has a later row (`results.read_run_rows`)."""
     notes: list[str] = field(default_factory=list)
+
+    def reading_notes(self) -> list[str]:
+        """What reading `results.jsonl` left out, one sentence each: lines that are no whole row,
+        and earlier rows of runs written again."""
+        notes = []
+        if self.unreadable_lines:
+            notes.append(f"{self.unreadable_lines} line(s) of {RESULTS_FILE} could not be read and are left out.")
+        if self.replaced_rows:
+            notes.append(
+                f"{self.replaced_rows} earlier row(s) of runs written again to {RESULTS_FILE} are left out: "
+                "each run's last row is read."
+            )
+        return notes
 
     def trace(self, run_id: str) -> pd.DataFrame | None:
         """The run's utilisation samples, or None where they cannot be read (`utilisation.read_trace`)."""
@@ -61,9 +76,9 @@ def load_run_folder(root: Path) -> RunFolderData:
         raise UsageError(f"{root} is not a folder; give the run folder that compare wrote")
     folder = RunFolder(root)
     results_path = folder.results
-    if not results_path.is_file():
+    if not results_path.exists():
         raise UsageError(f"{root} has no {RESULTS_FILE}: not a run folder (or no run has finished yet)")
-    records, results, unreadable = read_result_lines(results_path)
+    records, results, unreadable, replaced = read_run_rows(results_path)  # a FIFO there: one line naming it
     if not results:
         raise UsageError(f"{results_path} holds no readable result rows")
     for result in results:
@@ -76,8 +91,8 @@ def load_run_folder(root: Path) -> RunFolderData:
     frame = results_frame(results + missing)
     extra = pd.DataFrame(records).rename(columns=RENAMED).drop(columns=list(frame.columns), errors="ignore")
     frame = frame.join(extra)
-    if unreadable:
-        notes.append(f"{unreadable} line(s) of {RESULTS_FILE} could not be read and are left out.")
+    data = RunFolderData(root, results + missing, frame, plan.command, unreadable, replaced, notes)
+    notes += data.reading_notes()
     if missing:
         notes.append(f"{len(missing)} planned run(s) have no result: the compare was interrupted or is still running.")
-    return RunFolderData(root, results + missing, frame, plan.command, unreadable, notes)
+    return data

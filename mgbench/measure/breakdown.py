@@ -25,6 +25,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any, TypeGuard
 
 from mgbench.measure.timing import HOST_PHASES
 
@@ -215,7 +216,7 @@ def mean_shares(per_device: Iterable[dict[str, float]]) -> dict[str, float]:
     return {name: sum(device[name] for device in devices) / len(devices) for name in CATEGORIES}
 
 
-def has_shares(value: object, names: Iterable[str]) -> bool:
+def has_shares(value: object, names: Iterable[str]) -> TypeGuard[dict[str, Any]]:
     """Whether `value` holds a number for each of `names`: a share written as null (no value, the
     row's `warnings` say why; NaN in a frame's column) leaves the row without that split rather
     than half of one."""
@@ -224,7 +225,7 @@ def has_shares(value: object, names: Iterable[str]) -> bool:
     )
 
 
-def has_breakdown(value: object) -> bool:
+def has_breakdown(value: object) -> TypeGuard[dict[str, Any]]:
     """Whether `value` is a whole breakdown (`CATEGORIES`): a row's, or a frame's cell of it."""
     return has_shares(value, CATEGORIES)
 

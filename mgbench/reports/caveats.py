@@ -113,7 +113,7 @@ def frame_caveats(frame: pd.DataFrame) -> list[list[Caveat]]:
         key: group.loc[group[Col.DEVICES].idxmin()]
         for key, group in frame[trained].groupby(["framework", "strategy"], sort=False)
     }
-    caveats = []
+    caveats: list[list[Caveat]] = []
     for index, row in frame.iterrows():
         if not trained[index]:
             caveats.append([])

@@ -7,6 +7,7 @@ they ran, so a chart copied out of the report still tells what it compares.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from mgbench.measure.breakdown import CATEGORIES, has_breakdown
 from mgbench.measure.timing import HOST_PHASES
 from mgbench.reports.cells import number, run_label
 from mgbench.reports.columns import Col
-from mgbench.reports.figures import job_title, legend_outside, new_figure, save
+from mgbench.reports.figures import bar_text, finite, headroom, job_title, legend_outside, new_figure, save
 from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_host_timing, held_back
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
@@ -45,6 +46,7 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     width = min(0.8 / len(counts), 0.3)
     figure = new_figure()
     axes = figure.subplots()
+    tops = [0.0]
     for position, count in enumerate(counts):
         xs, heights, spreads = [], [], []
         for index, (_, group) in enumerate(groups):
@@ -55,16 +57,22 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
             xs.append(index + width * (position - (len(counts) - 1) / 2))
             heights.append(run[Col.IMAGES_PER_SEC])
             spreads.append((xs[-1], number(run[Col.IMAGES_PER_SEC_P10]), number(run[Col.IMAGES_PER_SEC_P90])))
-        bars = axes.bar(xs, heights, width, label=f"{count} device{'s' if count > 1 else ''}")
-        axes.bar_label(bars, fmt="%.0f", padding=2, fontsize="small")
-        for x, low, high in spreads:
-            if low is not None and high is not None:
+        axes.bar(xs, heights, width, label=f"{count} device{'s' if count > 1 else ''}")
+        for x, height, (_, low, high) in zip(xs, heights, spreads, strict=True):
+            whisker = low is not None and high is not None and np.isfinite((high - low) / 2)
+            if whisker:
                 axes.errorbar(x, (low + high) / 2, yerr=(high - low) / 2, fmt="none", ecolor="black", capsize=3)
+            top = max(height, high) if whisker else height  # the label sits above the cap, never on it
+            axes.annotate(
+                bar_text(height), (x, top), xytext=(0, 3), textcoords="offset points", ha="center", fontsize="small"
+            )
+            tops.append(top)
     axes.set_xticks(range(len(groups)), [_group_label(key) for key, _ in groups])
     axes.set_xlim(-0.75, len(groups) - 0.25)
+    axes.set_ylim(0, headroom(max(tops), 0.12) or 1.0)
     axes.set_ylabel("images/sec")
     axes.grid(axis="y", alpha=0.3)
-    legend_outside(figure, axes, columns=1, where="right upper")
+    legend_outside(figure, axes, columns=1, where="outside right upper")
     axes.set_title(f"Throughput: {job_title(ok)}, {_devices_text(counts)}")
     figure.supxlabel(THROUGHPUT_CAPTION, fontsize="small")
     return save(figure, path)
@@ -80,13 +88,15 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
     speedup_axes, efficiency_axes = figure.subplots(1, 2)
     counts = np.array(sorted(ok[Col.DEVICES].unique()), dtype=float)
     base = counts[0]
-    speedup_axes.plot(counts, counts / base, color="grey", linestyle="--", label="ideal (linear)")
-    efficiency_axes.axhline(100, color="grey", linestyle="--", label="ideal")
+    ideal = "ideal (linear)"  # one label on both panels: one legend entry
+    speedup_axes.plot(counts, counts / base, color="grey", linestyle="--", label=ideal)
+    efficiency_axes.axhline(100, color="grey", linestyle="--", label=ideal)
+    efficiencies = finite(ok[Col.SCALING_EFFICIENCY_FRACTION] * 100)
     for key, group in ok.groupby(GROUP, sort=True):
         group = group.sort_values("devices")
-        speedup_axes.plot(group[Col.DEVICES], group[Col.SPEEDUP], marker="o", label=_group_label(key))
+        speedup_axes.plot(group[Col.DEVICES], finite(group[Col.SPEEDUP]), marker="o", label=_group_label(key))
         efficiency_axes.plot(
-            group[Col.DEVICES], group[Col.SCALING_EFFICIENCY_FRACTION] * 100, marker="o", label=_group_label(key)
+            group[Col.DEVICES], finite(group[Col.SCALING_EFFICIENCY_FRACTION] * 100), marker="o", label=_group_label(key)
         )
     for axes in (speedup_axes, efficiency_axes):
         axes.set_xlabel("devices")
@@ -95,13 +105,13 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
     legend_outside(figure, speedup_axes, efficiency_axes)
     speedup_axes.set_ylabel(f"speed-up over {int(base)} device{'s' if base > 1 else ''}")
     efficiency_axes.set_ylabel("scaling efficiency %")
-    efficiency_axes.set_ylim(0, max(110, float(ok[Col.SCALING_EFFICIENCY_FRACTION].max()) * 105))
+    efficiency_axes.set_ylim(0, max(110, headroom(float(np.nanmax(efficiencies, initial=0)), 0.05)))
     figure.suptitle(f"Scaling: {job_title(ok)}, {_devices_text(list(counts))}")
     return save(figure, path)
 
 
-def _style(name: str) -> dict[str, str]:
-    """A category's colour; what is not a category (unsplit, unexplained) hatched on white."""
+def _style(name: str) -> dict[str, Any]:
+    """A category's colour (keywords of matplotlib's bar); what is not a category (unsplit, unexplained) hatched on white."""
     return {"color": COLORS[name]} if name in COLORS else {"color": "white", "edgecolor": "grey", "hatch": "//"}
 
 
@@ -150,13 +160,13 @@ def breakdown_chart(ok: pd.DataFrame, path: Path) -> Path:
         widths = np.array([share.get(name, 0.0) for share in shares])
         if not widths.any():
             continue
-        style = {"color": colors[name]} if name in colors else _style(name)
+        style: dict[str, Any] = {"color": colors[name]} if name in colors else _style(name)
         axes.barh(positions, widths, 0.6, left=left, label=names.get(name, name), **style)
         left += widths
     for position, (_, row) in zip(positions, ordered.iterrows(), strict=True):
         held = held_back(row)
         if held is not None:
-            axes.text(101, position, f"{held.label} {held.fraction:.0%}", va="center", fontsize="small")
+            axes.text(101, float(position), f"{held.label} {held.fraction:.0%}", va="center", fontsize="small")
     axes.set_yticks(positions, labels)
     axes.invert_yaxis()
     axes.set_xlim(0, 125)
@@ -199,7 +209,7 @@ def scaling_loss_chart(ok: pd.DataFrame, losses: list[ScalingLoss], path: Path) 
     axes.set_ylim(min(heights) * 1.1, max(heights) * 1.1)
     axes.set_ylabel("speed-up over the smallest device count")
     axes.grid(axis="y", alpha=0.3)
-    legend_outside(figure, axes, columns=1, where="right upper")
+    legend_outside(figure, axes, columns=1, where="outside right upper")
     axes.set_title(f"Scaling loss, ideal to measured speed-up: what each category cost ({job_title(ok)})")
     return save(figure, path)
 

@@ -8,8 +8,13 @@ size and dpi (no tight bounding box) makes every PNG the same, predictable pixel
 from __future__ import annotations
 
 import io
+import math
+import numbers
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
@@ -35,15 +40,41 @@ def new_figure(height_inches: float = FIGSIZE_INCHES[1], width_inches: float = F
     return figure
 
 
-def legend_outside(figure: Figure, *axes: Axes, columns: int = 4, where: str = "lower center") -> None:
+def legend_outside(
+    figure: Figure,
+    *axes: Axes,
+    columns: int = 4,
+    where: Literal["outside lower center", "outside right upper"] = "outside lower center",
+) -> None:
     """One legend of the named `axes`' lines and patches (each label once), outside every panel
-    (`outside lower center`, or another `outside` place), so that no entry covers the data."""
+    (`where`: below them, or right of them at the top), so that no entry covers the data."""
     entries: dict[str, Artist] = {}
     for panel in axes:
         for handle, label in zip(*panel.get_legend_handles_labels()):
             entries.setdefault(label, handle)
     if entries:
-        figure.legend(entries.values(), entries.keys(), loc=f"outside {where}", ncol=columns, fontsize="small")
+        figure.legend(entries.values(), entries.keys(), loc=where, ncol=columns, fontsize="small")
+
+
+def bar_text(value: float) -> str:
+    """A figure as a chart writes it beside its bar: whole with thousands separators from 1 to
+    ten million, else in three significant digits (`0.25`, `1.5e+300`, `1e-320`), so a rate at
+    either end of a float's range is still a short label inside the chart."""
+    return f"{value:,.0f}" if 1 <= abs(value) < 1e7 else f"{value:.3g}"
+
+
+def finite(values: Iterable[object]) -> np.ndarray:
+    """`values` as floats, each that is no finite number (None, NaN, an overflow's infinity) NaN:
+    what a chart leaves out, as matplotlib does NaN, where infinity would stop it."""
+    floats = np.array([value if isinstance(value, numbers.Real) else np.nan for value in values], dtype=float)
+    return np.where(np.isfinite(floats), floats, np.nan)
+
+
+def headroom(top: float, share: float) -> float:
+    """An axis' upper limit `share` above its highest `top` (the room its labels take), where
+    that is a float; at the end of a float's range, `top` itself."""
+    room = float(top) * (1 + share)  # a Python float: past the range it is infinity, without numpy's warning
+    return room if math.isfinite(room) else float(top)
 
 
 def save(figure: Figure, path: Path) -> Path:

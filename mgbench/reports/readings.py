@@ -10,6 +10,7 @@ alike; `limits_details` words how close a row is to its device.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import pandas as pd
 
@@ -93,7 +94,7 @@ class HeldBack:
         return _VOCABULARY[self.source][1][self.name]
 
 
-def has_host_timing(value: object) -> bool:
+def has_host_timing(value: object) -> TypeGuard[dict[str, Any]]:
     return has_shares(value, HOST_PHASES)
 
 

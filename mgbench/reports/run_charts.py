@@ -86,13 +86,13 @@ def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
     top.grid(alpha=0.3)
     peak = row.get(Col.PEAK_MEMORY_BYTES)
     # numbers.Real, not int | float: a column with no gap holds numpy integers.
-    if isinstance(peak, numbers.Real) and peak > 0 and not np.isnan(peak):
+    if isinstance(peak, numbers.Real) and (peak_bytes := float(peak)) > 0 and not np.isnan(peak_bytes):
         bottom.axhline(
-            peak / 2**30,
+            peak_bytes / 2**30,
             color="black",
             linestyle="--",
             linewidth=1,
-            label=f"framework's own peak {peak / 2**30:.2f} GiB",
+            label=f"framework's own peak {peak_bytes / 2**30:.2f} GiB",
         )
         bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     memory_what = "host memory used" if kinds == {"cpu"} else "GPU memory held (NVML)"

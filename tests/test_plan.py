@@ -10,12 +10,15 @@ from conftest import mgbench, read_rows, tiny_job
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.core.job import Job, job_size
+from mgbench.core.job import GPU_BATCH_PER_DEVICE, Job, job_size
 from mgbench.core.kinds import DeviceKind
 from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.registry import BUILTIN, expand_frameworks, families, framework_spec, registered
 from mgbench.frameworks.specs import Capabilities, ModelBuilders, StrategySpec, with_unstaged_twin
 from mgbench.measure.timing import FIRST_STEP_KEPT
+from mgbench.records.figures import OomRetries
+from mgbench.records.results import RunResult, Status
+from mgbench.runner.orchestrator import batch_warnings
 from mgbench.runner.plan import chosen_strategies, installed_runs, plan_runs
 
 PLUGINS = "fakefw,fakefw_absent"
@@ -223,3 +226,43 @@ def test_one_timed_step_runs_with_a_warning_printed_and_on_its_row(tmp_path):
     summary = pd.read_csv(tmp_path / "summary.csv").iloc[0]
     assert (summary.steady_steps, summary.warmup_steps) == (1, 0) and FIRST_STEP_KEPT in summary.warning
     assert FIRST_STEP_KEPT in (tmp_path / "summary.md").read_text()
+
+
+def test_a_framework_declaring_its_own_gpu_default_for_a_model_is_planned_at_it_only_for_the_default_job():
+    """keras-torch declares 128 per GPU for DenseNet-121 (256 does not fit 80 GB): the default GPU
+    job plans it there, and pytorch at 256; a batch given, another model, or CPU devices keep the
+    job's; strong scaling splits the framework's own; its ok rows say so."""
+    size = job_size("densenet121", DeviceKind.CUDA)
+    assert size.batch_default and not job_size("densenet121", DeviceKind.CUDA, batch_per_device=256).batch_default
+    default = Job("densenet121", "cuda", size.batch_per_device, size.steps, batch_default=size.batch_default)
+
+    def batches(job: Job, scaling: str = "weak") -> dict[tuple[str, int], int]:
+        runs = plan_runs(job, ["keras-torch", "pytorch"], None, [1, 2], scaling)
+        return {(run.config.framework, run.config.devices): run.config.job.batch_per_device for run in runs}
+
+    declared = framework_spec("keras-torch").memory.gpu_batches["densenet121"].batch_per_device
+    assert declared == 128 < GPU_BATCH_PER_DEVICE
+    assert batches(default) == {
+        ("keras-torch", 1): 128,
+        ("keras-torch", 2): 128,
+        ("pytorch", 1): 256,
+        ("pytorch", 2): 256,
+    }
+    assert batches(default, "strong") == {
+        ("keras-torch", 1): 128,
+        ("keras-torch", 2): 64,
+        ("pytorch", 1): 256,
+        ("pytorch", 2): 128,
+    }
+    assert set(batches(default.with_changes(batch_default=False)).values()) == {256}
+    assert set(batches(default.with_changes(model="resnet50")).values()) == {256}
+    cpu = plan_runs(default.with_changes(device_kind="cpu"), ["keras-torch"], None, [1], "weak")
+    assert cpu[0].config.job.batch_per_device == 256
+
+    run = plan_runs(default, ["keras-torch"], None, [1], "weak")[0]
+    ok = RunResult(run.config, Status.OK)
+    ok.retries = OomRetries(128, 0)
+    [said] = batch_warnings(run, ok)
+    assert said.startswith("keras-torch trains densenet121 at its own default of 128 per GPU, not the job's 256: ")
+    pytorch = plan_runs(default, ["pytorch"], None, [1], "weak")[0]
+    assert batch_warnings(pytorch, RunResult(pytorch.config, Status.OK)) == []

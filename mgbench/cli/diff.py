@@ -68,10 +68,11 @@ def handle(args: argparse.Namespace) -> int:
     for root in (args.old, args.new):
         with RunFolder(root).writing():  # read only, an unreadable file one line all the same
             folders.append(load_run_folder(root))
-    diff = diff_folders(*folders)
+    old, new = folders
+    diff = diff_folders(old, new)
     if not diff.matched:
         raise UsageError(f"no run of {args.old} is in {args.new} (runs match by framework, strategy and devices)")
-    answer = DiffAnswer(diff, *folders, args.fail_above)
+    answer = DiffAnswer(diff, old, new, args.fail_above)
     if args.format == "json":
         sys.stdout.write(answer.to_json())
     elif args.format == "md":

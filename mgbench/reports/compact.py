@@ -22,6 +22,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
@@ -88,7 +89,7 @@ class CompactSummary:
     compiling: str | None = None
     """Where the lines differ in compiling their step, the sentence saying so (`hints`)."""
 
-    def to_records(self) -> list[dict[str, object]]:
+    def to_records(self) -> list[dict[str, Any]]:
         """The lines as JSON-ready dicts (NaN as null; a count without a row holds nulls)."""
         return [
             {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in line.items()}
@@ -187,10 +188,10 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
                 line[f"{key}_{count}dev"] = values.get(key, math.nan)
             line[f"status_{count}dev"] = "" if row is None else str(row[Col.STATUS])
             if count != counts[0]:
-                efficiency = row[Col.SCALING_EFFICIENCY_FRACTION] if ok else math.nan
-                line[f"scaling_efficiency_pct_{count}dev"] = 100 * float(efficiency) if ok else math.nan
-        shown = by_count.get(top) if top in by_count else by_count[max(by_count)]
-        held = None if shown is None else held_back(shown)
+                efficiency = float(row[Col.SCALING_EFFICIENCY_FRACTION]) if ok and row is not None else math.nan
+                line[f"scaling_efficiency_pct_{count}dev"] = 100 * efficiency
+        shown = by_count[top] if top in by_count else by_count[max(by_count)]
+        held = held_back(shown)
         hint = compile_hint(run_label(shown), shown, held) if shown[Col.STATUS] == "ok" else None
         line["step"] = step_kind(shown) if shown[Col.STATUS] == "ok" else ""
         line["compile_hint"] = hint or ""
@@ -357,9 +358,11 @@ def rich_table(summary: CompactSummary, width: int) -> Table:
     columns = fitting_columns(summary, width)
     table = Table()
     for column in columns:
-        justify = "right" if column.numeric else "left"
         table.add_column(
-            column.header, justify=justify, no_wrap=True, overflow="crop" if column.numeric else "ellipsis"
+            column.header,
+            justify="right" if column.numeric else "left",
+            no_wrap=True,
+            overflow="crop" if column.numeric else "ellipsis",
         )
     for _, cells in summary.cells.iterrows():
         table.add_row(*(Text(cells[c.key]) for c in columns))

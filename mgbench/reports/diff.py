@@ -222,6 +222,7 @@ def work(result: RunResult) -> dict[str, object]:
     where the job left it), its precision and the batch per device it asked for (running out of
     memory halves the one that ran, which is NEW's own doing, not another job)."""
     job = result.config.job
+    side: int | None
     try:
         side = job.input_size
     except UsageError:  # a model this installation has no spec of (a plugin's): its side as recorded

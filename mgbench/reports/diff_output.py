@@ -228,8 +228,9 @@ class DiffAnswer:
         columns, left_out = self.fitting_columns(width)
         table = Table()
         for column in columns:
-            justify = "right" if column.numeric else "left"
-            table.add_column(column.header, justify=justify, no_wrap=column.key != "verdict")
+            table.add_column(
+                column.header, justify="right" if column.numeric else "left", no_wrap=column.key != "verdict"
+            )
         for row in self.rows():
             table.add_row(*(Text(row[column.key]) for column in columns))
         return table, left_out

@@ -41,7 +41,7 @@ class CompactSummary(Protocol):
     counts: list[int]
     compiling: str | None
 
-    def to_records(self) -> list[dict[str, object]]: ...
+    def to_records(self) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def judge(summary: CompactSummary) -> Verdict:
         "unit": unit,
         "achievement": ranking.achievement(),
         "hints": tuple(str(line["compile_hint"]) for line in lines if line.get("compile_hint")),
-        "caveats": tuple(caveat for line in lines for caveat in line.get("caveats") or []),  # type: ignore[union-attr]
+        "caveats": tuple(caveat for line in lines for caveat in line.get("caveats") or []),
         "compiling": summary.compiling,
         "unmeasured": tuple(f"{line_name(line)} ({line['unmeasured']})" for line in lines if line.get("unmeasured")),
         "lines": len(lines),
@@ -196,7 +196,7 @@ def judge(summary: CompactSummary) -> Verdict:
     if winner is None:
         return Verdict(winner=None, nothing=ranking.nothing, **shared)  # type: ignore[arg-type]
 
-    def figure(line: dict[str, object], spread: Spread) -> LineFigure:
+    def figure(line: dict[str, Any], spread: Spread) -> LineFigure:
         framework, strategy = str(line["framework"]), str(line["strategy"])
         return LineFigure(framework, strategy, top, spread, ranking.unit, ranking.detail(line, top))
 
@@ -220,7 +220,7 @@ def judge(summary: CompactSummary) -> Verdict:
     )
 
 
-def _scaling(first: dict[str, object], counts: list[int], word: str, ranking: Ranking) -> str | None:
+def _scaling(first: dict[str, Any], counts: list[int], word: str, ranking: Ranking) -> str | None:
     """How the first line scales (`ranking.scaling`), unless its speed-up exceeds the device
     ratio: its runs were then not measured alike (its note says so), and no figure of them is stated."""
     efficiency = first.get(f"scaling_efficiency_pct_{counts[-1]}dev")

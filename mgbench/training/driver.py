@@ -248,9 +248,14 @@ def train_steps(
 
 
 def train_epochs(
-    adapter: Adapter, config: RunConfig, compile_watch: CacheWatch | None, step_clock: Clock, startup: float
+    adapter: Adapter,
+    config: RunConfig,
+    epochs: int,
+    compile_watch: CacheWatch | None,
+    step_clock: Clock,
+    startup: float,
 ) -> Trained:
-    """`config.job.epochs` epochs with the scaled, warmed-up learning rate and validation after each;
+    """The job's `epochs` epochs with the scaled, warmed-up learning rate and validation after each;
     with `config.job.target_metric`, only up to the first epoch whose validation reaches it, whose
     time is taken from the first training step and, with `startup` seconds, from the launch. Every
     process stops alike: each is handed the same gathered validation (`Adapter.evaluate`). After
@@ -258,11 +263,11 @@ def train_epochs(
     the steps, as in `run_training`."""
     target = TargetMetric.parse(config.job.target_metric) if config.job.target_metric else None
     per_epoch = adapter.steps_per_epoch()
-    clock = StepClock(adapter, config, per_epoch * config.job.epochs, compile_watch=compile_watch, clock=step_clock)
+    clock = StepClock(adapter, config, per_epoch * epochs, compile_watch=compile_watch, clock=step_clock)
     epoch_metrics: list[dict[str, float]] = []
     target_epoch = None
     started = time.perf_counter()
-    for epoch in range(config.job.epochs):
+    for epoch in range(epochs):
         row, metrics = train_epoch(adapter, config, clock, epoch, per_epoch)
         epoch_metrics.append({**row, "elapsed_seconds": time.perf_counter() - started})
         if target is not None and target.reached(metrics):
@@ -270,7 +275,7 @@ def train_epochs(
         if adapter.placement.is_primary:
             row = epoch_metrics[-1]
             print(
-                f"epoch {epoch + 1}/{config.job.epochs}: train loss {row['train_loss']:.4f}, "
+                f"epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f}, "
                 f"val loss {row['val_loss']:.4f}, val AUC {row['val_auc']:.4f} ({row['val_seconds']:.1f} s)"
                 + (f": target {target} reached" if target_epoch else ""),
                 file=sys.stderr,
@@ -282,9 +287,7 @@ def train_epochs(
     warnings = []
     if target is not None and target_epoch is None:
         shown = metrics.get(target.name, float("nan"))
-        warnings.append(
-            f"target {target} not reached in {config.job.epochs} epoch(s) (last validation {target.name} {shown:.4f})"
-        )
+        warnings.append(f"target {target} not reached in {epochs} epoch(s) (last validation {target.name} {shown:.4f})")
     reached = None if target_epoch is None else epoch_metrics[target_epoch - 1]["elapsed_seconds"]
     trained_steps = len(clock.step_seconds) + (clock.compile_seconds is not None)
     by_epoch = EpochFigures(
@@ -382,8 +385,8 @@ def run_training(
     info = adapter.setup(config)
     placement = adapter.placement
     first_step_at = time.time()
-    if config.job.epochs:
-        trained = train_epochs(adapter, config, watch, step_clock, first_step_at - launched)
+    if epochs := config.job.epochs:
+        trained = train_epochs(adapter, config, epochs, watch, step_clock, first_step_at - launched)
     else:
         trained = train_steps(adapter, config, watch, step_clock, profile_dir, profiler)
     if state_path is not None and placement.is_primary:

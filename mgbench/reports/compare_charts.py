@@ -59,10 +59,10 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
             spreads.append((xs[-1], number(run[Col.IMAGES_PER_SEC_P10]), number(run[Col.IMAGES_PER_SEC_P90])))
         axes.bar(xs, heights, width, label=f"{count} device{'s' if count > 1 else ''}")
         for x, height, (_, low, high) in zip(xs, heights, spreads, strict=True):
-            whisker = low is not None and high is not None and np.isfinite((high - low) / 2)
-            if whisker:
+            top = height
+            if low is not None and high is not None and np.isfinite((high - low) / 2):
                 axes.errorbar(x, (low + high) / 2, yerr=(high - low) / 2, fmt="none", ecolor="black", capsize=3)
-            top = max(height, high) if whisker else height  # the label sits above the cap, never on it
+                top = max(height, high)  # the label sits above the cap, never on it
             axes.annotate(
                 bar_text(height), (x, top), xytext=(0, 3), textcoords="offset points", ha="center", fontsize="small"
             )

@@ -33,6 +33,7 @@ demo: $(STAMP) $(DEMO_ENVS:%=$(VENVS)/%/.installed)
 test: $(STAMP) browser $(TEST_ENVS:%=$(VENVS)/%/.installed)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 ## Headless Chromium for the report rendering test: installed with apt when missing and we are root.

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mgbench.core.collectives import gradient_all_reduce
 from mgbench.core.config import RunConfig
 from mgbench.core.models import MODELS
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, ModelBuilders, StrategySpec
@@ -35,7 +36,12 @@ FRAMEWORK = FrameworkSpec(
     name="fake",
     module="fakefw",
     strategies=(
-        StrategySpec("steady", "inprocess", "slow first steps, then steady"),
+        StrategySpec(
+            "steady",
+            "inprocess",
+            "slow first steps, then steady",
+            communication=gradient_all_reduce("a replicated model, its gradients all-reduced as DDP does"),
+        ),
         StrategySpec("crash", "inprocess", "raises at step 2"),
         StrategySpec("hang", "inprocess", "never finishes a step"),
         StrategySpec("oom", "inprocess", "dies of out-of-memory"),

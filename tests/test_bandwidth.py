@@ -10,18 +10,23 @@ from rich.console import Console
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.records.bandwidth import BandwidthReport, annotate_allreduce, expected_allreduce_seconds, parse_sizes
+from mgbench.frameworks.pytorch.spec import DDP_COMMUNICATION
+from mgbench.records.bandwidth import BandwidthReport, annotate_allreduce, expected_communication_seconds, parse_sizes
 from mgbench.records.peak import MEASURED
 from mgbench.records.results import RunResult
 
 
 def test_ring_formula():
     # 25.6 M fp32 gradients (ResNet-50) over 8 GPUs at 100 GB/s bus bandwidth: 2*7/8 * 102.4 MB / 100 GB/s.
-    assert expected_allreduce_seconds(25_600_000, 4, 100e9, 8) == pytest.approx(1.792e-3)
-    assert expected_allreduce_seconds(1000, 4, 1e9, 2) == pytest.approx(4e-6)  # 2*(1/2) * 4000 B / 1 GB/s
-    assert expected_allreduce_seconds(1000, 4, 1e9, 1) == 0.0  # nothing to exchange on one device
+    assert expected_communication_seconds(DDP_COMMUNICATION, 25_600_000, 4, 100e9, 8) == pytest.approx(1.792e-3)
+    assert expected_communication_seconds(DDP_COMMUNICATION, 1000, 4, 1e9, 2) == pytest.approx(
+        4e-6
+    )  # 2*(1/2) * 4000 B / 1 GB/s
+    assert (
+        expected_communication_seconds(DDP_COMMUNICATION, 1000, 4, 1e9, 1) == 0.0
+    )  # nothing to exchange on one device
     with pytest.raises(ValueError):
-        expected_allreduce_seconds(1000, 4, 0.0, 2)
+        expected_communication_seconds(DDP_COMMUNICATION, 1000, 4, 0.0, 2)
 
 
 def test_sizes_parse():
@@ -42,16 +47,16 @@ def test_rows_get_the_expected_allreduce_share():
     )
     config = RunConfig.flat("pytorch", "ddp", "resnet50", 4, "cuda", 32, 10)
     row = RunResult.flat(config, "ok", parameters=25_557_032, median_step_seconds=0.25)
-    annotate_allreduce(row, report)
+    annotate_allreduce(row, report, DDP_COMMUNICATION)
     # 102 MB of gradients: the 64 MiB measurement (the largest not above it) applies.
     expected = 2 * 3 / 4 * 25_557_032 * 4 / 90e9
     assert row.limit.expected_allreduce_seconds == pytest.approx(expected)
     assert row.limit.allreduce_step_fraction == pytest.approx(expected / 0.25)
     small = RunResult.flat(config, "ok", parameters=5_418, median_step_seconds=0.01)
-    annotate_allreduce(small, report)  # 21 kB: below every size, the smallest measured applies
+    annotate_allreduce(small, report, DDP_COMMUNICATION)  # 21 kB: below every size, the smallest measured applies
     assert small.limit.expected_allreduce_seconds == pytest.approx(2 * 3 / 4 * 5_418 * 4 / 15e9)
     single = RunResult.flat(config.with_changes(devices=1), "ok", parameters=5_418, median_step_seconds=0.01)
-    annotate_allreduce(single, report)
+    annotate_allreduce(single, report, DDP_COMMUNICATION)
     assert single.limit.expected_allreduce_seconds is None
 
 

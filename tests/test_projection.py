@@ -85,7 +85,7 @@ def test_the_backward_hides_the_exchange_but_for_the_last_bucket():
     one_node = Interconnect(bare_link(100), None, gpus_per_node=8)
     # 100 MB in 25 MB buckets over 2 GPUs on a ring: 25e6 / 100e9 = 0.25 ms + 8.4 us each
     model = StepModel(0.012, 0.010, 0.05, 100e6, 32, BUCKETS_25MB, algorithms=("ring",))
-    total, last = model.allreduce_seconds(one_node, 2)
+    total, last = model.collective_seconds(one_node, 2)
     assert total == pytest.approx(4 * (0.25e-3 + 8.4e-6))
     assert last == pytest.approx(0.25e-3 + 8.4e-6)
     # a window of 5% of 10 ms hides 0.5 ms of the 1.03 ms
@@ -105,13 +105,13 @@ def test_an_exchange_after_the_backward_is_exposed_whole_and_a_tensor_cap_adds_b
     after = Exchange("after", 25e6, overlapped=False, source="made up for the test", tensors_per_bucket=100)
     # 100 MB in 4 buckets of 25 MB, none hidden, however wide the window
     model = StepModel(0.012, 0.010, 0.9, 100e6, 32, after, tensors=300, algorithms=("ring",))
-    total, last = model.allreduce_seconds(one_node, 2)
+    total, last = model.collective_seconds(one_node, 2)
     assert total == pytest.approx(4 * (0.25e-3 + 8.4e-6)) and last == pytest.approx(0.25e-3 + 8.4e-6)
     assert model.at(one_node, 2).exposed_seconds == pytest.approx(total)
     # 700 tensors at 100 a bucket: 7 all-reduces of 100/7 MB, each paying the base latency
     many = StepModel(0.012, 0.010, 0.9, 100e6, 32, after, tensors=700, algorithms=("ring",))
     assert after.buckets(100e6, 700) == pytest.approx([100e6 / 7] * 7)
-    assert many.allreduce_seconds(one_node, 2)[0] == pytest.approx(7 * 8.4e-6 + 1e-3)
+    assert many.collective_seconds(one_node, 2)[0] == pytest.approx(7 * 8.4e-6 + 1e-3)
     # tensors not known: the bytes alone decide; DDP's 25 MiB leave a remainder bucket
     assert after.buckets(100e6, None) == [25e6] * 4
     assert DDP_EXCHANGE.buckets(60 * 2**20, 10_000) == [25 * 2**20, 25 * 2**20, 10 * 2**20]

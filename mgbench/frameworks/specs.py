@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mgbench.core.collectives import Communication
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError, did_you_mean
 from mgbench.core.job import DEFAULT_COMPILE_MODE, PRECISIONS
@@ -215,9 +216,13 @@ class StrategySpec:
     no_data_on_device_note: str | None = None
     """Why this strategy cannot keep the synthetic batches on the devices (`--data-on-device`);
     None: it does (it places the pool once and cycles it)."""
+    communication: Communication | None = None
+    """What it shards and the collectives it runs each step (`mgbench.core.collectives`), which
+    its rows' expected communication and `mgbench project` price (None: not declared, and neither
+    is priced: each says why)."""
     exchange: Exchange | None = None
-    """How its gradients reach the all-reduce, for `mgbench project` (None: not declared, projected
-    as DDP's buckets)."""
+    """How it issues those collectives (buckets, beside the passes or not), for `mgbench project`
+    (None: not declared, projected as DDP's buckets)."""
     dispatch: Dispatch | None = None
     """Which process does each device's host work, for `mgbench project` (None: not declared,
     projected as a process per device)."""

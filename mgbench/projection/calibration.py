@@ -11,11 +11,13 @@ device counts. A series' inputs:
 - the overlap window: measured where a multi-device row of the series was profiled (the compute
   from the first collective kernel to the start of the last, over the step's compute, from its
   rank files), else `ASSUMED_OVERLAP`;
-- gradient bytes: the row's trainable parameters (counted by the framework in the run, or the
-  registry's import-free count) x 4 bytes (fp32 gradients);
-- the exchange: how the row's strategy hands its gradients to the all-reduce, as the registry
-  declares it (DDP's buckets where it declares none), with the registry's count of the model's
-  trainable tensors;
+- the model's bytes: the row's trainable parameters (counted by the framework in the run, or the
+  registry's import-free count) x 4 bytes (fp32 parameters and gradients);
+- the collectives: what the row's strategy shards and runs each step, as the registry declares
+  it (`StrategySpec.communication`); a series whose strategy declares none, or is not in the
+  registry, is not projected, and the projection's `not_projected` says why;
+- the exchange: how the row's strategy issues them, as the registry declares it (DDP's buckets
+  where it declares none), with the registry's count of the model's trainable tensors;
 - the host: the smallest row's step less its exposed exchange, its compute and, where the
   loaders were the limit, its input wait (which the input cap carries): what its device waited
   for its host; split over its devices where one process drove several; and which process does
@@ -38,6 +40,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from mgbench.core.collectives import UNDECLARED, Communication
 from mgbench.core.errors import UsageError
 from mgbench.core.models import MODELS
 from mgbench.core.safe_files import read_regular
@@ -130,6 +133,15 @@ def trainable_tensors(row: pd.Series) -> int:
         return framework_spec(row["framework"]).capabilities.expected_tensors(row["model"])
     except UsageError:
         return MODELS[row["model"]].reference_tensors
+
+
+def strategy_communication(row: pd.Series) -> Communication | str:
+    """What the row's strategy declares it shards and communicates, or why there is nothing to price."""
+    try:
+        declared = framework_spec(row["framework"]).strategy(row["strategy"]).communication
+    except UsageError:
+        return f"{row['framework']} {row['strategy']} is not a registered strategy here, so what it communicates is unknown"
+    return declared or UNDECLARED
 
 
 def strategy_exchange(row: pd.Series) -> tuple[Exchange, str]:
@@ -233,6 +245,20 @@ class SeriesInputs:
             "overlap_share": model.overlap_share,
             "overlap_source": self.overlap_source,
             "tensors": model.tensors,
+            "communication": {
+                "shards": model.communication.shards.value,
+                "collectives": [
+                    {
+                        "kind": collective.kind.value,
+                        "carries": collective.carries.value,
+                        "phase": collective.phase.value,
+                        "fraction": collective.fraction,
+                    }
+                    for collective in model.communication.collectives
+                ],
+                "text": model.communication.describe(),
+                "source": f"declared by the strategy: {model.communication.source}",
+            },
             "exchange": {
                 "name": model.exchange.name,
                 "bucket_bytes": model.exchange.bucket_bytes,
@@ -245,7 +271,7 @@ class SeriesInputs:
         }
 
 
-def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect) -> SeriesInputs:
+def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect, communication: Communication) -> SeriesInputs:
     """The model of a series' step from its smallest row (module doc); `rows` sorted by devices."""
     base = rows.iloc[0]
     batch = int(base["batch_per_device"])
@@ -267,7 +293,14 @@ def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect) -> SeriesI
     devices = int(base["devices"])
     base_step = devices * batch / base["images_per_sec"]
     exposed = StepModel(
-        base_step, compute_share * base_step, overlap, gradient_bytes, batch, exchange, tensors
+        base_step,
+        compute_share * base_step,
+        overlap,
+        gradient_bytes,
+        batch,
+        exchange,
+        tensors,
+        communication=communication,
     ).exposed_seconds(here, devices)
     if exposed >= base_step:
         raise UsageError(
@@ -289,18 +322,25 @@ def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect) -> SeriesI
         input_images_per_sec_per_node=rate.images_per_sec_per_node if rate.kind == "limit" else None,
         host_seconds=host,
         dispatch=dispatch,
+        communication=communication,
     )
     return SeriesInputs(model, base, parameters, overlap_source, compute_source, exchange_source, dispatch_source, rate)
 
 
 def project_series(
-    root: Path, rows: pd.DataFrame, target: Interconnect, counts: list[int], epoch_images: int
+    root: Path,
+    rows: pd.DataFrame,
+    target: Interconnect,
+    counts: list[int],
+    epoch_images: int,
+    communication: Communication,
 ) -> dict[str, Any]:
-    """One series' inputs, calibration and projection at `counts` (module doc)."""
+    """One series' inputs, calibration and projection at `counts` (module doc), pricing the
+    collectives its strategy declares (`communication`)."""
     rows = rows.sort_values("devices")
     here = here_interconnect(root, target, int(rows["devices"].max()))
-    inputs = series_inputs(root, rows, here)
-    model, base = inputs.model, inputs.base
+    inputs = series_inputs(root, rows, here, communication)
+    model = inputs.model
     measured = {int(row["devices"]): inputs.efficiency(row) for _, row in rows.iloc[1:].iterrows()}
     calibration = [
         {
@@ -316,8 +356,7 @@ def project_series(
     first = first_below_floor(fitted, target, scanned)
     curve = sorted({1, *counts, *scan_counts(target.gpus_per_node, scanned)})
     return {
-        **{key: base[key] for key in SERIES if key != "batch_per_device"},
-        "batch_per_device": model.images_per_device,
+        **series_key(rows),
         "runs": list(rows["run_id"]),
         "inputs": inputs.record(),
         "measured": [
@@ -349,6 +388,15 @@ def project_series(
     }
 
 
+def series_key(rows: pd.DataFrame) -> dict[str, Any]:
+    """What names a series: its framework, strategy, model, precision and batch per device."""
+    base = rows.iloc[0]
+    return {
+        **{key: base[key] for key in SERIES if key != "batch_per_device"},
+        "batch_per_device": int(base["batch_per_device"]),
+    }
+
+
 def interconnect_record(interconnect: Interconnect) -> dict[str, Any]:
     def link(value: Link | None) -> dict[str, Any] | None:
         if value is None:
@@ -376,8 +424,9 @@ def assumptions(target: Interconnect, epoch_images: int) -> str:
         else ""
     )
     return (
-        f"weak scaling (batch per GPU fixed); fp32 gradients (4 B a parameter) all-reduced in buckets as each "
-        f"strategy exchanges them (see each series), NCCL ring or tree (the faster per bucket), "
+        f"weak scaling (batch per GPU fixed); fp32 parameters and gradients (4 B a parameter) moved by the "
+        f"collectives each strategy declares, in buckets as it issues them (see each series), NCCL ring or tree "
+        f"(the faster per all-reduce bucket), "
         f"within a node {target.within.name} ({target.within.bus_bytes_per_second / GB:g} GB/s){across}, "
         f"{target.gpus_per_node} GPUs a node; an exchange beside the backward hides behind the compute from the "
         f"first bucket (measured where a multi-device row was profiled, else {ASSUMED_OVERLAP:.0%} of it), but for "
@@ -403,7 +452,15 @@ def project_folder(data: FolderRows, target: Interconnect, counts: list[int], ep
         raise UsageError(f"{root} has no ok row to project")
     for count in counts:
         target.nodes(count)
-    series = [project_series(root, rows, target, counts, epoch_images) for _, rows in ok.groupby(SERIES, sort=True)]
+    series, not_projected = [], []
+    for _, rows in ok.groupby(SERIES, sort=True):
+        communication = strategy_communication(rows.iloc[0])
+        if isinstance(communication, str):
+            not_projected.append({**series_key(rows), "runs": list(rows["run_id"]), "reason": communication})
+        else:
+            series.append(project_series(root, rows, target, counts, epoch_images, communication))
+    if not series:
+        raise UsageError(f"{root} has no series to project: {'; '.join(not_projected_text(r) for r in not_projected)}")
     return {
         "written_by": WRITTEN_BY,
         "counts": counts,
@@ -411,7 +468,16 @@ def project_folder(data: FolderRows, target: Interconnect, counts: list[int], ep
         "epoch_images": epoch_images,
         "assumptions": assumptions(target, epoch_images),
         "series": series,
+        "not_projected": not_projected,
     }
+
+
+def not_projected_text(record: dict[str, Any]) -> str:
+    """A series left out of the projection, and why, on one line."""
+    return (
+        f"{record['framework']} {record['strategy']} {record['model']} {record['precision']} "
+        f"{record['batch_per_device']}/GPU not projected: {record['reason']}"
+    )
 
 
 def write_projection(root: Path, projection: dict[str, Any]) -> Path:

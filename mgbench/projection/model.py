@@ -2,26 +2,35 @@
 
 The model, in the order a step meets it (weak scaling: the batch per device stays fixed):
 
-- **Gradient bytes** per step: trainable parameters x bytes per gradient element. Data-parallel
-  strategies all-reduce gradients in the parameters' dtype, and every adapter here keeps fp32
-  weights under bf16/fp16 autocast, so gradients are fp32 (4 bytes).
-- **All-reduce time** of a message of B bytes over N devices on M nodes of G devices each, in
+- **Model bytes** per step: trainable parameters x bytes per element. Data-parallel strategies
+  exchange parameters and gradients in the parameters' dtype, and every adapter here keeps fp32
+  weights under bf16/fp16 autocast, so both are fp32 (4 bytes).
+- **Collectives**: what the strategy runs each step over those bytes (`Communication`, declared
+  per strategy in the framework registry: DDP an all-reduce of the gradients during the
+  backward; FSDP's full shard an all-gather of the parameters during the forward, another and a
+  reduce-scatter of the gradients during the backward), each a message of its share of them.
+- **Collective time** of a message of B bytes over N devices on M nodes of G devices each, in
   NCCL's own alpha-beta form (its tuning model, `src/graph/tuning.cc`) and bus-bandwidth
-  convention (busbw = algbw x 2(N-1)/N for a ring, as nccl-tests report it):
-    ring: base + 2(N-M) a_within + 2(M-1) a_across + 2(N-1)/N x B / busbw
-    tree: base + 2((G-1) a_within + floor(log2 M) a_across) + 2 x B / busbw
+  convention (busbw = algbw x the kind's factor, as nccl-tests report it; a ring's message goes
+  round p times, 2 for an all-reduce, else 1, and moves f x B through each link, f = 2(N-1)/N for
+  an all-reduce, (N-1)/N for an all-gather or reduce-scatter, 1 for a broadcast or reduce):
+    ring: base + p(N-M) a_within + p(M-1) a_across + f x B / busbw
+    tree (all-reduce only): base + 2((G-1) a_within + floor(log2 M) a_across) + 2 x B / busbw
   (a tree's algorithm bandwidth is half its bus bandwidth); busbw is the within-node link's
   where one node holds every device, else the smaller of it and the node's network (rings
-  stream through every node's NICs at once). Each message takes whichever algorithm is faster,
-  as NCCL's tuner does.
-- **Exchange**: how the strategy hands its gradients to the all-reduce (`Exchange`, declared per
-  strategy in the framework registry): in buckets of up to a size (DDP's 25 MiB, Horovod's 64 MiB
-  fusion buffer, XLA's 30 MiB all-reduce combiner, which also puts at most 256 tensors in one),
-  one all-reduce each; each pays the latency terms, all together pay the bandwidth term once.
-- **Overlap**: an overlapped exchange (DDP, Horovod) runs while the backward pass still computes;
-  it is hidden up to a window of `overlap_share` x the step's compute, except the last bucket,
-  which only exists once the backward has ended: exposed = max(total - window, last bucket).
-  An exchange after the backward (XLA's, as its default GPU schedule runs it) is exposed whole.
+  stream through every node's NICs at once). Each all-reduce takes whichever algorithm is
+  faster, as NCCL's tuner does.
+- **Exchange**: how the strategy issues its collectives (`Exchange`, declared per strategy in
+  the framework registry): in buckets of up to a size (DDP's 25 MiB, Horovod's 64 MiB fusion
+  buffer, XLA's 30 MiB all-reduce combiner, which also puts at most 256 tensors in one), one
+  collective each; each pays the latency terms, all together pay the bandwidth term once.
+- **Overlap**: an overlapped exchange (DDP, Horovod) runs a pass's collectives while that pass
+  still computes. Those of the backward hide behind a window of `overlap_share` x the step's
+  compute, except the largest bucket (the last, which only exists once the backward has ended);
+  those of the forward behind the rest of the compute, except the largest (the first, which the
+  forward waits for): exposed = max(total - window, largest bucket), per pass. An exchange after
+  the backward (XLA's, as its default GPU schedule runs it), and collectives before the forward
+  or after the backward (DataParallel's, ZeRO's parameter broadcast) are exposed whole.
 - **Host**: what one device's step spends waiting for its host (the one-device step less its
   compute: the host launching the step, copying the batch, synchronising). With a process per
   device (DDP, Horovod) every process does this for its own device beside the others, already
@@ -34,7 +43,7 @@ The model, in the order a step meets it (weak scaling: the batch per device stay
   measured multi-device row.
 - **Input**: a node whose data loaders deliver at most R images/sec caps the node at R.
 
-Step at N = one-device step + exposed all-reduce + host of the further devices one process
+Step at N = one-device step + exposed collectives + host of the further devices one process
 drives + overhead (N > 1); images/sec = N x batch / step, capped by the input; efficiency =
 images/sec over N x the one-device rate.
 """
@@ -45,13 +54,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from mgbench.core.collectives import CollectiveKind, Communication, Phase, gradient_all_reduce
 from mgbench.core.errors import UsageError
 from mgbench.frameworks.exchange import DDP_EXCHANGE, PROCESS_PER_DEVICE, Dispatch, Exchange
 
 Algorithm = Literal["ring", "tree"]
 ALGORITHMS: tuple[Algorithm, ...] = ("ring", "tree")
 BASE_LATENCY_SECONDS = {"ring": 8.4e-6, "tree": 0.0}
-"""NCCL's base latency per all-reduce for its Simple protocol (the one large buckets use)."""
+"""NCCL's base latency per collective for its Simple protocol (the one large buckets use)."""
 EFFICIENCY_FLOOR = 0.9
 """Where a row's scaling is said to stop: the first count whose efficiency is under this."""
 
@@ -118,23 +128,42 @@ class Interconnect:
 
     def allreduce_seconds(self, message_bytes: float, devices: int, algorithm: Algorithm) -> float:
         """One all-reduce of `message_bytes` over `devices` (module doc); 0 on one device."""
+        if algorithm == "ring":
+            return self.ring_seconds(CollectiveKind.ALL_REDUCE, message_bytes, devices)
         if devices == 1:
             return 0.0
         nodes = self.nodes(devices)
         per_node = devices // nodes
-        within = self.within.hop_seconds[algorithm]
-        across = self.across.hop_seconds[algorithm] if self.across is not None and nodes > 1 else 0.0
-        bus = self.bus_bandwidth(devices)
-        if algorithm == "ring":
-            latency = 2 * (devices - nodes) * within + 2 * (nodes - 1) * across
-            transfer = 2 * (devices - 1) / devices * message_bytes / bus
-        else:
-            latency = 2 * ((per_node - 1) * within + int(math.log2(nodes)) * across)
-            transfer = 2 * message_bytes / bus
+        within, across = self.hop_seconds(algorithm, nodes)
+        latency = 2 * ((per_node - 1) * within + int(math.log2(nodes)) * across)
+        transfer = 2 * message_bytes / self.bus_bandwidth(devices)
         return BASE_LATENCY_SECONDS[algorithm] + latency + transfer
+
+    def ring_seconds(self, kind: CollectiveKind, message_bytes: float, devices: int) -> float:
+        """One collective of `kind` of `message_bytes` round a ring of `devices` (module doc); 0 on one device."""
+        if devices == 1:
+            return 0.0
+        nodes = self.nodes(devices)
+        within, across = self.hop_seconds("ring", nodes)
+        latency = kind.passes * (devices - nodes) * within + kind.passes * (nodes - 1) * across
+        transfer = kind.bus_factor(devices) * message_bytes / self.bus_bandwidth(devices)
+        return BASE_LATENCY_SECONDS["ring"] + latency + transfer
+
+    def hop_seconds(self, algorithm: Algorithm, nodes: int) -> tuple[float, float]:
+        """One hop's latency within a node and across nodes (none on one node)."""
+        across = self.across.hop_seconds[algorithm] if self.across is not None and nodes > 1 else 0.0
+        return self.within.hop_seconds[algorithm], across
 
     def fastest_allreduce_seconds(self, message_bytes: float, devices: int, algorithms: tuple[Algorithm, ...]) -> float:
         return min(self.allreduce_seconds(message_bytes, devices, algorithm) for algorithm in algorithms)
+
+    def fastest_seconds(
+        self, kind: CollectiveKind, message_bytes: float, devices: int, algorithms: tuple[Algorithm, ...]
+    ) -> float:
+        """One collective of `kind` by the fastest of `algorithms` it has (a ring where it has no tree)."""
+        if kind.has_tree:
+            return self.fastest_allreduce_seconds(message_bytes, devices, algorithms)
+        return self.ring_seconds(kind, message_bytes, devices)
 
 
 @dataclass(frozen=True)
@@ -147,7 +176,7 @@ class CountProjection:
     images_per_sec: float
     efficiency: float
     allreduce_seconds: float
-    """The whole exchange of one step, hidden or not."""
+    """The whole exchange of one step, every collective, hidden or not."""
     exposed_seconds: float
     """What of it the backward pass does not hide."""
     host_seconds: float
@@ -176,6 +205,8 @@ class StepModel:
     compute_seconds: float
     overlap_share: float
     gradient_bytes: float
+    """The model's bytes (its fp32 parameters, and as many of gradients): what each collective
+    carries its share of."""
     images_per_device: int
     exchange: Exchange = DDP_EXCHANGE
     tensors: int | None = None
@@ -189,6 +220,9 @@ class StepModel:
     """What the one-device step waits for its host (module doc): paid once more for each further
     device one process drives (`dispatch`)."""
     dispatch: Dispatch = PROCESS_PER_DEVICE
+    communication: Communication = gradient_all_reduce("data parallelism on a replicated model")
+    """The collectives of one step, as the strategy declares them (the calibration projects no
+    strategy that declares none); the default is the model's formulas' plain case."""
 
     def __post_init__(self) -> None:
         if self.one_device_step_seconds <= 0 or self.gradient_bytes <= 0 or self.exchange.bucket_bytes <= 0:
@@ -202,26 +236,42 @@ class StepModel:
         """The host work one process adds for the devices it drives beyond the first."""
         return (self.dispatch.devices_in_turn(devices, nodes) - 1) * self.host_seconds
 
-    def allreduce_seconds(self, interconnect: Interconnect, devices: int) -> tuple[float, float]:
-        """The whole exchange of one step (every bucket) and its last bucket alone (the largest:
-        the backward may end on a full one)."""
-        sizes = self.exchange.buckets(self.gradient_bytes, self.tensors)
-        times = [interconnect.fastest_allreduce_seconds(size, devices, self.algorithms) for size in sizes]
-        return sum(times), max(times)
+    def bucket_seconds(self, interconnect: Interconnect, devices: int, phase: Phase) -> list[float]:
+        """Each bucket's time of the collectives `phase` runs, as the exchange issues them."""
+        return [
+            interconnect.fastest_seconds(collective.kind, size, devices, self.algorithms)
+            for collective in self.communication.in_phase(phase)
+            for size in self.exchange.buckets(collective.message_bytes(self.gradient_bytes), self.tensors)
+        ]
+
+    def window_seconds(self, phase: Phase) -> float:
+        """The compute an overlapped exchange hides `phase`'s collectives behind: the backward's
+        window (`overlap_share`), the rest of the compute for the forward's, none outside them."""
+        if not (self.exchange.overlapped and phase.beside_compute):
+            return 0.0
+        share = self.overlap_share if phase is Phase.BACKWARD else 1 - self.overlap_share
+        return share * self.compute_seconds
+
+    def collective_seconds(self, interconnect: Interconnect, devices: int) -> tuple[float, float]:
+        """The whole exchange of one step (every collective, every bucket) and its largest bucket
+        alone (the last of the backward's may be a full one)."""
+        times = [time for phase in Phase for time in self.bucket_seconds(interconnect, devices, phase)]
+        return sum(times), max(times, default=0.0)
 
     def exposed_seconds(self, interconnect: Interconnect, devices: int) -> float:
-        """What of the exchange the step waits for: all of it after the backward, else what
-        the window leaves, never less than the last bucket."""
+        """What of the exchange the step waits for: per phase, what its window leaves, never less
+        than its largest bucket (all of it where no window hides it)."""
         if devices == 1:
             return 0.0
-        total, last = self.allreduce_seconds(interconnect, devices)
-        if not self.exchange.overlapped:
-            return total
-        return max(total - self.overlap_share * self.compute_seconds, last)
+        exposed = 0.0
+        for phase in Phase:
+            if times := self.bucket_seconds(interconnect, devices, phase):
+                exposed += max(sum(times) - self.window_seconds(phase), max(times))
+        return exposed
 
     def at(self, interconnect: Interconnect, devices: int) -> CountProjection:
         nodes = interconnect.nodes(devices)
-        total, _ = self.allreduce_seconds(interconnect, devices)
+        total, _ = self.collective_seconds(interconnect, devices)
         exposed = self.exposed_seconds(interconnect, devices)
         host = self.further_host_seconds(devices, nodes)
         overhead = self.overhead_seconds if devices > 1 else 0.0

@@ -1,14 +1,17 @@
-"""Link bandwidths and what they predict: the gradient all-reduce's share of a training step.
+"""Link bandwidths and what they predict: the share of a training step its strategy's collectives take.
 
 `mgbench bandwidth` measures (through torch, in `mgbench.frameworks.pytorch.bandwidth_worker`) copies
 between host and devices, between devices, and all-reduce over message sizes, into
 `bandwidth.json`, beside the device's dense matrix-product peak (`mgbench.records.peak` takes
 rows' share of the peak against it). This module holds the framework-neutral part: the file's schema, the ring
-all-reduce model, and the figure put into result rows.
+model, and the figure put into result rows.
 
 Bus bandwidth follows nccl-tests: a ring all-reduce of B bytes over N devices moves
 2(N-1)/N * B bytes through each link, so busbw = algbw * 2(N-1)/N is comparable across N, and
-the expected time of an all-reduce is 2(N-1)/N * B / busbw.
+the expected time of an all-reduce is 2(N-1)/N * B / busbw. Every other collective is priced at
+the same bus bandwidth with its own factor (`mgbench.core.collectives.CollectiveKind.bus_factor`):
+a step's expected communication is the bytes its strategy's declared collectives move through
+each link (`Communication.bus_bytes`) over the bus bandwidth.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mgbench.core.collectives import UNDECLARED, CollectiveKind, Communication
 from mgbench.core.errors import UsageError
 from mgbench.core.schema import check_fields, read_json_file
 from mgbench.records.results import RunResult, write_json_atomically
 
 BANDWIDTH_FILE = "bandwidth.json"
 GRADIENT_BYTES_PER_PARAM = 4
-"""Gradients are exchanged in fp32: every adapter keeps fp32 weights, autocast or not."""
+"""Parameters and gradients are exchanged in fp32: every adapter keeps fp32 weights, autocast or not."""
 DEFAULT_SIZES = (2**10, 2**16, 2**20, 2**22, 2**24, 2**26)
 DEFAULT_COPY_BYTES = 2**26
 GB = 1e9
@@ -33,14 +37,16 @@ ALLREDUCE_FIELDS = ("bytes", "seconds", "algbw_gbps", "busbw_gbps")
 
 def ring_factor(devices: int) -> float:
     """Bytes through each link per byte all-reduced by a ring: 2(N-1)/N."""
-    return 2 * (devices - 1) / devices
+    return CollectiveKind.ALL_REDUCE.bus_factor(devices)
 
 
-def expected_allreduce_seconds(param_count: int, bytes_per_param: int, bus_bandwidth: float, devices: int) -> float:
-    """Seconds one all-reduce of every gradient should take at `bus_bandwidth` bytes/s (ring model)."""
+def expected_communication_seconds(
+    communication: Communication, param_count: int, bytes_per_param: int, bus_bandwidth: float, devices: int
+) -> float:
+    """Seconds one step's collectives should take at `bus_bandwidth` bytes/s (ring model)."""
     if devices < 1 or bus_bandwidth <= 0:
         raise ValueError(f"need devices >= 1 and a positive bandwidth, got {devices}, {bus_bandwidth}")
-    return ring_factor(devices) * param_count * bytes_per_param / bus_bandwidth
+    return communication.bus_bytes(param_count * bytes_per_param, devices) / bus_bandwidth
 
 
 def parse_size(token: str, option: str = "--sizes") -> int:
@@ -116,11 +122,11 @@ class BandwidthReport:
             raise foreign(f"an all-reduce entry lacks one of {', '.join(ALLREDUCE_FIELDS)}")
         return report
 
-    def bus_bandwidth_for(self, message_bytes: int) -> float | None:
+    def bus_bandwidth_for(self, message_bytes: float) -> float | None:
         """Bus bandwidth (bytes/s) at the largest measured size not above `message_bytes`.
 
-        Frameworks exchange gradients in buckets, never as one message larger than the model,
-        so the largest size up to the gradient size is the closest measured case.
+        Frameworks issue collectives in buckets, never as one message larger than the model,
+        so the largest size up to a step's largest message is the closest measured case.
         """
         measured = sorted((entry for entry in self.allreduce if entry["busbw_gbps"] > 0), key=lambda e: e["bytes"])
         if not measured:
@@ -135,16 +141,20 @@ def _is_allreduce_entry(entry: object) -> bool:
     )
 
 
-def annotate_allreduce(result: RunResult, report: BandwidthReport) -> None:
-    """Put the expected gradient all-reduce time and its share of the median step into `result`."""
+def annotate_allreduce(result: RunResult, report: BandwidthReport, communication: Communication | None) -> None:
+    """Put the expected time of the collectives its strategy declares (`communication`) and their
+    share of the median step into `result`; a strategy that declares none gets no figure, and a
+    warning that says why."""
     config = result.config
     parameters, step = result.build.parameters, result.timing.median_step_seconds
     if result.status != "ok" or config.devices < 2 or not parameters or not step:
         return
-    gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAM
-    bus = report.bus_bandwidth_for(gradient_bytes)
+    if communication is None:
+        result.warnings.append(f"no expected communication time: {UNDECLARED}")
+        return
+    bus = report.bus_bandwidth_for(communication.largest_message(parameters * GRADIENT_BYTES_PER_PARAM))
     if bus is None:
         return
-    seconds = expected_allreduce_seconds(parameters, GRADIENT_BYTES_PER_PARAM, bus, config.devices)
+    seconds = expected_communication_seconds(communication, parameters, GRADIENT_BYTES_PER_PARAM, bus, config.devices)
     result.limit.expected_allreduce_seconds = seconds
     result.limit.allreduce_step_fraction = seconds / step

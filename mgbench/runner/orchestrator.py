@@ -346,7 +346,7 @@ def run_compare(
                 on_result(result)
                 return book.rows()
             if bandwidth is not None:
-                annotate_allreduce(result, bandwidth)
+                annotate_allreduce(result, bandwidth, run.strategy.communication)
             if result.status == "ok":
                 annotate_work(result, model_work(result.config.job.model, result.config.job.input_size), bandwidth)
             book.record(folder, result)

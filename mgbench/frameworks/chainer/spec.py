@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mgbench.core.collectives import Phase, gradient_all_reduce
 from mgbench.frameworks.memory import CUPY_CAP, CUPY_OOM, DeviceMemory
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
@@ -18,6 +19,11 @@ FRAMEWORK = FrameworkSpec(
             "ChainerMN, one MPI process per device: pure_nccl communicator on GPU, naive (MPI) on CPU; "
             "unstaged input: each batch sent to the device when the step takes it",
             staged=False,
+            communication=gradient_all_reduce(
+                "chainermn.create_multi_node_optimizer: a replica per process; its update all-reduces every "
+                "gradient (multi_node_mean_grad, packed into one buffer by pure_nccl) after the backward",
+                Phase.AFTER_BACKWARD,
+            ),
         ),
     ),
     import_names=("chainer", "chainermn", "mpi4py"),

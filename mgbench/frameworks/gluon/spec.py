@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mgbench.core.collectives import Collective, CollectiveKind, Communication, Phase, Sharding, Tensors
 from mgbench.frameworks.memory import MXNET_CAP, MXNET_OOM, DeviceMemory
 from mgbench.frameworks.specs import BATCH_NORM_UNMATCHED, Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
@@ -13,6 +14,19 @@ GLUON_MODELS = ModelBuilders(
 """torchvision's architectures built in `gluon.nn` (Inception-v3 the model zoo's; ViT-B/16 with attention from
 MXNet's own operators), as `models.py` builds them."""
 
+KVSTORE_COMMUNICATION = Communication(
+    Sharding.NOTHING,
+    (
+        Collective(CollectiveKind.REDUCE, Tensors.GRADIENTS, Phase.AFTER_BACKWARD),
+        Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, Phase.AFTER_BACKWARD),
+    ),
+    "gluon.Trainer.step (mxnet/gluon/trainer.py, _allreduce_grads): after the backward, kvstore.pushpull of "
+    "each parameter: push sums its gradients onto one device, which updates it there (update_on_kvstore, "
+    "MXNET_UPDATE_ON_KVSTORE=1 by default), and pull broadcasts the updated parameter to every device; kvstore "
+    "'nccl' does the same with ncclReduce and ncclBcast",
+)
+"""What both kvstores move each step."""
+
 FRAMEWORK = FrameworkSpec(
     name="gluon",
     module="mgbench.frameworks.gluon.adapter",
@@ -23,6 +37,7 @@ FRAMEWORK = FrameworkSpec(
             "one process drives every device; gluon.Trainer sums gradients through kvstore 'device'; "
             "unstaged input: split_and_load copies each device's slice when the step takes it",
             staged=False,
+            communication=KVSTORE_COMMUNICATION,
         ),
         StrategySpec(
             "nccl",
@@ -30,6 +45,7 @@ FRAMEWORK = FrameworkSpec(
             "as 'device', with gradients summed through kvstore 'nccl'",
             cpu_multi_device_note="the NCCL kvstore exchanges between CUDA devices only",
             staged=False,
+            communication=KVSTORE_COMMUNICATION,
         ),
     ),
     import_names=("mxnet",),

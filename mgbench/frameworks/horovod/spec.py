@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from mgbench.core.collectives import gradient_all_reduce
 from mgbench.frameworks.exchange import HOROVOD_EXCHANGE
 from mgbench.frameworks.pytorch.spec import TORCH_CAPABILITIES, TORCH_MEMORY
 from mgbench.frameworks.specs import FrameworkSpec, StrategySpec
@@ -16,6 +17,10 @@ FRAMEWORK = FrameworkSpec(
             "horovodrun",
             "Horovod over PyTorch: DistributedOptimizer all-reduce, one process per device (NCCL on GPU, gloo "
             "on CPU); input staged as pytorch's ddp (torch's DataLoader, side-stream copy on GPU)",
+            communication=gradient_all_reduce(
+                "horovod.torch.DistributedOptimizer: a replica per process, each gradient handed to the "
+                "all-reduce by its hook as the backward computes it"
+            ),
             exchange=HOROVOD_EXCHANGE,
         ),
     ),

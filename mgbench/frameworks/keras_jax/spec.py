@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mgbench.core.collectives import gradient_all_reduce
 from mgbench.frameworks.exchange import ONE_PROCESS_PER_NODE, XLA_EXCHANGE
 from mgbench.frameworks.keras.environment import jax_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
@@ -15,6 +16,13 @@ TORCHVISION_BY_DLPACK = f"{NVJPEG}, {HANDED_TO_JAX}"
 (`device_decode.py`): the torch of the pytorch environment, which this one sees beneath its own
 (`packages_from`), so no second copy of torch and its CUDA libraries is installed."""
 
+XLA_COMMUNICATION = gradient_all_reduce(
+    "JAX: the parameters replicated on every device, the gradients all-reduced inside the compiled step "
+    "(keras.distribution.DataParallel's sharding has XLA's SPMD partitioner insert it; jax-shard-map's pmean "
+    "is one)"
+)
+"""What every keras-jax strategy moves each step."""
+
 FRAMEWORK = FrameworkSpec(
     name="keras-jax",
     module="mgbench.frameworks.keras_jax.adapter",
@@ -24,6 +32,7 @@ FRAMEWORK = FrameworkSpec(
             "inprocess",
             "Keras 3 over JAX, keras.distribution.DataParallel: Keras' jitted step on a held state, "
             "batches sharded onto the devices one step ahead",
+            communication=XLA_COMMUNICATION,
             exchange=XLA_EXCHANGE,
             dispatch=ONE_PROCESS_PER_NODE,
         ),
@@ -31,6 +40,7 @@ FRAMEWORK = FrameworkSpec(
             "jax-dp-on-batch",
             "inprocess",
             "as jax-dp, but model.train_on_batch on the pre-sharded batches (variables synced every step)",
+            communication=XLA_COMMUNICATION,
             exchange=XLA_EXCHANGE,
             dispatch=ONE_PROCESS_PER_NODE,
         ),
@@ -41,6 +51,7 @@ FRAMEWORK = FrameworkSpec(
                 "Keras 3 over JAX, one device's step mapped over the devices with jax.shard_map: local "
                 "batch-norm statistics as in DDP (jax-dp's DataParallel syncs them), gradients averaged by pmean; "
                 "staged: each batch sharded onto the devices one step ahead, from page-locked host memory",
+                communication=XLA_COMMUNICATION,
                 exchange=XLA_EXCHANGE,
                 dispatch=ONE_PROCESS_PER_NODE,
             ),

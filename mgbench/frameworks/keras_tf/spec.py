@@ -3,6 +3,15 @@ tf.distribute; what the tensorflow loop shares with it (staging, its text) is bo
 
 from __future__ import annotations
 
+from mgbench.core.collectives import (
+    Collective,
+    CollectiveKind,
+    Communication,
+    Phase,
+    Sharding,
+    Tensors,
+    gradient_all_reduce,
+)
 from mgbench.frameworks.keras.environment import tensorflow_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS, TF_DATA_DECODES
 from mgbench.frameworks.memory import TENSORFLOW_CAP, TENSORFLOW_OOM, XLA_OOM, DeviceMemory
@@ -26,6 +35,23 @@ KERAS_TF_UNSTAGED = "host batches sliced per replica and copied inside the step"
 """How keras-tf's unstaged twins (and the tensorflow loop's) feed the replicas."""
 TENSORFLOW_MEMORY = DeviceMemory((TENSORFLOW_OOM, XLA_OOM), cap=TENSORFLOW_CAP)
 """How TensorFlow runs out of GPU memory (in its own kernels or, with `--compile`, XLA's) and is capped."""
+MIRRORED_COMMUNICATION = gradient_all_reduce(
+    "tf.distribute.MirroredStrategy: the variables mirrored on every device; the optimizer all-reduces every "
+    "replica's gradients together once the backward has computed them all, before the update (on GPUs "
+    "NcclAllReduce, all of them packed into one message: num_packs=1)",
+    Phase.AFTER_BACKWARD,
+)
+"""What MirroredStrategy moves each step, under Keras' step and the tensorflow loop alike."""
+CENTRAL_STORAGE_COMMUNICATION = Communication(
+    Sharding.NOTHING,
+    (
+        Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, Phase.BEFORE_FORWARD),
+        Collective(CollectiveKind.REDUCE, Tensors.GRADIENTS, Phase.AFTER_BACKWARD),
+    ),
+    "tf.distribute.experimental.CentralStorageStrategy: the variables live on the CPU, every replica reads them "
+    "onto its device each step and their gradients are summed onto the CPU, which updates them; both cross "
+    "the host's links, which a bus bandwidth measured between devices prices only roughly",
+)
 
 FRAMEWORK = FrameworkSpec(
     name="keras-tf",
@@ -33,7 +59,10 @@ FRAMEWORK = FrameworkSpec(
     strategies=(
         *with_unstaged_twin(
             StrategySpec(
-                "mirrored", "inprocess", f"Keras 3 over TF, tf.distribute.MirroredStrategy; {KERAS_TF_STAGING}"
+                "mirrored",
+                "inprocess",
+                f"Keras 3 over TF, tf.distribute.MirroredStrategy; {KERAS_TF_STAGING}",
+                communication=MIRRORED_COMMUNICATION,
             ),
             KERAS_TF_UNSTAGED,
         ),
@@ -43,6 +72,7 @@ FRAMEWORK = FrameworkSpec(
                 "inprocess",
                 f"variables on the CPU, compute mirrored on the devices (parameter server on CPU); {KERAS_TF_STAGING}",
                 no_compile_note=CENTRAL_STORAGE_NO_COMPILE,
+                communication=CENTRAL_STORAGE_COMMUNICATION,
             ),
             KERAS_TF_UNSTAGED,
         ),

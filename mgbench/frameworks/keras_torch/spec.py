@@ -8,7 +8,7 @@ from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.keras.environment import torch_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
 from mgbench.frameworks.memory import TORCH_CAP, TORCH_OOM, DeviceMemory, GpuBatch
-from mgbench.frameworks.pytorch.spec import NVJPEG, TORCH_COMPILE
+from mgbench.frameworks.pytorch.spec import DDP_COMMUNICATION, NVJPEG, TORCH_COMPILE
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 FRAMEWORK = FrameworkSpec(
@@ -22,6 +22,7 @@ FRAMEWORK = FrameworkSpec(
                 "Keras 3 over PyTorch: the Keras model (a torch.nn.Module) in DistributedDataParallel, "
                 "one process per device, custom loop (Keras' torch backend has no keras.distribution); "
                 "staged: on GPUs each batch copied from pinned memory on a side stream one step ahead",
+                communication=DDP_COMMUNICATION,
                 exchange=DDP_EXCHANGE,
             ),
             "each batch copied to the device with a plain .to(device) when the step takes it",

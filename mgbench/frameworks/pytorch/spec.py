@@ -5,6 +5,15 @@ borrowed: torchvision's builder table, torch's loader and torch.compile."""
 
 from __future__ import annotations
 
+from mgbench.core.collectives import (
+    Collective,
+    CollectiveKind,
+    Communication,
+    Phase,
+    Sharding,
+    Tensors,
+    gradient_all_reduce,
+)
 from mgbench.core.job import DEFAULT_COMPILE_MODE
 from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.memory import TORCH_CAP, TORCH_OOM, DeviceMemory
@@ -45,6 +54,21 @@ TORCH_CAPABILITIES = Capabilities(
 compiler and device decoder."""
 TORCH_MEMORY = DeviceMemory((TORCH_OOM,), cap=TORCH_CAP)
 """How PyTorch and Horovod over it run out of GPU memory and are capped (`memory.py`)."""
+DDP_COMMUNICATION = gradient_all_reduce(
+    "torch.nn.parallel.DistributedDataParallel: a replica per process, each bucket of gradients all-reduced "
+    "by the autograd hook the backward reaches it in (torch/csrc/distributed/c10d/reducer.cpp)"
+)
+"""What DDP moves each step, in PyTorch and in Keras over PyTorch."""
+DATA_PARALLEL_COMMUNICATION = Communication(
+    Sharding.NOTHING,
+    (
+        Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, Phase.BEFORE_FORWARD),
+        Collective(CollectiveKind.REDUCE, Tensors.GRADIENTS, Phase.AFTER_BACKWARD),
+    ),
+    "torch.nn.DataParallel: every forward replicates the module from device 0 (torch/nn/parallel/replicate.py: "
+    "Broadcast, comm.broadcast_coalesced of the parameters), and that broadcast's backward sums every replica's "
+    "gradients onto device 0 (ReduceAddCoalesced, one autograd node for all of them: after the backward)",
+)
 
 FRAMEWORK = FrameworkSpec(
     name="pytorch",
@@ -56,6 +80,7 @@ FRAMEWORK = FrameworkSpec(
                 "torchrun",
                 "DistributedDataParallel, one process per device (NCCL on GPU, gloo on CPU); staged input: "
                 "on GPU the next batch is copied from pinned memory on a side stream during the step",
+                communication=DDP_COMMUNICATION,
                 exchange=DDP_EXCHANGE,
             ),
             "with unstaged input: each batch copied to the device by a plain .to(device) when the step "
@@ -70,6 +95,7 @@ FRAMEWORK = FrameworkSpec(
             "nn.DataParallel, outputs gathered on device 0 where the loss is computed",
             cpu_multi_device_note="nn.DataParallel replicates over CUDA devices only",
             no_compile_note=DATA_PARALLEL_NO_COMPILE,
+            communication=DATA_PARALLEL_COMMUNICATION,
         ),
         StrategySpec(
             "dp-loss",
@@ -77,6 +103,7 @@ FRAMEWORK = FrameworkSpec(
             "nn.DataParallel with the loss computed on each device; only per-device losses gathered",
             cpu_multi_device_note="nn.DataParallel replicates over CUDA devices only",
             no_compile_note=DATA_PARALLEL_NO_COMPILE,
+            communication=DATA_PARALLEL_COMMUNICATION,
         ),
     ),
     import_names=("torch", "torchvision"),

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from mgbench.frameworks.keras.environment import tensorflow_variables
 from mgbench.frameworks.keras.spec import KERAS_MODELS, TF_DATA_DECODES
-from mgbench.frameworks.keras_tf.spec import KERAS_TF_STAGING, KERAS_TF_UNSTAGED, TENSORFLOW_MEMORY
+from mgbench.frameworks.keras_tf.spec import (
+    KERAS_TF_STAGING,
+    KERAS_TF_UNSTAGED,
+    MIRRORED_COMMUNICATION,
+    TENSORFLOW_MEMORY,
+)
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 XLA_JIT = Compiler("xla")
@@ -20,6 +25,7 @@ FRAMEWORK = FrameworkSpec(
                 "mirrored",
                 "inprocess",
                 f"custom loop: tf.function + strategy.run under MirroredStrategy; {KERAS_TF_STAGING}",
+                communication=MIRRORED_COMMUNICATION,
             ),
             KERAS_TF_UNSTAGED,
         ),

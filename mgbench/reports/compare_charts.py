@@ -18,7 +18,7 @@ from mgbench.measure.breakdown import CATEGORIES, has_breakdown
 from mgbench.measure.timing import HOST_PHASES
 from mgbench.reports.cells import number, run_label
 from mgbench.reports.columns import Col
-from mgbench.reports.figures import bar_text, finite, headroom, job_title, legend_outside, new_figure, save
+from mgbench.reports.figures import bar_text, finite, job_title, legend_outside, new_figure, save, scale_of
 from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_host_timing, held_back
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
@@ -46,6 +46,7 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     width = min(0.8 / len(counts), 0.3)
     figure = new_figure()
     axes = figure.subplots()
+    scale, scaled = scale_of(ok[Col.IMAGES_PER_SEC_P90].fillna(ok[Col.IMAGES_PER_SEC]))
     tops = [0.0]
     for position, count in enumerate(counts):
         xs, heights, spreads = [], [], []
@@ -55,22 +56,23 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
                 continue
             run = match.iloc[0]
             xs.append(index + width * (position - (len(counts) - 1) / 2))
-            heights.append(run[Col.IMAGES_PER_SEC])
-            spreads.append((xs[-1], number(run[Col.IMAGES_PER_SEC_P10]), number(run[Col.IMAGES_PER_SEC_P90])))
-        axes.bar(xs, heights, width, label=f"{count} device{'s' if count > 1 else ''}")
-        for x, height, (_, low, high) in zip(xs, heights, spreads, strict=True):
-            top = height
-            if low is not None and high is not None and np.isfinite((high - low) / 2):
+            heights.append(float(run[Col.IMAGES_PER_SEC]))
+            spreads.append((number(run[Col.IMAGES_PER_SEC_P10]), number(run[Col.IMAGES_PER_SEC_P90])))
+        axes.bar(xs, [height / scale for height in heights], width, label=f"{count} device{'s' if count > 1 else ''}")
+        for x, height, (low, high) in zip(xs, heights, spreads, strict=True):
+            top = height / scale
+            if low is not None and high is not None:
+                low, high = low / scale, high / scale
                 axes.errorbar(x, (low + high) / 2, yerr=(high - low) / 2, fmt="none", ecolor="black", capsize=3)
-                top = max(height, high)  # the label sits above the cap, never on it
+                top = max(top, high)  # the figure sits above the whisker's cap, never on it
             axes.annotate(
                 bar_text(height), (x, top), xytext=(0, 3), textcoords="offset points", ha="center", fontsize="small"
             )
             tops.append(top)
     axes.set_xticks(range(len(groups)), [_group_label(key) for key, _ in groups])
     axes.set_xlim(-0.75, len(groups) - 0.25)
-    axes.set_ylim(0, headroom(max(tops), 0.12) or 1.0)
-    axes.set_ylabel("images/sec")
+    axes.set_ylim(0, max(tops) * 1.12 or 1.0)
+    axes.set_ylabel(f"images/sec{scaled}")
     axes.grid(axis="y", alpha=0.3)
     legend_outside(figure, axes, columns=1, where="outside right upper")
     axes.set_title(f"Throughput: {job_title(ok)}, {_devices_text(counts)}")
@@ -88,24 +90,26 @@ def scaling_chart(ok: pd.DataFrame, path: Path) -> Path:
     speedup_axes, efficiency_axes = figure.subplots(1, 2)
     counts = np.array(sorted(ok[Col.DEVICES].unique()), dtype=float)
     base = counts[0]
+    speedup_scale, speedup_scaled = scale_of([*counts / base, *ok[Col.SPEEDUP]])
+    efficiency_scale, efficiency_scaled = scale_of([100.0, *ok[Col.SCALING_EFFICIENCY_FRACTION] * 100])
     ideal = "ideal (linear)"  # one label on both panels: one legend entry
-    speedup_axes.plot(counts, counts / base, color="grey", linestyle="--", label=ideal)
-    efficiency_axes.axhline(100, color="grey", linestyle="--", label=ideal)
-    efficiencies = finite(ok[Col.SCALING_EFFICIENCY_FRACTION] * 100)
+    speedup_axes.plot(counts, counts / base / speedup_scale, color="grey", linestyle="--", label=ideal)
+    efficiency_axes.axhline(100 / efficiency_scale, color="grey", linestyle="--", label=ideal)
     for key, group in ok.groupby(GROUP, sort=True):
         group = group.sort_values("devices")
-        speedup_axes.plot(group[Col.DEVICES], finite(group[Col.SPEEDUP]), marker="o", label=_group_label(key))
-        efficiency_axes.plot(
-            group[Col.DEVICES], finite(group[Col.SCALING_EFFICIENCY_FRACTION] * 100), marker="o", label=_group_label(key)
-        )
+        speedups = finite(group[Col.SPEEDUP]) / speedup_scale  # an overflowed speed-up is left out
+        efficiencies = finite(group[Col.SCALING_EFFICIENCY_FRACTION] * 100) / efficiency_scale
+        speedup_axes.plot(group[Col.DEVICES], speedups, marker="o", label=_group_label(key))
+        efficiency_axes.plot(group[Col.DEVICES], efficiencies, marker="o", label=_group_label(key))
     for axes in (speedup_axes, efficiency_axes):
         axes.set_xlabel("devices")
         axes.set_xticks(counts)
         axes.grid(alpha=0.3)
     legend_outside(figure, speedup_axes, efficiency_axes)
-    speedup_axes.set_ylabel(f"speed-up over {int(base)} device{'s' if base > 1 else ''}")
-    efficiency_axes.set_ylabel("scaling efficiency %")
-    efficiency_axes.set_ylim(0, max(110, headroom(float(np.nanmax(efficiencies, initial=0)), 0.05)))
+    speedup_axes.set_ylabel(f"speed-up over {int(base)} device{'s' if base > 1 else ''}{speedup_scaled}")
+    efficiency_axes.set_ylabel(f"scaling efficiency %{efficiency_scaled}")
+    highest = np.nanmax(finite(ok[Col.SCALING_EFFICIENCY_FRACTION] * 100), initial=0) / efficiency_scale
+    efficiency_axes.set_ylim(0, max(110 / efficiency_scale, highest * 1.05))
     figure.suptitle(f"Scaling: {job_title(ok)}, {_devices_text(list(counts))}")
     return save(figure, path)
 

@@ -70,11 +70,15 @@ def finite(values: Iterable[object]) -> np.ndarray:
     return np.where(np.isfinite(floats), floats, np.nan)
 
 
-def headroom(top: float, share: float) -> float:
-    """An axis' upper limit `share` above its highest `top` (the room its labels take), where
-    that is a float; at the end of a float's range, `top` itself."""
-    room = float(top) * (1 + share)  # a Python float: past the range it is infinity, without numpy's warning
-    return room if math.isfinite(room) else float(top)
+def scale_of(values: Iterable[object]) -> tuple[float, str]:
+    """The power of ten a chart divides `values` by, and what its axis label adds (` (x 1e+300)`),
+    where their largest lies outside 0.001 to a billion: matplotlib's limits and ticks overflow
+    near a float's maximum and fail to label its smallest; 1 and '' for every figure a run gives."""
+    top = float(np.nanmax(np.abs(finite(values)), initial=0.0))
+    if top == 0 or 1e-3 <= top < 1e9:
+        return 1.0, ""
+    power = math.floor(math.log10(top))
+    return 10.0**power, f" (x 1e{power:+d})"
 
 
 def save(figure: Figure, path: Path) -> Path:

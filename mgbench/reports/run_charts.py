@@ -29,7 +29,7 @@ from mgbench.measure.phases import (
 )
 from mgbench.reports.cells import number
 from mgbench.reports.columns import Col
-from mgbench.reports.figures import legend_outside, new_figure, run_title, save
+from mgbench.reports.figures import bar_text, finite, legend_outside, new_figure, run_title, save, scale_of
 
 
 def _device_label(kind: str, device: object) -> str:
@@ -107,7 +107,10 @@ def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
 def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     """Images/sec of every step, the detected warm-up shaded, stalls marked, the steady rate as a line."""
     seconds = np.asarray(row[Col.STEP_SECONDS], dtype=float)
-    rate = row[Col.GLOBAL_BATCH] / seconds
+    rate = finite(row[Col.GLOBAL_BATCH] / seconds)
+    rate_line = number(row[Col.IMAGES_PER_SEC])
+    scale, scaled = scale_of([*rate, rate_line])
+    rate /= scale
     steps = np.arange(1, len(seconds) + 1)
     warmup = int(number(row[Col.WARMUP_STEPS]) or 0)
     figure = new_figure()
@@ -120,11 +123,11 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     if stalls:
         label = f"stalls, {len(stalls)} step{'s' if len(stalls) > 1 else ''} (left out of the steady rate)"
         axes.scatter(steps[stalls], rate[stalls], color="tab:red", zorder=3, label=label)
-    rate_line = number(row[Col.IMAGES_PER_SEC])
     if rate_line is not None:
-        axes.axhline(rate_line, color="tab:green", linestyle="--", label=f"steady rate {rate_line:.1f}")
+        steady = f"{rate_line:.1f}" if scale == 1 else bar_text(rate_line)
+        axes.axhline(rate_line / scale, color="tab:green", linestyle="--", label=f"steady rate {steady}")
     axes.set_xlabel("step")
-    axes.set_ylabel("images/sec")
+    axes.set_ylabel(f"images/sec{scaled}")
     axes.set_ylim(bottom=0)
     axes.set_xlim(0.5, len(steps) + 0.5)
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -20,7 +20,7 @@ from matplotlib.patches import Patch
 from mgbench.measure.phases import PHASES, run_phases
 from mgbench.reports.cells import number, run_label
 from mgbench.reports.columns import Col
-from mgbench.reports.figures import job_title, new_figure, save
+from mgbench.reports.figures import bar_text, job_title, new_figure, save, scale_of
 from mgbench.reports.run_charts import OTHER_ALPHA, PHASE_ALPHA, PHASE_COLORS, shade_phases
 from mgbench.reports.summary import measured_host
 
@@ -106,18 +106,21 @@ def throughput_and_utilisation_chart(ok: pd.DataFrame, path: Path) -> Path:
     rate_axes, use_axes = figure.subplots(1, 2, sharey=True)
     positions = np.arange(len(rows))
     rate, rate_low, rate_high = (_column(rows, f"images_per_sec{end}") for end in ("", "_p10", "_p90"))
+    scale, scaled = scale_of(rate_high.fillna(rate))
+    texts = [bar_text(value) for value in rate]
+    rate, rate_low, rate_high = rate / scale, rate_low / scale, rate_high / scale
     rate_axes.barh(positions, rate, 0.6, color="tab:blue")
     rate_axes.errorbar(rate, positions, xerr=_whiskers(rate, rate_low, rate_high), fmt="none", ecolor="black")
-    _label_bars(rate_axes, rate, rate_high, [f"{value:,.0f}" for value in rate])
+    _label_bars(rate_axes, rate, rate_high, texts)
     rate_axes.set_xlim(0, float(np.nanmax(rate_high.fillna(rate))) * 1.3)
-    rate_axes.set_xlabel("images/sec\n(whiskers: p10-p90 of single steps)")
+    rate_axes.set_xlabel(f"images/sec{scaled}\n(whiskers: p10-p90\nof single steps)")
     use, use_low, use_high = (_column(rows, f"utilisation{end}_pct") for end in ("", "_p10", "_p90"))
     use_axes.barh(positions, use.fillna(0), 0.6, color="tab:green")
     use_axes.errorbar(use.fillna(0), positions, xerr=_whiskers(use, use_low, use_high), fmt="none", ecolor="black")
     _label_bars(use_axes, use, use_high, [f"{v:.0f}%" if not np.isnan(v) else "no sample" for v in use])
     use_axes.set_xlim(0, 130)
     use_axes.set_xticks([0, 25, 50, 75, 100])
-    use_axes.set_xlabel(f"{source_word(ok)} utilisation %, steady window\n(whiskers: p10-p90)")
+    use_axes.set_xlabel(f"{source_word(ok)} utilisation %\n(steady window;\nwhiskers: p10-p90)")
     rate_axes.set_yticks(positions, [run_label(row) for _, row in rows.iterrows()])
     rate_axes.invert_yaxis()
     for axes in (rate_axes, use_axes):

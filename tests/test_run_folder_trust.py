@@ -179,6 +179,7 @@ VERBS = {
     "report": lambda run: ["report", run],
     "project": lambda run: ["project", run, "--gpus", "8", "--interconnect", "nvlink4"],
     "resume": lambda run: ["compare", "--resume", run],
+    "diff": lambda run: ["diff", run, run],
 }
 """Every verb that reads a run folder, as it is given one."""
 
@@ -191,7 +192,7 @@ PLAN_LOST = "compare.json cannot be read: a FIFO, not a regular file; the plan i
     "where, refusals",
     [
         ("compare.json", dict.fromkeys(VERBS, PLAN_LOST)),
-        ("results.jsonl", {"report": "has no results.jsonl", "project": "has no results.jsonl", "resume": "a FIFO"}),
+        ("results.jsonl", dict.fromkeys(VERBS, "results.jsonl cannot be read: a FIFO, not a regular file")),
         ("traces/fake-steady-1cpu.csv", {}),
         ("projection.json", {"project": "projection.json exists and was not written by mgbench project"}),
     ],
@@ -213,6 +214,84 @@ def test_a_fifo_in_a_run_folder_is_never_waited_on(compared, tmp_path, cli, in_p
         assert done.returncode == 0, done.stderr
 
 
+def steady_line(run: Path, change) -> str:
+    """The steady run's row of `run` as a line of `results.jsonl`, its object passed through
+    `change` and its text through the `.replace` pairs `change` may add under `"text"`."""
+    row = json.loads((run / "results.jsonl").read_text().splitlines()[0])
+    changed = change(row)
+    text = json.dumps({key: value for key, value in changed.items() if key != "text"})
+    for old, new in changed.get("text", []):
+        text = text.replace(old, new)
+    return text
+
+
+def without(key: str):
+    return lambda row: {name: value for name, value in row.items() if name != key}
+
+
+BAD_LINES = {
+    "digits past the int limit": lambda row: {
+        **row,
+        "wall_seconds": 1,
+        "text": [('"wall_seconds": 1', '"wall_seconds": ' + "7" * 5000)],
+    },
+    "an int beyond a float": lambda row: {**row, "images_per_sec": 10**400},
+    "no status": without("status"),
+    "ok, no rate": without("images_per_sec"),
+    "ok, rate null": lambda row: {**row, "images_per_sec": None},
+    "ok, rate 1e999": lambda row: {
+        **row,
+        "images_per_sec": 1,
+        "text": [('"images_per_sec": 1,', '"images_per_sec": 1e999,')],
+    },
+    "torn": lambda row: row,
+}
+"""Lines of `results.jsonl` that are no row mgbench wrote: each is skipped and counted."""
+READERS = {"torn": ("diff",), "digits past the int limit": (*VERBS,), "no status": (*VERBS,)}
+"""The verbs each bad line is put to (`report`, `project` and `diff` where not named): a torn
+line is said by `report` and skipped by `project` already, and `--resume` takes its runs from
+`rounds.jsonl`, meeting a later results line only where reading the line itself fails."""
+
+
+@pytest.mark.parametrize(
+    "bad, verb", [(bad, verb) for bad in BAD_LINES for verb in READERS.get(bad, ("report", "project", "diff"))]
+)
+def test_a_line_that_is_no_row_is_skipped_and_counted_by_every_verb(compared, tmp_path, cli, in_process, verb, bad):
+    """Appended after the rows, as a later row of the steady run: the rows read are the folder's
+    own, the line is counted where the verb shows what it read, and no verb gives a traceback."""
+    run = shared_copy(compared, tmp_path)
+    line = steady_line(run, BAD_LINES[bad])
+    if bad == "torn":
+        line = line[: len(line) // 2]
+    with (run / "results.jsonl").open("a") as handle:
+        handle.write(line + "\n")
+    done = cli(*(["diff", str(compared), str(run)] if verb == "diff" else VERBS[verb](str(run))))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    said = "1 line(s) of results.jsonl could not be read and are left out."
+    if verb == "report":
+        assert said in (run / "report.html").read_text()
+    if verb == "diff":
+        assert f"NEW ({run}): {said}" in done.stdout and "(2 compared)" in done.stdout
+
+
+@pytest.mark.parametrize("verb", ["report", "project", "diff", "resume"])
+@pytest.mark.parametrize(
+    "number, refusal",
+    [
+        ("7" * 5000, "it holds a number of more than 4300 digits"),
+        ("7" * 400, "it holds a number of 400 digits, more than a float holds"),
+    ],
+    ids=["past the int limit", "beyond a float"],
+)
+def test_a_compare_json_holding_a_number_no_float_holds_is_one_line(compared, tmp_path, cli, verb, number, refusal):
+    run = shared_copy(compared, tmp_path)
+    plan = (run / "compare.json").read_text()
+    (run / "compare.json").write_text(plan.replace('"timeout": ', f'"timeout": {number}, "was": ', 1))
+    done = cli(*(["diff", str(compared), str(run)] if verb == "diff" else VERBS[verb](str(run))))
+    assert f"compare.json cannot be read: {refusal}; the plan is lost" in one_line_error(done)
+
+
 def test_a_bandwidth_json_that_mgbench_did_not_measure_is_refused_up_front(tmp_path, cli):
     out = tmp_path / "mine"
     out.mkdir()
@@ -229,7 +308,10 @@ def test_a_bandwidth_json_that_mgbench_did_not_measure_is_refused_up_front(tmp_p
 def test_resume_refuses_an_option_that_would_change_the_recorded_plan(compared, tmp_path, cli, option):
     run = shared_copy(compared, tmp_path)
     line = one_line_error(cli("compare", "--resume", str(run), *option))
-    assert f"--resume runs the plan recorded in {run}, so it takes no {option[0]} (only --timeout and --repeat)" in line
+    assert (
+        f"--resume runs the plan recorded in {run}, so it takes no {option[0]} (only --timeout, --repeat and --format)"
+        in line
+    )
     assert (run / "results.jsonl").read_text() == (compared / "results.jsonl").read_text()
 
 
@@ -237,7 +319,10 @@ def test_main_checks_and_records_the_arguments_it_is_given_not_sys_argv(compared
     run = shared_copy(compared, tmp_path)
     monkeypatch.setattr(sys, "argv", ["mgbench", "compare", "--resume", str(run)])
     line = one_line_error(cli("compare", "--resume", str(run), "--steps", "5"))
-    assert f"--resume runs the plan recorded in {run}, so it takes no --steps (only --timeout and --repeat)" in line
+    assert (
+        f"--resume runs the plan recorded in {run}, so it takes no --steps (only --timeout, --repeat and --format)"
+        in line
+    )
     assert (run / "results.jsonl").read_text() == (compared / "results.jsonl").read_text()
     monkeypatch.setattr(sys, "argv", ["mgbench", "compare", "--resume", str(run), "--steps", "5"])
     monkeypatch.setenv("PYTHONPATH", cli_env()["PYTHONPATH"])  # the runs' workers load the fake adapter

@@ -130,7 +130,11 @@ def test_an_undefined_auc_is_null_with_a_warning_saying_why_and_survives_a_rewri
     no_negative = gathered_metrics([(0.5, np.full((3, 2), 0.5), np.ones((3, 2)))], multi_label=True)
     config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, dataset="labels:x", epochs=1)
     row = RunResult.flat(
-        config, "ok", test_metrics=one_class, epoch_metrics=[{"epoch": 1, "val_auc": no_negative["auc"]}]
+        config,
+        "ok",
+        images_per_sec=10.0,
+        test_metrics=one_class,
+        epoch_metrics=[{"epoch": 1, "val_auc": no_negative["auc"]}],
     )
     text = row.to_json()
     record = json.loads(text, parse_constant=lambda constant: pytest.fail(f"{constant} written"))

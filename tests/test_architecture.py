@@ -144,6 +144,36 @@ def test_every_framework_package_declares_itself_in_an_import_free_spec_module()
     assert {name: found for name, found in importing.items() if found} == {}
 
 
+def all_imports(path: Path) -> set[str]:
+    """The top packages `path` imports, at module level or inside a function."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_runner_imports_no_framework() -> None:
+    """The runner starts each framework in a process of its framework's environment and imports
+    none, however deferred: neither a framework nor any module of a framework's package under
+    `mgbench/frameworks/` (the framework-neutral declarations and registry beside them it may)."""
+    runner = [name for name in MODULES if layer(name) == "runner"]
+    found = {
+        name: sorted(
+            (all_imports(MODULES[name]) & THIRD_PARTY_FRAMEWORKS)
+            | {
+                target
+                for target in GRAPH[name]
+                if layer(target) == "frameworks" and MODULES[target].parent != FRAMEWORKS
+            }
+        )
+        for name in runner
+    }
+    assert runner and {name: imported for name, imported in found.items() if imported} == {}
+
+
 def test_the_unstaged_suffix_is_spelled_in_one_place() -> None:
     """Staging is a strategy's field: the suffix that names an unstaged twin is appended by the
     one function that derives the twin, and no code takes a strategy's name apart."""

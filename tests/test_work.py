@@ -1,8 +1,11 @@
 """The work of a training image and the device's peak: FLOP counts against published figures,
 the peak a row's share is taken against, and the figures put into rows."""
 
+import dataclasses
 import json
 import os
+import subprocess
+import sys
 from importlib import metadata
 
 import pytest
@@ -136,3 +139,58 @@ def test_a_cache_of_another_shape_or_no_file_is_counted_again_and_replaced(tmp_p
         assert counting.model_work("tiny", 32) == count_work(model_spec("tiny"), 32)
     counting.model_work.cache_clear()
     assert ModelWork.from_record(json.loads(path.read_text())[key]) == count_work(model_spec("tiny"), 32)
+
+
+CLOSED_FORM_PLUGIN = '''
+from dataclasses import dataclass
+
+from mgbench.core.models import ModelSpec
+from mgbench.core.work import ModelWork, Work
+
+
+@dataclass(frozen=True)
+class LinearHead(Work):
+    """A linear layer over the flattened RGB image: 2 FLOPs per weight forward and as many for the
+    weights' gradient (the input's gradient nothing needs); the forward keeps its input."""
+
+    classes: int
+
+    def per_sample(self, model, input_size, count):
+        inputs = 3 * input_size**2
+        return ModelWork(flops_per_image=4 * inputs * self.classes, saved_elements_per_image=inputs)
+
+
+ADDED_MODELS = (
+    ModelSpec("linear_head", 8, 10, "softmax", "a linear layer over the image", 1930, 2, work=LinearHead(10)),
+)
+'''
+
+
+def test_a_model_declaring_a_closed_form_is_computed_from_it_at_the_jobs_input_not_counted(tmp_path, monkeypatch):
+    """A model's work is what its declaration gives (`ModelSpec.work`): a plugin model's closed
+    form, at the input size asked, with no counter run and nothing cached."""
+    from mgbench.runner import counting
+
+    (tmp_path / "closed_form_plugin.py").write_text(CLOSED_FORM_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MGBENCH_PLUGINS", "closed_form_plugin")
+    monkeypatch.setenv(counting.CACHE_ENV, str(tmp_path / "work.json"))
+    counting.model_work.cache_clear()
+    assert counting.model_work("linear_head", 8) == ModelWork(4 * 3 * 8 * 8 * 10, 3 * 8 * 8)
+    assert counting.model_work("linear_head", 16) == ModelWork(4 * 3 * 16 * 16 * 10, 3 * 16 * 16)
+    assert not (tmp_path / "work.json").exists()
+    counting.model_work.cache_clear()
+
+
+@pytest.mark.slow
+def test_the_count_runs_in_the_pytorch_environment_and_the_counting_process_imports_no_torch(tmp_path):
+    """The runner counts on the reference architecture through the model's declaration, by
+    running PyTorch's counter in its own process: the figures are that counter's, exactly, and
+    the process that asked never imports torch."""
+    code = (
+        "import dataclasses, json, sys; from mgbench.runner.counting import model_work; "
+        "print(json.dumps([dataclasses.asdict(model_work('tiny', 32)), 'torch' in sys.modules]))"
+    )
+    env = {**os.environ, "MGBENCH_WORK_CACHE": str(tmp_path / "work.json")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert json.loads(done.stdout) == [dataclasses.asdict(count_work(model_spec("tiny"), 32)), False], done.stderr

@@ -14,6 +14,7 @@ from typing import Literal
 from mgbench.core.architectures import ConvNet, DenseNet, ResNet, SmallConvNet, VisionTransformer, counts
 from mgbench.core.errors import UsageError, did_you_mean
 from mgbench.core.plugins import plugin_modules, plugin_named
+from mgbench.core.work import CountedOnReference, Work
 
 LossKind = Literal["softmax", "sigmoid"]
 
@@ -69,6 +70,9 @@ class ModelSpec:
     convnet: ConvNet | None = None
     """A convolutional network's shape, which every builder and the shared initial weights read
     (None: a transformer, or a network whose draw no other framework names alike)."""
+    work: Work | None = None
+    """How the work of one training sample is known (`core.work`): counted on the reference
+    architecture, or a closed form the declaration computes (None: its rows carry no FLOPs)."""
 
     def __post_init__(self) -> None:
         if self.convnet is not None and not (self.reference_parameters and self.reference_tensors):
@@ -100,6 +104,13 @@ class ModelSpec:
         return LAYOUT_NOTE if self.transformer else None
 
 
+COUNTED_ON_TORCHVISION = CountedOnReference(
+    framework="pytorch", counter="mgbench.frameworks.pytorch.flops", architecture="torchvision"
+)
+"""The catalogue's networks' work: counted on torchvision's build, which PyTorch trains, in the
+pytorch environment (`frameworks/pytorch/flops.py`)."""
+
+
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
@@ -110,6 +121,7 @@ MODELS: dict[str, ModelSpec] = {
             loss="sigmoid",
             description="DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy",
             convnet=DenseNet(blocks=(6, 12, 24, 16)),
+            work=COUNTED_ON_TORCHVISION,
         ),
         ModelSpec(
             name="resnet50",
@@ -118,6 +130,7 @@ MODELS: dict[str, ModelSpec] = {
             loss="softmax",
             description="ResNet-50, 1000-way softmax (ImageNet)",
             convnet=ResNet(stages=(3, 4, 6, 3)),
+            work=COUNTED_ON_TORCHVISION,
         ),
         ModelSpec(
             name="inception_v3",
@@ -127,6 +140,7 @@ MODELS: dict[str, ModelSpec] = {
             description="Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
             reference_parameters=23_834_568,
             reference_tensors=284,
+            work=COUNTED_ON_TORCHVISION,
         ),
         ModelSpec(
             name="vit_b_16",
@@ -137,6 +151,7 @@ MODELS: dict[str, ModelSpec] = {
             reference_parameters=86_567_656,
             reference_tensors=152,
             transformer=VisionTransformer(patch_size=16, layers=12, width=768, heads=12, mlp_width=3072),
+            work=COUNTED_ON_TORCHVISION,
         ),
         ModelSpec(
             name="tiny",
@@ -145,6 +160,7 @@ MODELS: dict[str, ModelSpec] = {
             loss="softmax",
             description="two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks",
             convnet=SmallConvNet(channels=(16, 32)),
+            work=COUNTED_ON_TORCHVISION,
         ),
     )
 }

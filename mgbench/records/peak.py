@@ -1,10 +1,11 @@
 """How close a row is to what the device can do: the work of a training step and the device's peak.
 
-The work is counted once per model and input size, on the reference (torchvision) architecture,
-and is the same for every framework training that model: `flops_per_image` is the forward and
-backward of one image as `torch.utils.flop_counter` counts them (convolutions and matrix
-products, a multiply-add counted as 2 FLOPs; the backward computes the gradients of the inputs
-and of the weights, about twice the forward, less the first layer's input gradient, which
+The work (`core.work.ModelWork`) is what the model declares per sample (`ModelSpec.work`), once
+per model and input size, the same for every framework training that model. The catalogue's
+networks are counted on the reference (torchvision) architecture: `flops_per_image` is the
+forward and backward of one image as `torch.utils.flop_counter` counts them (convolutions and
+matrix products, a multiply-add counted as 2 FLOPs; the backward computes the gradients of the
+inputs and of the weights, about twice the forward, less the first layer's input gradient, which
 nothing needs). Normalisation, activations and the optimizer's update are not counted: they are
 a few percent of the arithmetic and none of it runs on tensor cores. `ModelWork` also holds
 the elements that forward saves for the backward per image, whence an activation-memory estimate.
@@ -17,12 +18,9 @@ halved). A row's `peak_fraction` is its achieved TFLOP/s over the peak of all it
 
 from __future__ import annotations
 
-import dataclasses
-import reprlib
 from dataclasses import dataclass
 
-from mgbench.core.errors import UsageError
-from mgbench.core.schema import check_fields
+from mgbench.core.work import ModelWork
 from mgbench.records.bandwidth import BandwidthReport
 from mgbench.records.results import RunResult
 
@@ -30,28 +28,6 @@ TERA = 1e12
 BYTES_PER_ELEMENT = {"fp32": 4, "bf16": 2, "fp16": 2}
 """What one saved activation element takes at each precision (autocast saves the low-precision tensors)."""
 MEASURED = "measured dense matmul (bandwidth.json)"
-
-
-@dataclass(frozen=True)
-class ModelWork:
-    """One image's training step on the reference architecture at one input size."""
-
-    flops_per_image: float
-    """Forward + backward FLOPs (a multiply-add counts 2)."""
-    saved_elements_per_image: float
-    """Elements of the tensors the forward keeps for the backward (parameters excluded)."""
-
-    @classmethod
-    def from_record(cls, record: object) -> ModelWork:
-        """A count read back (`runner.counting`'s cache, which may be another version's or damaged):
-        an object of exactly these fields, positive numbers, else a UsageError."""
-        names = {field.name for field in dataclasses.fields(cls)}
-        if not isinstance(record, dict) or set(record) != names:
-            raise UsageError(f"not a count of work: {reprlib.repr(record)}")
-        check_fields(record, cls, "not a count of work")
-        if not all(value > 0 for value in record.values()):
-            raise UsageError(f"not a count of work: {reprlib.repr(record)} holds a number that is not positive")
-        return cls(**record)
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,20 @@
-"""The work per training image of each (model, input size) in a compare, counted once.
+"""The work per training sample of each (model, input size) in a compare, as its model declares it.
 
-The count runs in this process (the orchestrator's interpreter) through the PyTorch family's
-counter on the reference architecture (`mgbench.frameworks.pytorch.flops`), so every framework's
-row of a model carries the same figure, whatever framework trained it. Where this interpreter
-has no torch the rows carry no work figures.
+Each model declares how its work is known (`ModelSpec.work`, `core.work`); this module asks the
+declaration, so every framework's row of a model carries the same figure, whatever framework
+trained it. A closed form computes itself; a count on the reference architecture runs where
+that architecture is built, in its framework's environment (`python -m` the declared counter,
+PyTorch's `frameworks/pytorch/flops.py` for the catalogue's networks): this process imports no
+framework. Where that environment has no such framework the rows carry no work figures.
 
 Counting imports torch and builds the model (seconds), so counts are kept in a cache file,
 `~/.cache/mgbench/work.json` (`MGBENCH_WORK_CACHE` moves it), keyed by model, input size and the
-torchvision version whose architecture was counted: a later compare reads them without torch.
+version of the package whose architecture was counted (torchvision), read in that environment
+without importing it: a later compare reads them without torch.
 
-Importing torchvision imports torch's compiler, which makes its cache folder at once
-(`$TMPDIR/torchinductor_<user>`) and names it in this process's environment, which every run
-launched after would inherit: the count runs with `TORCHINDUCTOR_CACHE_DIR` at `compiler_cache`
-and the environment is put back after it.
+Importing torchvision imports torch's compiler, which makes its cache folder at once (by default
+`$TMPDIR/torchinductor_<user>`): the counter runs with the caches every run gets
+(`cache_environment`), so the folder it makes is the one runs share (`compiler_cache`).
 
 The count cache's folder is mgbench's cache folder (`cache_folder`): the compilers' caches
 (`training.compile_cache`) and the history of run times (`runner.history`) are kept there too.
@@ -28,20 +30,22 @@ import functools
 import json
 import os
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import asdict
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from mgbench.core.errors import UsageError
 from mgbench.core.models import model_spec
 from mgbench.core.safe_files import read_regular
-from mgbench.frameworks.pytorch.spec import TORCHVISION
-from mgbench.records.peak import ModelWork
+from mgbench.core.schema import parse_json
+from mgbench.core.work import CountedOnReference, ModelWork
+from mgbench.frameworks.registry import framework_spec
 from mgbench.records.results import write_json_atomically
+from mgbench.runner.launch import isolated_environment
+from mgbench.runner.venvs import inspect_installation
 from mgbench.training import compile_cache
 from mgbench.training.compile_cache import TORCH_CACHE
 
@@ -49,6 +53,8 @@ CACHE_ENV = "MGBENCH_WORK_CACHE"
 COMPILER_CACHE_ENV = TORCH_CACHE.variable
 WORK_FILE = "work.json"
 MATPLOTLIB_ENV = "MPLCONFIGDIR"
+COUNT_TIMEOUT_SECONDS = 600
+"""Ample for a counter that builds a model on the meta device (seconds) after importing its framework."""
 
 
 def _wanted_path() -> Path:
@@ -127,31 +133,23 @@ def cache_environment(env: Mapping[str, str]) -> dict[str, str]:
     return variables
 
 
-@contextmanager
-def compiler_cache_named() -> Iterator[None]:
-    """The block with `compiler_cache` named in this process's environment, the environment as
-    it was after it."""
-    before = os.environ.get(COMPILER_CACHE_ENV)
-    os.environ[COMPILER_CACHE_ENV] = compiler_cache()
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(COMPILER_CACHE_ENV, None)
-        else:
-            os.environ[COMPILER_CACHE_ENV] = before
-
-
 @functools.cache
-def model_work(model: str, image_size: int) -> ModelWork | None:
-    """FLOPs and saved activations per image of `model` at `image_size` px (None: no torch here,
-    or a model torchvision does not build, as a plugin's own)."""
-    if model not in TORCHVISION.models:
+def model_work(model: str, input_size: int) -> ModelWork | None:
+    """FLOPs and saved activations per sample of `model` at `input_size`, as its catalogue entry
+    declares them (None: it declares none, or its counter cannot count here)."""
+    work = model_spec(model).work
+    return None if work is None else work.per_sample(model, input_size, counted_on_reference)
+
+
+def counted_on_reference(reference: CountedOnReference, model: str, input_size: int) -> ModelWork | None:
+    """`model`'s work at `input_size` counted on `reference`'s architecture: read from the cache,
+    else counted in the reference framework's environment and kept there (None: that environment
+    lacks the framework, or the count failed)."""
+    installation = inspect_installation(framework_spec(reference.framework))
+    version = installation.versions.get(reference.architecture)
+    if not installation.installed or version is None:
         return None
-    try:
-        key = f"{model}@{image_size} torchvision {metadata.version('torchvision')}"
-    except metadata.PackageNotFoundError:
-        return None
+    key = f"{model}@{input_size} {reference.architecture} {version}"
     path = cache_path()
     cached = _read_cache(path)
     if key in cached:
@@ -159,14 +157,25 @@ def model_work(model: str, image_size: int) -> ModelWork | None:
             return ModelWork.from_record(cached[key])
         except UsageError:  # another version's entry, or a damaged one: counted again
             pass
-    with compiler_cache_named():
-        try:
-            from mgbench.frameworks.pytorch.flops import count_work
-        except ImportError:
-            return None
-        work = count_work(model_spec(model), image_size)
+    work = _count(reference, installation.interpreter, model, input_size)
+    if work is None:
+        return None
     try:
         write_json_atomically(path, json.dumps({**_read_cache(path), key: asdict(work)}, indent=1))
     except OSError:  # a cache that cannot be written costs only the next compare's count
         pass
     return work
+
+
+def _count(reference: CountedOnReference, interpreter: str, model: str, input_size: int) -> ModelWork | None:
+    """The reference's counter run in `interpreter`, with the caches a run gets; what it prints,
+    read back checked (None: it failed, ran past `COUNT_TIMEOUT_SECONDS` or printed no count)."""
+    command = [interpreter, "-m", reference.counter, model, str(input_size)]
+    env = isolated_environment({**os.environ, **cache_environment(os.environ)})
+    try:
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=COUNT_TIMEOUT_SECONDS, check=True
+        )
+        return ModelWork.from_record(parse_json(done.stdout, "a count of work"))
+    except (subprocess.SubprocessError, OSError, UsageError):
+        return None

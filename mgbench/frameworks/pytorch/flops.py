@@ -6,18 +6,26 @@ ResNet-50 takes about a second, most of it building the model. Its counter takes
 as 2 FLOPs, and counts convolutions and matrix products (its registered formulas), not
 normalisation or element-wise operators. The tensors the forward saves for the backward (other
 than the parameters) are counted beside, for the activation-memory estimate.
+
+The catalogue declares its networks counted here (`core.models.COUNTED_ON_TORCHVISION`): the
+runner, which imports no framework, runs `python -m mgbench.frameworks.pytorch.flops MODEL
+INPUT_SIZE` in the pytorch environment and reads the one JSON object it prints.
 """
 
 from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
 
 import torch
 from torch.autograd.graph import saved_tensors_hooks
 from torch.utils.flop_counter import FlopCounterMode
 
 from mgbench.core.kinds import DataFormat
-from mgbench.core.models import ModelSpec
+from mgbench.core.models import ModelSpec, model_spec
+from mgbench.core.work import ModelWork
 from mgbench.frameworks.pytorch.models import build_model
-from mgbench.records.peak import ModelWork
 
 BATCH = 2
 """Images per counted step (training-mode batch-norm wants more than one); counts are per image."""
@@ -43,3 +51,13 @@ def count_work(spec: ModelSpec, image_size: int) -> ModelWork:
         outputs.float().sum().backward()
     elements = sum(tensor.numel() for tensor in saved.values())
     return ModelWork(flops_per_image=counter.get_total_flops() / BATCH, saved_elements_per_image=elements / BATCH)
+
+
+def main(argv: list[str]) -> None:
+    """Print the work of one image of the model named at the input size given, as JSON."""
+    model, input_size = argv
+    print(json.dumps(asdict(count_work(model_spec(model), int(input_size)))))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

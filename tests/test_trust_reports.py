@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
+import pytest
 from conftest import mgbench, one_line_error
-from test_reports import BASE, ok_result, write_trace
+from matplotlib.figure import Figure
+from test_report_page import cpu_folder
+from test_reports import BASE, fixture_folder, ok_result, write_trace
 
 from mgbench.records.results import RunResult, append_result
 from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import job_title
 from mgbench.reports.folder_data import load_run_folder
+from mgbench.reports.html import write_report
 
 
 def rated_folder(root: Path, rates: dict[tuple[str, int], float], failed: bool = False) -> Path:
@@ -94,3 +99,88 @@ def test_report_prints_the_table_compare_ends_on_then_the_report_path(tmp_path, 
     print_summary(load_run_folder(folder).frame, job_title(load_run_folder(folder).frame), "table")
     assert done.stdout == capsys.readouterr().out
     assert "pytorch ddp is fastest on 2 GPUs: 190.0 img/s [188.1-191.9]" in done.stdout
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> list[Figure]:
+    """Every figure a report saves, kept for its geometry once drawn."""
+    figures: list[Figure] = []
+    save = Figure.savefig
+
+    def keep(figure: Figure, *args, **kwargs) -> None:
+        save(figure, *args, **kwargs)
+        figures.append(figure)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return figures
+
+
+def outside_the_frame(figure: Figure) -> list[str]:
+    """What of the drawn figure reaches past its edges (axes with their labels and ticks, legends,
+    titles), by matplotlib's own extents, in inches, to a hundredth."""
+    renderer = figure.canvas.get_renderer()
+    width, height = figure.get_size_inches()
+    inches = figure.dpi_scale_trans.inverted()
+    parts = [(axes.get_xlabel() or axes.get_title(), axes.get_tightbbox(renderer)) for axes in figure.axes]
+    parts += [(text.get_text(), text.get_window_extent(renderer)) for text in figure.texts if text.get_text()]
+    parts += [("legend", legend.get_window_extent(renderer)) for legend in figure.legends]
+    found = []
+    for name, pixels in parts:
+        box = pixels.transformed(inches)
+        if box.x0 < -0.01 or box.y0 < -0.01 or box.x1 > width + 0.01 or box.y1 > height + 0.01:
+            found.append(name)
+    return found
+
+
+def legend_labels(figure: Figure) -> list[str]:
+    return [text.get_text() for legend in figure.legends for text in legend.get_texts()]
+
+
+EXTREMES = {
+    "tiny": {("ddp", 1): 1e-320, ("ddp", 2): 2e-320},
+    "huge": {("ddp", 1): 1e300, ("ddp", 2): 1.5e300},
+    "apart": {("ddp", 1): 1e-300, ("ddp", 2): 1e10},
+    "float-max": {("ddp", 1): 1e308, ("ddp", 2): 1.7e308},
+    "both-ends": {("ddp", 1): 1e-320, ("gloo", 1): 1e300, ("ddp", 2): 1e-320, ("gloo", 2): 1e300},
+}
+
+
+@pytest.mark.parametrize("rates", EXTREMES.values(), ids=EXTREMES.keys())
+def test_rates_at_either_end_of_a_float_still_make_every_chart_inside_its_frame(tmp_path, drawn, rates):
+    """No traceback, no matplotlib warning (a layout collapsed under a 301-digit label, a margin
+    overflowing), each bar's figure written short (`1e-320`, `1.5e+300`) and every text inside
+    its chart; an overflowed speed-up (1e10 over 1e-300) left out of the scaling chart."""
+    folder = rated_folder(tmp_path, rates)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        page = write_report(folder).read_text()
+    assert "charts/throughput.png" in page and "charts/scaling.png" in page
+    throughput = next(figure for figure in drawn if "Throughput:" in figure.axes[0].get_title())
+    figures = [text.get_text() for text in throughput.axes[0].texts]
+    assert sorted(figures) == sorted(f"{rate:,.0f}" if 1 <= rate < 1e7 else f"{rate:.3g}" for rate in rates.values())
+    assert all(len(text) < 12 for text in figures)
+    assert [figure for figure in drawn if outside_the_frame(figure)] == []
+
+
+def test_every_chart_of_a_gpu_and_a_cpu_report_keeps_its_text_inside_and_names_each_entry_once(tmp_path, drawn):
+    """The GPU fixture (three device counts, epochs, breakdowns, a crashed row) and the CPU one:
+    no axis label past its chart's edge (the utilisation axis' "steady window" was cut at 6
+    inches), no legend naming an entry twice (the scaling chart's "ideal"), each throughput
+    figure above its whisker's cap, not on it."""
+    gpu, _ = fixture_folder(tmp_path)
+    for folder in (gpu, cpu_folder(tmp_path)):
+        write_report(folder)
+    assert len(drawn) > 10
+    assert {id(figure): outside_the_frame(figure) for figure in drawn if outside_the_frame(figure)} == {}
+    for figure in drawn:
+        labels = legend_labels(figure)
+        assert len(labels) == len(set(labels)), labels
+    for figure in drawn:
+        axes = figure.axes[0]
+        if not axes.get_title().startswith("Throughput:"):
+            continue
+        caps = [line.get_ydata().max() for line in axes.lines]  # the whiskers' caps
+        for text in axes.texts:
+            x, y = text.xy
+            near = [cap for line, cap in zip(axes.lines, caps) if abs(line.get_xdata().mean() - x) < 1e-9]
+            assert near and y >= max(near) * (1 - 1e-12), (text.get_text(), y, near)

@@ -7,6 +7,7 @@ layer cannot be crossed by deferring an import.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 import mgbench
@@ -117,15 +118,20 @@ FRAMEWORK_PACKAGES = sorted(path.parent.name for path in FRAMEWORKS.glob("*/adap
 THIRD_PARTY_FRAMEWORKS = {"torch", "torchvision", "tensorflow", "jax", "jaxlib", "keras", "mxnet", "chainer", "horovod"}
 
 
-def top_level_imports(path: Path) -> set[str]:
-    """The top packages `path` imports at module level (statements run when it is imported)."""
+def imported_packages(nodes: Iterable[ast.AST]) -> set[str]:
+    """The top packages the import statements among `nodes` name."""
     names = set()
-    for node in ast.parse(path.read_text()).body:
+    for node in nodes:
         if isinstance(node, ast.Import):
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module.split(".")[0])
     return names
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The top packages `path` imports at module level (statements run when it is imported)."""
+    return imported_packages(ast.parse(path.read_text()).body)
 
 
 def test_every_framework_package_declares_itself_in_an_import_free_spec_module() -> None:
@@ -144,17 +150,6 @@ def test_every_framework_package_declares_itself_in_an_import_free_spec_module()
     assert {name: found for name, found in importing.items() if found} == {}
 
 
-def all_imports(path: Path) -> set[str]:
-    """The top packages `path` imports, at module level or inside a function."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
-
-
 def test_the_runner_imports_no_framework() -> None:
     """The runner starts each framework in a process of its framework's environment and imports
     none, however deferred: neither a framework nor any module of a framework's package under
@@ -162,7 +157,7 @@ def test_the_runner_imports_no_framework() -> None:
     runner = [name for name in MODULES if layer(name) == "runner"]
     found = {
         name: sorted(
-            (all_imports(MODULES[name]) & THIRD_PARTY_FRAMEWORKS)
+            (imported_packages(ast.walk(ast.parse(MODULES[name].read_text()))) & THIRD_PARTY_FRAMEWORKS)
             | {
                 target
                 for target in GRAPH[name]

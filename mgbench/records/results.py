@@ -268,10 +268,10 @@ class RunRows(NamedTuple):
 
 
 def read_run_rows(path: Path) -> RunRows:
-    """The rows of a results file, one per run: where a run has several rows (`mgbench run --out
-    DIR` twice appends its row again), its last, in the place of its first. Every reader of a
-    results file sees each run once, so no report counts a run twice nor sets two of its rows
-    against each other."""
+    """The rows of a results file, one per run: where a run has several rows (an earlier
+    version's `mgbench run --out DIR` given twice appended its row again; files joined), its
+    last, in the place of its first. Every reader of a results file sees each run once, so no
+    report counts a run twice nor sets two of its rows against each other."""
     records, results, unreadable = read_result_lines(path)
     last = {result.run_id: index for index, result in enumerate(results)}
     kept = list(last.values())

@@ -61,11 +61,12 @@ class Measured:
     high: float | None = None
     of: str = INTERVAL
 
-    def text(self, pattern: str) -> str:
+    def text(self, pattern: str, spread: bool = True) -> str:
+        """The figure in `pattern`, `-` where there is none; with `spread`, its spread after it."""
         if self.value is None:
             return "-"
-        spread = f" ({self.low:,.0f}-{self.high:,.0f})" if self.low is not None and self.high is not None else ""
-        return pattern.format(self.value) + spread
+        shown = spread and self.low is not None and self.high is not None
+        return pattern.format(self.value) + (f" ({self.low:,.0f}-{self.high:,.0f})" if shown else "")
 
 
 def has_interval(row: pd.Series) -> bool:

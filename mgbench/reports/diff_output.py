@@ -110,8 +110,8 @@ class DiffAnswer:
             "run": change.run_id,
             "old": change.old_rate.text("{:,.1f}"),
             "new": change.new_rate.text("{:,.1f}"),
-            "old_rate": _rate(change.old_rate),
-            "new_rate": _rate(change.new_rate),
+            "old_rate": change.old_rate.text("{:,.1f}", spread=False),
+            "new_rate": change.new_rate.text("{:,.1f}", spread=False),
             "change": percent(change.rate_change),
             "old_train": seconds(change.old_train),
             "new_train": seconds(change.new_train),
@@ -239,10 +239,6 @@ class DiffAnswer:
 def left_out_note(left_out: list[str]) -> str:
     """What a narrow terminal's table left out, and how to see it."""
     return f"left out at this width: {', '.join(left_out)}; see them with --format md (or a wider terminal)"
-
-
-def _rate(measured: Measured) -> str:
-    return "-" if measured.value is None else f"{measured.value:,.1f}"
 
 
 def finite(value: float | None) -> float | None:

@@ -64,13 +64,20 @@ def installed_text(spec: FrameworkSpec) -> str:
 
 
 def strategy_text(strategy: StrategySpec) -> str:
-    """What a strategy does, with where it cannot run."""
+    """What a strategy does, with where it cannot run and what it shards and communicates."""
     text = strategy.description
     if strategy.cpu_multi_device_note:
         text += f" [GPU only for N>1: {strategy.cpu_multi_device_note}]"
     if strategy.no_compile_note:
         text += f" [no --compile: {strategy.no_compile_note}]"
-    return text
+    return f"{text} [{communication_text(strategy)}]"
+
+
+def communication_text(strategy: StrategySpec) -> str:
+    """What a strategy shards and the collectives it runs each step, as it declares them."""
+    if strategy.communication is None:
+        return "sharding and collectives not declared: no expected communication time, not projected"
+    return strategy.communication.describe()
 
 
 def framework_block(spec: FrameworkSpec) -> list[RenderableType]:

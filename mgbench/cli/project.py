@@ -14,7 +14,7 @@ from rich.table import Table
 
 from mgbench.cli.options import device_counts
 from mgbench.core.errors import UsageError
-from mgbench.projection.calibration import IMAGENET_TRAIN_IMAGES, project_folder, write_projection
+from mgbench.projection.calibration import IMAGENET_TRAIN_IMAGES, not_projected_text, project_folder, write_projection
 from mgbench.projection.interconnects import PRESETS, parse_interconnect
 from mgbench.records.runfolder import RunFolder
 from mgbench.reports.folder_data import load_run_folder
@@ -114,6 +114,8 @@ def project(args: argparse.Namespace, counts: list[int]) -> int:
     console.print(f"assumptions: {projection['assumptions']}")
     for series in projection["series"]:
         print_series(series)
+    for left_out in projection["not_projected"]:
+        console.print(not_projected_text(left_out))
     console.print(f"written: {write_projection(args.run_dir, projection)}")
     console.print(f"report: {write_report(args.run_dir)}")
     return 0

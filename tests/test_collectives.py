@@ -260,6 +260,8 @@ def test_a_strategy_that_declares_nothing_is_not_projected_and_says_why(sharded_
             "reason": UNDECLARED,
         }
     ]
+    assert main(["project", str(folder), "--gpus", "8", "--interconnect", "nvlink4"]) == 0
+    assert f"sharded undeclared resnet50 bf16 128/GPU not projected: {UNDECLARED}" in capsys.readouterr().out
     alone = folder_of(tmp_path / "alone", ("sharded", "undeclared"))
     with pytest.raises(UsageError, match="has no series to project: sharded undeclared resnet50 bf16 128/GPU"):
         project_folder(load_run_folder(alone), target, [8], 1000)

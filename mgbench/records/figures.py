@@ -153,7 +153,8 @@ class Limits:
     """How close the row is to what its links and its device can do: the all-reduce's share of a step, the step's work and the device's peak."""
 
     expected_allreduce_seconds: float | None = None
-    """Gradient all-reduce time per step predicted from the measured bus bandwidth (bandwidth.json)."""
+    """The time per step of the collectives the strategy declares (DDP: its gradient all-reduce),
+    predicted from the measured bus bandwidth (bandwidth.json); None where it declares none."""
     allreduce_step_fraction: float | None = None
     """`expected_allreduce_seconds` over the measured median step time."""
     flops_per_image: float | None = None

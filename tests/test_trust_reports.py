@@ -184,3 +184,34 @@ def test_every_chart_of_a_gpu_and_a_cpu_report_keeps_its_text_inside_and_names_e
             x, y = text.xy
             near = [cap for line, cap in zip(axes.lines, caps) if abs(line.get_xdata().mean() - x) < 1e-9]
             assert near and y >= max(near) * (1 - 1e-12), (text.get_text(), y, near)
+
+
+def strict_json(path: Path) -> dict:
+    """A JSON file read as JSON is: NaN or Infinity in it fail the test."""
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in {path}")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_project_leaves_out_a_series_whose_step_passes_a_float_and_nulls_what_overflows(tmp_path):
+    """ddp at 1e-320 img/s (its step's seconds overflow) beside dp at 100 and 150: dp is projected,
+    ddp is listed as not projected saying why; a series at 1e-300 and 1e10 img/s (its measured
+    efficiency overflows) is projected with that efficiency null. projection.json is JSON, the
+    report holds the projection, nothing on stderr."""
+    slow = rated_folder(tmp_path / "slow", {("ddp", 1): 1e-320, ("ddp", 2): 2e-320, ("dp", 1): 100.0, ("dp", 2): 150.0})
+    done = mgbench("project", str(slow), "--gpus", "8", "--interconnect", "nvlink4", PYTHONWARNINGS="error")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    projection = strict_json(slow / "projection.json")
+    assert [series["strategy"] for series in projection["series"]] == ["dp"]
+    [left_out] = projection["not_projected"]
+    assert left_out["strategy"] == "ddp" and "at 1e-320 img/s takes longer for its 32 images" in left_out["reason"]
+    assert "ddp densenet121 bf16 32/GPU not projected: pytorch-ddp-1cuda at 1e-320 img/s" in done.stdout
+    apart = rated_folder(tmp_path / "apart", {("ddp", 1): 1e-300, ("ddp", 2): 1e10})
+    done = mgbench("project", str(apart), "--gpus", "8", "--interconnect", "nvlink4", PYTHONWARNINGS="error")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    [series] = strict_json(apart / "projection.json")["series"]
+    one, two = (point["efficiency"] for point in series["measured"])
+    assert one == pytest.approx(1.0) and two is None
+    assert "Projected scaling" in (apart / "report.html").read_text()

@@ -34,10 +34,12 @@ series from its smallest; what it leaves unexplained becomes a fitted per-step o
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 
 from mgbench.core.collectives import UNDECLARED, Communication
@@ -47,6 +49,7 @@ from mgbench.core.safe_files import read_regular
 from mgbench.frameworks.exchange import DDP_EXCHANGE, PROCESS_PER_DEVICE, Dispatch, Exchange
 from mgbench.frameworks.registry import framework_spec
 from mgbench.measure.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, has_breakdown, intersect, length, union
+from mgbench.measure.metrics import defined
 from mgbench.projection.interconnects import measured_link
 from mgbench.projection.model import (
     EFFICIENCY_FLOOR,
@@ -444,8 +447,20 @@ class FolderRows(Protocol):
     frame: pd.DataFrame
 
 
+def overflowing_step(rows: pd.DataFrame) -> str | None:
+    """Why a series' step is no number the model can take: its smallest row so slow (1e-320
+    img/s) that its step's seconds pass a float's range; None where they do not."""
+    base = rows.sort_values("devices").iloc[0]
+    images = int(base["devices"]) * int(base["batch_per_device"])
+    if math.isfinite(images / float(base["images_per_sec"])):  # a Python float: no numpy warning past the range
+        return None
+    return f"{base['run_id']} at {base['images_per_sec']:.3g} img/s takes longer for its {images} images than a float holds"
+
+
 def project_folder(data: FolderRows, target: Interconnect, counts: list[int], epoch_images: int) -> dict[str, Any]:
-    """Every series of the folder's ok rows, projected (module doc)."""
+    """Every series of the folder's ok rows, projected (module doc), but those it cannot price or
+    whose step passes a float's range (`overflowing_step`), listed in `not_projected`; a figure
+    that has no finite value (an epoch at 1e-300 img/s) is None."""
     root, frame = data.root, data.frame
     ok = frame[frame["status"] == "ok"]
     if ok.empty:
@@ -455,13 +470,17 @@ def project_folder(data: FolderRows, target: Interconnect, counts: list[int], ep
     series, not_projected = [], []
     for _, rows in ok.groupby(SERIES, sort=True):
         communication = strategy_communication(rows.iloc[0])
-        if isinstance(communication, str):
-            not_projected.append({**series_key(rows), "runs": list(rows["run_id"]), "reason": communication})
+        reason = communication if isinstance(communication, str) else overflowing_step(rows)
+        if reason is not None:
+            not_projected.append({**series_key(rows), "runs": list(rows["run_id"]), "reason": reason})
         else:
-            series.append(project_series(root, rows, target, counts, epoch_images, communication))
+            with np.errstate(
+                over="ignore", invalid="ignore"
+            ):  # past a float's range: inf, null in the projection (`defined`)
+                series.append(project_series(root, rows, target, counts, epoch_images, communication))
     if not series:
         raise UsageError(f"{root} has no series to project: {'; '.join(not_projected_text(r) for r in not_projected)}")
-    return {
+    projection = {
         "written_by": WRITTEN_BY,
         "counts": counts,
         "interconnect": interconnect_record(target),
@@ -470,6 +489,7 @@ def project_folder(data: FolderRows, target: Interconnect, counts: list[int], ep
         "series": series,
         "not_projected": not_projected,
     }
+    return defined(projection)[0]  # a figure past a float's range (an epoch at 1e-300 img/s) null: JSON has no Infinity
 
 
 def not_projected_text(record: dict[str, Any]) -> str:

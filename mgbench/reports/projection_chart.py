@@ -10,34 +10,46 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mgbench.projection.model import EFFICIENCY_FLOOR
-from mgbench.reports.figures import legend_outside, new_figure, save
+from mgbench.reports.figures import finite, legend_outside, new_figure, save, scale_of
+
+
+def _percent(values: list[float | None]) -> np.ndarray:
+    """Efficiencies in percent, a null one (past a float's range) NaN: left out of the line."""
+    return finite(values) * 100
 
 
 def projection_chart(projection: dict[str, Any], path: Path) -> Path:
+    """Per series its projected, unfitted and measured efficiency and images/sec (module doc);
+    images/sec in a power of ten where they lie past a billion (`scale_of`)."""
     figure = new_figure()
     efficiency_axes, throughput_axes = figure.subplots(1, 2)
+    scale, scaled = scale_of(
+        [point["images_per_sec"] for series in projection["series"] for point in series["curve"] + series["measured"]]
+    )
     efficiency_axes.axhline(EFFICIENCY_FLOOR * 100, color="grey", linestyle=":", label=f"{EFFICIENCY_FLOOR:.0%}")
     for series in projection["series"]:
         label = f"{series['framework']} {series['strategy']}"
         devices = [point["devices"] for point in series["curve"]]
         line = efficiency_axes.plot(
-            devices, [p["efficiency"] * 100 for p in series["curve"]], label=f"{label} projected"
+            devices, _percent([p["efficiency"] for p in series["curve"]]), label=f"{label} projected"
         )
         color = line[0].get_color()
-        throughput_axes.plot(devices, [p["images_per_sec"] for p in series["curve"]], color=color)
-        if series["overhead_seconds"] > 0:
+        throughput_axes.plot(devices, finite([p["images_per_sec"] for p in series["curve"]]) / scale, color=color)
+        if (series["overhead_seconds"] or 0) > 0:
             efficiency_axes.plot(
                 devices,
-                [p["unfitted_efficiency"] * 100 for p in series["curve"]],
+                _percent([p["unfitted_efficiency"] for p in series["curve"]]),
                 color=color,
                 linestyle="--",
                 label=f"{label} before calibration",
             )
         measured = series["measured"]
         for axes, values in (
-            (efficiency_axes, [m["efficiency"] * 100 for m in measured]),
-            (throughput_axes, [m["images_per_sec"] for m in measured]),
+            (efficiency_axes, _percent([m["efficiency"] for m in measured])),
+            (throughput_axes, finite([m["images_per_sec"] for m in measured]) / scale),
         ):
             axes.scatter(
                 [m["devices"] for m in measured],
@@ -57,7 +69,7 @@ def projection_chart(projection: dict[str, Any], path: Path) -> Path:
     throughput_axes.set_yscale("log")
     efficiency_axes.set_ylabel("efficiency % (against one GPU)")
     efficiency_axes.set_ylim(0, 110)
-    throughput_axes.set_ylabel("images/sec")
+    throughput_axes.set_ylabel(f"images/sec{scaled}")
     legend_outside(figure, efficiency_axes)
     within, across = projection["interconnect"]["within"], projection["interconnect"]["across"]
     links = within["name"] + (f" + {projection['interconnect']['nics_per_node']} x {across['name']}" if across else "")

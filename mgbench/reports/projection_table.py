@@ -7,6 +7,7 @@ from typing import Any
 
 from mgbench.projection.calibration import InputRate
 from mgbench.projection.model import EFFICIENCY_FLOOR
+from mgbench.reports.cells import MISSING, figure_text
 
 PROJECTION_COLUMNS = (
     "GPUs",
@@ -20,7 +21,15 @@ PROJECTION_COLUMNS = (
 )
 
 
-def _duration(seconds: float) -> str:
+def _shown(value: float | None, pattern: str, factor: float = 1.0) -> str:
+    """`value` x `factor` in `pattern`; `MISSING` where the projection holds none (a figure past a
+    float's range is null in `projection.json`)."""
+    return MISSING if value is None else figure_text(float(value) * factor, pattern)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return MISSING
     if seconds >= 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.1f} s"
@@ -39,10 +48,10 @@ def series_rows(series: dict[str, Any]) -> list[tuple[str, ...]]:
         (
             str(point["devices"]),
             str(point["nodes"]),
-            f"{point['step_seconds'] * 1e3:.1f}",
-            f"{point['images_per_sec']:.0f}",
-            f"{point['efficiency']:.1%}",
-            f"{point['unfitted_efficiency']:.1%}",
+            _shown(point["step_seconds"], "{:.1f}", 1e3),
+            _shown(point["images_per_sec"], "{:.0f}"),
+            _shown(point["efficiency"], "{:.1%}"),
+            _shown(point["unfitted_efficiency"], "{:.1%}"),
             _duration(point["epoch_seconds"]),
             point["limiter"],
         )
@@ -55,7 +64,8 @@ def series_notes(series: dict[str, Any]) -> list[str]:
     inputs = series["inputs"]
     rate = inputs["input"]
     notes = [
-        f"one-GPU step {inputs['one_device_step_seconds'] * 1e3:.1f} ms ({inputs['one_device_step_source']}), "
+        f"one-GPU step {_shown(inputs['one_device_step_seconds'], '{:.1f}', 1e3)} ms "
+        f"({inputs['one_device_step_source']}), "
         f"gradients {inputs['gradient_bytes'] / 1e6:.3g} MB in {inputs['tensors']} tensors, exchanged as "
         f"{inputs['exchange']['text']}, which can hide behind "
         f"{inputs['overlap_share']:.0%} of the compute ({inputs['overlap_source']}), "
@@ -64,12 +74,13 @@ def series_notes(series: dict[str, Any]) -> list[str]:
         f"limit, {inputs['host_seconds'] * 1e3:.2f} ms, done by {inputs['dispatch']['text']}",
     ]
     notes += [
-        f"calibration: {check['devices']} GPUs measured {check['measured_efficiency']:.1%}, the model before "
-        f"calibration {check['unfitted_efficiency']:.1%} ({check['residual_points']:+.1f} points)"
+        f"calibration: {check['devices']} GPUs measured {_shown(check['measured_efficiency'], '{:.1%}')}, the "
+        f"model before calibration {_shown(check['unfitted_efficiency'], '{:.1%}')} "
+        f"({_shown(check['residual_points'], '{:+.1f}')} points)"
         for check in series["calibration"]
     ]
     if series["calibration"]:
-        notes.append(f"fitted overhead per multi-GPU step: {series['overhead_seconds'] * 1e3:.2f} ms")
+        notes.append(f"fitted overhead per multi-GPU step: {_shown(series['overhead_seconds'], '{:.2f}', 1e3)} ms")
     floor = series["below_floor_at"]
     notes.append(
         f"limits first: {series['limits_first']}; "

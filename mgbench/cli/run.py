@@ -1,7 +1,7 @@
 """`mgbench run`: one framework, one strategy, one device count: a compare of one config.
 
 The run goes through the runner as a compare's run does (its launcher, its framework's
-environment, timeout, monitor, one row in a run folder whose lock it holds meanwhile). Started
+environment, timeout, monitor, one row in a new run folder whose lock it holds meanwhile). Started
 by hand under a launcher that spans machines (`horovodrun -np 8 -H ...`, one `torchrun` per
 node), it trains in place instead, as `python -m mgbench.worker` does; the primary rank prints
 the row.
@@ -24,9 +24,9 @@ from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import framework_spec
 from mgbench.machine.devices import check_device_counts
 from mgbench.records.results import append_result
-from mgbench.records.runfolder import RunFolder
 from mgbench.reports.compact import print_summary
 from mgbench.reports.summary import results_frame
+from mgbench.runner.compare_service import prepare_folder, refuse_used_folder
 from mgbench.runner.launch import launched_by_launcher
 from mgbench.runner.orchestrator import DEFAULT_TIMEOUT_SECONDS, execute_run
 from mgbench.runner.plan import plan_runs, replan
@@ -71,8 +71,11 @@ def handle(args: argparse.Namespace) -> int:
             print_summary(results_frame([result]), title)
         return 0
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    folder = RunFolder(args.out or Path("runs") / f"{stamp}-{config.run_id}")
-    with folder.claimed(create=True):
+    # A used folder is refused as compare refuses it: a row appended to a compare's folder would
+    # stand in its results under one of its run ids.
+    folder = prepare_folder(args.out or Path("runs") / f"{stamp}-{config.run_id}", new=True)
+    with folder.claimed():
+        refuse_used_folder(folder.root)
         result = execute_run(replan(config), folder, args.timeout, args.save_state)
         append_result(folder.results, result)
     print_summary(results_frame([result]), title)

@@ -3,8 +3,9 @@ rounds run and recorded, each row as it ends.
 
 A new compare checks what it can before it writes anything (device counts, strategies, the
 dataset against every planned batch, the installations), then claims a folder no other compare
-used; a resumed one reads its recorded plan, checks its dataset and starting point again as a
-new one would, and keeps only the rounds already done. What the user should read on the way
+used; a resumed one reads its recorded plan, refuses a folder whose rows do not fit it, checks
+the runs still owed (hosts, device counts, dataset, starting point) again as a new one would, and
+keeps only the rounds already done. What the user should read on the way
 goes to the caller's `Voice`; the caller owns the console, the live display and the reports.
 """
 
@@ -28,9 +29,9 @@ from mgbench.records.results import RunResult, write_json_atomically
 from mgbench.records.runfolder import LOCK_FILE, RunFolder
 from mgbench.runner.bandwidth import bandwidth_report
 from mgbench.runner.hosts import Host, resolve_hosts
-from mgbench.runner.orchestrator import DEFAULT_TIMEOUT_SECONDS, RunEvent, run_compare
+from mgbench.runner.orchestrator import DEFAULT_TIMEOUT_SECONDS, RunEvent, rendezvous_port_setting, run_compare
 from mgbench.runner.plan import PlannedRun, Scaling, installed_runs, not_installed_reason, plan_runs, replan
-from mgbench.runner.rounds import RoundBook, default_rounds, recorded_rounds
+from mgbench.runner.rounds import RoundBook, default_rounds, recorded_rounds, rounds_off_plan
 from mgbench.runner.starting_point import check_start_again, record_start
 from mgbench.runner.venvs import inspect_installation
 
@@ -72,7 +73,12 @@ def refuse_used_folder(path: Path) -> None:
     compare's, and speed-ups be taken against them."""
     held = {entry.name for entry in path.iterdir()} - {BANDWIDTH_FILE, LOCK_FILE} if path.is_dir() else set()
     if held:
-        hint = f"continue it with --resume {path}" if RunFolder(path).compare_file.exists() else "it holds other files"
+        compare = RunFolder(path).compare_file.exists()
+        hint = (
+            f"it holds a compare; continue it with mgbench compare --resume {path}"
+            if compare
+            else "it holds other files"
+        )
         raise UsageError(f"--out {path} is not empty ({hint}); choose a new --out")
 
 
@@ -115,6 +121,32 @@ def check_host_counts(counts: list[int], hosts: list[Host], kind: DeviceKind) ->
     check_device_counts([c for c in counts if c != total], kind)
 
 
+def checked_hosts(text: str | None) -> list[Host] | None:
+    """The hosts `--hosts` (or a recorded plan) names, None without, and the rendezvous port the
+    runs spanning them would take (`MGBENCH_RDZV_PORT`) checked with them, before anything runs."""
+    if text is None:
+        return None
+    hosts = resolve_hosts(text)
+    rendezvous_port_setting()
+    return hosts
+
+
+def check_counts(counts: list[int], kind: DeviceKind, hosts: list[Host] | None) -> None:
+    """Device counts of `kind` this machine, or with `hosts` these hosts, can run."""
+    if hosts:
+        check_host_counts(counts, hosts, kind)
+    else:
+        check_device_counts(counts, kind)
+
+
+def check_resumed_runs(runs: list[PlannedRun], hosts: list[Host] | None) -> None:
+    """The runs a resume is to launch fit this machine as a new compare's must (`check_counts`):
+    a `compare.json` edited to 64 devices, or a CUDA plan resumed where no GPU is, is refused
+    before anything starts instead of launching a process per device."""
+    for kind in sorted({run.config.job.device_kind for run in runs}):
+        check_counts(sorted({run.config.devices for run in runs if run.config.job.device_kind == kind}), kind, hosts)
+
+
 def installation_reasons(
     frameworks: list[tuple[str, str | None]], voice: Voice
 ) -> tuple[dict[str, str | None], list[str]]:
@@ -143,11 +175,7 @@ def installation_reasons(
 def plan_compare(asked: NewCompare, voice: Voice) -> tuple[RunFolder, ComparePlan, list[PlannedRun]]:
     """The run folder (created, nothing written in it yet), the plan and its runs."""
     job = asked.job
-    hosts = resolve_hosts(asked.hosts) if asked.hosts else None
-    if hosts:
-        check_host_counts(asked.counts, hosts, job.device_kind)
-    else:
-        check_device_counts(asked.counts, job.device_kind)
+    check_counts(asked.counts, job.device_kind, checked_hosts(asked.hosts))
     # Names, strategies and batch splits checked, and the dataset against every planned batch,
     # before the installation probes start a process per framework.
     names = [name for name, _ in asked.frameworks]
@@ -184,16 +212,37 @@ def start_new(folder: RunFolder, plan: ComparePlan, start: InitialWeights | None
         record_start(folder, plan.configs[0], start)
 
 
+def resumed_book(folder: RunFolder, runs: list[PlannedRun], repeat: int, hosts: list[Host] | None) -> RoundBook:
+    """The rounds of the folder a resume keeps (`RoundBook.kept`), the folder refused in one line
+    where they do not fit its recorded plan's `runs` (`rounds_off_plan`: rows would be dropped or
+    stand for another job), or the runs still owed do not fit this machine or `hosts`
+    (`check_resumed_runs`)."""
+    recorded = recorded_rounds(folder)
+    if off_plan := rounds_off_plan(runs, recorded):
+        raise UsageError(
+            f"--resume {folder.root}: its rows do not fit the plan in {folder.compare_file.name} "
+            f"({'; '.join(off_plan)}); resuming would drop or mix them: restore the plan or start a new compare"
+        )
+    book = RoundBook.kept(runs, repeat, recorded)
+    try:
+        check_resumed_runs([run for run in book.owed() if run.refusal is None], hosts)
+    except UsageError as error:
+        raise UsageError(f"--resume {folder.root}: the recorded plan cannot run here: {error}") from None
+    return book
+
+
 def plan_resume(
     folder: RunFolder, command: str, timeout: float | None, repeat: int | None, voice: Voice
 ) -> tuple[ComparePlan, RoundBook]:
-    """The recorded plan of the folder (one run per run_id, `ComparePlan`) and its rounds: the
-    runs that still owe one have their dataset and starting point checked again as a new compare
-    checks them (`recheck_dataset`, `check_start_again`) before anything is written; then its
+    """The recorded plan of the folder (one run per run_id, `ComparePlan`) and its rounds
+    (`resumed_book`): the runs that still owe one have their hosts, device counts, dataset and
+    starting point checked again as a new compare checks them (`recheck_dataset`,
+    `check_start_again`) before anything is written; then its
     results keep only the rounds already done (`RoundBook.kept`), and a starting point missing
     from the folder is written. `command` joins the plan's `resumed` list; a `timeout` or
     `repeat` given now replaces the recorded one."""
     plan = ComparePlan.read(folder.compare_file)
+    hosts = checked_hosts(plan.hosts)
     missing = {
         name: not_installed_reason(framework_spec(name), inspect_installation(framework_spec(name)))
         for name in {config.framework for config in plan.configs}
@@ -201,7 +250,7 @@ def plan_resume(
     runs = [replan(config, missing[config.framework]) for config in plan.configs]
     if repeat is not None:
         plan.repeat = repeat
-    book = RoundBook.kept(runs, plan.repeat, recorded_rounds(folder))
+    book = resumed_book(folder, runs, plan.repeat, hosts)
     if owed := book.owed():
         recheck_dataset(owed[0].config.job, [run.config for run in owed], on_note=voice.note)
     start = check_start_again(folder, plan.configs[0], book.rows()) if plan.configs else None

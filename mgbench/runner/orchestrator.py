@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.core.job import GPU_BATCH_PER_DEVICE
 from mgbench.frameworks.memory import DeviceMemory
 from mgbench.frameworks.specs import FrameworkSpec
@@ -48,6 +49,7 @@ from mgbench.training.driver import LAUNCH_TIME_ENV
 
 RDZV_PORT_ENV = "MGBENCH_RDZV_PORT"
 DEFAULT_RDZV_PORT = 29400
+MAX_PORT = 65535
 DEFAULT_TIMEOUT_SECONDS = 1200.0
 """Seconds a run may take where `--timeout` does not say (`compare`, `run`)."""
 
@@ -146,6 +148,11 @@ def failure_cause(log: str, returncode: int | None) -> str:
     return min(per_rank.values(), key=lambda cause: (cause.weight, cause.position)).text
 
 
+def seconds_text(seconds: float) -> str:
+    """Seconds with the digits they need: `1200`, `0.01` (a timeout of 0.01 s is not "0 s")."""
+    return repr(float(seconds)).removesuffix(".0")
+
+
 def classify_failure(timed_out: bool, cause: str, log: str, memory: DeviceMemory) -> Status:
     """`timeout` past the timeout; `oom` where the failing rank's cause line or the run's whole log
     says it ran out of device memory, by its framework's own words (`DeviceMemory.ran_out`: a
@@ -160,10 +167,23 @@ def spans_hosts(config: RunConfig, hosts: list[Host] | None) -> bool:
     return hosts is not None and len(hosts) > 1 and config.devices == sum(host.slots for host in hosts)
 
 
+def rendezvous_port_setting() -> int | None:
+    """MGBENCH_RDZV_PORT's port (None where it is not set): a port number, 1 to 65535, else one
+    UsageError. A compare with hosts reads it before anything is written: `abc` would otherwise end
+    it in a traceback when the first run spanning the hosts starts, the rows before left unreported."""
+    text = os.environ.get(RDZV_PORT_ENV)
+    if not text:
+        return None
+    port = int(text) if text.strip().isdecimal() else 0
+    if not 1 <= port <= MAX_PORT:
+        raise UsageError(f"{RDZV_PORT_ENV} takes a port number, 1 to {MAX_PORT}, got {text!r}")
+    return port
+
+
 def rendezvous_port(hosts: list[Host]) -> int:
     """A free port here when the first host is this machine, else MGBENCH_RDZV_PORT (default 29400)."""
-    if os.environ.get(RDZV_PORT_ENV):
-        return int(os.environ[RDZV_PORT_ENV])
+    if (port := rendezvous_port_setting()) is not None:
+        return port
     if not hosts[0].is_local:
         return DEFAULT_RDZV_PORT
     with socket.socket() as probe:
@@ -224,7 +244,7 @@ def execute_run(
     cause = "" if outcome.timed_out else failure_cause(log, outcome.returncode)
     status = classify_failure(outcome.timed_out, cause, log, spec.memory)
     if outcome.timed_out:
-        error = f"timed out after {timeout:.0f} s\n{outcome.log_tail}"
+        error = f"timed out after {seconds_text(timeout)} s\n{outcome.log_tail}"
     else:
         error = f"{cause} (exit code {outcome.returncode})\n{outcome.log_tail}"
     origin = Origin(command=command_text, interpreter=interpreter, wall_seconds=outcome.seconds)
@@ -333,8 +353,8 @@ def run_compare(
     Ctrl-C / SIGTERM (as KeyboardInterrupt) during a run stops it, records an `interrupted`
     round for it and ends the compare early; the rounds recorded so far stay.
     """
-    for number in range(1, book.repeat + 1):
-        for run in book.due(number):
+    for number, due in book.rounds_owed():
+        for run in due:
             label = f"round {number}/{book.repeat}" if book.repeat > 1 else ""
             try:
                 result = execute_with_oom_retry(run, folder, timeout, hosts, on_event, label, book.fitted(run))

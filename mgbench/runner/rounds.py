@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
+from mgbench.core.config import RunConfig
 from mgbench.core.kinds import DeviceKind
 from mgbench.records.figures import Rounds
 from mgbench.records.results import RunResult, append_line, read_result_lines, read_results, write_results
@@ -115,6 +116,17 @@ class RoundBook:
             if len(rounds := self.rounds_of(run)) < number and all(result.status == "ok" for result in rounds)
         ]
 
+    def rounds_owed(self) -> Iterator[tuple[int, list[PlannedRun]]]:
+        """Each round still owed, by number, with the runs that owe it (`due`, asked as the round
+        starts). It ends once no run owes a round: a run owes none after a round that did not
+        finish, so a compare whose runs all ended in round 1 (refused, timed out, failed) ends
+        there, whatever `repeat` says."""
+        for number in range(1, self.repeat + 1):
+            if not self.owed():
+                return
+            if due := self.due(number):
+                yield number, due
+
     def fitted(self, run: PlannedRun) -> int:
         """The halvings of the planned batch `run`'s last ok round took to fit in memory
         (`oom_retries`): its next round starts at that batch instead of running out of memory again."""
@@ -122,13 +134,14 @@ class RoundBook:
         return ok[-1].retries.oom_retries if ok else 0
 
     def launches_left(self) -> int:
-        """Rounds still owed if every one finishes (a refused run counts once)."""
+        """Rounds still owed if every one finishes (a refused run counts once); a run with more
+        rounds done than `repeat` (`--resume --repeat 1` after 3) owes none."""
         owed = 0
         for run in self.runs:
             rounds = self.rounds_of(run)
             if all(result.status == "ok" for result in rounds):
-                owed += 1 if run.refusal else self.repeat - len(rounds)
-        return max(owed, 0)
+                owed += 1 if run.refusal else max(self.repeat - len(rounds), 0)
+        return owed
 
     def record(self, folder: RunFolder, result: RunResult) -> None:
         """A round ended: its row to `rounds.jsonl`, and the run's combined row into `results.jsonl`
@@ -169,6 +182,32 @@ class RoundBook:
     def statuses(self) -> set[str]:
         """The status of every round recorded (a compare exits 1 where one failed)."""
         return {result.status for rounds in self.done.values() for result in rounds}
+
+
+def planned_as(result: RunResult) -> RunConfig:
+    """The config the round was planned with: its own, with the batch asked for where running
+    out of memory halved the one that ran (`requested_batch_per_device`)."""
+    requested = result.retries.requested_batch_per_device
+    return result.config if requested is None else result.config.with_changes(batch_per_device=requested)
+
+
+def rounds_off_plan(runs: list[PlannedRun], recorded: list[tuple[int, RunResult]]) -> list[str]:
+    """What a resume would lose or mix up among the `recorded` rounds, one line per run: a round of
+    a run that `runs` (the recorded plan) does not list, which rewriting the folder would drop,
+    and one that ran another job than the plan's run (`steps 3, planned 7`), which would stand as
+    done beside rounds of the planned job. Empty where every round fits its planned run."""
+    planned = {run.config.run_id: run.config for run in runs}
+    found: dict[str, str] = {}
+    for _, result in recorded:
+        config = planned.get(result.run_id)
+        if config is None:
+            found.setdefault(result.run_id, f"{result.run_id} has rows but is not planned")
+        elif (ran := planned_as(result)) != config:
+            ran_fields, plan_fields = ran.to_dict(), config.to_dict()
+            differ = [name for name in plan_fields if ran_fields[name] != plan_fields[name]]
+            what = ", ".join(f"{name} {ran_fields[name]}, planned {plan_fields[name]}" for name in differ)
+            found.setdefault(result.run_id, f"{result.run_id} ran another job ({what})")
+    return list(found.values())
 
 
 def round_line(number: int, result: RunResult) -> str:

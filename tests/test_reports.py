@@ -193,7 +193,10 @@ def test_charts_are_pngs_of_the_expected_size(tmp_path):
     written = sorted((folder / "charts").glob("*.png"))
     assert len(written) == 7 + 2 * len(ok_ids)
     sizes = {
-        "utilisation-all.png": (PIXEL_SIZE[0], round(DPI * (FRAME_INCHES + PANEL_INCHES * len(ok_ids)))),
+        "utilisation-all.png": (
+            round(DPI * SUMMARY_WIDTH_INCHES),
+            round(DPI * (FRAME_INCHES + PANEL_INCHES * len(ok_ids))),
+        ),
         "throughput-utilisation.png": (round(DPI * SUMMARY_WIDTH_INCHES), PIXEL_SIZE[1]),
     }
     for path in written:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 
 import pytest
 from conftest import mgbench, one_line_error
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from test_report_page import cpu_folder
 from test_reports import BASE, fixture_folder, ok_result, write_trace
 
@@ -75,13 +77,13 @@ def test_report_out_to_a_dangling_link_is_refused_naming_it(tmp_path):
 
 def test_a_name_that_is_not_utf8_is_printed_with_backslash_escapes(tmp_path):
     """`--out` named with byte 0xff: the report goes there, and the path printed shows the byte as
-    `\\xff` (stdout in a UTF-8 locale), never a surrogate or a traceback."""
+    `\\xff` (in a UTF-8 locale), never a surrogate or a traceback; so does a refusal naming it."""
     folder = rated_folder(tmp_path, {("ddp", 1): 100.0})
     out = Path(os.fsdecode(bytes(tmp_path) + b"/r\xff"))
     done = mgbench("report", str(folder), "--out", str(out), LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8")
     assert done.returncode == 0, done.stderr
     assert (out / "report.html").is_file()
-    assert done.stdout.splitlines()[-1] == f"{tmp_path}/r\\xff/report.html"
+    assert done.stderr == f"report: {tmp_path}/r\\xff/report.html\n"
     clutter = Path(os.fsdecode(bytes(tmp_path) + b"/s\xfe"))
     clutter.mkdir()
     (clutter / "mine.txt").write_text("mine")
@@ -215,3 +217,33 @@ def test_project_leaves_out_a_series_whose_step_passes_a_float_and_nulls_what_ov
     one, two = (point["efficiency"] for point in series["measured"])
     assert one == pytest.approx(1.0) and two is None
     assert "Projected scaling" in (apart / "report.html").read_text()
+
+
+def test_the_page_lists_runs_in_the_compact_tables_order_and_links_each_chart_to_its_png(tmp_path, drawn):
+    """Rows written dp, gloo, ddp (alphabetically ddp, dp, gloo), each on 2 devices before 1 but
+    ddp's, ranked on 2 devices gloo (380 img/s), ddp (190), dp (60): the compact table, "Every run", the runs' details and the side-by-side charts
+    all list gloo, ddp, dp, each line's runs by device count. Every chart links to its PNG under
+    charts/; the every-run utilisation chart's smallest text is 9 px or more on a 390 px phone
+    showing it across; one run is "1 run"."""
+    rates = {("dp", 2): 60.0, ("dp", 1): 50.0, ("gloo", 2): 380.0, ("gloo", 1): 200.0, ("ddp", 1): 100.0}
+    folder = rated_folder(tmp_path, {**rates, ("ddp", 2): 190.0})
+    page = write_report(folder).read_text()
+    ranked = ["gloo-1", "gloo-2", "ddp-1", "ddp-2", "dp-1", "dp-2"]
+    ids = [f"pytorch-{name}cuda" for name in ranked]
+    labels = [f"pytorch {name.replace('-', ' x')}" for name in ranked]
+    table = page[page.index('id="compact"') :]
+    compact = re.findall(r'data-label="strategy">(\w+)<', table[: table.index("</table>")])
+    assert compact == ["gloo", "ddp", "dp"]
+    assert re.findall(r'<tr id="row-([\w-]+)"', page) == ids
+    assert re.findall(r'<details class="run" id="run-([\w-]+)"', page) == ids
+    every_run = next(figure for figure in drawn if "of every run" in figure._suptitle.get_text())
+    assert [axes.get_ylabel().splitlines()[0] for axes in every_run.axes] == labels
+    beside = next(figure for figure in drawn if "per run" in figure._suptitle.get_text())
+    assert [text.get_text() for text in beside.axes[0].get_yticklabels()] == labels
+    images = re.findall(r'<a href="(charts/[\w.-]+\.png)"><img', page)
+    assert len(images) == page.count("<img") and all((folder / image).is_file() for image in images)
+    width = every_run.get_figwidth() * every_run.dpi
+    sizes = [text.get_fontsize() * every_run.dpi / 72 * 390 / width for text in every_run.findobj(Text)]
+    assert min(size for size in sizes) >= 9, min(sizes)
+    one = rated_folder(tmp_path / "one", {("ddp", 1): 100.0})
+    assert ", 1 run, report generated" in write_report(one).read_text()

@@ -25,9 +25,9 @@ from mgbench.reports.compare_charts import (
 )
 from mgbench.reports.folder_data import RunFolderData
 from mgbench.reports.projection_chart import projection_chart
+from mgbench.reports.row_order import in_line_order
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
 from mgbench.reports.scaling_loss import scaling_losses
-from mgbench.reports.summary import GROUP
 from mgbench.reports.training import time_to_train_chart, training_table
 from mgbench.reports.utilisation_charts import every_run_utilisation_chart, throughput_and_utilisation_chart
 
@@ -68,7 +68,7 @@ def write_charts(data: RunFolderData, folder: RunFolder | None = None) -> ChartS
     ok = data.frame[data.frame["status"] == "ok"]
     traces = {run_id: trace for run_id in data.frame["run_id"] if (trace := data.trace(run_id)) is not None}
     if not ok.empty:
-        ordered = ok.sort_values(GROUP + ["devices"], kind="stable")
+        ordered = in_line_order(ok)
         if any(run_id in traces for run_id in ordered["run_id"]):
             path = every_run_utilisation_chart(ordered, traces, folder.chart("utilisation-all.png"))
             charts.side_by_side.append(Chart("Utilisation of every run, phases shaded", path))
@@ -82,7 +82,7 @@ def write_charts(data: RunFolderData, folder: RunFolder | None = None) -> ChartS
                 path = scaling_loss_chart(ok, losses, folder.chart("scaling-loss.png"))
                 charts.compare.append(Chart("Scaling loss: what each category cost", path))
         if splits_any_step(ok):
-            charts.compare.append(Chart("Time breakdown", breakdown_chart(ok, folder.chart("breakdown.png"))))
+            charts.compare.append(Chart("Time breakdown", breakdown_chart(ordered, folder.chart("breakdown.png"))))
         with_epochs = ok[ok[Col.EPOCH_METRICS].map(_has_epochs)]
         if not with_epochs.empty:
             charts.compare.append(Chart("Training curves", epoch_chart(with_epochs, folder.chart("epochs.png"))))

@@ -141,13 +141,12 @@ def splits_any_step(ok: pd.DataFrame) -> bool:
 
 
 def breakdown_chart(ok: pd.DataFrame, path: Path) -> Path:
-    """Share of the step per run: the profiled step's input wait, host-to-device, compute,
+    """Share of the step per run, in `ok`'s order: the profiled step's input wait, host-to-device, compute,
     communication and idle (`breakdown`); on CPU devices not profiled, the host's own timing of
     its steps (input wait, step call, synchronisation, loss read), said so in its label; other
     rows their timed input wait and the rest of the step, unsplit."""
-    ordered = ok.sort_values(GROUP + ["devices"])
     labels, shares = [], []
-    for _, row in ordered.iterrows():
+    for _, row in ok.iterrows():
         split, source = _split(row)
         if not split:
             waiting = float(np.nan_to_num(row[Col.INPUT_WAIT_FRACTION])) * 100
@@ -167,7 +166,7 @@ def breakdown_chart(ok: pd.DataFrame, path: Path) -> Path:
         style: dict[str, Any] = {"color": colors[name]} if name in colors else _style(name)
         axes.barh(positions, widths, 0.6, left=left, label=names.get(name, name), **style)
         left += widths
-    for position, (_, row) in zip(positions, ordered.iterrows(), strict=True):
+    for position, (_, row) in zip(positions, ok.iterrows(), strict=True):
         held = held_back(row)
         if held is not None:
             axes.text(101, float(position), f"{held.label} {held.fraction:.0%}", va="center", fontsize="small")

@@ -15,7 +15,7 @@ import html
 import io
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from string import ascii_lowercase
@@ -36,6 +36,7 @@ from mgbench.reports.figures import job_title
 from mgbench.reports.folder_data import RunFolderData, load_run_folder
 from mgbench.reports.projection_table import PROJECTION_COLUMNS, series_notes, series_rows, series_title
 from mgbench.reports.readings import DEVICE, HOST_TIMING, breakdown_text, held_back, limits_details, reading
+from mgbench.reports.row_order import in_line_order
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import TABLE_COLUMNS, display_table, table_headers
 from mgbench.reports.training import COLUMNS as TRAINING_COLUMNS
@@ -205,14 +206,16 @@ def _key_values(pairs: Iterable[tuple[str, object]]) -> str:
 
 
 def _image(chart: Chart, grow: bool = False) -> str:
-    """The chart inlined; `grow`: in a row of charts, taking room in proportion to its width."""
+    """The chart inlined, linking to its PNG in `charts/` at full size; `grow`: in a row of
+    charts, taking room in proportion to its width."""
     data = chart.path.read_bytes()
     encoded = base64.b64encode(data).decode("ascii")
     with Image.open(io.BytesIO(data)) as image:
         style = f' style="flex: {image.width} 1 0"' if grow else ""
+    full_size = _e(CHARTS_DIR + "/" + chart.path.name)  # beside report.html: a phone zooms into it
     return (
-        f'<figure{style}><img alt="{_e(chart.title)}" src="data:image/png;base64,{encoded}">'
-        f"<figcaption>{_e(chart.title)} ({_e(CHARTS_DIR + '/' + chart.path.name)})</figcaption></figure>"
+        f'<figure{style}><a href="{full_size}"><img alt="{_e(chart.title)}" src="data:image/png;base64,{encoded}"></a>'
+        f'<figcaption>{_e(chart.title)} (<a href="{full_size}">{full_size}</a>)</figcaption></figure>'
     )
 
 
@@ -435,6 +438,8 @@ def _side_by_side_section(charts: ChartSet) -> str:
 
 
 def render_report(data: RunFolderData, charts: ChartSet) -> str:
+    """The page: every table and run listed in one order, the compact table's (`in_line_order`)."""
+    data = replace(data, frame=in_line_order(data.frame))
     title = f"mgbench report: {job_title(data.frame)}"
     generated = datetime.now().strftime("%Y-%m-%d %H:%M")
     parts = [
@@ -443,7 +448,7 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
         f"<h1>{_e(title)}</h1>",
         _answer_section(compact_summary(data.frame)),
         _same_start_paragraph(data.frame),
-        f'<p class="meta">Run folder <code>{_e(data.root.name)}</code>, {len(data.frame)} runs, report generated {generated}.',
+        f'<p class="meta">Run folder <code>{_e(data.root.name)}</code>, {len(data.frame)} run{"s" if len(data.frame) != 1 else ""}, report generated {generated}.',
     ]
     if data.command:
         parts.append(f"<br>Command: <code>{_e(data.command)}</code>")

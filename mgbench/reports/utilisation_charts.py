@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
@@ -28,10 +29,14 @@ DEVICE_COLORS = ("#1f3b73", "#8c1d40", "#2f6b2f", "#6b4c9a", "#b8860b", "#006d77
 """One line colour per device index, dark enough to read over every phase's shade."""
 PANEL_INCHES = 0.85
 """Height of one run's panel; the chart grows with the runs it shows."""
-FRAME_INCHES = 1.5
+FRAME_INCHES = 2.4
 """The title, the time axis and the legend below the panels."""
 SUMMARY_WIDTH_INCHES = 6.0
-"""The throughput-and-utilisation chart is narrower than the others: it sits beside the every-run chart."""
+"""The side-by-side charts are narrower than the others: they sit beside each other, or each
+alone across a phone."""
+PHONE_FONT_POINTS = 13.0
+"""The every-run chart's base type size: its smallest text (matplotlib's `small`, 10.8 pt, 15 px
+at 100 dpi) is 9.8 px on a 390 px phone showing the 600 px chart across it."""
 
 
 def source_word(ok: pd.DataFrame) -> str:
@@ -42,9 +47,16 @@ def source_word(ok: pd.DataFrame) -> str:
 def every_run_utilisation_chart(ok: pd.DataFrame, traces: dict[str, pd.DataFrame], path: Path) -> Path:
     """One panel per run that has a trace, in the frame's order, sharing the time and the 0-100%
     axes: each device's utilisation over the run's shaded phases, the run's steady median beside
-    its name; the phases' and devices' legend below the panels, outside the data."""
+    its name; the phases' and devices' legend below the panels, outside the data. As narrow as
+    the chart beside it, in `PHONE_FONT_POINTS` type, so that a phone showing it 390 px wide
+    still reads its text."""
+    with rc_context({"font.size": PHONE_FONT_POINTS}):
+        return _every_run_utilisation_chart(ok, traces, path)
+
+
+def _every_run_utilisation_chart(ok: pd.DataFrame, traces: dict[str, pd.DataFrame], path: Path) -> Path:
     rows = [row for _, row in ok.iterrows() if row[Col.RUN_ID] in traces]
-    figure = new_figure(FRAME_INCHES + PANEL_INCHES * len(rows))
+    figure = new_figure(FRAME_INCHES + PANEL_INCHES * len(rows), SUMMARY_WIDTH_INCHES)
     panels = figure.subplots(len(rows), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     devices: dict[int, str] = {}
     shaded: set[str] = set()
@@ -65,15 +77,15 @@ def every_run_utilisation_chart(ok: pd.DataFrame, traces: dict[str, pd.DataFrame
         axes.set_yticks([0, 50, 100])
         axes.grid(alpha=0.3)
     what = source_word(ok)
-    panels[-1].set_xlabel(f"seconds since the run's launch; {what} utilisation % per device")
+    panels[-1].set_xlabel(f"seconds since the run's launch;\n{what} utilisation % per device")
     handles = [
         Patch(color=PHASE_COLORS[name], alpha=min(1.0, 2 * PHASE_ALPHA.get(name, OTHER_ALPHA)), label=name)
         for name in PHASES
         if name in shaded
     ]
     handles += [Patch(color=DEVICE_COLORS[i % len(DEVICE_COLORS)], label=label) for i, label in sorted(devices.items())]
-    figure.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), fontsize="small")
-    figure.suptitle(f"{what} utilisation of every run, phases shaded: {job_title(ok)}")
+    figure.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize="small")
+    figure.suptitle(f"{what} utilisation of every run, phases shaded:\n{job_title(ok)}")
     return save(figure, path)
 
 

@@ -471,13 +471,12 @@ def project_folder(data: FolderRows, target: Interconnect, counts: list[int], ep
     for _, rows in ok.groupby(SERIES, sort=True):
         communication = strategy_communication(rows.iloc[0])
         reason = communication if isinstance(communication, str) else overflowing_step(rows)
-        if reason is not None:
-            not_projected.append({**series_key(rows), "runs": list(rows["run_id"]), "reason": reason})
-        else:
-            with np.errstate(
-                over="ignore", invalid="ignore"
-            ):  # past a float's range: inf, null in the projection (`defined`)
+        if reason is None and not isinstance(communication, str):
+            # a figure past a float's range is inf here, null in the projection (`defined`)
+            with np.errstate(over="ignore", invalid="ignore"):
                 series.append(project_series(root, rows, target, counts, epoch_images, communication))
+        else:
+            not_projected.append({**series_key(rows), "runs": list(rows["run_id"]), "reason": reason})
     if not series:
         raise UsageError(f"{root} has no series to project: {'; '.join(not_projected_text(r) for r in not_projected)}")
     projection = {

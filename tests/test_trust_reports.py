@@ -10,6 +10,7 @@ import re
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import mgbench, one_line_error
 from matplotlib.figure import Figure
@@ -247,3 +248,13 @@ def test_the_page_lists_runs_in_the_compact_tables_order_and_links_each_chart_to
     assert min(size for size in sizes) >= 9, min(sizes)
     one = rated_folder(tmp_path / "one", {("ddp", 1): 100.0})
     assert ", 1 run, report generated" in write_report(one).read_text()
+
+
+def test_one_run_is_said_in_the_singular():
+    """The same-start sentence of one run set against its reference: `1 run`, never `1 runs`."""
+    from test_same_start_check import row
+
+    from mgbench.reports.same_start import same_start
+
+    sentence = same_start(pd.DataFrame([row("pytorch"), row("gluon")])).sentence()
+    assert "the first-step losses of 1 run agree" in sentence and "1 runs" not in sentence

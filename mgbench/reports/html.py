@@ -28,7 +28,7 @@ from PIL import Image
 from mgbench.core.config import COLUMNS
 from mgbench.projection.calibration import read_projection
 from mgbench.records.runfolder import CHARTS_DIR, RunFolder
-from mgbench.reports.cells import MISSING, number, run_label
+from mgbench.reports.cells import MISSING, counted, number, run_label
 from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.columns import Col
 from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
@@ -448,7 +448,7 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
         f"<h1>{_e(title)}</h1>",
         _answer_section(compact_summary(data.frame)),
         _same_start_paragraph(data.frame),
-        f'<p class="meta">Run folder <code>{_e(data.root.name)}</code>, {len(data.frame)} run{"s" if len(data.frame) != 1 else ""}, report generated {generated}.',
+        f'<p class="meta">Run folder <code>{_e(data.root.name)}</code>, {counted(len(data.frame), "run")}, report generated {generated}.',
     ]
     if data.command:
         parts.append(f"<br>Command: <code>{_e(data.command)}</code>")

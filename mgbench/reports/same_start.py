@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from mgbench.reports.cells import counted
 from mgbench.reports.columns import Col
 
 REFERENCE_FRAMEWORK = "pytorch"
@@ -64,13 +65,14 @@ class SameStart:
         if not self.checked:
             verdict = f"first losses are held to a tolerance in {CHECKED_PRECISION} only"
         elif not self.disagreements:
-            verdict = f"the first-step losses of {others} runs agree {against}"
+            verdict = f"the first-step losses of {counted(others, 'run')} agree {against}"
         else:
             differ = "; ".join(
                 f"{d.run_id} differs by {d.first:.1e} at step 1 and {d.last:.1e} at step {d.last_step}"
                 for d in self.disagreements
             )
-            verdict = f"the first-step losses of {others - len(self.disagreements)} of {others} runs agree {against}; {differ}"
+            agreeing = others - len(self.disagreements)
+            verdict = f"the first-step losses of {agreeing} of {counted(others, 'run')} agree {against}; {differ}"
         parts = [verdict]
         if len(self.digests) > 1:
             parts.append(f"the runs started from {len(self.digests)} different weights ({', '.join(self.digests)})")

@@ -16,8 +16,9 @@ from conftest import mgbench, one_line_error
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from test_report_page import cpu_folder
-from test_reports import BASE, fixture_folder, ok_result, write_trace
+from test_reports import BASE, BREAKDOWNS, fixture_folder, ok_result, write_trace
 
+from mgbench.measure.breakdown import bottleneck
 from mgbench.records.results import RunResult, append_result
 from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import job_title
@@ -25,13 +26,17 @@ from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
 
 
-def rated_folder(root: Path, rates: dict[tuple[str, int], float], failed: bool = False) -> Path:
+def rated_folder(root: Path, rates: dict[tuple[str, int], float], failed: bool = False, profiled: bool = False) -> Path:
     """A run folder of ok rows, each `(strategy, devices)` at its steady rate in img/s (its step
-    spread 1% either side, its interval 0.5%), with a trace each; a crashed row beside them where `failed`."""
+    spread 1% either side, its interval 0.5%), with a trace each; a crashed row beside them where
+    `failed`; each with the fixture's breakdown of its device count where `profiled`."""
     folder = root / "run"
     folder.mkdir(parents=True)
     for (strategy, devices), rate in rates.items():
         result = ok_result(BASE.with_changes(strategy=strategy, devices=devices), 0.2)
+        if profiled:
+            result.profiled.breakdown, result.profiled.breakdown_clock = BREAKDOWNS[devices], "device"
+            result.profiled.bottleneck = bottleneck(BREAKDOWNS[devices])
         record = {
             **result.to_record(),
             "images_per_sec": rate,
@@ -148,16 +153,19 @@ EXTREMES = {
 }
 
 
+@pytest.mark.parametrize("profiled", [False, True], ids=["unprofiled", "profiled"])
 @pytest.mark.parametrize("rates", EXTREMES.values(), ids=EXTREMES.keys())
-def test_rates_at_either_end_of_a_float_still_make_every_chart_inside_its_frame(tmp_path, drawn, rates):
+def test_rates_at_either_end_of_a_float_still_make_every_chart_inside_its_frame(tmp_path, drawn, rates, profiled):
     """No traceback, no matplotlib warning (a layout collapsed under a 301-digit label, a margin
     overflowing), each bar's figure written short (`1e-320`, `1.5e+300`) and every text inside
-    its chart; an overflowed speed-up (1e10 over 1e-300) left out of the scaling chart."""
-    folder = rated_folder(tmp_path, rates)
+    its chart; an overflowed speed-up (1e10 over 1e-300) left out of the scaling chart and, rows
+    profiled, of the scaling loss's."""
+    folder = rated_folder(tmp_path, rates, profiled=profiled)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         page = write_report(folder).read_text()
     assert "charts/throughput.png" in page and "charts/scaling.png" in page
+    assert ("charts/scaling-loss.png" in page) == (profiled and rates is not EXTREMES["apart"])
     throughput = next(figure for figure in drawn if "Throughput:" in figure.axes[0].get_title())
     figures = [text.get_text() for text in throughput.axes[0].texts]
     assert sorted(figures) == sorted(f"{rate:,.0f}" if 1 <= rate < 1e7 else f"{rate:.3g}" for rate in rates.values())

@@ -16,6 +16,7 @@ For a framework/strategy measured on `n1` devices (its smallest count) and on `N
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -45,7 +46,7 @@ def scaling_loss(base: pd.Series, run: pd.Series) -> ScalingLoss:
         name: ideal * (run[Col.BREAKDOWN][name] * tn - work * base[Col.BREAKDOWN][name] * t1) / tn
         for name in CATEGORIES
     }
-    measured = run[Col.IMAGES_PER_SEC] / base[Col.IMAGES_PER_SEC]
+    measured = float(run[Col.IMAGES_PER_SEC]) / float(base[Col.IMAGES_PER_SEC])  # past a float: inf, no warning
     unexplained = (ideal - measured) - sum(losses.values())
     label = f"{run[Col.FRAMEWORK]} {run[Col.STRATEGY]} x{int(run[Col.DEVICES])}"
     return ScalingLoss(label, float(ideal), float(measured), losses, float(unexplained))
@@ -53,7 +54,8 @@ def scaling_loss(base: pd.Series, run: pd.Series) -> ScalingLoss:
 
 def scaling_losses(ok: pd.DataFrame) -> list[ScalingLoss]:
     """Every row on more devices than its framework/strategy's smallest count, where both rows
-    have a breakdown."""
+    have a breakdown and its speed-up is a number (not one past a float's range: 1e10 img/s over
+    1e-300)."""
     found = []
     for _, group in ok.sort_values(GROUP + ["devices"]).groupby(GROUP, sort=True):
         base = group.iloc[0]
@@ -64,4 +66,4 @@ def scaling_losses(ok: pd.DataFrame) -> list[ScalingLoss]:
                 and has_breakdown(run[Col.BREAKDOWN])
             ):
                 found.append(scaling_loss(base, run))
-    return found
+    return [loss for loss in found if math.isfinite(loss.measured)]

@@ -71,7 +71,8 @@ def test_run_into_a_used_folder_is_refused_and_leaves_it_as_it_was(finished, tmp
 def test_rounds_end_once_no_run_owes_one(tmp_path, options, status):
     out = tmp_path / "run"
     done = mgbench("compare", *FAKE, *tiny_job(4, device="cpu"), *options, "--out", str(out), timeout=WITHIN)
-    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "exit 1: " in done.stderr
     assert list(read_rows(out).status) == [status]
     assert len((out / "rounds.jsonl").read_text().splitlines()) == 1
 

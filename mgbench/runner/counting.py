@@ -14,7 +14,7 @@ without importing it: a later compare reads them without torch.
 
 Importing torchvision imports torch's compiler, which makes its cache folder at once (by default
 `$TMPDIR/torchinductor_<user>`): the counter runs with the caches every run gets
-(`cache_environment`), so the folder it makes is the one runs share (`compiler_cache`).
+(`cache_environment`), so the folder it makes is the one runs share.
 
 The count cache's folder is mgbench's cache folder (`cache_folder`): the compilers' caches
 (`training.compile_cache`) and the history of run times (`runner.history`) are kept there too.
@@ -47,10 +47,8 @@ from mgbench.records.results import write_json_atomically
 from mgbench.runner.launch import isolated_environment
 from mgbench.runner.venvs import inspect_installation
 from mgbench.training import compile_cache
-from mgbench.training.compile_cache import TORCH_CACHE
 
 CACHE_ENV = "MGBENCH_WORK_CACHE"
-COMPILER_CACHE_ENV = TORCH_CACHE.variable
 WORK_FILE = "work.json"
 MATPLOTLIB_ENV = "MPLCONFIGDIR"
 COUNT_TIMEOUT_SECONDS = 600
@@ -106,15 +104,6 @@ def _read_cache(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return cached if isinstance(cached, dict) else {}
-
-
-def compiler_cache() -> str:
-    """The folder torch's compiler keeps what it compiled in, for the count and for every run:
-    the one the user named (`TORCHINDUCTOR_CACHE_DIR`), else `torchinductor/` beside the count
-    cache. Torch's own default is `$TMPDIR/torchinductor_<user>`, which outlives the process, so
-    a second process compiling the same step reads what the first compiled; a run's TMPDIR is its
-    own and goes with it (`runner.scratch`), where every compiled run would compile from nothing."""
-    return os.environ.get(COMPILER_CACHE_ENV) or str(cache_folder() / TORCH_CACHE.name)
 
 
 def _matplotlib_folder(env: Mapping[str, str]) -> Path:

@@ -27,7 +27,16 @@ from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import DPI, PIXEL_SIZE
 from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
-from mgbench.reports.readings import COLORS, CPU_READINGS, LABELS, NOT_PROFILED, READINGS, limits_details, reading
+from mgbench.reports.readings import (
+    COLORS,
+    CPU_READINGS,
+    HOST_READINGS,
+    LABELS,
+    NOT_PROFILED,
+    READINGS,
+    limits_details,
+    reading,
+)
 from mgbench.reports.scaling_loss import scaling_loss, scaling_losses
 from mgbench.reports.summary import display_table, write_summary
 from mgbench.reports.utilisation_charts import FRAME_INCHES, PANEL_INCHES, SUMMARY_WIDTH_INCHES
@@ -434,6 +443,25 @@ def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
         summary.loc[run_ids[2], "breakdown_idle_fraction"] == 0.25 and summary.loc[run_ids[2], "bottleneck"] == "idle"
     )
     assert set(LABELS) == set(COLORS) == set(READINGS) == set(CPU_READINGS) == set(CATEGORIES)
+
+
+def test_summary_md_says_each_bottlenecks_meaning_once_under_short_labels(tmp_path):
+    """summary.md's "what holds it back": each run a short label with its footnote's mark, what
+    the label means said once under the table however many runs it explains."""
+    timed = {"input_wait": 0.02, "step": 0.93, "synchronize": 0.0, "loss_read": 0.05}
+    results = []
+    for devices in (1, 2, 4):
+        result = ok_result(BASE.with_changes(devices=devices, device_kind="cpu"), 0.2)
+        result.host_breakdown = timed
+        results.append(result)
+    failed = RunResult.flat(BASE.with_changes(strategy="dp", devices=2, device_kind="cpu"), "failed", error="boom")
+    write_summary(tmp_path, [*results, failed])
+    text = (tmp_path / "summary.md").read_text()
+    meaning = HOST_READINGS["step"]
+    assert text.count(meaning) == 1
+    assert f"- (a) step call (host timing): {meaning}\n" in text
+    rows = [line for line in text.splitlines() if line.startswith("| pytorch")]
+    assert len(rows) == 4 and sum("| step call 93% (a)" in row for row in rows) == 3
 
 
 def test_a_run_folder_written_before_the_layout_change_still_reports(tmp_path):

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from string import ascii_lowercase
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,7 @@ from mgbench.reports.compact import CompactSummary, compact_summary, shown_colum
 from mgbench.reports.figures import job_title
 from mgbench.reports.folder_data import RunFolderData, load_run_folder
 from mgbench.reports.projection_table import PROJECTION_COLUMNS, series_notes, series_rows, series_title
-from mgbench.reports.readings import DEVICE, HOST_TIMING, breakdown_text, held_back, limits_details, reading
+from mgbench.reports.readings import breakdown_text, held_back_cells, limits_details, reading
 from mgbench.reports.row_order import in_line_order
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import TABLE_COLUMNS, display_table, table_headers
@@ -277,40 +276,12 @@ def _said_once(shared: list[tuple[str, object]]) -> str:
     return '<p class="all-runs">Every row: ' + "; ".join(f"{_e(name)} {_e(value)}" for name, value in shared) + "</p>"
 
 
-def _held_back_cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """Each run's "what holds it back" as a short label with its footnote's letter (`step call 93%
-    (a)`), and the footnotes: what each label means, and what it was read from, said once however
-    many rows it explains. A row without a bottleneck shows why in a footnote too (`no breakdown (b)`)."""
-    cells, footnotes = [], []
-    for _, row in frame.iterrows():
-        held, text = held_back(row), reading(row)
-        if held is None and not text:
-            cells.append("")
-            continue
-        if held is None:
-            short, footnote = text.split(":")[0], text
-        else:
-            note = row.get(Col.BOTTLENECK_NOTE) if held.source != HOST_TIMING else None
-            short = f"{held.label} {held.fraction:.0%}" + (f", {note}" if isinstance(note, str) and note else "")
-            source = "" if held.source == DEVICE else f" ({held.source})"
-            footnote = f"{held.label}{source}: {held.meaning}"
-        if footnote not in footnotes:
-            footnotes.append(footnote)
-        cells.append(f"{short} ({_letter(footnotes.index(footnote))})")
-    return cells, footnotes
-
-
-def _letter(index: int) -> str:
-    """`a`, `b`, ... `z`, `aa`, ...: a footnote's mark, as `<ol type="a">` numbers it."""
-    return ("" if index < 26 else _letter(index // 26 - 1)) + ascii_lowercase[index % 26]
-
-
 def _summary_section(frame: pd.DataFrame, compared: pd.DataFrame, warnings: pd.Series) -> str:
     """Every run's compared figures, one row each (what all rows share said once above them),
     linking to the run's details, where a row with a warning says so in its link; what holds a
     run back is a short label whose explanation is a footnote under the table, said once."""
     header = TABLE_COLUMNS["reading"]
-    cells, footnotes = _held_back_cells(frame)
+    cells, footnotes = held_back_cells(frame)
     if header in compared:
         compared = compared.assign(**{header: cells})
     table, shared = _varying(compared)

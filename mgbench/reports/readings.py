@@ -10,6 +10,7 @@ alike; `limits_details` words how close a row is to its device.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from string import ascii_lowercase
 from typing import Any, TypeGuard
 
 import pandas as pd
@@ -138,6 +139,36 @@ def reading(row: pd.Series) -> str:
     if isinstance(profile, dict) and (profile.get("error") or profile.get("breakdown_error")):
         return f"no breakdown: {profile.get('error') or profile.get('breakdown_error')}"
     return NOT_PROFILED if DeviceKind(row[Col.DEVICE_KIND]).on_gpu else ""
+
+
+def held_back_cells(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Each run's "what holds it back" as a short label with its footnote's mark (`step call 93%
+    (a)`), and the footnotes: what each label means, and what it was read from, said once however
+    many rows it explains (the page's "Every run" and summary.md both say it so). A row without a
+    bottleneck shows why in a footnote too (`no breakdown (b)`)."""
+    cells: list[str] = []
+    footnotes: list[str] = []
+    for _, row in frame.iterrows():
+        held, text = held_back(row), reading(row)
+        if held is None and not text:
+            cells.append("")
+            continue
+        if held is None:
+            short, footnote = text.split(":")[0], text
+        else:
+            note = row.get(Col.BOTTLENECK_NOTE) if held.source != HOST_TIMING else None
+            short = f"{held.label} {held.fraction:.0%}" + (f", {note}" if isinstance(note, str) and note else "")
+            source = "" if held.source == DEVICE else f" ({held.source})"
+            footnote = f"{held.label}{source}: {held.meaning}"
+        if footnote not in footnotes:
+            footnotes.append(footnote)
+        cells.append(f"{short} ({footnote_mark(footnotes.index(footnote))})")
+    return cells, footnotes
+
+
+def footnote_mark(index: int) -> str:
+    """`a`, `b`, ... `z`, `aa`, ...: the mark of footnote `index` (from 0), as `<ol type="a">` numbers it."""
+    return ("" if index < 26 else footnote_mark(index // 26 - 1)) + ascii_lowercase[index % 26]
 
 
 def host_timing_text(shares: object) -> str:

@@ -27,7 +27,7 @@ from mgbench.reports.caveats import frame_caveats
 from mgbench.reports.cells import MISSING, figure_text, number
 from mgbench.reports.columns import Col
 from mgbench.reports.ranking import NOT_REACHED, split_metric
-from mgbench.reports.readings import reading
+from mgbench.reports.readings import footnote_mark, held_back_cells, reading
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.spread import Spread, row_interval
 
@@ -318,15 +318,29 @@ def _is_empty(value: object) -> bool:
     return value is None or value == "" or value == [] or value == {} or (isinstance(value, float) and np.isnan(value))
 
 
+def markdown_summary(frame: pd.DataFrame) -> str:
+    """What `summary.md` holds: the human table (`display_table`), what holds each run back a short
+    label with its footnote's mark (`held_back_cells`), the footnotes under the table, each said
+    once, and the same-start sentence."""
+    table = display_table(frame)
+    header = TABLE_COLUMNS["reading"]
+    cells, footnotes = held_back_cells(frame)
+    said = ""
+    if header in table:
+        table[header] = cells
+        said = "".join(f"- ({footnote_mark(index)}) {text}\n" for index, text in enumerate(footnotes))
+    sentence = same_start_sentence(frame)
+    return (
+        table.to_markdown(index=False) + "\n" + (f"\n{said}" if said else "") + (f"\n{sentence}\n" if sentence else "")
+    )
+
+
 def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:
-    """`summary.csv` (numbers, one row per run: `csv_frame`) and `summary.md` (the human table)."""
+    """`summary.csv` (numbers, one row per run: `csv_frame`) and `summary.md` (`markdown_summary`)."""
     frame = results_frame(results)
     files = RunFolder(folder)
     files.write(files.summary_csv, csv_frame(frame).to_csv(index=False))
-    sentence = same_start_sentence(frame)
-    files.write(
-        files.summary_md, display_table(frame).to_markdown(index=False) + "\n" + (f"\n{sentence}\n" if sentence else "")
-    )
+    files.write(files.summary_md, markdown_summary(frame))
     return frame
 
 

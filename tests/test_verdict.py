@@ -68,6 +68,21 @@ def test_rows_apart_beyond_their_intervals_are_ranked_with_the_lead():
     assert verdict(summary).startswith("pytorch ddp is fastest on 2 GPUs: 1,000 img/s [980-1,020], 1.11x horovod hvd;")
 
 
+def test_a_lead_past_a_floats_range_is_not_stated_as_a_ratio():
+    """A runner-up at 1e-310 img/s: the winner's lead overflows, and the verdict says the winner is
+    far ahead rather than `infx`, whether it is named alone or with a line it ties with."""
+    crawl = {f"images_per_sec{end}": 1e-310 for end in ("", "_low", "_high", "_p10", "_p90")}
+    slow = line_row("pytorch", "gloo", 1.0, **crawl)
+    alone = verdict(summary_of([line_row("pytorch", "ddp", 1000.0, 980.0, 1020.0), slow]))
+    assert alone.startswith(
+        "pytorch ddp is fastest on 2 GPUs: 1,000 img/s [980-1,020], far ahead of pytorch gloo (a lead past a float's range);"
+    )
+    tied = [line_row("pytorch", "ddp", 1000.0, 960.0, 1040.0), line_row("pytorch", "nccl", 990.0, 950.0, 1020.0)]
+    sentence = verdict(summary_of([*tied, slow]))
+    assert "; far ahead of the next, pytorch gloo (a lead past a float's range);" in sentence
+    assert "inf" not in alone + sentence
+
+
 def test_figures_within_the_noise_floor_tie_even_when_each_measured_no_spread():
     """15.90 s against 15.97 s, each one run: what no second compare would repeat is no ranking."""
     apart = 1 + NOISE_FLOOR

@@ -18,6 +18,7 @@ serialise it (`to_dict`); `Verdict.text` is the sentence the terminal and the pa
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -116,12 +117,20 @@ class Verdict:
             names = [self.winner.name, *(line.name for line in self.ties)]
             figures = [self.winner.text, *(line.text for line in self.ties)]
             text = f"{_joined(names)} tie within noise for fastest {where}: {_joined(figures)}"
-            next_line = f"{self.lead:.2f}x the next, {self.runner_up.name}" if self.runner_up and self.lead else ""
+            next_line = self._lead_over(f"the next, {self.runner_up.name}") if self.runner_up and self.lead else ""
             return text + (f"; {next_line}" if next_line else "")
         text = f"{self.winner.name} {self.achievement} {where}: {self.winner.text}"
         if self.runner_up is None or self.lead is None:
             return text + ", the only line with a figure there"
-        return text + f", {self.lead:.2f}x {self.runner_up.name}"
+        return text + f", {self._lead_over(self.runner_up.name)}"
+
+    def _lead_over(self, other: str) -> str:
+        """`1.11x keras-jax jax-shard-map`: the lead over `other` as a ratio, where it has a finite
+        value; one past a float's range (a runner-up at 1e-310 img/s) is no ratio to state."""
+        assert self.lead is not None
+        if math.isfinite(self.lead):
+            return f"{self.lead:.2f}x {other}"
+        return f"far ahead of {other} (a lead past a float's range)"
 
     def _caveat_sentences(self) -> list[str]:
         sentences = []

@@ -194,6 +194,26 @@ def test_a_run_written_twice_is_read_once_as_its_last_row(old, tmp_path, diff):
     assert diff(old, rewritten(old, tmp_path / "fixed", lambda row: [slower(1 / 50)(row), row])).returncode == 0
 
 
+def test_the_conclusion_counts_one_run_as_one(old, tmp_path, diff):
+    """Folders of one run: `1 of 1 run of NEW is worse`, never `1 of 1 runs ... are`."""
+
+    def only_one(row: dict) -> dict | None:
+        return row if row["run_id"] == "pytorch-ddp-1cuda" else None
+
+    one = rewritten(old, tmp_path / "one", only_one)
+    done = diff(one, rewritten(one, tmp_path / "slow", slower(0.5)))
+    assert done.returncode == 1, done.stdout
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("1 of 1 run of NEW is worse than in OLD: pytorch-ddp-1cuda: slower beyond the spread")
+    two = rewritten(
+        old, tmp_path / "two", lambda row: row if row["devices"] in (1, 2) and row["status"] == "ok" else None
+    )
+    done = diff(
+        two, rewritten(two, tmp_path / "two-slow", lambda row: slower(0.5)(row) if row["devices"] == 1 else row)
+    )
+    assert done.stdout.strip().splitlines()[-1].startswith("1 of 2 runs of NEW is worse than in OLD: pytorch-ddp-1cuda")
+
+
 @pytest.mark.parametrize("rate", ["null", "absent", "1e999", "Infinity", "0"])
 def test_an_ok_row_without_a_finite_positive_rate_is_left_out_and_its_run_is_worse(old, tmp_path, diff, rate):
     """Such a line is no row (`docs/faults.md`): NEW has no row of that run, which is worse than

@@ -81,6 +81,7 @@ def test_a_timeout_says_its_seconds_with_the_digits_they_need(tmp_path):
     out = tmp_path / "run"
     done = mgbench("compare", *FAKE, "--strategies", "hang", *tiny_job(4), "--timeout", "0.01", "--out", str(out))
     assert done.returncode == 1, done.stderr
+    assert f"1 run -> {out}" in done.stderr
     assert read_rows(out).error[0].startswith("timed out after 0.01 s\n")
 
 

@@ -18,6 +18,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
+from mgbench.reports.cells import counted
 from mgbench.reports.diff import STEPS, FolderDiff, Measured, RowChange
 from mgbench.reports.folder_data import RunFolderData
 
@@ -69,7 +70,8 @@ def conclusion(regressions: list[tuple[RowChange, str]], compared: int, fail_abo
     if not regressions:
         return f"No run of NEW is slower than in OLD {rule} ({compared} compared)."
     named = "; ".join(f"{change.run_id}: {why}" for change, why in regressions)
-    return f"{len(regressions)} of {compared} runs of NEW are worse than in OLD: {named}."
+    are = "is" if len(regressions) == 1 else "are"
+    return f"{len(regressions)} of {counted(compared, 'run')} of NEW {are} worse than in OLD: {named}."
 
 
 @dataclass

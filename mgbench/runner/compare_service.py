@@ -278,7 +278,8 @@ def run_rounds(
     if not (book.runs and book.runs[0].config.job.device_kind.on_gpu):
         voice.note("No GPU visible: CPU devices stand in for GPUs (processes or logical devices).")
     rounds = f", {plan.repeat} rounds each" if plan.repeat > 1 else ""
-    voice.progress(f"{len(runs)} runs{rounds} -> {folder.root}")
+    plural = "" if len(runs) == 1 else "s"  # reports.cells.counted's rule: the runner imports no report
+    voice.progress(f"{len(runs)} run{plural}{rounds} -> {folder.root}")
     hosts = resolve_hosts(plan.hosts) if plan.hosts else None
     timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
     bandwidth = bandwidth_report(folder, runs, plan.bandwidth, voice.progress, voice.note)

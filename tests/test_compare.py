@@ -6,6 +6,12 @@ import pandas as pd
 import pytest
 from conftest import mgbench, read_rows, tiny_job
 
+from mgbench.core.job import Job
+from mgbench.core.kinds import DeviceKind
+from mgbench.runner import compare_service
+from mgbench.runner.compare_service import NewCompare, Voice
+from mgbench.runner.rounds import RoundBook
+
 
 def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
     out = tmp_path / "run"
@@ -80,3 +86,40 @@ def test_strong_scaling_splits_the_global_batch(tmp_path):
     rows = read_rows(out).set_index("devices")
     assert rows.loc[1, "batch_per_device"] == 8 and rows.loc[2, "batch_per_device"] == 4
     assert rows.loc[1, "global_batch"] == rows.loc[2, "global_batch"] == 8
+
+
+def scaling_of(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each row's speed-up, efficiency and rate per device as the one definition gives them from
+    its steady rate and its 1-device row's (`records.scaling`), indexed by device count."""
+    rates = rows.set_index("devices").images_per_sec
+    speedup = rates / rates[1]
+    return pd.DataFrame(
+        {
+            "speedup": speedup,
+            "scaling_efficiency_fraction": speedup / rates.index,
+            "images_per_sec_per_device": rates / rates.index,
+        }
+    )
+
+
+def test_a_compare_driven_from_python_writes_the_results_file_the_cli_writes(tmp_path, in_process):
+    """The compare service called from Python (no CLI) and `mgbench compare` on the same compare
+    (fake steady on 1 and 2 CPU devices): both results files hold the same columns, in the same
+    order, and each its speed-ups, efficiencies and rates per device as its own rows give them."""
+    job = Job("tiny", DeviceKind.CPU, batch_per_device=4, steps=6, image_size=32, init="framework")
+    quiet = Voice(note=lambda line: None, progress=lambda line: None)
+    asked = NewCompare(job, None, [("fake", None)], ["steady"], [1, 2], "weak", "python", out=tmp_path / "python")
+    folder, plan, runs = compare_service.plan_compare(asked, quiet)
+    with folder.claimed():
+        compare_service.start_new(folder, plan, None)
+        compare_service.run_rounds(folder, plan, RoundBook(runs, plan.repeat), quiet, lambda _: None, lambda _: None)
+    cli = tmp_path / "cli"
+    options = ["--frameworks", "fake", "--strategies", "steady", "--gpus", "2", "--init", "framework"]
+    done = mgbench("compare", *options, *tiny_job(6, batch=4, image_size=32, device="cpu"), "--out", str(cli))
+    assert done.returncode == 0, done.stderr
+    python_rows, cli_rows = read_rows(folder.root), read_rows(cli)
+    assert list(python_rows.columns) == list(cli_rows.columns)
+    assert list(python_rows.status) == list(cli_rows.status) == ["ok", "ok"]
+    for rows in (python_rows, cli_rows):
+        figures = rows.set_index("devices")[["speedup", "scaling_efficiency_fraction", "images_per_sec_per_device"]]
+        pd.testing.assert_frame_equal(figures, scaling_of(rows), check_names=False, rtol=1e-12)

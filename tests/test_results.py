@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from mgbench.core.config import RunConfig
+from mgbench.records.finished import write_results
 from mgbench.records.results import RunResult, append_result, read_results
 from mgbench.reports.summary import results_frame, write_summary
 
@@ -64,26 +65,27 @@ def test_speedup_and_efficiency_per_strategy(tmp_path):
     assert "3.60x" in markdown and "90%" in markdown and "failed: boom" in markdown
 
 
-def test_scaling_figures_are_added_to_the_results_file_keeping_every_other_line_and_field(tmp_path):
-    from mgbench.records.scaling import add_scaling_figures
-
+def test_the_results_writer_sets_each_row_against_the_smallest_count_of_its_framework_strategy_and_job(tmp_path):
+    """`write_results`, the file's one writer: each run's row from its rounds, with its speed-up,
+    efficiency and rate per device over the smallest count of its framework, strategy and job (a
+    batch halved over 4 devices is the same job, another model is not), none for a failed run;
+    pandas reads them as columns, and the rows read back are the rows written."""
     path = tmp_path / "results.jsonl"
-    one = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 4, 5)
-    rows = [
-        {**RunResult.flat(one, "ok", images_per_sec=100.0).to_record(), "flops_per_image": 7},
-        RunResult.flat(one.with_changes(devices=4), "ok", images_per_sec=300.0).to_record(),
-        RunResult.flat(one.with_changes(strategy="dp", devices=4), "failed", error="boom").to_record(),
+    one = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 8, 5)
+    runs = [
+        [RunResult.flat(one, "ok", images_per_sec=100.0)],
+        [RunResult.flat(one.with_changes(devices=4, batch_per_device=2), "ok", images_per_sec=300.0)],
+        [RunResult.flat(one.with_changes(model="resnet50", devices=2), "ok", images_per_sec=40.0)],
+        [RunResult.flat(one.with_changes(strategy="dp", devices=4), "failed", error="boom")],
     ]
-    lines = [json.dumps(rows[0]), '{"framework": "pytorch", "cut', json.dumps(rows[1]), json.dumps(rows[2])]
-    path.write_text("\n".join(lines) + "\n")
-    add_scaling_figures(path)
-    written = path.read_text().splitlines()
-    assert written[1] == lines[1]
-    first, four, failed = (json.loads(written[i]) for i in (0, 2, 3))
-    assert first["flops_per_image"] == 7 and first["speedup"] == 1.0
-    assert four["speedup"] == pytest.approx(3.0) and four["scaling_efficiency_fraction"] == pytest.approx(0.75)
-    assert four["images_per_sec_per_device"] == pytest.approx(75.0)
-    assert failed["speedup"] is None and failed["error"] == "boom"
+    rows = write_results(path, runs)
+    frame = pd.read_json(path, lines=True)
+    assert list(frame.speedup[:3]) == pytest.approx([1.0, 3.0, 1.0])
+    assert list(frame.scaling_efficiency_fraction[:3]) == pytest.approx([1.0, 0.75, 1.0])
+    assert list(frame.images_per_sec_per_device[:3]) == pytest.approx([100.0, 75.0, 20.0])
+    assert frame[["speedup", "scaling_efficiency_fraction"]].iloc[3].isna().all() and frame.error[3] == "boom"
+    assert list(frame.rounds[:3]) == [1, 1, 1]
+    assert [row.to_record() for row in read_results(path)] == [row.to_record() for row in rows]
 
 
 def test_a_row_written_before_a_field_was_renamed_reads_under_the_new_name(tmp_path):

@@ -11,8 +11,11 @@ from conftest import mgbench, one_line_error, read_rows, tiny_job
 
 from mgbench.core.config import RunConfig
 from mgbench.core.kinds import DeviceKind
-from mgbench.records.results import RunResult
-from mgbench.runner.rounds import CPU_ROUNDS, GPU_ROUNDS, combine_rounds, default_rounds
+from mgbench.records.finished import combine_rounds
+from mgbench.records.results import RunResult, read_results
+from mgbench.records.runfolder import RunFolder
+from mgbench.runner.plan import replan
+from mgbench.runner.rounds import CPU_ROUNDS, GPU_ROUNDS, RoundBook, default_rounds, recorded_rounds
 
 FAKE_ROUNDS = ("--frameworks", "fake", "--strategies", "steady,flaky", "--gpus", "1", *tiny_job(12, device="cpu"))
 
@@ -129,3 +132,27 @@ def test_epochs_rounds_take_the_median_time_to_train_and_keep_every_rounds_time(
     assert (
         row.repeats.round_time_to_train_seconds == [30.0, 20.0, 25.0] and row.repeats.round_time_to_target_seconds == []
     )
+
+
+def test_a_round_a_resume_adds_to_the_smallest_count_rewrites_the_speed_up_of_every_row_against_it(
+    tmp_path, fake_plugin
+):
+    """Round 1 on 1 and 2 devices (100 and 180 img/s): the 2-device row's speed-up is 1.8 as soon
+    as its round is written. A resume with `--repeat 2` adds a round of 60 img/s to the 1-device
+    run alone (its row now the slower round of two): the 2-device row, whose rounds did not
+    change, is rewritten at 180 / 60 = 3.0, and the rows read back are the rows the book holds."""
+    runs = [replan(RunConfig.flat("fake", "steady", "tiny", devices, "cpu", 8, 20)) for devices in (1, 2)]
+    folder = RunFolder(tmp_path)
+    book = RoundBook(runs, 1)
+    for run, rate in zip(runs, (100.0, 180.0)):
+        book.record(folder, RunResult.flat(run.config, "ok", images_per_sec=rate))
+    assert list(read_rows(tmp_path).speedup) == pytest.approx([1.0, 1.8])
+    resumed = RoundBook.kept(runs, 2, recorded_rounds(folder))
+    resumed.rewrite(folder)
+    assert [run.config.devices for run in resumed.owed()] == [1, 2]
+    resumed.record(folder, RunResult.flat(runs[0].config, "ok", images_per_sec=60.0))
+    rows = read_rows(tmp_path)
+    assert list(rows.images_per_sec) == [60.0, 180.0] and list(rows.rounds) == [2, 1]
+    assert list(rows.speedup) == pytest.approx([1.0, 3.0])
+    assert list(rows.scaling_efficiency_fraction) == pytest.approx([1.0, 1.5])
+    assert [row.to_record() for row in read_results(folder.results)] == [row.to_record() for row in resumed.rows()]

@@ -97,6 +97,17 @@ def test_a_name_that_is_not_utf8_is_printed_with_backslash_escapes(tmp_path):
     assert f"--out {tmp_path}/s\\xfe holds other files (mine.txt)" in error
 
 
+def test_every_error_line_shows_a_name_that_is_not_utf8_with_backslash_escapes(tmp_path):
+    """A name with byte 0xff in whatever check refuses it (a run folder that does not exist, an
+    argument argparse refuses, `diff`'s folders): the one error line shows `\\xff`, never the
+    surrogate Python holds it as."""
+    odd = os.fsdecode(bytes(tmp_path) + b"/r\xff")
+    utf8 = {"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
+    assert f"run folder {tmp_path}/r\\xff does not exist" in one_line_error(mgbench("report", odd, **utf8))
+    assert f"{tmp_path}/r\\xff" in one_line_error(mgbench("diff", odd, odd, **utf8))
+    assert "'r\\xff'" in one_line_error(mgbench("compare", "--precision", "r" + odd[-1], **utf8))
+
+
 def test_report_prints_the_table_compare_ends_on_then_the_report_path(tmp_path, capsys):
     """`report RUN_DIR` with no `--format`: stdout is the compact table and its verdict, as
     `compare` prints them at its end (`print_summary` in `table`), and stderr the report's path."""

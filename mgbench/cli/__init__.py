@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from mgbench import __version__
 from mgbench.cli.interrupts import sigterm_interrupts, stopped
-from mgbench.cli.output import OutputError, drop_stdout, guarded_stdout
+from mgbench.cli.output import OutputError, drop_stdout, guarded_stdout, shown
 from mgbench.core.errors import UsageError, did_you_mean
 
 EXAMPLES = """examples:
@@ -27,11 +27,17 @@ EXAMPLES = """examples:
 """
 
 
+def say_error(message: str) -> None:
+    """The one line every refusal ends on, `mgbench: error: ...`: a name in it whose bytes are not
+    UTF-8 shows them as the OS does (`shown`: `\\xff`), whichever check raised it."""
+    print(f"mgbench: error: {shown(message)}", file=sys.stderr)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse prints a usage block on error; users asked for one clear line."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"mgbench: error: {message}", file=sys.stderr)
+        say_error(message)
         raise SystemExit(2)
 
     def _check_value(self, action: argparse.Action, value: object) -> None:
@@ -42,7 +48,7 @@ class OneLineParser(argparse.ArgumentParser):
             return
         choices = [str(choice) for choice in action.choices]
         guess = did_you_mean(str(value), choices)
-        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{guess}; choose from {', '.join(choices)}")
+        raise argparse.ArgumentError(action, f"invalid choice: '{value}'{guess}; choose from {', '.join(choices)}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,11 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
             return int(args.handler(args) or 0)
     except UsageError as error:
-        print(f"mgbench: error: {error}", file=sys.stderr)
+        say_error(str(error))
         return 2
     except KeyboardInterrupt:
         return stopped()
     except OutputError as error:
-        print(f"mgbench: error: cannot write the output: {error}", file=sys.stderr)
+        say_error(f"cannot write the output: {error}")
         drop_stdout()
         return 2

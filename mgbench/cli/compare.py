@@ -29,7 +29,6 @@ from mgbench.frameworks.registry import expand_frameworks
 from mgbench.records.compare_plan import ComparePlan
 from mgbench.records.results import Status, read_results
 from mgbench.records.runfolder import RunFolder
-from mgbench.records.scaling import add_scaling_figures
 from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import compare_title
 from mgbench.reports.html import write_report
@@ -196,7 +195,6 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
             compare_service.run_rounds(folder, plan, book, voice(console), live.on_result, live.on_event)
     except KeyboardInterrupt:
         interrupted = True
-    add_scaling_figures(folder.results)
     results = read_results(folder.results)
     interrupted = interrupted or Status.INTERRUPTED in book.statuses()
     if results:

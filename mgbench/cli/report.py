@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 
+from mgbench.cli.output import shown
 from mgbench.core.errors import UsageError
 from mgbench.records.runfolder import CHARTS_DIR, LOCK_FILE, REPORT_FILE, RunFolder
 from mgbench.reports.compact import FORMATS, print_summary
@@ -52,12 +53,6 @@ REPORT_FILES = {REPORT_FILE, CHARTS_DIR, LOCK_FILE}
 """What a folder `--out` writes holds: such a folder is written again, any other refused."""
 
 
-def shown(path: Path | str) -> str:
-    """`path` as the OS shows a name: its UTF-8 as it is, any other byte (held by Python as a
-    surrogate, which no UTF-8 output takes) as a backslash escape, `\\xff`."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
-
-
 def report_folder(run_dir: Path, out: Path | None) -> Path:
     """Where the report goes: the run folder, or `out` where it is a folder of its own, empty or
     holding only an earlier report; one inside the run folder (which it would change), holding
@@ -67,18 +62,17 @@ def report_folder(run_dir: Path, out: Path | None) -> Path:
         return run_dir
     if out.is_symlink() and not out.exists():
         raise UsageError(
-            f"--out {shown(out)} is a link to {shown(os.readlink(out))}, which does not exist: "
-            "give a folder, not a dangling link"
+            f"--out {out} is a link to {os.readlink(out)}, which does not exist: give a folder, not a dangling link"
         )
     if out.resolve().is_relative_to(run_dir.resolve()):
         raise UsageError(
-            f"--out {shown(out)} is inside the run folder {shown(run_dir)}: give a folder outside it, or leave out --out"
+            f"--out {out} is inside the run folder {run_dir}: give a folder outside it, or leave out --out"
         )
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {shown(out)} is not a folder")
+        raise UsageError(f"--out {out} is not a folder")
     if out.is_dir() and (others := sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES)):
-        names = ", ".join(shown(name) for name in others[:3])
-        raise UsageError(f"--out {shown(out)} holds other files ({names}): give a new or empty folder")
+        names = ", ".join(others[:3])
+        raise UsageError(f"--out {out} holds other files ({names}): give a new or empty folder")
     return out
 
 

@@ -71,7 +71,7 @@ class StepTiming:
     median_step_seconds: float | None = None
     images_per_sec: float | None = None
     """The steady rate: the steady window's images over its seconds (`timing.summarise_steps`);
-    with rounds, the median round's (`rounds.combine_rounds`)."""
+    with rounds, the median round's (`finished.combine_rounds`)."""
     images_per_sec_low: float | None = None
     """The slowest rate of the steady window's thirds, over every round: the low end of the
     interval the steady rate was measured in (None in rows written before it was)."""
@@ -94,6 +94,17 @@ class Rounds:
     """With `--epochs`: each ok round's time to train, in the order the rounds ran (null: none recorded)."""
     round_time_to_target_seconds: list[float | None] = field(default_factory=list)
     """With `--target-metric`: each ok round's time to the target (null: not reached)."""
+
+
+@dataclass(slots=True)
+class ScalingFigures:
+    """The row set against the rows beside it (`records.scaling`): its speed-up over the smallest
+    device count of its framework, strategy and job, that over the device ratio, and its rate per
+    device. None where the row did not finish, and in rows written before a row held them."""
+
+    speedup: float | None = None
+    scaling_efficiency_fraction: float | None = None
+    images_per_sec_per_device: float | None = None
 
 
 @dataclass(slots=True)

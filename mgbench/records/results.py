@@ -2,9 +2,10 @@
 
 A result row is written flat: the run's config fields sit at the top level beside the measured
 figures (each part of them, `records.figures`, in its place), so a DataFrame of a results file
-has one column per config field and per figure. The file is
-rewritten through a temporary file renamed over it (`safe_files.write_file`), so a crash
-mid-write never leaves a half-written line.
+has one column per config field and per figure. The file has one writer,
+`records.finished.write_results`, which finishes the rows (their combined rounds and scaling
+figures) and rewrites it through a temporary file renamed over it (`safe_files.write_file`), so
+a crash mid-write never leaves a half-written line.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mgbench.records.figures import (
     Origin,
     ProfileFigures,
     Rounds,
+    ScalingFigures,
     StepSeries,
     StepTiming,
     UtilisationFigures,
@@ -102,6 +104,9 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     """What makes a figure of an ok row other than it looks, one line each: a metric written as
     null because it has no value, and why (`metrics.defined`)."""
+    scaling: ScalingFigures = field(default_factory=ScalingFigures)
+    """Figures set against the other rows of its run folder, computed when the results file is
+    written (`records.finished`); last, where rows written before a row held them had them added."""
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -214,7 +219,8 @@ def append_line(path: Path, line: str) -> None:
 
 
 def append_result(path: Path, result: RunResult) -> None:
-    """Add one row to a results file, atomically."""
+    """Add one row to a results file as it stands, atomically: no figure of it is finished
+    (`records.finished`), as a folder written before rows held them has it."""
     append_line(path, result.to_json())
 
 
@@ -281,8 +287,3 @@ def read_run_rows(path: Path) -> RunRows:
 def read_results(path: Path) -> list[RunResult]:
     """The rows of a results file, one per run (`read_run_rows`; empty if it does not exist yet)."""
     return read_run_rows(path).results
-
-
-def write_results(path: Path, results: list[RunResult]) -> None:
-    """Replace a results file by exactly these rows, atomically (resume drops rows it reruns)."""
-    write_json_atomically(path, "".join(result.to_json() + "\n" for result in results))

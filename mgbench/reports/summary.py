@@ -2,8 +2,10 @@
 and what holds each run back (its breakdown's bottleneck, in one line).
 
 Speedup is throughput at N devices over throughput at the smallest device count of the same
-framework and strategy (normally 1); efficiency is speedup over the device ratio. Both come
-from the rows themselves (`mgbench.records.scaling`), so a partial results file still tabulates.
+framework, strategy and job (normally 1); efficiency is speedup over the device ratio. Both are
+read from the rows, which hold them as the results file's writer finished them
+(`mgbench.records.scaling`); rows that hold none (a folder written before they were kept, a row
+not yet written) get them by the same definition, so a partial results file still tabulates.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from mgbench.measure.breakdown import CATEGORIES
 from mgbench.measure.timing import FIRST_STEP_KEPT, first_step_kept
 from mgbench.records.results import RunResult, figure_types
 from mgbench.records.runfolder import RunFolder
-from mgbench.records.scaling import SCALING_FIELDS, scaling_figures
+from mgbench.records.scaling import scaled
 from mgbench.records.utilisation import SOURCES
 from mgbench.reports.caveats import frame_caveats
 from mgbench.reports.cells import MISSING, figure_text, number
@@ -102,15 +104,13 @@ frame holds them as floats, a null as NaN, whether one row lacks the figure or e
 
 
 def results_frame(results: list[RunResult]) -> pd.DataFrame:
-    """One row per run with the scaling figures (`mgbench.records.scaling`) added, and the profile's
-    and breakdown's shares as columns of their own (`profile_communication_fraction`,
+    """One row per run with its scaling figures (as the rows hold them: `scaling.scaled`), and the
+    profile's and breakdown's shares as columns of their own (`profile_communication_fraction`,
     `breakdown_idle_fraction`, ...)."""
-    records = [r.to_record() for r in results]
-    frame = pd.DataFrame([{**record, **figures} for record, figures in zip(records, scaling_figures(records))])
+    frame = pd.DataFrame([row.to_record() for row in scaled(results)])
     if frame.empty:
         return frame
-    numbers = [*NUMBER_FIGURES, *SCALING_FIELDS]
-    frame[numbers] = frame[numbers].astype(float)
+    frame[NUMBER_FIGURES] = frame[NUMBER_FIGURES].astype(float)
     frame[Col.CAVEATS] = frame_caveats(frame)
     frame[Col.WARNING] = ["; ".join(row_warnings(row)) for _, row in frame.iterrows()]
     for column, keys in (("profile", ("communication_share", "input_copy_share")), ("breakdown", CATEGORIES)):

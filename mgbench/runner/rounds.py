@@ -6,10 +6,11 @@ the time. So a compare runs every planned run once, then every one again (round 
 drift then falls on every row alike instead of on the row that happened to run during it.
 
 Each round's row goes to `rounds.jsonl` (with `round`, its number) as it ends; `results.jsonl`
-holds one row per run, rewritten after every round: the median round's row (`combine_rounds`),
-with every ok round's figure beside it (`round_images_per_sec`, with `--epochs`
-`round_time_to_train_seconds` and `round_time_to_target_seconds`) and the steady rate's interval
-over every round (`images_per_sec_low`, `images_per_sec_high`). A run whose round did not finish
+holds one row per run, rewritten after every round by its one writer (`records.finished`): the
+median round's row (`finished.combine_rounds`), with every ok round's figure beside it
+(`round_images_per_sec`, with `--epochs` `round_time_to_train_seconds` and
+`round_time_to_target_seconds`), the steady rate's interval over every round
+(`images_per_sec_low`, `images_per_sec_high`) and its scaling figures. A run whose round did not finish
 is not run again in later rounds (a crash or a timeout would only repeat itself); its row keeps the
 rounds that finished and says which did not. `--resume` keeps the rounds that finished and runs
 the rest.
@@ -20,14 +21,13 @@ Logs, utilisation traces and profiles are named by run, so they hold the last ro
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from mgbench.core.config import RunConfig
 from mgbench.core.kinds import DeviceKind
-from mgbench.records.figures import Rounds
-from mgbench.records.results import RunResult, append_line, read_result_lines, read_results, write_results
+from mgbench.records.finished import finished_rows, write_results
+from mgbench.records.results import RunResult, append_line, read_result_lines, read_results
 from mgbench.records.runfolder import RunFolder
 from mgbench.runner.plan import PlannedRun
 
@@ -47,52 +47,6 @@ not-installed) is run again."""
 def default_rounds(kind: DeviceKind) -> int:
     """How many rounds a compare on `kind` devices runs when `--repeat` is not given."""
     return GPU_ROUNDS if kind.on_gpu else CPU_ROUNDS
-
-
-def round_order(result: RunResult) -> float:
-    """How a round ranks among its run's rounds, best first: by time to the target or to train for
-    `--epochs` (a target not reached last), else by the steady rate."""
-    config = result.config
-    if config.job.epochs:
-        by_epoch = result.by_epoch
-        seconds = by_epoch.time_to_target_seconds if config.job.target_metric else by_epoch.time_to_train_seconds
-        return math.inf if seconds is None else seconds
-    return -(result.timing.images_per_sec or 0.0)
-
-
-def _bound(values: list[float | None], pick: Callable[[list[float]], float]) -> float | None:
-    """`pick` (min, max) of `values`; None where any has no value (a row written before it had one)."""
-    present = [value for value in values if value is not None]
-    return pick(present) if len(present) == len(values) and present else None
-
-
-def combine_rounds(rounds: list[RunResult]) -> RunResult:
-    """The run's row from its rounds (in the order they ran): the median ok round's row (of an even
-    count, the slower of the middle two), each ok round's figures beside it, the steady rate's
-    interval over every ok round, and a warning per round that did not finish. Without an ok
-    round, the last round's row."""
-    ok = [result for result in rounds if result.status == "ok"]
-    if not ok:
-        return rounds[-1]
-    median = sorted(ok, key=round_order)[len(ok) // 2]
-    unfinished = [
-        f"round {number} of {len(rounds)}: {result.status}: {(result.error or '').splitlines()[0] if result.error else ''}"
-        for number, result in enumerate(rounds, start=1)
-        if result.status != "ok"
-    ]
-    epochs, target = median.config.job.epochs, median.config.job.target_metric
-    repeats = Rounds(
-        rounds=len(ok),
-        round_images_per_sec=[result.timing.images_per_sec for result in ok],
-        round_time_to_train_seconds=[result.by_epoch.time_to_train_seconds for result in ok] if epochs else [],
-        round_time_to_target_seconds=[result.by_epoch.time_to_target_seconds for result in ok] if target else [],
-    )
-    timing = replace(
-        median.timing,
-        images_per_sec_low=_bound([result.timing.images_per_sec_low for result in ok], min),
-        images_per_sec_high=_bound([result.timing.images_per_sec_high for result in ok], max),
-    )
-    return replace(median, repeats=repeats, timing=timing, warnings=[*median.warnings, *unfinished])
 
 
 @dataclass
@@ -149,11 +103,15 @@ class RoundBook:
         rounds = self.done.setdefault(result.run_id, [])
         rounds.append(result)
         append_line(folder.rounds, round_line(len(rounds), result))
-        write_results(folder.results, self.rows())
+        write_results(folder.results, self.by_run())
+
+    def by_run(self) -> list[list[RunResult]]:
+        """Each run's rounds, in plan order."""
+        return [self.rounds_of(run) for run in self.runs]
 
     def rows(self) -> list[RunResult]:
-        """One row per run with a round, in plan order (`combine_rounds`)."""
-        return [combine_rounds(rounds) for run in self.runs if (rounds := self.rounds_of(run))]
+        """One row per run with a round, in plan order, as the results file holds it (`finished_rows`)."""
+        return finished_rows(self.by_run())
 
     @classmethod
     def kept(cls, runs: list[PlannedRun], repeat: int, recorded: list[tuple[int, RunResult]]) -> RoundBook:
@@ -177,7 +135,7 @@ class RoundBook:
             round_line(number, result) for run in self.runs for number, result in enumerate(self.rounds_of(run), 1)
         ]
         folder.write(folder.rounds, "".join(line + "\n" for line in lines))
-        write_results(folder.results, self.rows())
+        write_results(folder.results, self.by_run())
 
     def statuses(self) -> set[str]:
         """The status of every round recorded (a compare exits 1 where one failed)."""

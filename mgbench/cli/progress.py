@@ -35,7 +35,7 @@ def progress_bar(console: Console, description: str) -> Iterator[Callable[[int, 
             progress.stop()
 
 
-def interrupted(dst: Path) -> int:
-    """Say in one line what Ctrl-C or SIGTERM left (no label file: the loaders refuse the
-    folder); the exit code of `interrupts.stopped`."""
-    return stopped(f"interrupted; no {LABEL_FILE} was written to {dst}")
+def interrupted(dst: Path, last_file: str = LABEL_FILE) -> int:
+    """Say in one line what Ctrl-C or SIGTERM left (not the file written last, without which the
+    loaders refuse the folder); the exit code of `interrupts.stopped`."""
+    return stopped(f"interrupted; no {last_file} was written to {dst}")

@@ -136,11 +136,23 @@ def delete_listed(dst: Path, listed: set[str]) -> None:
                 os.close(folder)
 
 
-def clear_earlier_output(dst: Path, planned: list[str], overwrite: bool) -> None:
-    """Delete what a writer listed in the non-empty `dst`, or refuse: without `overwrite`,
-    without a manifest, or when a planned file exists that mgbench did not write."""
-    if not overwrite:
+def check_claimable(dst: Path, overwrite: bool) -> None:
+    """What `claim_folder` refuses before reading a manifest: `dst` that is no folder, or a used
+    folder without `overwrite`. Checked first by a writer whose work before writing is long (a
+    download, a tokeniser), so that it is refused at once; nothing is written or deleted."""
+    if dst.exists() and not dst.is_dir():
+        raise UsageError(f"{dst} is not a folder")
+    try:
+        used = dst.is_dir() and any(dst.iterdir())
+    except OSError as error:
+        raise UsageError(f"cannot write to {dst}: {error.strerror or error}") from None
+    if used and not overwrite:
         raise UsageError(f"{dst} is not empty; choose a new folder, or --overwrite to replace what mgbench wrote there")
+
+
+def clear_earlier_output(dst: Path, planned: list[str]) -> None:
+    """Delete what a writer listed in the non-empty `dst`, or refuse: without a manifest, or when
+    a planned file exists that mgbench did not write."""
     ours = listed_files(dst)
     foreign = next((name for name in planned if name not in ours and (dst / name).exists()), None)
     if foreign is not None:
@@ -151,11 +163,10 @@ def clear_earlier_output(dst: Path, planned: list[str], overwrite: bool) -> None
 
 def claim_folder(dst: Path, planned: list[str], overwrite: bool) -> None:
     """Make `dst` ready for the files `planned` (relative paths) and list them in its manifest."""
-    if dst.exists() and not dst.is_dir():
-        raise UsageError(f"{dst} is not a folder")
+    check_claimable(dst, overwrite)
     try:
         if dst.is_dir() and any(dst.iterdir()):
-            clear_earlier_output(dst, planned, overwrite)
+            clear_earlier_output(dst, planned)
         # The manifest before anything else: a folder that holds anything of ours holds the
         # list of it, so a rerun with --overwrite can clear it whatever failed after.
         dst.mkdir(parents=True, exist_ok=True)

@@ -123,3 +123,21 @@ def test_a_compare_driven_from_python_writes_the_results_file_the_cli_writes(tmp
     for rows in (python_rows, cli_rows):
         figures = rows.set_index("devices")[["speedup", "scaling_efficiency_fraction", "images_per_sec_per_device"]]
         pd.testing.assert_frame_equal(figures, scaling_of(rows), check_names=False, rtol=1e-12)
+
+
+def test_run_writes_its_row_as_a_compare_of_that_one_run_writes_it(tmp_path):
+    """`mgbench run` and `mgbench compare` of the same one run (fake steady, 1 CPU device): the
+    same columns, in the same order, the row finished alike (one round, speed-up 1 over itself)."""
+    job = [*tiny_job(6, batch=4, image_size=32, device="cpu"), "--init", "framework"]
+    ran = mgbench(
+        "run", "--framework", "fake", "--strategy", "steady", "--gpus", "1", *job, "--out", str(tmp_path / "r")
+    )
+    assert ran.returncode == 0, ran.stderr
+    options = ["--frameworks", "fake", "--strategies", "steady", "--gpus", "1"]
+    compared = mgbench("compare", *options, *job, "--out", str(tmp_path / "c"))
+    assert compared.returncode == 0, compared.stderr
+    run_row, compare_row = read_rows(tmp_path / "r"), read_rows(tmp_path / "c")
+    assert list(run_row.columns) == list(compare_row.columns)
+    for rows in (run_row, compare_row):
+        assert (rows.rounds[0], rows.speedup[0], rows.scaling_efficiency_fraction[0]) == (1, 1.0, 1.0)
+        assert rows.images_per_sec_per_device[0] == rows.images_per_sec[0]

@@ -23,7 +23,7 @@ from mgbench.core.config import RunConfig
 from mgbench.datasets.resolve import check_dataset
 from mgbench.frameworks.registry import framework_spec
 from mgbench.machine.devices import check_device_counts
-from mgbench.records.results import append_result
+from mgbench.records.finished import write_results
 from mgbench.reports.compact import print_summary
 from mgbench.reports.summary import results_frame
 from mgbench.runner.compare_service import prepare_folder, refuse_used_folder
@@ -77,6 +77,6 @@ def handle(args: argparse.Namespace) -> int:
     with folder.claimed():
         refuse_used_folder(folder.root)
         result = execute_run(replan(config), folder, args.timeout, args.save_state)
-        append_result(folder.results, result)
-    print_summary(results_frame([result]), title)
+        rows = write_results(folder.results, [[result]])  # finished as a compare's one round is
+    print_summary(results_frame(rows), title)
     return 0 if result.status == "ok" else 1

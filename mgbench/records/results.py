@@ -105,8 +105,9 @@ class RunResult:
     """What makes a figure of an ok row other than it looks, one line each: a metric written as
     null because it has no value, and why (`metrics.defined`)."""
     scaling: ScalingFigures = field(default_factory=ScalingFigures)
-    """Figures set against the other rows of its run folder, computed when the results file is
-    written (`records.finished`); last, where rows written before a row held them had them added."""
+    """Figures set against the other rows of its run folder (`records.scaling`), computed each time
+    the results file is written (`records.finished`); last in the row, where a compare of an
+    earlier version added them as it ended."""
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)

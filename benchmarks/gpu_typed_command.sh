@@ -9,7 +9,15 @@
 #           from earlier runs give
 #   limited the same command with every framework capped at GPU_GB (default 24) GB of GPU memory
 #           (`--gpu-memory-gb`), as on a 24 GB card, and REPEAT (default 1) rounds
+#   CODE=<commit> runs that commit's tree (exported from the carried .git into /tmp/code) instead
+#           of the working tree handed over
 set -uo pipefail
+if [ -n "${CODE:-}" ]; then
+  rm -rf /tmp/code && mkdir -p /tmp/code && git archive "$CODE" | tar -x -C /tmp/code || exit 1
+  [ -d .whl ] && cp -r .whl /tmp/code/
+  export OUT
+  cd /tmp/code && echo "code: $CODE"
+fi
 source benchmarks/gpu_env.sh
 PART=${PART:-first}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader

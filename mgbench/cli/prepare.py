@@ -16,7 +16,7 @@ def register(verbs: argparse._SubParsersAction) -> None:
     parser = verbs.add_parser(
         "prepare", help="prepare a dataset once: resize images (chestxray), tokenise a corpus (tokens)"
     )
-    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True, help="what to prepare")
     register_chestxray(kinds)
     register_tokens(kinds)
 

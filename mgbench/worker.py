@@ -19,6 +19,7 @@ from pathlib import Path
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.datasets.images import host_decoder
+from mgbench.datasets.resolve import task_for
 from mgbench.frameworks.registry import create_adapter, framework_spec
 from mgbench.records.results import RunResult, write_json_atomically
 from mgbench.training.compile_cache import cold_variables
@@ -47,6 +48,9 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
     )
     if result is not None:
         result.build.unmatched = list(capabilities.builders.unmatched.get(result.config.job.model, ()))
+        _, task = task_for(config.job)
+        result.build.objective = task.objective.name
+        result.build.optimization = task.optimization.record()
     return result
 
 

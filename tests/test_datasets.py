@@ -31,7 +31,6 @@ from mgbench.datasets.sampling import (
 from mgbench.datasets.synthetic import Shard
 from mgbench.measure.metrics import gathered_metrics, mean_auc, split_metrics
 from mgbench.training.loaders import loader_workers
-from mgbench.training.schedule import learning_rate_at
 
 CSV_HEADER = "Image Index,Finding Labels,Follow-up #,Patient ID\n"
 
@@ -165,7 +164,7 @@ def test_imagefolder_splits_come_from_its_folders_or_the_training_hash(tmp_path)
     assert not set(description.test.files) & set(description.train.files)
     assert len(description.train) + len(description.test) == 12
     spec = description.task_spec(MODELS["resnet50"])
-    assert spec.num_classes == 2 and spec.loss == "softmax"
+    assert spec.num_classes == 2 and spec.objective.loss == "softmax"
     imagefolder(tmp_path, {"test/ant": 2, "test/bee": 1})
     with_test = describe_dataset(f"imagefolder:{tmp_path}")
     assert with_test.test.targets.tolist() == [0, 0, 1] and len(with_test.train) == 12
@@ -335,13 +334,6 @@ def test_shards_of_an_epoch_are_the_single_process_batches():
     assert len({i for batch in whole for i in batch}) == 48
     assert epoch_batches(50, 8, Shard(0, 8), epoch=3, seed=1) != whole
     assert sorted(validation_indices(7, 0, 2) + validation_indices(7, 1, 2)) == list(range(7))
-
-
-def test_linear_scaling_rule_with_warmup():
-    assert learning_rate_at(0, 10, 0.1, 1024, 256) == pytest.approx(0.1)
-    assert learning_rate_at(5, 10, 0.1, 1024, 256) == pytest.approx(0.25)
-    assert learning_rate_at(10, 10, 0.1, 1024, 256) == pytest.approx(0.4)
-    assert learning_rate_at(99, 10, 0.1, 128, 256) == pytest.approx(0.05)
 
 
 def test_mean_auc_skips_labels_without_both_classes():

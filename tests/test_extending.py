@@ -25,9 +25,15 @@ FILES = {
     "__init__.py": '"""A throwaway framework, written by tests/test_extending.py."""\n',
     "spec.py": """
 from mgbench.core.models import ModelSpec
+from mgbench.core.objective import SOFTMAX_CROSS_ENTROPY
+from mgbench.core.optimization import IMAGE_SGD
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
-ADDED_MODELS = (ModelSpec("throwaway_net", 16, 3, "softmax", "a linear head over the mean pixel", 12, 2),)
+ADDED_MODELS = (
+    ModelSpec(
+        "throwaway_net", 16, 3, SOFTMAX_CROSS_ENTROPY, "a linear head over the mean pixel", 12, 2, optimization=IMAGE_SGD
+    ),
+)
 FRAMEWORK = FrameworkSpec(
     name="throwaway",
     module="throwaway_fw.adapter",

@@ -4,7 +4,7 @@ unfused one; elsewhere an `unsupported` row decided before launching."""
 import torch
 
 from mgbench.core.config import RunConfig
-from mgbench.core.models import HYPERPARAMETERS
+from mgbench.core.optimization import IMAGE_SGD
 from mgbench.frameworks.pytorch.models import build_optimizer
 from mgbench.frameworks.registry import framework_spec
 
@@ -13,7 +13,7 @@ def stepped(fused: bool) -> tuple[torch.Tensor, torch.optim.SGD]:
     torch.manual_seed(0)
     weights = torch.nn.Parameter(torch.randn(64, 32))
     directions = torch.randn(64, 32).sign()
-    optimizer = build_optimizer([weights], 0.1, HYPERPARAMETERS, fused=fused)
+    optimizer = build_optimizer([weights], 0.1, IMAGE_SGD.optimizer, fused=fused)
     for step in range(3):
         weights.grad = directions * (step + 1)
         optimizer.step()

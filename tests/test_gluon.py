@@ -228,13 +228,13 @@ STEPS_UNDER_A_CHANGING_RATE = """
 import json, sys
 import mxnet as mx
 from mxnet import autograd, gluon
-from mgbench.core.models import Hyperparameters
+from mgbench.core.optimization import SGD
 from mgbench.frameworks.gluon.sgd import TorchFormSGD
 case = json.loads(sys.argv[1])
 contexts = [mx.cpu(0), mx.cpu(1)]
 def optimizer(form, rate):
     if form == "torch":
-        return TorchFormSGD.for_job(Hyperparameters(nesterov=case["nesterov"], weight_decay=case["decay"]), rate)
+        return TorchFormSGD.for_job(SGD(nesterov=case["nesterov"], weight_decay=case["decay"]), rate)
     name = "nag" if case["nesterov"] else "sgd"
     return mx.optimizer.create(name, learning_rate=rate, momentum=0.9, wd=case["decay"])
 found = {}

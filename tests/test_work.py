@@ -145,6 +145,8 @@ CLOSED_FORM_PLUGIN = '''
 from dataclasses import dataclass
 
 from mgbench.core.models import ModelSpec
+from mgbench.core.objective import SOFTMAX_CROSS_ENTROPY
+from mgbench.core.optimization import IMAGE_SGD
 from mgbench.core.work import ModelWork, Work
 
 
@@ -161,7 +163,17 @@ class LinearHead(Work):
 
 
 ADDED_MODELS = (
-    ModelSpec("linear_head", 8, 10, "softmax", "a linear layer over the image", 1930, 2, work=LinearHead(10)),
+    ModelSpec(
+        "linear_head",
+        8,
+        10,
+        SOFTMAX_CROSS_ENTROPY,
+        "a linear layer over the image",
+        1930,
+        2,
+        work=LinearHead(10),
+        optimization=IMAGE_SGD,
+    ),
 )
 '''
 

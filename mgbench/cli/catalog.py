@@ -120,12 +120,17 @@ def print_listing(console: Console) -> None:
             f"--frameworks {family} runs {', '.join(members)} (those installed); --strategies all runs every strategy"
         )
     models = Table(title="models", title_justify="left")
-    for column in ("model", "input", "outputs", "loss"):
+    for column in ("model", "input", "outputs", "loss", "optimizer"):
         models.add_column(column, no_wrap=True)
     models.add_column("description")
     for model in catalogue().values():
         note = f" ({model.layout_note})" if model.layout_note else ""
         models.add_row(
-            model.name, f"{model.image_size} px", str(model.num_classes), model.loss, Text(model.description + note)
+            model.name,
+            f"{model.image_size} px",
+            str(model.num_classes),
+            model.objective.loss,
+            model.optimization.optimizer.kind,
+            Text(model.description + note),
         )
     console.print(models)

@@ -1,42 +1,34 @@
 """The framework-neutral model catalogue.
 
 Every adapter builds these same architectures; this table fixes what "the same" means
-(input size, number of outputs, loss), so a framework cannot silently train something else.
+(input size, number of outputs, objective, optimization), so a framework cannot silently train
+something else.
 A plugin (`MGBENCH_PLUGINS`) adds its own models through its module's `ADDED_MODELS`, a tuple
 of `ModelSpec`: `catalogue()` is the built-in table with them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
 
 from mgbench.core.architectures import ConvNet, DenseNet, ResNet, SmallConvNet, VisionTransformer, counts
 from mgbench.core.errors import UsageError, did_you_mean
+from mgbench.core.objective import MULTI_LABEL_BCE, SOFTMAX_CROSS_ENTROPY, Objective
+from mgbench.core.optimization import IMAGE_SGD, Optimization
 from mgbench.core.plugins import plugin_modules, plugin_named
 from mgbench.core.work import CountedOnReference, Work
-
-LossKind = Literal["softmax", "sigmoid"]
 
 
 @dataclass(frozen=True)
 class Hyperparameters:
-    """What every framework must set alike for two of them to train the same job, declared once
-    here and applied by every adapter (frameworks' defaults differ: Keras keeps 0.99 of the
+    """The layers' settings every framework must set alike for two of them to train the same job,
+    declared once here and applied by every adapter (frameworks' defaults differ: Keras keeps 0.99 of the
     batch-norm average where torch keeps 0.9, Chainer's epsilon is 2e-5)."""
 
     batch_norm_momentum: float = 0.1
     """Weight of a batch's statistics in batch-norm's moving averages (torch's convention;
     Keras', Gluon's and Chainer's momentum or decay is 1 minus this)."""
     batch_norm_epsilon: float = 1e-5
-    sgd_momentum: float = 0.9
-    """Heavy-ball momentum, not Nesterov's, in torch's form (b = m b + g; w -= lr b) in every
-    framework: Keras', Gluon's and Chainer's own (v = m v - lr g; w += v) give the same steps only
-    at a constant rate, and the job's warm-up changes it every step."""
-    nesterov: bool = False
-    weight_decay: float = 0.0
-    """Zero: frameworks apply it differently (torch, Gluon and Chainer add it to the gradient
-    before momentum; Keras' SGD decays the weights apart), so a shared job leaves it out."""
 
 
 HYPERPARAMETERS = Hyperparameters()
@@ -53,7 +45,9 @@ class ModelSpec:
     name: str
     image_size: int
     num_classes: int
-    loss: LossKind
+    objective: Objective
+    """Its loss and the metrics its held-out splits give (`core.objective`); a dataset refits it to
+    its labels (`DatasetDescription.task_spec`)."""
     description: str
     reference_parameters: int = 0
     """Trainable parameters of the torchvision architecture with this head: every framework's
@@ -73,8 +67,16 @@ class ModelSpec:
     work: Work | None = None
     """How the work of one training sample is known (`core.work`): counted on the reference
     architecture, or a closed form the declaration computes (None: its rows carry no FLOPs)."""
+    optimization: Optimization = field(kw_only=True)
+    """Its optimizer with its hyperparameters and its learning-rate schedule (`core.optimization`),
+    declared by every model: every framework steps it alike, or refuses it before launching."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.objective, Objective) or not isinstance(self.optimization, Optimization):
+            raise UsageError(
+                f"model {self.name}: declare its objective (core/objective.py) and its optimization "
+                f"(core/optimization.py), got {self.objective!r} and {self.optimization!r}"
+            )
         if self.convnet is not None and not (self.reference_parameters and self.reference_tensors):
             parameters, tensors = counts(self.convnet.layers(self.num_classes))
             object.__setattr__(self, "reference_parameters", self.reference_parameters or parameters)
@@ -118,49 +120,54 @@ MODELS: dict[str, ModelSpec] = {
             name="densenet121",
             image_size=224,
             num_classes=14,
-            loss="sigmoid",
+            objective=MULTI_LABEL_BCE,
             description="DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy",
             convnet=DenseNet(blocks=(6, 12, 24, 16)),
             work=COUNTED_ON_TORCHVISION,
+            optimization=IMAGE_SGD,
         ),
         ModelSpec(
             name="resnet50",
             image_size=224,
             num_classes=1000,
-            loss="softmax",
+            objective=SOFTMAX_CROSS_ENTROPY,
             description="ResNet-50, 1000-way softmax (ImageNet)",
             convnet=ResNet(stages=(3, 4, 6, 3)),
             work=COUNTED_ON_TORCHVISION,
+            optimization=IMAGE_SGD,
         ),
         ModelSpec(
             name="inception_v3",
             image_size=299,
             num_classes=1000,
-            loss="softmax",
+            objective=SOFTMAX_CROSS_ENTROPY,
             description="Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
             reference_parameters=23_834_568,
             reference_tensors=284,
             work=COUNTED_ON_TORCHVISION,
+            optimization=IMAGE_SGD,
         ),
         ModelSpec(
             name="vit_b_16",
             image_size=224,
             num_classes=1000,
-            loss="softmax",
+            objective=SOFTMAX_CROSS_ENTROPY,
             description="ViT-B/16: 16-px patches, 12 layers, width 768, 12 heads, MLP 3072, 1000-way softmax",
             reference_parameters=86_567_656,
             reference_tensors=152,
             transformer=VisionTransformer(patch_size=16, layers=12, width=768, heads=12, mlp_width=3072),
             work=COUNTED_ON_TORCHVISION,
+            optimization=IMAGE_SGD,
         ),
         ModelSpec(
             name="tiny",
             image_size=32,
             num_classes=10,
-            loss="softmax",
+            objective=SOFTMAX_CROSS_ENTROPY,
             description="two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks",
             convnet=SmallConvNet(channels=(16, 32)),
             work=COUNTED_ON_TORCHVISION,
+            optimization=IMAGE_SGD,
         ),
     )
 }

@@ -22,6 +22,7 @@ import pandas as pd
 
 from mgbench.core.errors import UsageError
 from mgbench.core.models import ModelSpec
+from mgbench.core.objective import for_labels
 
 SYNTHETIC = "synthetic"
 KINDS = ("chestxray", "labels", "imagefolder")
@@ -91,10 +92,9 @@ class DatasetDescription:
         )
 
     def task_spec(self, spec: ModelSpec) -> ModelSpec:
-        """The model with its head fitted to this dataset: one output per label, the matching loss."""
-        return dataclasses.replace(
-            spec, num_classes=self.num_classes, loss="sigmoid" if self.multi_label else "softmax"
-        )
+        """The model with its head fitted to this dataset: one output per label, the objective of
+        its labels (`objective.for_labels`)."""
+        return dataclasses.replace(spec, num_classes=self.num_classes, objective=for_labels(self.multi_label))
 
     def steps_per_epoch(self, global_batch: int) -> int:
         """Whole global batches per epoch (the last partial batch is dropped, as every adapter does)."""

@@ -69,7 +69,7 @@ def check_dataset(
     if description is None:
         return job
     if job.target_metric is not None:
-        TargetMetric.parse(job.target_metric).check_given(description.multi_label)
+        TargetMetric.parse(job.target_metric).check_given(description.task_spec(job.spec).objective)
     for note in description.notes:
         on_note(note)
     files = description.files

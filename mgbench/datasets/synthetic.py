@@ -58,14 +58,14 @@ def synthetic_batch(
     """
     shape = (3, image_size, image_size)
     images = np.empty((shard.size, *shape), dtype=np.float32)
-    if spec.loss == "sigmoid":
+    if spec.objective.multi_label:
         labels = np.empty((shard.size, spec.num_classes), dtype=np.float32)
     else:
         labels = np.empty((shard.size,), dtype=np.int64)
     for row, sample in enumerate(range(shard.start, shard.stop)):
         rng = np.random.default_rng([seed, batch_index, sample])
         images[row] = rng.standard_normal(shape, dtype=np.float32)
-        if spec.loss == "sigmoid":
+        if spec.objective.multi_label:
             labels[row] = rng.random(spec.num_classes) < MULTI_LABEL_RATE
         else:
             labels[row] = rng.integers(0, spec.num_classes)

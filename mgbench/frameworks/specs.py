@@ -22,6 +22,7 @@ from mgbench.core.errors import UsageError, did_you_mean
 from mgbench.core.job import DEFAULT_COMPILE_MODE, PRECISIONS
 from mgbench.core.kinds import DataFormat
 from mgbench.core.models import catalogue, model_spec
+from mgbench.core.optimization import SGD
 from mgbench.frameworks.exchange import Dispatch, Exchange
 from mgbench.frameworks.memory import DeviceMemory
 
@@ -102,7 +103,7 @@ class ModelBuilders:
     """Trainable tensors minus the catalogue's reference count, for the same differences."""
     unmatched: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """What its build of each model cannot set as the shared job declares it
-    (`ModelSpec.hyperparameters`, torch's conventions), one sentence each: the model's rows name them."""
+    (`ModelSpec.hyperparameters` and `optimization`, torch's conventions), one sentence each: the model's rows name them."""
 
     def builder(self, model: str, framework: str) -> Callable[..., Any]:
         """`model`'s builder (importing the module: adapters only), or one UsageError naming
@@ -141,6 +142,9 @@ class Capabilities:
     fused_optimizer: str | None = None
     """The framework's own fused optimizer step `--fused-optimizer` switches on, by its name (None:
     it has none here)."""
+    optimizers: tuple[str, ...] = (SGD.kind,)
+    """The optimizer kinds (`core.optimization`) its `build_optimizer` steps as torch's do: a model
+    that declares another is refused before launching."""
     gpu_decoder: str | None = None
     """What decodes JPEGs on the training device under `--decode gpu`, by its own name (e.g.
     `nvJPEG (torchvision.io.decode_jpeg)`); None: its loader decodes on the host only, and
@@ -175,6 +179,11 @@ class Capabilities:
             return f"has no loader for real data (dataset {config.job.dataset!r}); it trains on synthetic data only"
         if config.job.fused_optimizer and self.fused_optimizer is None:
             return "has no fused optimizer step here (--fused-optimizer)"
+        if (optimizer := config.job.spec.optimization.optimizer.kind) not in self.optimizers:
+            return (
+                f"cannot step {config.job.model}'s optimizer {optimizer} as torch's does here "
+                f"(it builds {', '.join(self.optimizers)})"
+            )
         if config.job.compile is not None and self.compiler is None:
             return f"cannot compile its step (--compile): {self.no_compiler}"
         if config.job.decode.on_device and self.gpu_decoder is None:

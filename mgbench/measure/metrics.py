@@ -8,10 +8,12 @@ writes null and says why (`defined`) instead of a bare NaN, which is not JSON.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from mgbench.core.objective import for_labels
 
 EvalShard = tuple[float, np.ndarray, np.ndarray]
 """What one process scored of a held-out split: its summed loss, its (n, C) scores (sigmoid or
@@ -60,13 +62,20 @@ def mean_auc(targets: np.ndarray, scores: np.ndarray) -> float:
     return float(np.mean(aucs))
 
 
+def top1(targets: np.ndarray, scores: np.ndarray) -> float:
+    """The share of images whose highest score is their class (single-label targets)."""
+    return float(np.mean(np.argmax(scores, axis=1) == targets))
+
+
+SCORERS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {"auc": mean_auc, "top1": top1}
+"""How each metric an objective declares (`core.objective.METRICS`) is scored from a split's
+targets and scores."""
+
+
 def split_metrics(targets: np.ndarray, scores: np.ndarray, multi_label: bool) -> dict[str, float]:
-    """`auc` (multi-label: the mean over findings), and for single-label class folders `top1`
-    (the share of images whose highest score is their class) as well."""
-    metrics = {"auc": mean_auc(targets, scores)}
-    if not multi_label:
-        metrics["top1"] = float(np.mean(np.argmax(scores, axis=1) == targets))
-    return metrics
+    """The metrics of the labels' objective (`objective.for_labels`): `auc` (multi-label: the mean
+    over findings), and for single-label class folders `top1` as well."""
+    return {metric.name: SCORERS[metric.name](targets, scores) for metric in for_labels(multi_label).metrics}
 
 
 def gathered_metrics(shards: Sequence[EvalShard], multi_label: bool) -> dict[str, float]:

@@ -39,6 +39,12 @@ class Build:
     """What computes a transformer's attention in this run, as the framework chose it for the run's
     device and precision (torch's SDPA backend, Keras' `dot_product_attention` on cuDNN or XLA, a
     framework's own matrix products); None: the model has no attention."""
+    objective: str | None = None
+    """The objective the run trained towards, as its dataset fits the model's (`core.objective`:
+    `multi_label_bce`, `softmax_cross_entropy`); None in rows written before rows named it."""
+    optimization: dict[str, Any] | None = None
+    """The optimizer and learning-rate schedule it stepped with, each its kind and hyperparameters
+    (`Optimization.record`); None in rows written before rows named them."""
 
 
 @dataclass(slots=True)

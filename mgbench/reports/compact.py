@@ -59,6 +59,10 @@ class Column:
     key: str
     numeric: bool
     drop_order: int
+    breaks_after: str = ""
+    """Characters after which a page may break a cell onto a second line, as it breaks the header:
+    the `+` between start-up and compile seconds, the commas between note numbers; never inside a
+    number (a terminal drops columns instead)."""
 
 
 @dataclass
@@ -268,11 +272,11 @@ def _columns(counts: list[int], word: str, ranking: Ranking) -> list[Column]:
             drop = DROP_EFFICIENCY if largest else DROP_SMALLER_EFFICIENCY
             columns.append(Column(f"{count} {word}\neff.", f"efficiency_{count}", True, drop))
     columns += [
-        Column("start-up\n+compile s", "setup", True, DROP_STARTUP),
+        Column("start-up\n+compile s", "setup", True, DROP_STARTUP, breaks_after="+"),
         Column("vs\nfastest", "vs_fastest", True, DROP_VS_FASTEST),
         Column("step", "step", False, DROP_STEP),
         Column("holds\nback", "bottleneck", False, DROP_HELD_BACK),
-        Column("notes", "notes", False, 0),
+        Column("notes", "notes", False, 0, breaks_after=","),
     ]
     return columns
 

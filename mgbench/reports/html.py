@@ -30,7 +30,7 @@ from mgbench.records.runfolder import CHARTS_DIR, RunFolder
 from mgbench.reports.cells import MISSING, counted, number, run_label
 from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.columns import Col
-from mgbench.reports.compact import CompactSummary, compact_summary, shown_columns
+from mgbench.reports.compact import Column, CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
 from mgbench.reports.folder_data import RunFolderData, load_run_folder
 from mgbench.reports.projection_table import PROJECTION_COLUMNS, series_notes, series_rows, series_title
@@ -92,6 +92,8 @@ table.compact th { text-align: right; }
 table.compact th:first-child, table.compact th:nth-child(2) { text-align: left; }
 table.compact td.num, table.compact td:first-child, table.compact td:nth-child(2) { white-space: nowrap; }
 table.compact td { overflow-wrap: normal; }
+table.compact td.breaks { white-space: normal; }
+table.compact th, table.compact td { padding: 0.3rem 0.4rem; }
 ol.notes-list { font-size: 0.85rem; color: #3d4654; margin-top: 0.2rem; }
 @media (max-width: 40rem) {
   body { padding: 0 0.5rem; }
@@ -218,6 +220,20 @@ def _image(chart: Chart, grow: bool = False) -> str:
     )
 
 
+def _compact_class(column: Column) -> str:
+    """A compact cell's classes: `num` right-aligns it on one line, `breaks` lets it break where
+    its column allows (`Column.breaks_after`)."""
+    return " ".join(name for name, wanted in (("num", column.numeric), ("breaks", column.breaks_after)) if wanted)
+
+
+def _breakable(text: str, column: Column) -> str:
+    """The escaped cell with a break opportunity (`<wbr>`) after each of its column's `breaks_after`."""
+    escaped = _e(text)
+    for character in column.breaks_after:
+        escaped = escaped.replace(character, f"{character}<wbr>")
+    return escaped
+
+
 def _answer_section(summary: CompactSummary) -> str:
     """The first screen: the verdict, then one line per framework/strategy and the numbered notes."""
     columns = shown_columns(summary)
@@ -226,7 +242,7 @@ def _answer_section(summary: CompactSummary) -> str:
     body = []
     for _, cells in summary.cells.iterrows():
         tds = "".join(
-            f'<td class="{"num" if c.numeric else ""}" data-label="{_e(labels[c.key])}">{_e(cells[c.key])}</td>'
+            f'<td class="{_compact_class(c)}" data-label="{_e(labels[c.key])}">{_breakable(cells[c.key], c)}</td>'
             for c in columns
         )
         body.append(f"<tr>{tds}</tr>")

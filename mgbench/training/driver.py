@@ -33,6 +33,7 @@ import psutil
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
+from mgbench.core.optimization import RatePlan
 from mgbench.core.safe_files import new_file_by_writer
 from mgbench.core.target import TargetMetric
 from mgbench.machine.host import host_environment
@@ -56,7 +57,6 @@ from mgbench.training.compile_cache import CacheState, CacheWatch
 from mgbench.training.loaders import loader_workers
 from mgbench.training.profiling import profile_window
 from mgbench.training.protocol import Adapter
-from mgbench.training.schedule import learning_rate_at
 
 LAUNCH_TIME_ENV = "MGBENCH_LAUNCH_TIME"
 PHASE_MARK = "phase: "
@@ -255,7 +255,7 @@ def train_epochs(
     step_clock: Clock,
     startup: float,
 ) -> Trained:
-    """The job's `epochs` epochs with the scaled, warmed-up learning rate and validation after each;
+    """The job's `epochs` epochs at the model's schedule of learning rates and validation after each;
     with `config.job.target_metric`, only up to the first epoch whose validation reaches it, whose
     time is taken from the first training step and, with `startup` seconds, from the launch. Every
     process stops alike: each is handed the same gathered validation (`Adapter.evaluate`). After
@@ -263,12 +263,14 @@ def train_epochs(
     the steps, as in `run_training`."""
     target = TargetMetric.parse(config.job.target_metric) if config.job.target_metric else None
     per_epoch = adapter.steps_per_epoch()
+    job = config.job
+    rates = RatePlan(job.learning_rate, config.global_batch, job.lr_reference_batch, per_epoch, per_epoch * epochs)
     clock = StepClock(adapter, config, per_epoch * epochs, compile_watch=compile_watch, clock=step_clock)
     epoch_metrics: list[dict[str, float]] = []
     target_epoch = None
     started = time.perf_counter()
     for epoch in range(epochs):
-        row, metrics = train_epoch(adapter, config, clock, epoch, per_epoch)
+        row, metrics = train_epoch(adapter, config, clock, epoch, rates)
         epoch_metrics.append({**row, "elapsed_seconds": time.perf_counter() - started})
         if target is not None and target.reached(metrics):
             target_epoch = epoch + 1
@@ -304,21 +306,16 @@ def train_epochs(
 
 
 def train_epoch(
-    adapter: Adapter, config: RunConfig, clock: StepClock, epoch: int, per_epoch: int
+    adapter: Adapter, config: RunConfig, clock: StepClock, epoch: int, rates: RatePlan
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """One epoch's clocked steps at the schedule's learning rate, then its validation: the epoch's
-    row (its figures and its validation metrics, prefixed `val_`) and the validation metrics."""
+    """One epoch's clocked steps, each at the rate the model's schedule gives it (`rates`: the
+    run's), then its validation: the epoch's row (its figures and its validation metrics,
+    prefixed `val_`) and the validation metrics."""
     batches = adapter.epoch_batches(epoch)
     first = len(clock.step_seconds)
-    for step in range(per_epoch):
-        rate = learning_rate_at(
-            epoch * per_epoch + step,
-            per_epoch,
-            config.job.learning_rate,
-            config.global_batch,
-            config.job.lr_reference_batch,
-        )
-        adapter.set_learning_rate(rate)
+    schedule = config.job.spec.optimization.schedule
+    for step in range(rates.steps_per_epoch):
+        adapter.set_learning_rate(schedule.rate_at(epoch * rates.steps_per_epoch + step, rates))
         clock.step(batches)
     clock.finish()
     announce(adapter, EVALUATION)

@@ -81,7 +81,7 @@ class ChainerAdapter(Adapter):
         digest = config.job.start_from(spec, partial(weights.load_initial, self.model))
         self.model.to_device(self.device)
         self.lossfun = models.build_loss(spec)
-        optimizer = build_optimizer(config.job.learning_rate, spec.hyperparameters)
+        optimizer = build_optimizer(config.job.learning_rate, spec.optimization.optimizer)
         self.optimizer = chainermn.create_multi_node_optimizer(optimizer, self.comm)
         self.optimizer.setup(self.model)
         self.comm.bcast_data(self.model)

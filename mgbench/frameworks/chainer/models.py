@@ -197,11 +197,17 @@ def build_model(spec: ModelSpec, image_size: int, data_format: str) -> chainer.C
     return CHAINER_MODELS.builder(spec.name, "chainer")(spec, image_size)
 
 
+LOSSES: dict[str, Callable[[chainer.Variable, chainer.Variable], chainer.Variable]] = {
+    "sigmoid": lambda logits, targets: F.sigmoid_cross_entropy(logits, targets, normalize=True),
+    "softmax": F.softmax_cross_entropy,
+}
+"""Chainer's loss for each declared loss kind (`core.objective.LossKind`)."""
+
+
 def build_loss(spec: ModelSpec) -> Callable[[chainer.Variable, chainer.Variable], chainer.Variable]:
-    """Mean softmax cross-entropy, or (CheXNet) sigmoid cross-entropy averaged over every output."""
-    if spec.loss == "sigmoid":
-        return lambda logits, targets: F.sigmoid_cross_entropy(logits, targets, normalize=True)
-    return F.softmax_cross_entropy
+    """Mean softmax cross-entropy, or (CheXNet) sigmoid cross-entropy averaged over every output
+    (`LOSSES`, by the declared loss kind)."""
+    return LOSSES[spec.objective.loss]
 
 
 def parameter_count(model: chainer.Link) -> int:

@@ -2,10 +2,10 @@
 
 Chainer's `MomentumSGD` keeps the rate inside the velocity (v = m v - lr g; w += v). torch keeps
 it out (b = m b + g; w -= lr b). The two give the same steps only while the rate is constant; the
-job changes it every step of its warm-up (`mgbench.training.schedule`), down as well as up, after
+job changes it every step of its warm-up (`mgbench.core.optimization`), down as well as up, after
 which Chainer's form would have stepped by other amounts and its run would drift from every other
 framework's. `TorchFormSGD` steps in torch's form instead, with the rest of torch's SGD that
-`Hyperparameters` declares (Nesterov, weight decay added to the gradient before the momentum).
+`core.optimization.SGD` declares (Nesterov, weight decay added to the gradient before the momentum).
 
 The update is written once on the parameter's own array module, so the same code runs on numpy
 and on CuPy, and under ChainerMN's multi-node optimizer, which averages the gradients and then
@@ -14,7 +14,10 @@ calls this optimizer's `update`.
 
 from __future__ import annotations
 
-from mgbench.core.models import Hyperparameters
+from collections.abc import Callable
+from typing import Any
+
+from mgbench.core.optimization import SGD, Optimizer
 from mgbench.frameworks.chainer.imports import chainer, optimizer
 
 
@@ -60,11 +63,17 @@ class TorchFormSGD(optimizer.GradientMethod):
         return TorchFormRule(self.hyperparam)
 
 
-def build_optimizer(learning_rate: float, hyperparameters: Hyperparameters) -> TorchFormSGD:
-    """The job's SGD (`ModelSpec.hyperparameters`) starting at `learning_rate`."""
+def sgd(learning_rate: float, declared: SGD) -> TorchFormSGD:
     return TorchFormSGD(
-        learning_rate,
-        hyperparameters.sgd_momentum,
-        nesterov=hyperparameters.nesterov,
-        weight_decay=hyperparameters.weight_decay,
+        learning_rate, declared.momentum, nesterov=declared.nesterov, weight_decay=declared.weight_decay
     )
+
+
+OPTIMIZERS: dict[str, Callable[[float, Any], optimizer.GradientMethod]] = {SGD.kind: sgd}
+"""Chainer's optimizer for each declared kind stepping as torch's does: the kinds `spec.py`
+declares it builds (`Capabilities.optimizers`)."""
+
+
+def build_optimizer(learning_rate: float, declared: Optimizer) -> optimizer.GradientMethod:
+    """The model's declared optimizer (`ModelSpec.optimization`) starting at `learning_rate`."""
+    return OPTIMIZERS[declared.kind](learning_rate, declared)

@@ -42,7 +42,7 @@ from mgbench.datasets.resolve import task_for
 from mgbench.datasets.synthetic import Shard, held_out_batch, placed_batches, synthetic_pool
 from mgbench.frameworks.gluon import models, transformer, weights
 from mgbench.frameworks.gluon.data import build_loaders
-from mgbench.frameworks.gluon.sgd import TorchFormSGD
+from mgbench.frameworks.gluon.sgd import build_optimizer
 from mgbench.measure.metrics import gathered_metrics
 from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
@@ -66,7 +66,7 @@ class GluonAdapter(Adapter):
         self.loss_fn = models.build_loss(spec)
         self.trainer = gluon.Trainer(
             models.trainable(net),
-            TorchFormSGD.for_job(spec.hyperparameters, config.job.learning_rate),
+            build_optimizer(spec.optimization.optimizer, config.job.learning_rate),
             kvstore=KVSTORES[self.strategy],
         )
         self._losses: list[mx.nd.NDArray] = []

@@ -70,11 +70,16 @@ def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> gl
     return GLUON_MODELS.builder(spec.name, "gluon")(spec, image_size)
 
 
+LOSSES: dict[str, type[gluon.loss.Loss]] = {
+    "sigmoid": gluon.loss.SigmoidBinaryCrossEntropyLoss,
+    "softmax": gluon.loss.SoftmaxCrossEntropyLoss,
+}
+"""Gluon's loss for each declared loss kind (`core.objective.LossKind`)."""
+
+
 def build_loss(spec: ModelSpec) -> gluon.loss.Loss:
-    """Per-sample losses; the sigmoid loss averages each sample's 14 outputs, like BCEWithLogits."""
-    if spec.loss == "sigmoid":
-        return gluon.loss.SigmoidBinaryCrossEntropyLoss()
-    return gluon.loss.SoftmaxCrossEntropyLoss()
+    """Per-sample losses; the sigmoid loss averages each sample's outputs, like BCEWithLogits."""
+    return LOSSES[spec.objective.loss]()
 
 
 def trainable(net: gluon.Block) -> dict[str, gluon.Parameter]:

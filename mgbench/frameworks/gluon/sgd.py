@@ -3,7 +3,7 @@
 torch steps b = m b + g; w -= lr b (Nesterov: w -= lr (g + m b)), g including the weight decay.
 MXNet's `sgd_mom_update` and `nag_mom_update` keep a velocity with the rate inside,
 v = m v - lr g; w += v (Nesterov: w += m v - lr g): the same steps while the rate holds, other
-steps once it changes, and the job's warm-up changes it every step (`mgbench.training.schedule`).
+steps once it changes, and the job's warm-up changes it every step (`mgbench.core.optimization`).
 Their velocity is torch's buffer times -lr, so scaling it by new rate / old rate whenever the
 rate changes makes each kernel step exactly as torch does. That keeps one fused kernel per
 tensor and step (two while the rate moves), where torch's form written as NDArray arithmetic
@@ -12,11 +12,12 @@ would launch several per tensor, on every device.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import mxnet as mx
 
-from mgbench.core.models import Hyperparameters
+from mgbench.core.optimization import SGD, Optimizer
 
 
 def heavy_ball_step(weight: mx.nd.NDArray, grad: mx.nd.NDArray, velocity: mx.nd.NDArray, **settings: float) -> None:
@@ -41,13 +42,8 @@ class TorchFormSGD(mx.optimizer.Optimizer):
         self.step = nesterov_step if nesterov else heavy_ball_step
 
     @classmethod
-    def for_job(cls, hyperparameters: Hyperparameters, learning_rate: float) -> TorchFormSGD:
-        return cls(
-            hyperparameters.sgd_momentum,
-            hyperparameters.nesterov,
-            learning_rate=learning_rate,
-            wd=hyperparameters.weight_decay,
-        )
+    def for_job(cls, declared: SGD, learning_rate: float) -> TorchFormSGD:
+        return cls(declared.momentum, declared.nesterov, learning_rate=learning_rate, wd=declared.weight_decay)
 
     def create_state(self, index: int, weight: mx.nd.NDArray) -> tuple[mx.nd.NDArray, list[float]]:
         """The kernel's velocity and the rate it is held at (each device's updater has its own)."""
@@ -70,3 +66,13 @@ class TorchFormSGD(mx.optimizer.Optimizer):
             momentum=self.momentum,
             rescale_grad=self.rescale_grad,
         )
+
+
+OPTIMIZERS: dict[str, Callable[[Any, float], mx.optimizer.Optimizer]] = {SGD.kind: TorchFormSGD.for_job}
+"""Gluon's optimizer for each declared kind stepping as torch's does: the kinds `spec.py` declares
+it builds (`Capabilities.optimizers`)."""
+
+
+def build_optimizer(declared: Optimizer, learning_rate: float) -> mx.optimizer.Optimizer:
+    """The model's declared optimizer (`ModelSpec.optimization`) starting at `learning_rate`."""
+    return OPTIMIZERS[declared.kind](declared, learning_rate)

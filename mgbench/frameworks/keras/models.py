@@ -35,6 +35,7 @@ from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.kinds import DataFormat
 from mgbench.core.models import ModelSpec
+from mgbench.core.optimization import SGD, Optimizer
 from mgbench.frameworks.keras.spec import KERAS_MODELS
 from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, encoder_block
 
@@ -179,10 +180,15 @@ def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> ke
     return KERAS_MODELS.builder(spec.name, "the Keras family")(spec, input_shape)
 
 
+LOSSES: dict[str, type[keras.losses.Loss]] = {
+    "sigmoid": keras.losses.BinaryCrossentropy,
+    "softmax": keras.losses.SparseCategoricalCrossentropy,
+}
+"""Keras' loss for each declared loss kind (`core.objective.LossKind`), taking logits."""
+
+
 def build_loss(spec: ModelSpec, reduction: str = "sum_over_batch_size") -> keras.losses.Loss:
-    if spec.loss == "sigmoid":
-        return keras.losses.BinaryCrossentropy(from_logits=True, reduction=reduction)
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=reduction)
+    return LOSSES[spec.objective.loss](from_logits=True, reduction=reduction)
 
 
 class TorchFormSGD(keras.optimizers.SGD):
@@ -190,12 +196,20 @@ class TorchFormSGD(keras.optimizers.SGD):
 
     Keras' own keeps the rate inside the velocity (v = m v - lr g; w += v), which gives the same
     steps only while the rate is constant; the job changes it every step of its warm-up
-    (`training/schedule.py`), after which Keras' form would have stepped by other amounts and its
-    run would drift from every other framework's."""
+    (`core/optimization.py`), after which Keras' form would have stepped by other amounts and its
+    run would drift from every other framework's. Weight decay is torch's too: added to the
+    gradient before the momentum (`coupled_decay`), where Keras' own `weight_decay` decays the
+    weights apart from the step."""
+
+    def __init__(self, coupled_decay: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.coupled_decay = coupled_decay
 
     def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
         learning_rate = keras.ops.cast(learning_rate, variable.dtype)
         gradient = keras.ops.cast(gradient, variable.dtype)
+        if self.coupled_decay:
+            gradient = keras.ops.add(gradient, keras.ops.multiply(variable, self.coupled_decay))
         if self.momentum == 0:
             self.assign_sub(variable, keras.ops.multiply(gradient, learning_rate))
             return
@@ -206,13 +220,22 @@ class TorchFormSGD(keras.optimizers.SGD):
         self.assign_sub(variable, keras.ops.multiply(step, learning_rate))
 
 
-def build_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
-    """SGD with the job's momentum (`ModelSpec.hyperparameters`) in torch's form (`TorchFormSGD`);
-    under fp16 wrapped in dynamic loss scaling, as Keras' compile does."""
-    hyperparameters = config.job.spec.hyperparameters
-    optimizer = TorchFormSGD(
-        learning_rate=config.job.learning_rate, momentum=hyperparameters.sgd_momentum, nesterov=hyperparameters.nesterov
+def sgd(learning_rate: float, declared: SGD) -> TorchFormSGD:
+    return TorchFormSGD(
+        declared.weight_decay, learning_rate=learning_rate, momentum=declared.momentum, nesterov=declared.nesterov
     )
+
+
+OPTIMIZERS: dict[str, Callable[[float, Any], keras.optimizers.Optimizer]] = {SGD.kind: sgd}
+"""Keras' optimizer for each declared kind stepping as torch's does: the kinds the Keras family's
+specs declare it builds (`Capabilities.optimizers`)."""
+
+
+def build_optimizer(config: RunConfig) -> keras.optimizers.Optimizer:
+    """The model's declared optimizer (`ModelSpec.optimization`) at the job's rate; under fp16
+    wrapped in dynamic loss scaling, as Keras' compile does."""
+    declared: Optimizer = config.job.spec.optimization.optimizer
+    optimizer = OPTIMIZERS[declared.kind](config.job.learning_rate, declared)
     if config.job.precision == "fp16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer

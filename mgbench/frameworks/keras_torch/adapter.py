@@ -9,8 +9,8 @@ the other Keras adapters (the catalogue models, loss and mixed-precision policy 
 memory reading of the PyTorch adapter's `ddp` strategy, so what separates the two is the model
 code (Keras layers over torch operators against torchvision's modules) and Keras' loss.
 
-The optimizer is `torch.optim.SGD` over the Keras model's parameters, not
-`keras.optimizers.SGD`: fp16 loss scaling is then `torch.amp.GradScaler`, which steps torch
+The optimizer is the PyTorch adapter's (`pytorch.models.build_optimizer`: `torch.optim.SGD` for
+the image models) over the Keras model's parameters, not `keras.optimizers.SGD`: fp16 loss scaling is then `torch.amp.GradScaler`, which steps torch
 optimizers only, and the update is the one the PyTorch adapter runs, in the momentum form every
 framework steps in (`keras.models.TorchFormSGD` gives the other Keras adapters the same).
 
@@ -97,7 +97,9 @@ class KerasTorchAdapter(TorchProcessAdapter):
         self.replicated = compiled(self.parallel.wrap(self.model, self.loss_fn, self.devices), config.job.compile)
         # The torch parameters behind Keras' trainable variables: those DDP all-reduces.
         trainable = [variable.value for variable in self.model.trainable_variables]
-        self.optimizer = torch_models.build_optimizer(trainable, config.job.learning_rate, self.spec.hyperparameters)
+        self.optimizer = torch_models.build_optimizer(
+            trainable, config.job.learning_rate, self.spec.optimization.optimizer
+        )
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.job.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         return ModelInfo(

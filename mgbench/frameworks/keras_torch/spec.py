@@ -8,7 +8,7 @@ from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.keras.environment import torch_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS
 from mgbench.frameworks.memory import TORCH_CAP, TORCH_OOM, DeviceMemory, GpuBatch
-from mgbench.frameworks.pytorch.spec import DDP_COMMUNICATION, NVJPEG, TORCH_COMPILE
+from mgbench.frameworks.pytorch.spec import DDP_COMMUNICATION, NVJPEG, TORCH_CAPABILITIES, TORCH_COMPILE
 from mgbench.frameworks.specs import Capabilities, FrameworkSpec, StrategySpec, with_unstaged_twin
 
 FRAMEWORK = FrameworkSpec(
@@ -41,6 +41,7 @@ FRAMEWORK = FrameworkSpec(
         profiler="torch.profiler",
         compiler=TORCH_COMPILE,
         gpu_decoder=NVJPEG,
+        optimizers=TORCH_CAPABILITIES.optimizers,
     ),
     memory=DeviceMemory(
         (TORCH_OOM,),

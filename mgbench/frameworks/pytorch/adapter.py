@@ -213,7 +213,7 @@ class TorchAdapter(TorchProcessAdapter):
         self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.job.compile)
         self.optimizer = self.parallel.distribute_optimizer(
             models.build_optimizer(
-                core.parameters(), config.job.learning_rate, spec.hyperparameters, config.job.fused_optimizer
+                core.parameters(), config.job.learning_rate, spec.optimization.optimizer, config.job.fused_optimizer
             ),
             core,
         )

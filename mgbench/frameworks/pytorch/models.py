@@ -2,18 +2,21 @@
 downloaded) and their losses. Horovod trains these same modules, and `flops.py` counts their
 work. Each model `spec.py` declares (`TORCHVISION`) is built by the function of its name here,
 from its catalogue entry and the image size (which only a transformer's position embedding
-depends on: the convolutional networks pool globally and take any size)."""
+depends on: the convolutional networks pool globally and take any size). The model's declared
+loss and optimizer map onto torch's own classes here (`LOSSES`, `OPTIMIZERS`), for every
+torch-stepped adapter."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 import torchvision
 from torch import nn
 
 from mgbench.core.kinds import DataFormat
-from mgbench.core.models import Hyperparameters, ModelSpec
+from mgbench.core.models import ModelSpec
+from mgbench.core.optimization import SGD, AdamW, Optimizer
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 
 
@@ -73,20 +76,43 @@ def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> nn
     return model.to(memory_format=torch.channels_last if data_format.channels_last else torch.contiguous_format)
 
 
-def build_optimizer(
-    parameters: Iterable[torch.Tensor], learning_rate: float, hyperparameters: Hyperparameters, fused: bool = False
-) -> torch.optim.SGD:
-    """SGD as the job declares it (momentum, Nesterov, weight decay), for every torch-stepped model;
-    `fused`: torch's fused kernel steps every parameter at once (`--fused-optimizer`)."""
+def sgd(parameters: Iterable[torch.Tensor], learning_rate: float, declared: SGD, fused: bool) -> torch.optim.SGD:
     return torch.optim.SGD(
         parameters,
         lr=learning_rate,
-        momentum=hyperparameters.sgd_momentum,
-        nesterov=hyperparameters.nesterov,
-        weight_decay=hyperparameters.weight_decay,
+        momentum=declared.momentum,
+        nesterov=declared.nesterov,
+        weight_decay=declared.weight_decay,
         fused=fused or None,
     )
 
 
+def adamw(parameters: Iterable[torch.Tensor], learning_rate: float, declared: AdamW, fused: bool) -> torch.optim.AdamW:
+    return torch.optim.AdamW(
+        parameters,
+        lr=learning_rate,
+        betas=declared.betas,
+        eps=declared.eps,
+        weight_decay=declared.weight_decay,
+        fused=fused or None,
+    )
+
+
+OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {SGD.kind: sgd, AdamW.kind: adamw}
+"""torch's optimizer for each declared kind: the kinds `spec.py` declares it builds (`Capabilities.optimizers`)."""
+
+
+def build_optimizer(
+    parameters: Iterable[torch.Tensor], learning_rate: float, declared: Optimizer, fused: bool = False
+) -> torch.optim.Optimizer:
+    """The model's declared optimizer (`ModelSpec.optimization`) over `parameters`, starting at
+    `learning_rate`; `fused`: torch's fused kernel steps every parameter at once (`--fused-optimizer`)."""
+    return OPTIMIZERS[declared.kind](parameters, learning_rate, declared, fused)
+
+
+LOSSES: dict[str, Callable[[], nn.Module]] = {"sigmoid": nn.BCEWithLogitsLoss, "softmax": nn.CrossEntropyLoss}
+"""torch's loss for each declared loss kind (`core.objective.LossKind`), the mean over the batch."""
+
+
 def build_loss(spec: ModelSpec) -> nn.Module:
-    return nn.BCEWithLogitsLoss() if spec.loss == "sigmoid" else nn.CrossEntropyLoss()
+    return LOSSES[spec.objective.loss]()

@@ -49,6 +49,7 @@ TORCH_CAPABILITIES = Capabilities(
     gpu_decoder=NVJPEG,
     splits_decode=True,
     fused_optimizer="torch.optim.SGD(fused=True)",
+    optimizers=("sgd", "adamw"),
 )
 """What PyTorch and Horovod over it train: torchvision's models, torch's loader, profiler,
 compiler and device decoder."""

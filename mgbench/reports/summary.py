@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,10 @@ def results_frame(results: list[RunResult]) -> pd.DataFrame:
     """One row per run with its scaling figures (as the rows hold them: `scaling.scaled`), and the
     profile's and breakdown's shares as columns of their own (`profile_communication_fraction`,
     `breakdown_idle_fraction`, ...)."""
-    frame = pd.DataFrame([row.to_record() for row in scaled(results)])
+    # The scaling figures as they are: a speed-up past a float's range (1e10 img/s over 1e-300) is
+    # infinite here, as every report reads it (superlinear), where the file holds it as null.
+    rows = zip(results, scaled(results), strict=True)
+    frame = pd.DataFrame([{**result.to_record(), **asdict(row.scaling)} for result, row in rows])
     if frame.empty:
         return frame
     frame[NUMBER_FIGURES] = frame[NUMBER_FIGURES].astype(float)

@@ -121,7 +121,12 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="data-loader workers per process (default: CPU count / processes, less one)",
     )
-    job.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (momentum 0.9)")
+    job.add_argument(
+        "--lr",
+        type=float,
+        default=0.01,
+        help="learning rate of the model's declared optimizer (mgbench list), scheduled over --epochs",
+    )
     job.add_argument(
         "--lr-reference-batch",
         type=int,

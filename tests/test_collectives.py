@@ -189,6 +189,11 @@ def test_every_built_in_strategy_declares_what_it_communicates():
     data_parallel_module = framework_spec("pytorch").strategy("dp").communication
     assert data_parallel_module is not None
     assert [c.kind for c in data_parallel_module.collectives] == [BROADCAST, REDUCE]
+    kvstore = framework_spec("gluon").strategy("device").communication
+    assert kvstore is not None and kvstore.collectives == (
+        Collective(REDUCE, Tensors.GRADIENTS, Phase.AFTER_BACKWARD),
+        Collective(BROADCAST, Tensors.PARAMETERS, Phase.AFTER_BACKWARD),
+    )
 
 
 def test_list_shows_what_each_strategy_shards_and_communicates(sharded_plugin):

@@ -145,3 +145,15 @@ def gradient_all_reduce(source: str, phase: Phase = Phase.BACKWARD) -> Communica
     """Data parallelism on a replicated model: one all-reduce of every gradient each step, during
     the backward as its buckets fill (DDP, Horovod) or after it (`phase`)."""
     return Communication(Sharding.NOTHING, (Collective(CollectiveKind.ALL_REDUCE, Tensors.GRADIENTS, phase),), source)
+
+
+def reduce_and_broadcast(source: str, broadcast: Phase = Phase.BEFORE_FORWARD) -> Communication:
+    """Data parallelism around one copy of the model (on a device or the CPU), which alone is
+    updated: every replica's gradients reduced onto it after the backward, and its parameters
+    broadcast to every device, either before each forward (nn.DataParallel's replication, a
+    central storage's reads) or once the update is made (`broadcast`: Phase.AFTER_BACKWARD, a
+    kvstore's pull)."""
+    reduce = Collective(CollectiveKind.REDUCE, Tensors.GRADIENTS, Phase.AFTER_BACKWARD)
+    share = Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, broadcast)
+    in_order = (share, reduce) if broadcast is Phase.BEFORE_FORWARD else (reduce, share)
+    return Communication(Sharding.NOTHING, in_order, source)

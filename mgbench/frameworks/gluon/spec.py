@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mgbench.core.collectives import Collective, CollectiveKind, Communication, Phase, Sharding, Tensors
+from mgbench.core.collectives import Phase, reduce_and_broadcast
 from mgbench.frameworks.memory import MXNET_CAP, MXNET_OOM, DeviceMemory
 from mgbench.frameworks.specs import BATCH_NORM_UNMATCHED, Capabilities, FrameworkSpec, ModelBuilders, StrategySpec
 
@@ -14,16 +14,12 @@ GLUON_MODELS = ModelBuilders(
 """torchvision's architectures built in `gluon.nn` (Inception-v3 the model zoo's; ViT-B/16 with attention from
 MXNet's own operators), as `models.py` builds them."""
 
-KVSTORE_COMMUNICATION = Communication(
-    Sharding.NOTHING,
-    (
-        Collective(CollectiveKind.REDUCE, Tensors.GRADIENTS, Phase.AFTER_BACKWARD),
-        Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, Phase.AFTER_BACKWARD),
-    ),
+KVSTORE_COMMUNICATION = reduce_and_broadcast(
     "gluon.Trainer.step (mxnet/gluon/trainer.py, _allreduce_grads): after the backward, kvstore.pushpull of "
     "each parameter: push sums its gradients onto one device, which updates it there (update_on_kvstore, "
     "MXNET_UPDATE_ON_KVSTORE=1 by default), and pull broadcasts the updated parameter to every device; kvstore "
     "'nccl' does the same with ncclReduce and ncclBcast",
+    Phase.AFTER_BACKWARD,
 )
 """What both kvstores move each step."""
 

@@ -3,15 +3,7 @@ tf.distribute; what the tensorflow loop shares with it (staging, its text) is bo
 
 from __future__ import annotations
 
-from mgbench.core.collectives import (
-    Collective,
-    CollectiveKind,
-    Communication,
-    Phase,
-    Sharding,
-    Tensors,
-    gradient_all_reduce,
-)
+from mgbench.core.collectives import Phase, gradient_all_reduce, reduce_and_broadcast
 from mgbench.frameworks.keras.environment import tensorflow_variables
 from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS, TF_DATA_DECODES
 from mgbench.frameworks.memory import TENSORFLOW_CAP, TENSORFLOW_OOM, XLA_OOM, DeviceMemory
@@ -42,15 +34,10 @@ MIRRORED_COMMUNICATION = gradient_all_reduce(
     Phase.AFTER_BACKWARD,
 )
 """What MirroredStrategy moves each step, under Keras' step and the tensorflow loop alike."""
-CENTRAL_STORAGE_COMMUNICATION = Communication(
-    Sharding.NOTHING,
-    (
-        Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, Phase.BEFORE_FORWARD),
-        Collective(CollectiveKind.REDUCE, Tensors.GRADIENTS, Phase.AFTER_BACKWARD),
-    ),
+CENTRAL_STORAGE_COMMUNICATION = reduce_and_broadcast(
     "tf.distribute.experimental.CentralStorageStrategy: the variables live on the CPU, every replica reads them "
     "onto its device each step and their gradients are summed onto the CPU, which updates them; both cross "
-    "the host's links, which a bus bandwidth measured between devices prices only roughly",
+    "the host's links, which a bus bandwidth measured between devices prices only roughly"
 )
 
 FRAMEWORK = FrameworkSpec(

@@ -5,15 +5,7 @@ borrowed: torchvision's builder table, torch's loader and torch.compile."""
 
 from __future__ import annotations
 
-from mgbench.core.collectives import (
-    Collective,
-    CollectiveKind,
-    Communication,
-    Phase,
-    Sharding,
-    Tensors,
-    gradient_all_reduce,
-)
+from mgbench.core.collectives import gradient_all_reduce, reduce_and_broadcast
 from mgbench.core.job import DEFAULT_COMPILE_MODE
 from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.memory import TORCH_CAP, TORCH_OOM, DeviceMemory
@@ -60,15 +52,10 @@ DDP_COMMUNICATION = gradient_all_reduce(
     "by the autograd hook the backward reaches it in (torch/csrc/distributed/c10d/reducer.cpp)"
 )
 """What DDP moves each step, in PyTorch and in Keras over PyTorch."""
-DATA_PARALLEL_COMMUNICATION = Communication(
-    Sharding.NOTHING,
-    (
-        Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, Phase.BEFORE_FORWARD),
-        Collective(CollectiveKind.REDUCE, Tensors.GRADIENTS, Phase.AFTER_BACKWARD),
-    ),
+DATA_PARALLEL_COMMUNICATION = reduce_and_broadcast(
     "torch.nn.DataParallel: every forward replicates the module from device 0 (torch/nn/parallel/replicate.py: "
     "Broadcast, comm.broadcast_coalesced of the parameters), and that broadcast's backward sums every replica's "
-    "gradients onto device 0 (ReduceAddCoalesced, one autograd node for all of them: after the backward)",
+    "gradients onto device 0 (ReduceAddCoalesced, one autograd node for all of them: after the backward)"
 )
 
 FRAMEWORK = FrameworkSpec(

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import psutil
@@ -15,20 +16,16 @@ from conftest import cli_env, interruptible, mgbench, read_rows, tiny_job
 from fakefw import OOM_ABOVE_BATCH
 
 
+def compare_fake(out: Path, strategies: str, *options: str, **env: str) -> subprocess.CompletedProcess:
+    """`mgbench compare` of the fake framework's `strategies` on 1 device into `out`."""
+    return mgbench(
+        "compare", "--frameworks", "fake", "--strategies", strategies, "--gpus", "1", *options, "--out", str(out), **env
+    )
+
+
 def test_oom_retries_with_halved_batch_and_the_compare_goes_on(tmp_path):
     out = tmp_path / "oom"
-    done = mgbench(
-        "compare",
-        "--frameworks",
-        "fake",
-        "--strategies",
-        "oom-above,steady",
-        "--gpus",
-        "1",
-        *tiny_job(6, batch=16),
-        "--out",
-        str(out),
-    )
+    done = compare_fake(out, "oom-above,steady", *tiny_job(6, batch=16))
     assert done.returncode == 0, done.stderr
     rows = read_rows(out).set_index("strategy")
     retried = rows.loc["oom-above"]
@@ -42,18 +39,7 @@ def test_oom_retries_with_halved_batch_and_the_compare_goes_on(tmp_path):
 
 def test_oom_at_batch_one_stays_an_oom_row(tmp_path):
     out = tmp_path / "oom1"
-    done = mgbench(
-        "compare",
-        "--frameworks",
-        "fake",
-        "--strategies",
-        "oom",
-        "--gpus",
-        "1",
-        *tiny_job(4, batch=2),
-        "--out",
-        str(out),
-    )
+    done = compare_fake(out, "oom", *tiny_job(4, batch=2))
     assert done.returncode == 1, done.stderr
     row = read_rows(out).iloc[0]
     assert row.status == "oom" and row.batch_per_device == 1 and row.oom_retries == 1
@@ -114,19 +100,7 @@ def test_interrupt_keeps_finished_rows_and_marks_the_running_one(tmp_path, sig):
 
 def test_resume_skips_done_runs_and_reruns_failed_ones(tmp_path):
     out = tmp_path / "resume"
-    first = mgbench(
-        "compare",
-        "--frameworks",
-        "fake",
-        "--strategies",
-        "steady,flaky",
-        "--gpus",
-        "1",
-        *tiny_job(6),
-        "--out",
-        str(out),
-        FAKE_FAIL="1",
-    )
+    first = compare_fake(out, "steady,flaky", *tiny_job(6), FAKE_FAIL="1")
     assert first.returncode == 1, first.stderr
     before = read_rows(out).set_index("strategy")
     assert list(before.status) == ["ok", "failed"]
@@ -134,7 +108,7 @@ def test_resume_skips_done_runs_and_reruns_failed_ones(tmp_path):
 
     resumed = mgbench("compare", "--resume", str(out), FAKE_FAIL="0")
     assert resumed.returncode == 0, resumed.stderr
-    assert "1 runs" in resumed.stderr
+    assert "1 run ->" in resumed.stderr
     lines = (out / "results.jsonl").read_text().splitlines()
     assert len(lines) == 2 and lines[0] == steady_line  # done row kept byte for byte, not rerun
     after = read_rows(out).set_index("strategy")
@@ -177,20 +151,7 @@ def test_oom_under_a_launchers_banner_is_retried_and_the_row_says_the_batch_it_r
     60 lines of a launcher's banner: the whole log is read, not its tail, so the run is restarted
     with half the batch, and round 2 starts at the batch round 1 fitted instead of running out again."""
     out = tmp_path / "banner"
-    done = mgbench(
-        "compare",
-        "--frameworks",
-        "fake",
-        "--strategies",
-        "oom-banner",
-        "--gpus",
-        "1",
-        "--repeat",
-        "2",
-        *tiny_job(6, batch=16),
-        "--out",
-        str(out),
-    )
+    done = compare_fake(out, "oom-banner", "--repeat", "2", *tiny_job(6, batch=16))
     assert done.returncode == 0, done.stderr
     row = read_rows(out).iloc[0]
     assert row.status == "ok" and row.batch_per_device == OOM_ABOVE_BATCH == 4  # 16 -> 8 -> 4
@@ -203,18 +164,7 @@ def test_oom_under_a_launchers_banner_is_retried_and_the_row_says_the_batch_it_r
 
 def test_oom_at_every_batch_names_the_batches_tried_and_the_hint(tmp_path):
     out = tmp_path / "oom-all"
-    done = mgbench(
-        "compare",
-        "--frameworks",
-        "fake",
-        "--strategies",
-        "oom",
-        "--gpus",
-        "1",
-        *tiny_job(4, batch=4),
-        "--out",
-        str(out),
-    )
+    done = compare_fake(out, "oom", *tiny_job(4, batch=4))
     assert done.returncode == 1, done.stderr
     row = read_rows(out).iloc[0]
     assert row.status == "oom" and row.oom_retries == 2

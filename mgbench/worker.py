@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from mgbench.core.config import RunConfig
-from mgbench.core.errors import UsageError
+from mgbench.core.errors import UsageError, say_error
 from mgbench.datasets.images import host_decoder
 from mgbench.datasets.resolve import task_for
 from mgbench.frameworks.registry import create_adapter, framework_spec
@@ -64,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = train(RunConfig.from_json(args.config.read_text()), args.save_state, args.profile_dir)
     except UsageError as error:
-        print(f"mgbench: error: {error}", file=sys.stderr)
+        say_error(str(error))
         return 2
     if result is not None:
         write_json_atomically(args.result_file, result.to_json())

@@ -186,7 +186,7 @@ def test_a_run_written_twice_is_read_once_as_its_last_row(old, tmp_path, diff):
     done = diff(doubled, slow)
     assert done.returncode == 1, done.stdout
     assert done.stdout.strip().splitlines()[-1].startswith("3 of 4 runs of NEW are worse than in OLD")
-    assert "4 earlier row(s) of runs written again to results.jsonl are left out" in done.stdout
+    assert "4 earlier rows of runs written again to results.jsonl are left out" in done.stdout
     done = diff(slow, doubled)
     assert done.returncode == 0 and "(4 compared)" in done.stdout and "dtype" not in done.stdout
     rerun = rewritten(old, tmp_path / "rerun", lambda row: [row, slower(1 / 50)(row)])  # the slow row last
@@ -231,7 +231,7 @@ def test_an_ok_row_without_a_finite_positive_rate_is_left_out_and_its_run_is_wor
     done = diff(old, new)
     assert done.returncode == 1, done.stdout
     assert "pytorch-ddp-1cuda: no row in NEW" in done.stdout.splitlines()[-1]
-    assert f"NEW ({new}): 1 line(s) of results.jsonl could not be read and are left out." in done.stdout
+    assert f"NEW ({new}): 1 line of results.jsonl could not be read and is left out." in done.stdout
 
 
 def test_a_torn_last_line_is_said(old, tmp_path, diff):
@@ -240,7 +240,7 @@ def test_a_torn_last_line_is_said(old, tmp_path, diff):
         handle.write('{"framework": "pyto')
     done = diff(old, new)
     assert done.returncode == 0
-    assert f"NEW ({new}): 1 line(s) of results.jsonl could not be read and are left out." in done.stdout
+    assert f"NEW ({new}): 1 line of results.jsonl could not be read and is left out." in done.stdout
 
 
 def test_machine_and_versions_are_set_apart_only_where_both_folders_recorded_them(old, tmp_path, diff):

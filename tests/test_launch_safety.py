@@ -2,6 +2,7 @@
 import code from the user's working directory, or outlive the mgbench that started them."""
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +12,9 @@ import psutil
 import pytest
 from conftest import cli_env, endless_ddp_compare, processes_naming, read_rows, tiny_job, wait_for
 
+from mgbench import worker
+from mgbench.core.config import RunConfig
+from mgbench.core.errors import UsageError
 from mgbench.runner.orchestrator import failure_cause
 
 HOSTILE_MODULES = ("numpy", "torch", "json")
@@ -231,3 +235,18 @@ def test_a_sigkilled_compare_leaves_no_process_of_its_run(tmp_path):
     finally:
         compare.kill()
         kill_all(processes_naming(out))
+
+
+def test_a_workers_refusal_is_the_one_error_line_showing_a_name_as_the_os_does(tmp_path, monkeypatch, capsys):
+    """A worker refuses through the command line's one error printer: exit 2 and one line, a
+    name's byte that is not UTF-8 shown as `\\xff`, not the surrogate Python holds it as."""
+    odd = os.fsdecode(b"/data/r\xff")
+
+    def refuse(*_: object) -> None:
+        raise UsageError(f"{odd} does not exist")
+
+    monkeypatch.setattr(worker, "train", refuse)
+    config = tmp_path / "config.json"
+    config.write_text(RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 2).to_json())
+    assert worker.main(["--config", str(config), "--result-file", str(tmp_path / "row.json")]) == 2
+    assert capsys.readouterr().err == "mgbench: error: /data/r\\xff does not exist\n"

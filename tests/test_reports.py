@@ -287,7 +287,7 @@ def test_missing_traces_failed_runs_and_an_interrupted_compare_still_report(tmp_
     text = write_report(folder).read_text()
     page = scan(text)
     assert page.row_ids == [c.run_id for c in planned]
-    assert "interrupted" in text and "1 line(s) of results.jsonl could not be read" in text
+    assert "interrupted" in text and "1 line of results.jsonl could not be read" in text
     assert "no utilisation trace in this folder" in text
     names = sorted(p.name for p in (folder / "charts").glob("*.png"))
     # No row's step was split (an unprofiled GPU row): no chart of where step time goes.

@@ -268,7 +268,7 @@ def test_a_line_that_is_no_row_is_skipped_and_counted_by_every_verb(compared, tm
     done = cli(*(["diff", str(compared), str(run)] if verb == "diff" else VERBS[verb](str(run))))
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    said = "1 line(s) of results.jsonl could not be read and are left out."
+    said = "1 line of results.jsonl could not be read and is left out."
     if verb == "report":
         assert said in (run / "report.html").read_text()
     if verb == "diff":

@@ -92,7 +92,7 @@ def test_a_results_line_that_is_no_whole_row_is_skipped_and_counted(tmp_path, li
     records, results, unreadable = read_result_lines(folder / "results.jsonl")
     assert [r.run_id for r in results] == ["pytorch-ddp-1cuda", "pytorch-ddp-2cuda"] and len(records) == 2
     assert unreadable == 1
-    assert "1 line(s) of results.jsonl could not be read" in " ".join(load_run_folder(folder).notes)
+    assert "1 line of results.jsonl could not be read" in " ".join(load_run_folder(folder).notes)
 
 
 def test_a_byte_that_is_not_utf8_costs_its_line_not_the_file(tmp_path):

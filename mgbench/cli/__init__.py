@@ -14,8 +14,8 @@ from typing import NoReturn
 
 from mgbench import __version__
 from mgbench.cli.interrupts import sigterm_interrupts, stopped
-from mgbench.cli.output import OutputError, drop_stdout, guarded_stdout, shown
-from mgbench.core.errors import UsageError, did_you_mean
+from mgbench.cli.output import OutputError, drop_stdout, guarded_stdout
+from mgbench.core.errors import UsageError, did_you_mean, say_error
 
 EXAMPLES = """examples:
   mgbench compare --frameworks keras,pytorch --gpus 2        every Keras backend and PyTorch on 1 and 2 GPUs
@@ -25,12 +25,6 @@ EXAMPLES = """examples:
   mgbench diff runs/BEFORE runs/AFTER                        exit 1 where a run of AFTER is slower
   mgbench list                                               frameworks, strategies, models, what is installed
 """
-
-
-def say_error(message: str) -> None:
-    """The one line every refusal ends on, `mgbench: error: ...`: a name in it whose bytes are not
-    UTF-8 shows them as the OS does (`shown`: `\\xff`), whichever check raised it."""
-    print(f"mgbench: error: {shown(message)}", file=sys.stderr)
 
 
 class OneLineParser(argparse.ArgumentParser):

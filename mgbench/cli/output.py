@@ -1,6 +1,5 @@
 """mgbench's own output: stdout, as a stream whose failure is told apart from every other OSError,
-the lines a verb says on the console (stderr) on the way, and names shown as the OS shows them
-(`shown`).
+and the lines a verb says on the console (stderr) on the way.
 
 A verb's table or JSON may go to a file on a full disk (`mgbench list > /dev/full`) or a pipe
 closed early: the write fails with an OSError like any file's. `guarded_stdout` makes stdout a
@@ -14,23 +13,10 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
-
-
-def shown(text: Path | str) -> str:
-    """`text` (a path, or a line naming one) as the OS shows a name: its UTF-8 as it is, any other
-    byte (held by Python as a surrogate, which no UTF-8 output takes) as a backslash escape,
-    `\\xff`. A surrogate no name of the OS holds (`\\ud800`, read from a JSON file) is escaped as
-    it is."""
-    name = os.fspath(text)
-    try:
-        return os.fsencode(name).decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class OutputError(Exception):

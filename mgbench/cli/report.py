@@ -17,8 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from mgbench.cli.output import shown
 from mgbench.core.errors import UsageError
+from mgbench.core.wording import shown
 from mgbench.records.runfolder import CHARTS_DIR, LOCK_FILE, REPORT_FILE, RunFolder
 from mgbench.reports.compact import FORMATS, print_summary
 from mgbench.reports.figures import job_title

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterable
+
+from mgbench.core.wording import shown
 
 
 class UsageError(Exception):
@@ -21,6 +24,13 @@ class UnsafeNameError(UsageError):
     Readers that skip a damaged line (a torn row of `results.jsonl`) let this one through: a
     run folder from elsewhere holding such a name is refused as a whole, never read in part.
     """
+
+
+def say_error(message: str) -> None:
+    """The one line every refusal ends on, `mgbench: error: ...`, on stderr, the command line's and
+    a worker's alike: a name in it whose bytes are not UTF-8 shows them as the OS does (`shown`:
+    `\\xff`), whichever check raised it."""
+    print(f"mgbench: error: {shown(message)}", file=sys.stderr)
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

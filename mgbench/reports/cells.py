@@ -31,8 +31,3 @@ def figure_text(value: object, pattern: str) -> str:
 def run_label(row: Mapping[str, Any]) -> str:
     """`framework strategy xN`: a run as tables, notes, legends and axis ticks name it."""
     return f"{row[Col.FRAMEWORK]} {row[Col.STRATEGY]} x{int(row[Col.DEVICES])}"
-
-
-def counted(count: int, noun: str) -> str:
-    """`1 run`, `2 runs`: a count and its noun, plural but for one."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"

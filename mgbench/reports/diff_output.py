@@ -18,7 +18,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from mgbench.reports.cells import counted
+from mgbench.core.wording import counted
 from mgbench.reports.diff import STEPS, FolderDiff, Measured, RowChange
 from mgbench.reports.folder_data import RunFolderData
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from mgbench.core.errors import UsageError
+from mgbench.core.wording import counted
 from mgbench.records.compare_plan import ComparePlan
 from mgbench.records.results import RENAMED, RESULTS_FILE, RunResult, Status, read_run_rows
 from mgbench.records.runfolder import RunFolder
@@ -24,6 +25,11 @@ from mgbench.records.utilisation import attach_utilisation, read_trace
 from mgbench.reports.summary import results_frame
 
 NOT_RUN_ERROR = "no result: the compare ended before this run finished"
+
+
+def left_out(count: int) -> str:
+    """`is left out` after one of what was counted, `are left out` after several."""
+    return "is left out" if count == 1 else "are left out"
 
 
 @dataclass
@@ -44,11 +50,14 @@ class RunFolderData:
         and earlier rows of runs written again."""
         notes = []
         if self.unreadable_lines:
-            notes.append(f"{self.unreadable_lines} line(s) of {RESULTS_FILE} could not be read and are left out.")
+            notes.append(
+                f"{counted(self.unreadable_lines, 'line')} of {RESULTS_FILE} could not be read and "
+                f"{left_out(self.unreadable_lines)}."
+            )
         if self.replaced_rows:
             notes.append(
-                f"{self.replaced_rows} earlier row(s) of runs written again to {RESULTS_FILE} are left out: "
-                "each run's last row is read."
+                f"{counted(self.replaced_rows, 'earlier row')} of runs written again to {RESULTS_FILE} "
+                f"{left_out(self.replaced_rows)}: each run's last row is read."
             )
         return notes
 

@@ -25,9 +25,10 @@ import pandas as pd
 from PIL import Image
 
 from mgbench.core.config import COLUMNS
+from mgbench.core.wording import counted
 from mgbench.projection.calibration import read_projection
 from mgbench.records.runfolder import CHARTS_DIR, RunFolder
-from mgbench.reports.cells import MISSING, counted, number, run_label
+from mgbench.reports.cells import MISSING, number, run_label
 from mgbench.reports.charts import Chart, ChartSet, write_charts
 from mgbench.reports.columns import Col
 from mgbench.reports.compact import Column, CompactSummary, compact_summary, shown_columns

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from mgbench.reports.cells import counted
+from mgbench.core.wording import counted
 from mgbench.reports.columns import Col
 
 REFERENCE_FRAMEWORK = "pytorch"

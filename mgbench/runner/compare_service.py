@@ -20,6 +20,7 @@ from mgbench.core.errors import UsageError
 from mgbench.core.initial_weights import InitialWeights
 from mgbench.core.job import Job
 from mgbench.core.kinds import DeviceKind
+from mgbench.core.wording import counted
 from mgbench.datasets.resolve import check_dataset, recheck_dataset
 from mgbench.frameworks.registry import framework_spec
 from mgbench.machine.devices import check_device_counts
@@ -278,8 +279,7 @@ def run_rounds(
     if not (book.runs and book.runs[0].config.job.device_kind.on_gpu):
         voice.note("No GPU visible: CPU devices stand in for GPUs (processes or logical devices).")
     rounds = f", {plan.repeat} rounds each" if plan.repeat > 1 else ""
-    plural = "" if len(runs) == 1 else "s"  # reports.cells.counted's rule: the runner imports no report
-    voice.progress(f"{len(runs)} run{plural}{rounds} -> {folder.root}")
+    voice.progress(f"{counted(len(runs), 'run')}{rounds} -> {folder.root}")
     hosts = resolve_hosts(plan.hosts) if plan.hosts else None
     timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
     bandwidth = bandwidth_report(folder, runs, plan.bandwidth, voice.progress, voice.note)

@@ -11,12 +11,15 @@ import sys
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import psutil
 import pytest
+
+if TYPE_CHECKING:
+    from mgbench.records.results import RunResult
 
 TESTS = Path(__file__).resolve().parent
 BENCHMARKS = TESTS.parent / "benchmarks"
@@ -63,6 +66,14 @@ def one_line_error(done: subprocess.CompletedProcess) -> str:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mgbench: error: "), done.stderr
     return lines[0]
+
+
+def append_result(path: Path, result: RunResult) -> None:
+    """Add one `RunResult` to a results file as it stands: no figure of it is finished
+    (`records.finished`), as a folder written before rows held them has it."""
+    from mgbench.records.results import append_line
+
+    append_line(path, result.to_json())
 
 
 def read_rows(folder: Path) -> pd.DataFrame:

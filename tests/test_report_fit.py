@@ -8,13 +8,12 @@ from __future__ import annotations
 import re
 
 import pandas as pd
-from conftest import mgbench, tiny_job
+from conftest import append_result, mgbench, tiny_job
 from test_reports import BASE, fixture_folder, ok_result
 
 from mgbench.measure.breakdown import CATEGORIES, host_bottleneck
 from mgbench.measure.timing import HOST_PHASES
 from mgbench.records.breakdown_record import HOST_CLOCK, attach_host_bottleneck
-from mgbench.records.results import append_result
 from mgbench.reports.compare_charts import THROUGHPUT_CAPTION, WHAT_BARS_SHOW, WHAT_WHISKERS_SHOW
 from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import COMPARED, DETAILS, write_report

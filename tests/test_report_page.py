@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import append_result
 from PIL import Image
 from test_reports import BASE, SCREENSHOTS, chromium, chromium_or_skip, fixture_folder, ok_result
 
@@ -17,7 +18,6 @@ from mgbench.measure.breakdown import CATEGORIES, bottleneck
 from mgbench.projection.calibration import project_folder, write_projection
 from mgbench.projection.interconnects import preset_link
 from mgbench.projection.model import Interconnect
-from mgbench.records.results import append_result
 from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
 

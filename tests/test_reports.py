@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SCRIPTS, benchmark_script, mgbench, one_line_error, tiny_job
+from conftest import SCRIPTS, append_result, benchmark_script, mgbench, one_line_error, tiny_job
 from PIL import Image
 
 from mgbench.core.config import RunConfig
 from mgbench.measure.breakdown import CATEGORIES, bottleneck
 from mgbench.measure.timing import summarise_steps
-from mgbench.records.results import RunResult, append_result
+from mgbench.records.results import RunResult
 from mgbench.records.runfolder import TRACE_COLUMNS
 from mgbench.reports.charts import write_charts
 from mgbench.reports.compact import print_summary

@@ -5,10 +5,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import append_result
 
 from mgbench.core.config import RunConfig
 from mgbench.records.finished import write_results
-from mgbench.records.results import RunResult, append_result, read_results
+from mgbench.records.results import RunResult, read_results
 from mgbench.reports.summary import results_frame, write_summary
 
 

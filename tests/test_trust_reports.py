@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import mgbench, one_line_error
+from conftest import append_result, mgbench, one_line_error
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from test_report_page import cpu_folder
 from test_reports import BASE, BREAKDOWNS, fixture_folder, ok_result, write_trace
 
 from mgbench.measure.breakdown import bottleneck
-from mgbench.records.results import RunResult, append_result
+from mgbench.records.results import RunResult
 from mgbench.reports.compact import print_summary
 from mgbench.reports.figures import job_title
 from mgbench.reports.folder_data import load_run_folder

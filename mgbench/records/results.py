@@ -219,12 +219,6 @@ def append_line(path: Path, line: str) -> None:
     write_json_atomically(path, existing + (line + "\n").encode())
 
 
-def append_result(path: Path, result: RunResult) -> None:
-    """Add one row to a results file as it stands, atomically: no figure of it is finished
-    (`records.finished`), as a folder written before rows held them has it."""
-    append_line(path, result.to_json())
-
-
 def results_file_bytes(path: Path) -> bytes:
     """What a results file holds (nothing where there is none yet); a name that holds no regular
     file (a FIFO, which would hold the read) is one UsageError."""

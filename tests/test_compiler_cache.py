@@ -12,9 +12,10 @@ from mgbench.core.config import RunConfig
 from mgbench.frameworks.registry import framework_spec
 from mgbench.runner.counting import cache_fallback
 from mgbench.runner.orchestrator import child_environment
-from mgbench.training.compile_cache import COLD_ENV, COLD_FOLDER, TORCH_CACHE, CacheWatch, cold_variables
+from mgbench.training.compile_cache import COLD_ENV, COLD_FOLDER, CacheWatch, cold_variables
 
-COMPILER_CACHE_ENV = TORCH_CACHE.variable
+COMPILER_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+"""Where torch's inductor keeps its compiled graphs."""
 
 
 def test_a_runs_environment_names_the_shared_compiler_cache_unless_the_user_named_one(tmp_path, monkeypatch):

@@ -56,7 +56,6 @@ CACHES = (
         {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"},
     ),
 )
-TORCH_CACHE = CACHES[0]
 
 
 def variables(root: Path, env: Mapping[str, str]) -> dict[str, str]:

@@ -38,7 +38,7 @@ from mgbench.reports.readings import (
     reading,
 )
 from mgbench.reports.scaling_loss import scaling_loss, scaling_losses
-from mgbench.reports.summary import display_table, write_summary
+from mgbench.reports.summary import display_table, results_frame, write_summary
 from mgbench.reports.utilisation_charts import FRAME_INCHES, PANEL_INCHES, SUMMARY_WIDTH_INCHES
 
 ENVIRONMENT = {
@@ -344,20 +344,17 @@ def test_compare_writes_a_report_and_report_rebuilds_it_on_a_copied_folder(tmp_p
     assert not list((copied / "charts").glob("utilisation-*.png"))
 
 
-def loss_row(devices, global_batch, step, images_per_sec, **shares):
-    breakdown = {**dict.fromkeys(CATEGORIES, 0.0), **shares}
-    assert sum(breakdown.values()) == pytest.approx(1)
-    return pd.Series(
-        {
-            "framework": "pytorch",
-            "strategy": "ddp",
-            "devices": devices,
-            "global_batch": global_batch,
-            "median_step_seconds": step,
-            "images_per_sec": images_per_sec,
-            "breakdown": breakdown,
-        }
-    )
+def loss_row(devices: int, global_batch: int, step: float, images_per_sec: float, **shares: float) -> RunResult:
+    """An ok row of pytorch ddp, its step's breakdown `shares` (none without them)."""
+    breakdown = {**dict.fromkeys(CATEGORIES, 0.0), **shares} if shares else None
+    assert breakdown is None or sum(breakdown.values()) == pytest.approx(1)
+    config = RunConfig.flat("pytorch", "ddp", "resnet50", devices, "cuda", global_batch // devices, 60)
+    return RunResult.flat(config, "ok", median_step_seconds=step, images_per_sec=images_per_sec, breakdown=breakdown)
+
+
+def loss_frame(*rows: RunResult) -> pd.DataFrame:
+    """The rows as a report reads them, with the scaling figures their results file holds (`results_frame`)."""
+    return results_frame(list(rows))
 
 
 def test_scaling_loss_splits_the_lost_speed_up_by_the_time_each_category_added():
@@ -365,8 +362,13 @@ def test_scaling_loss_splits_the_lost_speed_up_by_the_time_each_category_added()
     compute, 20 exposed communication, 15 idle, 10 input wait). The step times give 1.6x of an
     ideal 2x: communication's 20 ms cost 2 x 20/125 = 0.32, idle's 5 ms 0.08; images/sec measured
     1.55x, so 0.05 is unexplained."""
-    base = loss_row(1, 32, 0.100, 320.0, compute=0.8, idle=0.1, input_wait=0.1)
-    run = loss_row(2, 64, 0.125, 496.0, compute=0.64, communication=0.16, idle=0.12, input_wait=0.08)
+    base, run = (
+        row
+        for _, row in loss_frame(
+            loss_row(1, 32, 0.100, 320.0, compute=0.8, idle=0.1, input_wait=0.1),
+            loss_row(2, 64, 0.125, 496.0, compute=0.64, communication=0.16, idle=0.12, input_wait=0.08),
+        ).iterrows()
+    )
     loss = scaling_loss(base, run)
     assert loss.ideal == 2 and loss.measured == pytest.approx(1.55) and loss.label == "pytorch ddp x2"
     assert loss.losses == pytest.approx(
@@ -379,8 +381,13 @@ def test_scaling_loss_splits_the_lost_speed_up_by_the_time_each_category_added()
 def test_scaling_loss_under_strong_scaling_expects_half_the_work_per_device():
     """Global batch 64 on 1 then 2 GPUs: the ideal 2-GPU step is half of 200 ms. Compute 100 ms
     (10 more than half of 180), communication 25 ms, idle 0 (10 less than half of 20: a gain)."""
-    base = loss_row(1, 64, 0.200, 320.0, compute=0.9, idle=0.1)
-    run = loss_row(2, 64, 0.125, 512.0, compute=0.8, communication=0.2)
+    base, run = (
+        row
+        for _, row in loss_frame(
+            loss_row(1, 64, 0.200, 320.0, compute=0.9, idle=0.1),
+            loss_row(2, 64, 0.125, 512.0, compute=0.8, communication=0.2),
+        ).iterrows()
+    )
     loss = scaling_loss(base, run)
     assert loss.losses == pytest.approx(
         {"input_wait": 0, "host_to_device": 0, "compute": 0.16, "communication": 0.4, "idle": -0.16}
@@ -390,12 +397,10 @@ def test_scaling_loss_under_strong_scaling_expects_half_the_work_per_device():
 
 
 def test_scaling_losses_take_pairs_with_a_breakdown_on_both_rows():
-    frame = pd.DataFrame(
-        [
-            loss_row(1, 32, 0.1, 320.0, compute=1.0),
-            loss_row(2, 64, 0.125, 512.0, compute=1.0),
-            loss_row(4, 128, 0.15, 853.0, compute=1.0).drop("breakdown"),
-        ]
+    frame = loss_frame(
+        loss_row(1, 32, 0.1, 320.0, compute=1.0),
+        loss_row(2, 64, 0.125, 512.0, compute=1.0),
+        loss_row(4, 128, 0.15, 853.0),
     )
     assert [loss.label for loss in scaling_losses(frame)] == ["pytorch ddp x2"]
 

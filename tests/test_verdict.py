@@ -236,6 +236,24 @@ def test_a_row_whose_p10_p90_has_no_value_is_not_said_to_lie_outside_it():
     assert results_frame([row]).loc[0, "warning"] == ""
 
 
+def test_the_verdict_states_the_speed_up_its_rows_hold_against_the_smallest_count():
+    """The winner's speed-up is its row's own (`records.scaling`, as the results file holds it),
+    beside the efficiency from the same row; a winner without a rate at the smallest count has no
+    scaling stated, rather than one against a count it never ran on."""
+    held = [
+        line_row("pytorch", "ddp", 1000.0, devices=1, speedup=1.0, scaling_efficiency_fraction=1.0),
+        line_row("pytorch", "ddp", 1800.0, devices=2, speedup=1.9, scaling_efficiency_fraction=0.95),
+    ]
+    assert "; 1.90x its 1-GPU throughput (95% scaling efficiency);" in verdict(summary_of(held))
+    alone = [
+        line_row("pytorch", "ddp", 1800.0, devices=2),
+        line_row("chainer", "chainermn", 90.0, devices=1),
+        line_row("chainer", "chainermn", 170.0, devices=2),
+    ]
+    sentence = verdict(summary_of(alone))
+    assert sentence.startswith("pytorch ddp is fastest on 2 GPUs") and "throughput" not in sentence
+
+
 def test_a_scaling_its_own_warning_disowns_is_not_stated_and_lines_without_a_figure_are_named():
     """A speed-up past the device ratio is said as a warning, not as the winner's scaling; a winner
     is named with the lines that have no figure and how their runs ended."""

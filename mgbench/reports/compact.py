@@ -74,7 +74,7 @@ class CompactSummary:
     """Raw values: framework, strategy, the ranking's figures per count (`<key>_<n>dev`:
     images_per_sec, with `--epochs` time_to_train_seconds or time_to_target_seconds and
     target_epoch, test_auc or test_top1; the intervals `<key>_low_<n>dev`, `<key>_high_<n>dev` and
-    `rounds_<n>dev`), scaling_efficiency_pct_<n>dev, vs_fastest_ratio, tie (its interval overlaps
+    `rounds_<n>dev`), scaling_efficiency_pct_<n>dev and speedup_<n>dev (the rows' own, `records.scaling`), vs_fastest_ratio, tie (its interval overlaps
     the fastest line's at the largest count), step (`hints.step_kind`), compile_hint, caveats
     (`caveats.Caveat.to_dict` with `where`), bottleneck, bottleneck_pct, bottleneck_source
     (`readings.DEVICE`, `CPU_TRACE`, `HOST_TIMING`; "" without one), startup_seconds and
@@ -194,6 +194,7 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
             if count != counts[0]:
                 efficiency = float(row[Col.SCALING_EFFICIENCY_FRACTION]) if ok and row is not None else math.nan
                 line[f"scaling_efficiency_pct_{count}dev"] = 100 * efficiency
+                line[f"{Col.SPEEDUP}_{count}dev"] = float(row[Col.SPEEDUP]) if ok and row is not None else math.nan
         shown = by_count[top] if top in by_count else by_count[max(by_count)]
         held = held_back(shown)
         hint = compile_hint(run_label(shown), shown, held) if shown[Col.STATUS] == "ok" else None

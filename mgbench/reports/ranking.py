@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from mgbench.core.target import TargetMetric, metric_label
+from mgbench.reports.cells import number
 from mgbench.reports.columns import Col
 from mgbench.reports.spread import Spread, row_interval
 
@@ -177,11 +178,13 @@ class Throughput:
         return first.value / other.value
 
     def scaling(self, first: dict[str, Any], counts: list[int], word: str) -> str | None:
-        top, base = counts[-1], first[f"{self.ranked}_{counts[0]}dev"]
-        if len(counts) < 2 or not base:
+        """The speed-up and efficiency the line's row at the largest count holds (`records.scaling`,
+        the results file's), where the line has a rate at the smallest count they are taken against."""
+        top = counts[-1]
+        if len(counts) < 2 or not number(first[f"{self.ranked}_{counts[0]}dev"]):
             return None
-        rate, efficiency = _figure(first, self.ranked, top), first[f"scaling_efficiency_pct_{top}dev"]
-        return f"{rate / float(base):.2f}x its {counts[0]}-{word} throughput ({efficiency:.0f}% scaling efficiency)"
+        speedup, efficiency = _figure(first, Col.SPEEDUP, top), first[f"scaling_efficiency_pct_{top}dev"]
+        return f"{speedup:.2f}x its {counts[0]}-{word} throughput ({efficiency:.0f}% scaling efficiency)"
 
 
 class TimeToTrain:

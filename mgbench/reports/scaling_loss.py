@@ -10,8 +10,9 @@ For a framework/strategy measured on `n1` devices (its smallest count) and on `N
 - with `ideal` = N / n1, the speed-up the step times give is ideal x r x t1 / tN, and
   ideal - that = sum over categories of ideal x added / tN: each category's loss, in speed-up
   units, in proportion to the time it added;
-- `unexplained` is what the measured speed-up (from images/sec, the summary's) differs from
-  the step times' by: the losses and it sum exactly to ideal - measured.
+- `unexplained` is what the measured speed-up (the rows' own, from images/sec: `records.scaling`,
+  as the summary shows it) differs from the step times' by: the losses and it sum exactly to
+  ideal - measured.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class ScalingLoss:
 
 
 def scaling_loss(base: pd.Series, run: pd.Series) -> ScalingLoss:
-    """The loss of `run` against `base`, two ok rows of one framework/strategy with breakdowns."""
+    """The loss of `run` against `base`, two ok rows of one framework/strategy with breakdowns,
+    each with its speed-up (a frame of `summary.results_frame`)."""
     ideal = run[Col.DEVICES] / base[Col.DEVICES]
     batch_ratio = run[Col.GLOBAL_BATCH] / base[Col.GLOBAL_BATCH]
     work = batch_ratio / ideal
@@ -46,7 +48,7 @@ def scaling_loss(base: pd.Series, run: pd.Series) -> ScalingLoss:
         name: ideal * (run[Col.BREAKDOWN][name] * tn - work * base[Col.BREAKDOWN][name] * t1) / tn
         for name in CATEGORIES
     }
-    measured = float(run[Col.IMAGES_PER_SEC]) / float(base[Col.IMAGES_PER_SEC])  # past a float: inf, no warning
+    measured = float(run[Col.SPEEDUP]) / float(base[Col.SPEEDUP])  # each against their smallest count
     unexplained = (ideal - measured) - sum(losses.values())
     label = f"{run[Col.FRAMEWORK]} {run[Col.STRATEGY]} x{int(run[Col.DEVICES])}"
     return ScalingLoss(label, float(ideal), float(measured), losses, float(unexplained))

@@ -3,10 +3,13 @@ unfused one; elsewhere an `unsupported` row decided before launching."""
 
 import torch
 
+from mgbench.cli.catalog import capability_text
 from mgbench.core.config import RunConfig
-from mgbench.core.optimization import IMAGE_SGD
+from mgbench.core.optimization import IMAGE_SGD, AdamW
 from mgbench.frameworks.pytorch.models import build_optimizer
+from mgbench.frameworks.pytorch.spec import TORCHVISION
 from mgbench.frameworks.registry import framework_spec
+from mgbench.frameworks.specs import Capabilities
 
 
 def stepped(fused: bool) -> tuple[torch.Tensor, torch.optim.SGD]:
@@ -36,3 +39,17 @@ def test_only_frameworks_declaring_a_fused_step_accept_it():
     assert framework_spec("horovod").refusal(config.with_changes(framework="horovod", strategy="hvd")) is None
     refusal = framework_spec("keras-jax").refusal(config.with_changes(framework="keras-jax", strategy="jax-dp"))
     assert "no fused optimizer" in refusal
+
+
+def test_a_fused_step_is_declared_and_named_per_optimizer_it_steps():
+    """`list` names the fused step of each optimizer PyTorch builds, AdamW's as AdamW's; a
+    framework with a fused step for AdamW only refuses one for an SGD model."""
+    assert "--fused-optimizer: torch.optim.SGD(fused=True) or torch.optim.AdamW(fused=True)" in capability_text(
+        framework_spec("pytorch")
+    )
+    assert "--fused-optimizer" not in capability_text(framework_spec("keras-jax"))
+    adamw_only = Capabilities(
+        TORCHVISION, optimizers=("sgd", AdamW.kind), fused_optimizers={AdamW.kind: "torch.optim.AdamW(fused=True)"}
+    )
+    config = RunConfig.flat("pytorch", "ddp", "resnet50", 1, "cpu", 2, 2, fused_optimizer=True)
+    assert adamw_only.refusal(config) == "has no fused optimizer step for sgd here (--fused-optimizer)"

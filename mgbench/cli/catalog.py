@@ -26,7 +26,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
 
 
 def capability_text(spec: FrameworkSpec) -> str:
-    """The registry's capabilities in a few words: precisions, formats (default first), data, profiler, GPUs."""
+    """The registry's capabilities in a few words: precisions, formats (default first), data, profiler,
+    compiler, fused optimizer steps, GPUs."""
     can = spec.capabilities
     parts = [", ".join(can.precisions), " or ".join(can.data_formats)]
     parts += [f"{model}: {' or '.join(formats)}" for model, formats in can.model_data_formats.items()]
@@ -35,6 +36,8 @@ def capability_text(spec: FrameworkSpec) -> str:
     parts.append(f"real data through {can.loader}" if can.loader else "synthetic data only")
     parts.append(f"profiler {can.profiler}" if can.profiler else "no profiler")
     parts.append(compiler_text(can.compiler))
+    if can.fused_optimizers:
+        parts.append(f"--fused-optimizer: {' or '.join(can.fused_optimizers.values())}")
     if spec.gpu_note:
         parts.append(spec.gpu_note)
     return "; ".join(parts)

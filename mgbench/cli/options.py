@@ -75,7 +75,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "--fused-optimizer",
         action="store_true",
-        help="step the optimizer with the framework's own fused kernel where it has one (torch: SGD(fused=True))",
+        help="step the optimizer with the framework's own fused kernel where it has one (torch: its optimizer's fused=True)",
     )
     job.add_argument(
         "--decode",

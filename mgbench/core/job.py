@@ -101,7 +101,7 @@ class Job:
     data_on_device: bool = False
     fused_optimizer: bool = False
     """Step the optimizer with the framework's own fused kernel, where it offers one
-    (`Capabilities.fused_optimizer`; torch's `SGD(fused=True)`): the same arithmetic in fewer launches."""
+    (`Capabilities.fused_optimizers`; torch's `fused=True` on its SGD or AdamW): the same arithmetic in fewer launches."""
     image_size: int | None = None
     learning_rate: float = 0.01
     seed: int = 0

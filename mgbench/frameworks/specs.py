@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,9 +139,9 @@ class Capabilities:
     compiler: Compiler | None = None
     """What `--compile` does (None: the framework has no compiler here, `no_compiler` says why)."""
     no_compiler: str = "the framework has no compiler here"
-    fused_optimizer: str | None = None
-    """The framework's own fused optimizer step `--fused-optimizer` switches on, by its name (None:
-    it has none here)."""
+    fused_optimizers: Mapping[str, str] = field(default_factory=dict)
+    """The optimizer kinds (`core.optimization`) whose own fused step `--fused-optimizer` switches
+    on, each with that step's name (`torch.optim.AdamW(fused=True)`); a kind absent has none here."""
     optimizers: tuple[str, ...] = (SGD.kind,)
     """The optimizer kinds (`core.optimization`) its `build_optimizer` steps as torch's do: a model
     that declares another is refused before launching."""
@@ -177,13 +177,13 @@ class Capabilities:
             return f"trains {config.job.model} in {', '.join(formats)} only, not {config.job.data_format}"
         if config.job.dataset != "synthetic" and self.loader is None:
             return f"has no loader for real data (dataset {config.job.dataset!r}); it trains on synthetic data only"
-        if config.job.fused_optimizer and self.fused_optimizer is None:
-            return "has no fused optimizer step here (--fused-optimizer)"
         if (optimizer := config.job.spec.optimization.optimizer.kind) not in self.optimizers:
             return (
                 f"cannot step {config.job.model}'s optimizer {optimizer} as torch's does here "
                 f"(it builds {', '.join(self.optimizers)})"
             )
+        if config.job.fused_optimizer and optimizer not in self.fused_optimizers:
+            return f"has no fused optimizer step for {optimizer} here (--fused-optimizer)"
         if config.job.compile is not None and self.compiler is None:
             return f"cannot compile its step (--compile): {self.no_compiler}"
         if config.job.decode.on_device and self.gpu_decoder is None:

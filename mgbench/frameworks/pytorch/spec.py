@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mgbench.core.collectives import gradient_all_reduce, reduce_and_broadcast
 from mgbench.core.job import DEFAULT_COMPILE_MODE
+from mgbench.core.optimization import SGD, AdamW
 from mgbench.frameworks.exchange import DDP_EXCHANGE
 from mgbench.frameworks.memory import TORCH_CAP, TORCH_OOM, DeviceMemory
 from mgbench.frameworks.specs import (
@@ -40,8 +41,8 @@ TORCH_CAPABILITIES = Capabilities(
     compiler=TORCH_COMPILE,
     gpu_decoder=NVJPEG,
     splits_decode=True,
-    fused_optimizer="torch.optim.SGD(fused=True)",
-    optimizers=("sgd", "adamw"),
+    fused_optimizers={SGD.kind: "torch.optim.SGD(fused=True)", AdamW.kind: "torch.optim.AdamW(fused=True)"},
+    optimizers=(SGD.kind, AdamW.kind),
 )
 """What PyTorch and Horovod over it train: torchvision's models, torch's loader, profiler,
 compiler and device decoder."""

@@ -10,7 +10,9 @@
 #   limited the same command with every framework capped at GPU_GB (default 24) GB of GPU memory
 #           (`--gpu-memory-gb`), as on a 24 GB card, and REPEAT (default 1) rounds
 #   CODE=<commit> runs that commit's tree (exported from the carried .git into /tmp/code) instead
-#           of the working tree handed over
+#           of the working tree handed over; where the machine's copy of .git lacks the commit
+#           (seen 2026-12-07 on a 1x H100), git says so and nothing runs: run without CODE from
+#           a clean working tree at that commit
 set -uo pipefail
 if [ -n "${CODE:-}" ]; then
   rm -rf /tmp/code && mkdir -p /tmp/code && git archive "$CODE" | tar -x -C /tmp/code || exit 1

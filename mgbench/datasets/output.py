@@ -136,10 +136,11 @@ def delete_listed(dst: Path, listed: set[str]) -> None:
                 os.close(folder)
 
 
-def check_claimable(dst: Path, overwrite: bool) -> None:
+def check_claimable(dst: Path, overwrite: bool) -> bool:
     """What `claim_folder` refuses before reading a manifest: `dst` that is no folder, or a used
     folder without `overwrite`. Checked first by a writer whose work before writing is long (a
-    download, a tokeniser), so that it is refused at once; nothing is written or deleted."""
+    download, a tokeniser), so that it is refused at once; nothing is written or deleted. Returns
+    whether `dst` holds anything (to be cleared under `overwrite`)."""
     if dst.exists() and not dst.is_dir():
         raise UsageError(f"{dst} is not a folder")
     try:
@@ -148,6 +149,7 @@ def check_claimable(dst: Path, overwrite: bool) -> None:
         raise UsageError(f"cannot write to {dst}: {error.strerror or error}") from None
     if used and not overwrite:
         raise UsageError(f"{dst} is not empty; choose a new folder, or --overwrite to replace what mgbench wrote there")
+    return used
 
 
 def clear_earlier_output(dst: Path, planned: list[str]) -> None:
@@ -163,9 +165,9 @@ def clear_earlier_output(dst: Path, planned: list[str]) -> None:
 
 def claim_folder(dst: Path, planned: list[str], overwrite: bool) -> None:
     """Make `dst` ready for the files `planned` (relative paths) and list them in its manifest."""
-    check_claimable(dst, overwrite)
+    used = check_claimable(dst, overwrite)
     try:
-        if dst.is_dir() and any(dst.iterdir()):
+        if used:
             clear_earlier_output(dst, planned)
         # The manifest before anything else: a folder that holds anything of ours holds the
         # list of it, so a rerun with --overwrite can clear it whatever failed after.

@@ -131,10 +131,10 @@ class DeviceMemory:
     def cap_variables(self, config: RunConfig) -> dict[str, str]:
         """What the run's environment needs for `--gpu-memory-gb` (nothing without it, or where the
         cap is at or above the devices' memory)."""
-        share = memory_share(config)
-        if share is None or self.cap is None or self.cap.variables is None:
+        if self.cap is None or self.cap.variables is None:
             return {}
-        return self.cap.variables(share)
+        share = memory_share(config)
+        return {} if share is None else self.cap.variables(share)
 
 
 def cap_bytes(config: RunConfig) -> int | None:
@@ -155,8 +155,10 @@ def memory_share(config: RunConfig) -> float | None:
     """The share of the smallest of the run's GPUs' memory that `--gpu-memory-gb` allows, read
     through NVML without a framework (None: no cap, no GPU seen, or a cap at or above it)."""
     limit = cap_bytes(config)
+    if limit is None:
+        return None
     nvml = nvml_or_none()
-    if limit is None or nvml is None:
+    if nvml is None:
         return None
     indices = [gpu.index for gpu in visible_gpus()[: config.devices]]
     totals = [nvml.nvmlDeviceGetMemoryInfo(handle).total for index, handle in nvml_devices(nvml) if index in indices]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mgbench.cli.interrupts import INTERRUPTED_EXIT_CODE
+from mgbench.core.wording import counted
 from mgbench.records.results import RunResult, Status
 from mgbench.runner.plan import PlannedRun
 from mgbench.runner.rounds import RoundBook
@@ -77,11 +78,11 @@ class RunAccount:
         """Why the run is short of its rounds, without its name: `no figure: not installed (...)`,
         `figure of 2 rounds: 3 of 3 rounds run: timed out in round 3: ...`."""
         done = sum(result.status == Status.OK for result in self.rounds)
-        figure = f"figure of {done} round{'s' if done != 1 else ''}" if done else "no figure"
+        figure = f"figure of {counted(done, 'round')}" if done else "no figure"
         ended = next(((n, r) for n, r in enumerate(self.rounds, start=1) if r.status != Status.OK), None)
         if self.run.refusal is not None and ended is not None:
             return f"{figure}: {ENDED[Status(ended[1].status)]}: {_first_line(ended[1])}"
-        counted = f"{len(self.rounds)} of {self.asked} rounds run" if self.asked > 1 else ""
+        rounds_run = f"{len(self.rounds)} of {self.asked} rounds run" if self.asked > 1 else ""
         if ended is None:
             why = "not run: the compare stopped before its turn"
         else:
@@ -89,7 +90,7 @@ class RunAccount:
             again = ", not run again" if number < self.asked else ""
             at = f" in round {number}" if self.asked > 1 else ""
             why = f"{ENDED[Status(result.status)]}{at}{again}: {_first_line(result)}"
-        return ": ".join(part for part in (figure, counted, why) if part)
+        return ": ".join(part for part in (figure, rounds_run, why) if part)
 
 
 def run_accounts(book: RoundBook) -> list[RunAccount]:
@@ -129,7 +130,7 @@ def _lines_of(accounts: list[RunAccount]) -> dict[str, list[RunAccount]]:
 def exit_status(accounts: list[RunAccount], interrupted: bool) -> ExitStatus:
     """The exit code of a compare whose runs gave `accounts` (see the module doc), with its reason."""
     lines = _lines_of(accounts)
-    asked = f"of {len(lines)} line{'s' if len(lines) != 1 else ''}"
+    asked = f"of {counted(len(lines), 'line')}"
     if interrupted:
         short = sum(any(account.short for account in runs) for runs in lines.values())
         return ExitStatus(INTERRUPTED_EXIT_CODE, f"interrupted; {short} {asked} short of their rounds")

@@ -18,7 +18,6 @@ from mgbench.core.job import Job
 from mgbench.records.figures import ScalingFigures
 from mgbench.records.results import RunResult, Status, fields_of
 
-SCALING_FIELDS = fields_of(ScalingFigures)
 JOB_FIELDS = fields_of(Job)
 
 

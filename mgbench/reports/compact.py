@@ -31,7 +31,7 @@ from rich.text import Text
 
 from mgbench.core.kinds import DeviceKind
 from mgbench.reports.answer import answer
-from mgbench.reports.cells import run_label
+from mgbench.reports.cells import number, run_label
 from mgbench.reports.columns import Col
 from mgbench.reports.hints import EAGER, compile_hint, differ_in_compiling, step_kind
 from mgbench.reports.ranking import Ranking, Throughput, line_spread, ranking_of
@@ -232,8 +232,8 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
 
 def _seconds(row: pd.Series, column: Col) -> float:
     """An ok row's seconds of `column` (NaN where it has none: a failed row, an eager step's compile)."""
-    value = row.get(column) if row[Col.STATUS] == "ok" else None
-    return float(value) if isinstance(value, int | float) and not math.isnan(value) else math.nan
+    value = number(row.get(column)) if row[Col.STATUS] == "ok" else None
+    return math.nan if value is None else value
 
 
 def _ties(table: pd.DataFrame, ranking: Ranking, top: int) -> list[bool]:
@@ -388,8 +388,8 @@ def print_compact(summary: CompactSummary, console: Console) -> None:
     console.print(rich_table(summary, console.width))
     if hidden := hidden_sentence(summary, console.width):
         say(console, hidden)
-    for number, note in enumerate(summary.notes, start=1):
-        say(console, f"[{number}] {note}")
+    for mark, note in enumerate(summary.notes, start=1):
+        say(console, f"[{mark}] {note}")
 
 
 def markdown(summary: CompactSummary) -> str:

@@ -35,13 +35,11 @@ from mgbench.reports.spread import Spread
 
 MACHINE_FIELDS = ("hostname", "platform", "python", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
 """What a row's `environment` says of the machine, compared field by field (its GPUs too)."""
-WORK_FIELDS = ("model", "image size", "precision", "batch per device")
+WORK_COLUMNS = ("model", "image_size", "precision", "batch_per_device")
+WORK_FIELDS = tuple(column.replace("_", " ") for column in WORK_COLUMNS)
 """What an image of a run's images/sec costs: runs that differ in one are not compared."""
 JOB_FIELDS = tuple(
-    name
-    for name in COLUMNS
-    if name
-    not in ("framework", "strategy", "devices", "device_kind", "model", "image_size", "precision", "batch_per_device")
+    name for name in COLUMNS if name not in ("framework", "strategy", "devices", "device_kind", *WORK_COLUMNS)
 )
 """The config fields besides the run id's and the work's: a matched row that differs in one
 trained another job, named beside the changes it may explain."""

@@ -2,6 +2,8 @@
 where torch keeps its cache by default, so without mgbench's compiler cache in the run's
 environment a compiled run would compile from nothing every time."""
 
+import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -83,16 +85,21 @@ def test_jax_keeps_every_compile_in_the_shared_cache_unless_the_user_named_its_o
 def test_a_compile_step_is_warm_when_the_caches_gain_no_entry_and_cold_when_they_do(tmp_path):
     cache = tmp_path / "jax"
     env = {"JAX_COMPILATION_CACHE_DIR": str(cache), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "torch")}
-    assert CacheWatch.start(env).state() is None  # nothing kept, nothing there
+    assert CacheWatch.start(env).state(time.time()) is None  # nothing kept, nothing there
     watch = CacheWatch.start(env)
-    (cache / "jit_step-abc").parent.mkdir(parents=True)
+    cache.mkdir()
     (cache / "jit_step-abc-cache").write_bytes(b"compiled")
-    assert watch.state() == "cold"
+    assert watch.state(time.time()) == "cold"
     watch = CacheWatch.start(env)
     (cache / "jit_step-abc-cache").write_bytes(b"read again")  # an entry rewritten is no new entry
     (tmp_path / "torch" / "locks").mkdir(parents=True)
     (tmp_path / "torch" / "locks" / "entry.lock").write_text("")
-    assert watch.state() == "warm"
+    compiled_by = time.time()
+    later = cache / "jit_evaluate-def-cache"  # compiled after the compile step ended: not its entry
+    later.write_bytes(b"compiled later")
+    os.utime(later, (compiled_by + 1, compiled_by + 1))
+    assert watch.state(compiled_by) == "warm"
+    assert watch.state(compiled_by + 1) == "cold"
 
 
 def test_cold_caches_are_empty_folders_in_the_runs_own_temporary_folder(tmp_path):

@@ -1,6 +1,7 @@
 """The shared driver on the fake adapter: timing, warm-up, input wait and the result row."""
 
 import time
+from pathlib import Path
 
 import fakefw
 import numpy as np
@@ -9,8 +10,9 @@ import pytest
 from mgbench.core.config import RunConfig
 from mgbench.measure.step_timer import FORCE_SYNC_ENV, StepTimer
 from mgbench.measure.timing import HOST_PHASES, detect_warmup
+from mgbench.training import compile_cache
 from mgbench.training.driver import run_training
-from mgbench.training.protocol import Adapter, ModelInfo
+from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 
 def fake_config(**changes):
@@ -104,6 +106,60 @@ def test_epochs_validate_each_epoch_then_test_once_and_time_the_training(fake_pl
     spent = sum(row["train_seconds"] + row["val_seconds"] for row in result.by_epoch.epoch_metrics)
     # from the first step to the end of the last validation, not the test split's scoring after it
     assert spent <= result.by_epoch.time_to_train_seconds < spent + EpochAdapter.VALIDATION_SECONDS
+
+
+class CompilingEpochs(EpochAdapter):
+    """EpochAdapter compiled into a JAX-style cache folder: its compile step keeps its step there
+    unless an earlier run kept it, and each validation and test scoring keeps a graph of its own
+    there afterwards (a new one every run). Its steps, its scorings and every listing of a cache
+    folder go in `log`, in order."""
+
+    def __init__(self, cache: Path, log: list[str], rank: int = 0):
+        super().__init__("steady")
+        self.cache, self.log, self.rank = cache, log, rank
+
+    @property
+    def placement(self) -> Placement:
+        return Placement(rank=self.rank, world_size=2, device_names=["fake"])
+
+    def train_step(self, batch) -> None:
+        if self.steps_done == 0 and not (self.cache / "jit_train_step-cache").exists():
+            self.cache.mkdir(exist_ok=True)
+            (self.cache / "jit_train_step-cache").write_bytes(b"compiled")
+        self.log.append("step")
+        super().train_step(batch)
+
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        metrics = super().evaluate(split)
+        (self.cache / f"jit_{split}-{id(self)}-{len(self.log)}-cache").write_bytes(b"compiled")
+        self.log.append(split)
+        return metrics
+
+
+def test_the_compile_caches_are_listed_outside_the_timed_epochs_and_still_tell_cold_from_warm(
+    fake_plugin, tmp_path, monkeypatch
+):
+    """The primary process lists the caches once before the compile step and once after the test
+    split is scored, never between its steps or inside the time to train; the first run compiled
+    its step (cold), the second read it (warm), although each run's scorings kept new graphs after
+    its compile step. Another rank lists nothing."""
+    cache, log = tmp_path / "jax", []
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(cache))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    listed = compile_cache._entries
+    monkeypatch.setattr(compile_cache, "_entries", lambda folder: log.append("walk") or listed(folder))
+    config = fake_config(dataset="chestxray:/data", epochs=2, workers=2, compile="default")
+    steps, states = 2 * EpochAdapter.STEPS_PER_EPOCH, []
+    for _ in range(2):
+        log.clear()
+        result = run_training(CompilingEpochs(cache, log), config, compiler="fake-jit")
+        assert log == ["walk", *(["step"] * EpochAdapter.STEPS_PER_EPOCH + ["val"]) * 2, "test", "walk"]
+        assert len(result.series.step_seconds) == steps - 1
+        states.append(result.compiled.compile_cache)
+    assert states == ["cold", "warm"]
+    log.clear()
+    assert run_training(CompilingEpochs(cache, log, rank=1), config, compiler="fake-jit") is None
+    assert "walk" not in log and log.count("step") == steps
 
 
 class ScriptedClock:

@@ -10,7 +10,12 @@ instead of compiling again (Keras over JAX: a minute of a DenseNet-121 round on 
 Whether a run's compile was served is read from the folders themselves (`CacheWatch`): a compiler
 writes an entry for what it compiled and nothing for what it read, so a compile step after which
 the folders hold entries they did not hold before it was compiled (`cold`, at least in part), one
-after which they hold the same entries, none new, was read from the cache (`warm`).
+after which they hold the same entries, none new, was read from the cache (`warm`). Listing the
+folders takes as long as they are large, so only the primary process lists them, and never inside
+a timed span: once after setup, before the first step, and once after training, where an entry is
+the compile step's if it is new and was written by the time the step ended (its modification
+time): the compiles that come later in a run (the evaluation's own graphs, a last short batch)
+write entries too, and say nothing of what served the compile step.
 
 With `COLD_ENV` set (`compare --cold-cache`), each run's compilers get empty folders in its own
 TMPDIR instead (`cold_variables`): every round compiles from nothing, and the shared caches are
@@ -103,11 +108,23 @@ class CacheWatch:
     def _all(folders: tuple[Path, ...]) -> set[str]:
         return {f"{folder}/{entry}" for folder in folders for entry in _entries(folder)}
 
-    def state(self) -> CacheState | None:
-        """`cold`: the caches gained entries since `start` (something was compiled and kept);
-        `warm`: none, and they hold entries (what ran was read from them); None: they hold none
-        (no cache kept anything of this run)."""
+    def state(self, compiled_by: float) -> CacheState | None:
+        """`cold`: the caches gained an entry since `start` that was written by `compiled_by`
+        (epoch seconds: when the compile step ended), so the compile step compiled something and
+        kept it; `warm`: none, and they hold entries (what the step ran was read from them); None:
+        they hold none (no cache kept anything of this run). Read after the run, so an entry
+        written after the compile step (a later compile's) counts for neither."""
         now = self._all(self.folders)
-        if now - self.before:
+        if any(_written_by(Path(entry), compiled_by) for entry in now - self.before):
             return "cold"
         return "warm" if now else None
+
+
+def _written_by(path: Path, moment: float) -> bool:
+    """Whether the file `path` was last written at `moment` (epoch seconds) or before (a file
+    system stamps a file no later than the clock reads); a file removed since it was listed (a
+    compiler's temporary one) was not."""
+    try:
+        return path.stat().st_mtime <= moment
+    except FileNotFoundError:
+        return False

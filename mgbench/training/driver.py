@@ -97,7 +97,7 @@ class StepClock:
         config: RunConfig,
         total_steps: int,
         progress: bool = True,
-        compile_watch: CacheWatch | None = None,
+        compiles: bool = False,
         synchronised: bool = False,
         clock: Clock = time.perf_counter,
     ):
@@ -113,9 +113,9 @@ class StepClock:
         self.compile_losses: list[float] = []
         self.host_phases: list[tuple[float, ...]] = []
         self.compile_seconds: float | None = None
-        self.compile_cache: CacheState | None = None
-        self.compile_watch = compile_watch
-        self.compile_pending = compile_watch is not None
+        self.compile_ended: float | None = None
+        """Epoch seconds when the compile step ended, for `CacheWatch.state` after the run."""
+        self.compile_pending = compiles
         own = adapter.step_timer(clock)
         forced = synchronised or step_sync_forced()
         self.timer = StepTimer(adapter.synchronize, clock) if forced else own
@@ -156,15 +156,14 @@ class StepClock:
             print(f"step {done}/{self.total_steps}: {rate:.1f} img/s (host clock)", file=sys.stderr, flush=True)
 
     def _compile_step(self, batches: Iterator[Any]) -> None:
-        """The first step of a compiled run, synchronised and clocked on its own; then whether the
-        compile caches served it (`compile_cache.CacheWatch`)."""
+        """The first step of a compiled run, synchronised and clocked on its own, and when it ended
+        (whether the compile caches served it is read after the run: `compile_cache.CacheWatch`)."""
         announce(self.adapter, COMPILE)
         t0 = self.clock()
         self.adapter.train_step(next(batches))
         self.adapter.synchronize()
         self.compile_seconds, self.compile_pending = self.clock() - t0, False
-        if self.compile_watch is not None and self.adapter.placement.is_primary:
-            self.compile_cache = self.compile_watch.state()
+        self.compile_ended = time.time()
         self.compile_losses = self.adapter.read_losses([self.adapter.pending_loss()])
         if self.adapter.placement.is_primary:
             print(f"compile step: {self.compile_seconds:.1f} s", file=sys.stderr, flush=True)
@@ -215,16 +214,16 @@ class Trained:
 def train_steps(
     adapter: Adapter,
     config: RunConfig,
-    compile_watch: CacheWatch | None,
+    compiles: bool,
     step_clock: Clock,
     profile_dir: Path | None = None,
     profiler: str | None = None,
 ) -> Trained:
     """`config.job.steps` timed steps, then, with `config.job.profile_steps` and a `profile_dir`,
     that many more under the framework's `profiler`, clocked apart from the timed ones; then the
-    held-out loss. `step_clock` times the steps, and `compile_watch` (None: nothing compiles) the
-    compile caches, as in `run_training`."""
-    clock = StepClock(adapter, config, config.job.steps, compile_watch=compile_watch, clock=step_clock)
+    held-out loss. `step_clock` times the steps; with `compiles` the first is the compile step, as
+    in `run_training`."""
+    clock = StepClock(adapter, config, config.job.steps, compiles=compiles, clock=step_clock)
     batches = adapter.batches()
     while clock.steps_taken < config.job.steps:
         clock.step(batches)
@@ -248,24 +247,19 @@ def train_steps(
 
 
 def train_epochs(
-    adapter: Adapter,
-    config: RunConfig,
-    epochs: int,
-    compile_watch: CacheWatch | None,
-    step_clock: Clock,
-    startup: float,
+    adapter: Adapter, config: RunConfig, epochs: int, compiles: bool, step_clock: Clock, startup: float
 ) -> Trained:
     """The job's `epochs` epochs at the model's schedule of learning rates and validation after each;
     with `config.job.target_metric`, only up to the first epoch whose validation reaches it, whose
     time is taken from the first training step and, with `startup` seconds, from the launch. Every
     process stops alike: each is handed the same gathered validation (`Adapter.evaluate`). After
     the last epoch the test split is scored once, apart from the time to train. `step_clock` times
-    the steps, as in `run_training`."""
+    the steps; with `compiles` the first is the compile step, as in `run_training`."""
     target = TargetMetric.parse(config.job.target_metric) if config.job.target_metric else None
     per_epoch = adapter.steps_per_epoch()
     job = config.job
     rates = RatePlan(job.learning_rate, config.global_batch, job.lr_reference_batch, per_epoch, per_epoch * epochs)
-    clock = StepClock(adapter, config, per_epoch * epochs, compile_watch=compile_watch, clock=step_clock)
+    clock = StepClock(adapter, config, per_epoch * epochs, compiles=compiles, clock=step_clock)
     epoch_metrics: list[dict[str, float]] = []
     target_epoch = None
     started = time.perf_counter()
@@ -354,6 +348,15 @@ def save_state(adapter: Adapter, path: Path) -> None:
         raise UsageError(f"--save-state {path} was made while the run trained: it is not overwritten") from None
 
 
+def served_compile(watch: CacheWatch | None, clock: StepClock) -> CacheState | None:
+    """Whether the compile caches served the run's compile step, read after the run (`watch`: the
+    caches as they were before it; None where nothing compiled or on a process that is not the
+    primary)."""
+    if watch is None or clock.compile_ended is None:
+        return None
+    return watch.state(clock.compile_ended)
+
+
 def run_training(
     adapter: Adapter,
     config: RunConfig,
@@ -370,7 +373,9 @@ def run_training(
     The primary process gets the result. `profiler` names the framework's profiler (None where the
     registry declares none) for a window in `profile_dir`; `--epochs` runs have no such window (the
     steps after the last epoch would restart the loader). `compiler` names what compiles the step
-    (None: nothing), which puts the compile step before the timed ones. `loader` names the
+    (None: nothing), which puts the compile step before the timed ones; the primary process lists
+    the compile caches once after setup and once after the run, outside every timed span, to say
+    whether they served that step (`compile_cache.CacheWatch`). `loader` names the
     adapter's native loader, recorded on rows of real data. `step_clock` is the host clock the
     timed steps are read on (tests hand in a scripted one). Rows of real data name what decoded
     the images: the adapter's decoder where it decodes off the host (`ModelInfo.decoder`), else
@@ -378,14 +383,15 @@ def run_training(
     """
     launched = launch_time()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    watch = CacheWatch.start() if compiler is not None else None
+    compiles = compiler is not None
     info = adapter.setup(config)
     placement = adapter.placement
     first_step_at = time.time()
+    watch = CacheWatch.start() if compiles and placement.is_primary else None
     if epochs := config.job.epochs:
-        trained = train_epochs(adapter, config, epochs, watch, step_clock, first_step_at - launched)
+        trained = train_epochs(adapter, config, epochs, compiles, step_clock, first_step_at - launched)
     else:
-        trained = train_steps(adapter, config, watch, step_clock, profile_dir, profiler)
+        trained = train_steps(adapter, config, compiles, step_clock, profile_dir, profiler)
     if state_path is not None and placement.is_primary:
         save_state(adapter, state_path)
     peak = adapter.peak_memory_bytes()
@@ -394,6 +400,7 @@ def run_training(
     if not placement.is_primary:
         return None
     clock = trained.clock
+    served = served_compile(watch, clock)
     stats = summarise_steps(clock.step_seconds, clock.waits, config.global_batch)
     real = config.job.dataset != "synthetic"
     losses = clock.loss_figures()
@@ -410,7 +417,7 @@ def run_training(
         ),
         build=Build(parameters=info.parameters, init_digest=info.init_digest, attention_kernel=info.attention_kernel),
         startup_seconds=first_step_at - launched,
-        compiled=Compilation(compiler, clock.compile_seconds, clock.compile_cache),
+        compiled=Compilation(compiler, clock.compile_seconds, served),
         timing=StepTiming(**{name: getattr(stats, name) for name in fields_of(StepTiming)}),
         input=InputFigures(
             input_wait_fraction=stats.input_wait_fraction,

@@ -1,6 +1,8 @@
 """`compare` end to end on the fake adapter: rows for every run, failures kept, others unaffected."""
 
+import dataclasses
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -11,6 +13,7 @@ from mgbench.core.kinds import DeviceKind
 from mgbench.runner import compare_service
 from mgbench.runner.compare_service import NewCompare, Voice
 from mgbench.runner.rounds import RoundBook
+from mgbench.training.compile_cache import COLD_ENV, cold_asked
 
 
 def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
@@ -123,6 +126,31 @@ def test_a_compare_driven_from_python_writes_the_results_file_the_cli_writes(tmp
     for rows in (python_rows, cli_rows):
         figures = rows.set_index("devices")[["speedup", "scaling_efficiency_fraction", "images_per_sec_per_device"]]
         pd.testing.assert_frame_equal(figures, scaling_of(rows), check_names=False, rtol=1e-12)
+
+
+def test_a_resumed_cold_compare_runs_cold_and_a_plan_without_cold_caches_warm(tmp_path, in_process, monkeypatch):
+    """`--cold-cache` is in the plan, not only in the environment of the compare that planned it:
+    resumed by a process without `COLD_ENV`, a cold plan's runs are launched with it set (and
+    the environment is as it was after); a plan written before it was recorded runs warm."""
+    job = Job("tiny", DeviceKind.CPU, batch_per_device=4, steps=2, image_size=32, init="framework")
+    quiet = Voice(note=lambda line: None, progress=lambda line: None)
+    launched_cold = []
+    monkeypatch.setattr(compare_service, "run_compare", lambda *_, **__: launched_cold.append(cold_asked()))
+    monkeypatch.delenv(COLD_ENV, raising=False)
+    for cold in (True, False):
+        asked = NewCompare(job, None, [("fake", None)], ["steady"], [1], "weak", "python", out=tmp_path / f"{cold}")
+        folder, plan, _ = compare_service.plan_compare(dataclasses.replace(asked, cold_cache=cold), quiet)
+        with folder.claimed():
+            compare_service.start_new(folder, plan, None)
+        if not cold:  # as compare wrote it before the plan recorded cold caches
+            recorded = json.loads(folder.compare_file.read_text())
+            del recorded["options"]["cold_cache"]
+            folder.compare_file.write_text(json.dumps(recorded))
+        with folder.claimed():
+            plan, book = compare_service.plan_resume(folder, "mgbench compare --resume", None, None, quiet)
+            compare_service.run_rounds(folder, plan, book, quiet, lambda _: None, lambda _: None)
+        assert json.loads(folder.compare_file.read_text())["options"]["cold_cache"] is cold
+    assert launched_cold == [True, False] and COLD_ENV not in os.environ
 
 
 def test_run_writes_its_row_as_a_compare_of_that_one_run_writes_it(tmp_path):

@@ -303,7 +303,15 @@ def test_a_bandwidth_json_that_mgbench_did_not_measure_is_refused_up_front(tmp_p
 
 
 @pytest.mark.parametrize(
-    "option", [["--steps", "3"], ["--model", "tiny"], ["--frameworks", "fake"], ["--gpus", "2"], ["--bandwidth"]]
+    "option",
+    [
+        ["--steps", "3"],
+        ["--model", "tiny"],
+        ["--frameworks", "fake"],
+        ["--gpus", "2"],
+        ["--bandwidth"],
+        ["--cold-cache"],
+    ],
 )
 def test_resume_refuses_an_option_that_would_change_the_recorded_plan(compared, tmp_path, cli, option):
     run = shared_copy(compared, tmp_path)

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mgbench.cli.closing import closing_lines, exit_status, run_accounts
-from mgbench.cli.compare_time import cold_caches, compare_clock
+from mgbench.cli.compare_time import compare_clock
 from mgbench.cli.live import heartbeat_seconds, live_compare
 from mgbench.cli.options import add_job_options, job_from_args, parse_device_counts
 from mgbench.cli.output import note_to
@@ -39,6 +39,7 @@ from mgbench.runner.orchestrator import DEFAULT_TIMEOUT_SECONDS
 from mgbench.runner.plan import PlannedRun
 from mgbench.runner.rounds import CPU_ROUNDS, GPU_ROUNDS, RoundBook
 from mgbench.runner.starting_point import shared_start
+from mgbench.training.compile_cache import cold_asked
 
 RESUME_OPTIONS = {"resume", "timeout", "repeat", "format"}
 """What `--resume` takes: the recorded plan is run as it was, only its timeout and its number of
@@ -156,6 +157,7 @@ def plan_new(args: argparse.Namespace, console: Console) -> tuple[RunFolder, Com
         args.timeout,
         args.bandwidth,
         args.repeat,
+        cold_cache=args.cold_cache or cold_asked(),
     )
     return compare_service.plan_compare(asked, voice(console))
 
@@ -180,7 +182,7 @@ def handle(args: argparse.Namespace) -> int:
         else:
             compare_service.start_new(folder, plan, start)
         hint = f"the rows written are kept; continue with: mgbench compare --resume {folder.root}"
-        with folder.writing(hint), cold_caches(args.cold_cache):
+        with folder.writing(hint):
             return run_planned(folder, plan, book, console, args.format)
 
 
@@ -189,7 +191,7 @@ def run_planned(folder: RunFolder, plan: ComparePlan, book: RoundBook, console: 
     for each run short of its rounds, and the exit code with its reason (`closing`: 1 where a
     round failed, even one whose run has a row from its other rounds, or nothing was measured)."""
     interrupted = False  # SIGTERM arrives as KeyboardInterrupt too (`cli.interrupts`, around every verb)
-    clock = compare_clock(console, book)
+    clock = compare_clock(console, book, plan.cold_cache)
     try:
         with live_compare(console, book.launches_left(), clock) as live:
             compare_service.run_rounds(folder, plan, book, voice(console), live.on_result, live.on_event)

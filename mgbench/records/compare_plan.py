@@ -38,6 +38,9 @@ class ComparePlan:
     """What planning said when it shrank the job for CPU devices (None: it did not)."""
     repeat: int = 1
     """Rounds of every run (`compare --repeat`); a plan written before rounds ran one."""
+    cold_cache: bool = False
+    """Every run compiles from empty caches of its own (`compare --cold-cache`); a plan written
+    before it was recorded shared the caches."""
 
     def __post_init__(self) -> None:
         self.configs = distinct_configs(self.configs)
@@ -49,6 +52,7 @@ class ComparePlan:
             "bandwidth": self.bandwidth,
             "scaling": self.scaling,
             "repeat": self.repeat,
+            "cold_cache": self.cold_cache,
         }
         record: dict[str, Any] = {
             "command": self.command,
@@ -81,13 +85,15 @@ class ComparePlan:
             raise UsageError("its options are not an object")
         timeout, hosts = options.get("timeout"), options.get("hosts")
         bandwidth, scaling = options.get("bandwidth", False), options.get("scaling", "weak")
-        repeat = options.get("repeat", 1)
+        repeat, cold_cache = options.get("repeat", 1), options.get("cold_cache", False)
         resumed, command = record.get("resumed", []), record.get("command")
         left_out, job_shrink = record.get("left_out", []), record.get("job_shrink")
         if timeout is not None and not (_is_number(timeout) and math.isfinite(timeout) and timeout > 0):
             raise UsageError(f"timeout {timeout!r} is not a positive number of seconds")
         if not (hosts is None or isinstance(hosts, str)) or not isinstance(bandwidth, bool):
             raise UsageError("its hosts or bandwidth option is not what compare records")
+        if not isinstance(cold_cache, bool):
+            raise UsageError(f"cold_cache {cold_cache!r} is not true or false")
         if not (isinstance(repeat, int) and not isinstance(repeat, bool) and repeat >= 1):
             raise UsageError(f"repeat {repeat!r} is not a number of rounds (1 or more)")
         if scaling not in SCALINGS:
@@ -108,6 +114,7 @@ class ComparePlan:
             [str(line) for line in left_out],
             job_shrink,
             repeat,
+            cold_cache,
         )
 
 

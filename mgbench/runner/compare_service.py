@@ -35,6 +35,7 @@ from mgbench.runner.plan import PlannedRun, Scaling, installed_runs, not_install
 from mgbench.runner.rounds import RoundBook, default_rounds, recorded_rounds, rounds_off_plan
 from mgbench.runner.starting_point import check_start_again, record_start
 from mgbench.runner.venvs import inspect_installation
+from mgbench.training.compile_cache import cold_environment
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class NewCompare:
     timeout: float | None = None
     bandwidth: bool = False
     repeat: int | None = None
+    cold_cache: bool = False
 
 
 def refuse_used_folder(path: Path) -> None:
@@ -200,6 +202,7 @@ def plan_compare(asked: NewCompare, voice: Voice) -> tuple[RunFolder, ComparePla
         left_out=left_out,
         job_shrink=asked.size_note,
         repeat=default_rounds(job.device_kind) if asked.repeat is None else asked.repeat,
+        cold_cache=asked.cold_cache,
     )
     return folder, plan, runs
 
@@ -274,7 +277,8 @@ def run_rounds(
     on_event: Callable[[RunEvent], None],
 ) -> None:
     """The rounds still owed, each row recorded as it ends (`run_compare`), after the folder's
-    bandwidth.json where the plan asks for one."""
+    bandwidth.json where the plan asks for one; where it asks for cold caches, every run compiles
+    from empty ones (`compile_cache.cold_environment`), new compare or resumed alike."""
     runs = book.owed()
     if not (book.runs and book.runs[0].config.job.device_kind.on_gpu):
         voice.note("No GPU visible: CPU devices stand in for GPUs (processes or logical devices).")
@@ -283,4 +287,5 @@ def run_rounds(
     hosts = resolve_hosts(plan.hosts) if plan.hosts else None
     timeout = DEFAULT_TIMEOUT_SECONDS if plan.timeout is None else plan.timeout
     bandwidth = bandwidth_report(folder, runs, plan.bandwidth, voice.progress, voice.note)
-    run_compare(book, folder, timeout, on_result, hosts=hosts, bandwidth=bandwidth, on_event=on_event)
+    with cold_environment(plan.cold_cache):
+        run_compare(book, folder, timeout, on_result, hosts=hosts, bandwidth=bandwidth, on_event=on_event)

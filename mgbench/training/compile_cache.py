@@ -17,7 +17,8 @@ the compile step's if it is new and was written by the time the step ended (its 
 time): the compiles that come later in a run (the evaluation's own graphs, a last short batch)
 write entries too, and say nothing of what served the compile step.
 
-With `COLD_ENV` set (`compare --cold-cache`), each run's compilers get empty folders in its own
+With `COLD_ENV` set (`compare --cold-cache`, recorded in the compare's plan so that a resumed
+compare sets it again: `cold_environment`), each run's compilers get empty folders in its own
 TMPDIR instead (`cold_variables`): every round compiles from nothing, and the shared caches are
 neither read nor written.
 """
@@ -25,7 +26,8 @@ neither read nor written.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -73,10 +75,32 @@ def variables(root: Path, env: Mapping[str, str]) -> dict[str, str]:
     return named
 
 
+def cold_asked(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether `env` sets `COLD_ENV` (to anything but empty)."""
+    return bool(env.get(COLD_ENV))
+
+
+@contextmanager
+def cold_environment(cold: bool) -> Iterator[None]:
+    """With `cold` (a compare's plan asking for `--cold-cache`), `COLD_ENV` set for the block, so
+    that every run launched in it compiles from empty caches of its own; the environment as it was
+    after."""
+    before = os.environ.get(COLD_ENV)
+    if cold:
+        os.environ[COLD_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(COLD_ENV, None)
+        else:
+            os.environ[COLD_ENV] = before
+
+
 def cold_variables(env: Mapping[str, str]) -> dict[str, str]:
     """Under `COLD_ENV`, each compiler's cache as an empty folder of its own in the run's TMPDIR
     (removed with it); without it, nothing to change."""
-    if not env.get(COLD_ENV) or not env.get("TMPDIR"):
+    if not cold_asked(env) or not env.get("TMPDIR"):
         return {}
     return {cache.variable: str(Path(env["TMPDIR"]) / COLD_FOLDER / cache.name) for cache in CACHES}
 

@@ -24,6 +24,7 @@ PLUGIN = f"{PACKAGE}.spec"
 FILES = {
     "__init__.py": '"""A throwaway framework, written by tests/test_extending.py."""\n',
     "spec.py": """
+from mgbench.core.inputs import ImageInput
 from mgbench.core.models import ModelSpec
 from mgbench.core.objective import SOFTMAX_CROSS_ENTROPY
 from mgbench.core.optimization import IMAGE_SGD
@@ -31,7 +32,7 @@ from mgbench.frameworks.specs import Capabilities, FrameworkSpec, ModelBuilders,
 
 ADDED_MODELS = (
     ModelSpec(
-        "throwaway_net", 16, 3, SOFTMAX_CROSS_ENTROPY, "a linear head over the mean pixel", 12, 2, optimization=IMAGE_SGD
+        "throwaway_net", ImageInput(16), 3, SOFTMAX_CROSS_ENTROPY, "a linear head over the mean pixel", 12, 2, optimization=IMAGE_SGD
     ),
 )
 FRAMEWORK = FrameworkSpec(

@@ -18,7 +18,8 @@ import mgbench.runner.compare_service
 from mgbench.cli.compare import add_arguments, plan_new
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.core.job import Job
+from mgbench.core.inputs import TokenInput
+from mgbench.core.job import Job, job_size
 from mgbench.core.kinds import DataFormat, DeviceKind
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-folder-before-layout" / "compare.json"
@@ -114,3 +115,39 @@ def test_device_kinds_and_data_formats_are_asked_by_property_not_compared_as_str
             if (named | constants) & {"device_kind", "data_format"} and constants & SPELLINGS:
                 compared.append(f"{name}:{node.lineno}")
     assert compared == []
+
+
+def test_a_language_model_job_is_sized_in_tokens_and_refuses_image_options():
+    """A GPT-2 job's sample is a sequence: `--seq-len` sizes it, its rate counts tokens (seq_len a
+    sample), and the image options (size, data format) are refused, naming the one that applies."""
+    job = Job("gpt2-tiny", DeviceKind.CPU, 4, 2, seq_len=32)
+    assert (job.input, job.input_size, job.input.unit.label, job.input.unit.of(10.0)) == (
+        TokenInput(32, 512),
+        32,
+        "tokens/s",
+        320.0,
+    )
+    assert not job.input.has_layout and job.data_format is None
+    with pytest.raises(
+        UsageError, match="--image-size does not size gpt2-tiny, which trains on 64 tokens; use --seq-len"
+    ):
+        Job("gpt2-tiny", DeviceKind.CPU, 4, 2, image_size=32)
+    with pytest.raises(UsageError, match="--data-format: gpt2-tiny trains on 64 tokens, which have no channels"):
+        Job("gpt2-tiny", DeviceKind.CPU, 4, 2, data_format="channels_last")
+    with pytest.raises(UsageError, match="attends over 1 to 64 tokens"):
+        Job("gpt2-tiny", DeviceKind.CPU, 4, 2, seq_len=65)
+    with pytest.raises(UsageError, match="--seq-len does not size resnet50, which trains on 224 px; use --image-size"):
+        Job("resnet50", DeviceKind.CPU, 4, 2, seq_len=32)
+
+
+def test_an_unsized_language_model_job_shrinks_its_sequences_on_cpu_and_runs_its_own_batch_on_gpus():
+    """On CPU devices an unsized GPT-2 job trains 64-token sequences; on GPUs an unsized one
+    trains the model's own 16 sequences a GPU at its whole context, where an image model trains 256."""
+    cpu = job_size("gpt2", DeviceKind.CPU)
+    assert (cpu.batch_per_device, cpu.steps, cpu.input_size) == (8, 20, 64)
+    assert "--seq-len 64" in cpu.shrunk and "1024 tokens" in cpu.shrunk and "on GPUs 16" in cpu.shrunk
+    gpu = job_size("gpt2", DeviceKind.CUDA)
+    assert (gpu.batch_per_device, gpu.input_size, gpu.batch_default) == (16, None, True)
+    assert Job("gpt2", DeviceKind.CUDA, gpu.batch_per_device, gpu.steps).input == TokenInput(1024, 50257)
+    assert job_size("resnet50", DeviceKind.CUDA).batch_per_device == 256
+    assert job_size("resnet50", DeviceKind.CPU).input_size == 64

@@ -13,9 +13,10 @@ import torch
 from conftest import framework_python, mgbench, read_rows, run_in, tiny_job
 
 from mgbench.core.errors import UsageError
+from mgbench.core.inputs import ImageInput
 from mgbench.core.job import Job
 from mgbench.core.models import MODELS, ModelSpec
-from mgbench.core.objective import AUC, MULTI_LABEL_BCE, SOFTMAX_CROSS_ENTROPY, TOP1, Metric
+from mgbench.core.objective import AUC, LANGUAGE_MODEL, MULTI_LABEL_BCE, PERPLEXITY, SOFTMAX_CROSS_ENTROPY, TOP1, Metric
 from mgbench.core.optimization import IMAGE_SGD, SGD, AdamW, LinearScalingWarmup, Optimization, RatePlan, WarmupCosine
 from mgbench.core.target import TargetMetric
 from mgbench.frameworks.pytorch.models import build_optimizer
@@ -23,11 +24,16 @@ from mgbench.measure.metrics import split_metrics
 from mgbench.runner.plan import plan_runs
 
 
-def test_each_catalogue_model_declares_the_loss_metrics_and_sgd_it_trains_with():
+def test_each_catalogue_model_declares_the_loss_metrics_and_optimizer_it_trains_with():
     """CheXNet's DenseNet is multi-label BCE judged by AUC, the classifiers softmax cross-entropy
     judged by AUC and top-1; every one steps heavy-ball SGD at momentum 0.9 without weight decay,
-    with the linear scaling rule and a one-epoch warm-up."""
-    assert {name: spec.objective for name, spec in MODELS.items()} == {
+    with the linear scaling rule and a one-epoch warm-up, from 0.01. Every GPT-2 is judged by its
+    next token's cross-entropy and perplexity and steps AdamW (beta2 0.95, decay 0.1) with a
+    warm-up and a cosine decay, peaking at 6e-4."""
+    image = {"densenet121", "resnet50", "inception_v3", "vit_b_16", "tiny"}
+    language = {"gpt2", "gpt2-medium", "gpt2-xl", "gpt2-tiny"}
+    assert set(MODELS) == image | language
+    assert {name: MODELS[name].objective for name in image} == {
         "densenet121": MULTI_LABEL_BCE,
         "resnet50": SOFTMAX_CROSS_ENTROPY,
         "inception_v3": SOFTMAX_CROSS_ENTROPY,
@@ -36,16 +42,26 @@ def test_each_catalogue_model_declares_the_loss_metrics_and_sgd_it_trains_with()
     }
     assert (MULTI_LABEL_BCE.loss, MULTI_LABEL_BCE.metrics) == ("sigmoid", (AUC,))
     assert (SOFTMAX_CROSS_ENTROPY.loss, SOFTMAX_CROSS_ENTROPY.metrics) == ("softmax", (AUC, TOP1))
-    for spec in MODELS.values():
-        assert spec.optimization.record() == {
+    assert (LANGUAGE_MODEL.loss, LANGUAGE_MODEL.metrics) == ("next_token", (PERPLEXITY,))
+    assert not PERPLEXITY.higher_is_better and PERPLEXITY.reached(20.0, 25.0) and not PERPLEXITY.reached(30.0, 25.0)
+    for name in image:
+        assert MODELS[name].optimization.learning_rate == 0.01
+        assert MODELS[name].optimization.record() == {
             "optimizer": {"kind": "sgd", "momentum": 0.9, "nesterov": False, "weight_decay": 0.0},
             "schedule": {"kind": "linear_scaling_warmup", "warmup_epochs": 1},
+        }
+    for name in language:
+        assert MODELS[name].objective == LANGUAGE_MODEL
+        assert MODELS[name].optimization.learning_rate == 6e-4
+        assert MODELS[name].optimization.record() == {
+            "optimizer": {"kind": "adamw", "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1},
+            "schedule": {"kind": "warmup_cosine", "warmup_steps": 20, "final_share": 0.1},
         }
 
 
 def test_a_model_given_a_loss_name_for_its_objective_is_one_usage_error():
     with pytest.raises(UsageError, match="model net: declare its objective"):
-        ModelSpec("net", 16, 3, "softmax", "a net", 12, 2, optimization=IMAGE_SGD)
+        ModelSpec("net", ImageInput(16), 3, "softmax", "a net", 12, 2, optimization=IMAGE_SGD)
 
 
 def rates(base_lr: float, global_batch: int, per_epoch: int = 10, total: int = 100) -> RatePlan:
@@ -93,7 +109,9 @@ def test_a_validation_reports_the_metrics_of_its_labels_objective():
     assert list(split_metrics(np.eye(2)[targets], scores, multi_label=True)) == ["auc"]
 
 
-ADAMW_COSINE = Optimization(AdamW(betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1), WarmupCosine(warmup_steps=2))
+ADAMW_COSINE = Optimization(
+    AdamW(betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1), WarmupCosine(warmup_steps=2), learning_rate=0.01
+)
 
 
 def test_frameworks_that_cannot_step_a_declared_optimizer_get_unsupported_rows_before_launching(monkeypatch):

@@ -179,7 +179,7 @@ def test_the_gpu_default_job_is_the_one_the_gpu_bounds_and_each_size_given_stand
     """On GPUs an unsized job is 256 per GPU for 100 steps (an eager DenseNet-121 fp32 step of 32
     follows the host's launch speed); what is given stands, and CPU devices keep their own sizes."""
     gpu = job_size("densenet121", DeviceKind.CUDA)
-    assert (gpu.batch_per_device, gpu.steps, gpu.image_size, gpu.shrunk) == (256, 100, None, None)
+    assert (gpu.batch_per_device, gpu.steps, gpu.input_size, gpu.shrunk) == (256, 100, None, None)
     assert job_size("densenet121", DeviceKind.CUDA, batch_per_device=32).batch_per_device == 32
     assert job_size("densenet121", DeviceKind.CUDA, steps=7).steps == 7
     assert job_size("densenet121", DeviceKind.CUDA, steps=7).batch_per_device == 256

@@ -144,6 +144,7 @@ def test_a_cache_of_another_shape_or_no_file_is_counted_again_and_replaced(tmp_p
 CLOSED_FORM_PLUGIN = '''
 from dataclasses import dataclass
 
+from mgbench.core.inputs import ImageInput
 from mgbench.core.models import ModelSpec
 from mgbench.core.objective import SOFTMAX_CROSS_ENTROPY
 from mgbench.core.optimization import IMAGE_SGD
@@ -165,7 +166,7 @@ class LinearHead(Work):
 ADDED_MODELS = (
     ModelSpec(
         "linear_head",
-        8,
+        ImageInput(8),
         10,
         SOFTMAX_CROSS_ENTROPY,
         "a linear layer over the image",

@@ -18,7 +18,7 @@ from mgbench.core.job import (
     job_size,
 )
 from mgbench.core.kinds import DataFormat, Decode, DeviceKind
-from mgbench.core.models import MODELS
+from mgbench.core.models import MODELS, model_spec
 from mgbench.frameworks.registry import check_compile_mode
 from mgbench.machine.devices import AUTO, DEVICE_REQUESTS, resolve_device_kind
 from mgbench.measure.timing import FIRST_STEP_KEPT
@@ -66,7 +66,12 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         choices=list(DataFormat),
         help="default: each framework's own for the model (channels_last where it can; gluon and chainer channels_first)",
     )
-    job.add_argument("--image-size", type=int, default=None, help="override the model's input size (small CPU demos)")
+    job.add_argument(
+        "--image-size", type=int, default=None, help="an image model's input side in px instead of its own"
+    )
+    job.add_argument(
+        "--seq-len", type=int, default=None, help="a language model's tokens per sample instead of its context"
+    )
     job.add_argument(
         "--data-on-device",
         action="store_true",
@@ -124,8 +129,9 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "--lr",
         type=float,
-        default=0.01,
-        help="learning rate of the model's declared optimizer (mgbench list), scheduled over --epochs",
+        default=None,
+        help="peak learning rate of the model's declared optimizer (default: the model's own, mgbench list), "
+        "scheduled as the model declares",
     )
     job.add_argument(
         "--lr-reference-batch",
@@ -210,7 +216,9 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
     one step; its rows carry the warning `timing.FIRST_STEP_KEPT`). Its data format is None unless given: each
     framework then trains in its own default for the model (see `plan_runs`)."""
     kind = resolve_device_kind(args.device)
-    size = job_size(args.model, kind, args.batch_per_gpu, args.steps, args.image_size, args.epochs)
+    native = model_spec(args.model).input
+    given = {field: getattr(args, field) for field in ("image_size", "seq_len")}
+    size = job_size(args.model, kind, args.batch_per_gpu, args.steps, given[native.size_field], args.epochs)
     job = Job(
         model=args.model,
         device_kind=kind,
@@ -221,8 +229,8 @@ def job_from_args(args: argparse.Namespace) -> tuple[Job, str | None]:
         dataset=args.dataset,
         data_on_device=args.data_on_device,
         fused_optimizer=args.fused_optimizer,
-        image_size=size.image_size,
-        learning_rate=args.lr,
+        **(given | {native.size_field: size.input_size}),
+        learning_rate=model_spec(args.model).optimization.learning_rate if args.lr is None else args.lr,
         seed=args.seed,
         epochs=args.epochs,
         workers=args.workers,

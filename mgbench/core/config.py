@@ -18,6 +18,7 @@ from typing import Any
 from mgbench.core.errors import UnsafeNameError, UsageError
 from mgbench.core.job import Job
 from mgbench.core.kinds import DataFormat, DeviceKind
+from mgbench.core.models import model_spec
 from mgbench.core.schema import check_fields
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
@@ -46,12 +47,18 @@ class RunConfig:
         check_names(self.framework, self.strategy, self.devices, self.job.device_kind)
         if self.devices < 1:
             raise UsageError(f"device count must be at least 1, got {self.devices}")
-        if self.job.data_format is None:
+        if self.job.data_format is None and self.job.input.has_layout:
             raise UsageError("not a run config: data_format is None, not DataFormat")
 
     @classmethod
     def of(
-        cls, job: Job, framework: str, strategy: str, devices: int, batch_per_device: int, data_format: DataFormat
+        cls,
+        job: Job,
+        framework: str,
+        strategy: str,
+        devices: int,
+        batch_per_device: int,
+        data_format: DataFormat | None,
     ) -> RunConfig:
         """One run of `job`: on `devices` devices of `batch_per_device` samples each (strong
         scaling splits the job's batch), in `data_format` (the job's, or its framework's own)."""
@@ -73,7 +80,8 @@ class RunConfig:
     ) -> RunConfig:
         """A run from the flat fields its JSON holds (`to_dict`), checked as a config read back is:
         the names that become file names first (`UnsafeNameError`), then every job field of its
-        declared type. A field left out is the job's default; the data format, channels first."""
+        declared type. A field left out is the job's default; the data format, channels first (none
+        for an input without a layout)."""
         check_names(framework, strategy, devices, device_kind)
         fields: dict[str, Any] = {
             "model": model,
@@ -81,7 +89,8 @@ class RunConfig:
             "batch_per_device": batch_per_device,
             "steps": steps,
         }
-        fields |= {"data_format": DataFormat.CHANNELS_FIRST, **job}
+        layout = DataFormat.CHANNELS_FIRST if model_spec(model).input.has_layout else None
+        fields |= {"data_format": layout, **job}
         check_fields(fields, Job, "not a run config")
         return cls(framework, strategy, devices, Job(**fields))
 

@@ -12,9 +12,9 @@ The arrays (`GPT2.arrays`) are named and laid out as the PyTorch module names th
 names without its `transformer.` prefix, linear weights out x in): that is the framework-neutral
 layout the shared initial weights are kept in, as torchvision's is for the image models.
 
-These shapes are not catalogue models yet: a catalogue entry needs a job input of tokens. The
-PyTorch (`frameworks/pytorch/gpt2.py`) and Keras (`frameworks/keras/gpt2.py`) builds take a shape
-from `GPT2_SHAPES`.
+Each shape of `GPT2_SHAPES` is a catalogue model of its name (`core.models`), whose input is
+tokens (`core.inputs.TokenInput`) and whose work per sample is `LanguageModelWork`. The PyTorch
+(`frameworks/pytorch/gpt2.py`) and Keras (`frameworks/keras/gpt2.py`) builds read the shape.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mgbench.core.errors import UsageError
+from mgbench.core.work import ModelWork, ReferenceCount, Work
 
 GPT2_VOCABULARY = 50_257
 """GPT-2's BPE vocabulary: 50,000 merges, 256 bytes and `<|endoftext|>`."""
@@ -121,6 +122,27 @@ class GPT2:
         PaLM's model-FLOPs utilisation)."""
         tokens = self.context if seq_len is None else seq_len
         return 6 * self.parameters(positions=False) + 12 * self.layers * self.width * tokens
+
+
+SAVED_PER_TOKEN_AND_WIDTH = 17
+"""Elements a block's forward keeps for the backward, per token and per unit of width, where
+attention's scores are recomputed (flash attention) instead of kept: Korthikanti et al.'s 34
+bytes per token and width in 16-bit ("Reducing Activation Recomputation in Large Transformer
+Models", 2022), dropout's masks left out, as GPT-2 here has no dropout."""
+
+
+@dataclass(frozen=True)
+class LanguageModelWork(Work):
+    """A GPT-2's work per sample in closed form: `flops_per_token` times the sequence's tokens,
+    and the elements its forward keeps, blocks and the logits (kept in float32 for the loss)."""
+
+    shape: GPT2
+
+    def per_sample(self, model: str, input_size: int, count: ReferenceCount) -> ModelWork:
+        seq_len = input_size
+        saved = seq_len * (SAVED_PER_TOKEN_AND_WIDTH * self.shape.layers * self.shape.width)
+        saved += seq_len * self.shape.padded_vocabulary
+        return ModelWork(flops_per_image=self.shape.flops_per_token(seq_len) * seq_len, saved_elements_per_image=saved)
 
 
 def _linear(name: str, out_features: int, in_features: int, std: float) -> Iterator[Array]:

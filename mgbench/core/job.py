@@ -23,6 +23,7 @@ from mgbench.core.initial_weights import (
     initial_weights,
     shared_start_refusal,
 )
+from mgbench.core.inputs import SampleInput
 from mgbench.core.kinds import DataFormat, Decode, DeviceKind
 from mgbench.core.models import ModelSpec, model_spec
 from mgbench.core.schema import check_fields
@@ -53,9 +54,6 @@ GPU holds (`DeviceMemory.gpu_batches`); a GPU too small for the batch runs it ha
 (`oom_retries`)."""
 CPU_BATCH_PER_DEVICE = 8
 CPU_STEPS = 20
-CPU_IMAGE_SIZE = 64
-"""The shrunk job's image side for a 224-px model; others scale with their own size."""
-CPU_IMAGE_BASE = 224
 
 MIN_IMAGE_SIZE = 16
 MAX_IMAGE_SIZE = 4096
@@ -96,13 +94,15 @@ class Job:
     steps: int
     precision: Precision = "fp32"
     data_format: DataFormat | None = None
-    """The format asked for; None: each framework's own for the model, resolved per run."""
+    """The format asked for; None: each framework's own for the model, resolved per run, or no
+    format at all where the model's input has no layout (tokens)."""
     dataset: str = "synthetic"
     data_on_device: bool = False
     fused_optimizer: bool = False
     """Step the optimizer with the framework's own fused kernel, where it offers one
     (`Capabilities.fused_optimizers`; torch's `fused=True` on its SGD or AdamW): the same arithmetic in fewer launches."""
     image_size: int | None = None
+    """An image model's input side in px instead of its own (small CPU demos)."""
     learning_rate: float = 0.01
     seed: int = 0
     epochs: int | None = None
@@ -150,6 +150,8 @@ class Job:
     gpu_memory_gb: float | None = None
     """`--gpu-memory-gb`: each framework holds itself to this many GiB of each GPU with its own
     memory setting (`DeviceMemory.cap`), so an 80 GB GPU stands in for a smaller one. None: no cap."""
+    seq_len: int | None = None
+    """A language model's tokens per sample instead of its context."""
 
     def __post_init__(self) -> None:
         check_fields(self.__dict__, Job, "not a training job")
@@ -163,9 +165,17 @@ class Job:
         return model_spec(self.model)
 
     @property
+    def input(self) -> SampleInput:
+        """One sample as this job trains it: the model's input (`ModelSpec.input`) at the size
+        the job gives (`image_size`, `seq_len`), else its own."""
+        native = self.spec.input
+        extent = getattr(self, native.size_field)
+        return native if extent is None else native.sized(extent)
+
+    @property
     def input_size(self) -> int:
-        """Image side in pixels: the model's own unless overridden (small CPU demos)."""
-        return self.image_size or self.spec.image_size
+        """The size the work and the weights depend on: an image's side in px, a sequence's tokens."""
+        return self.input.extent
 
     def start_from(self, spec: ModelSpec, load: Callable[[InitialWeights], None]) -> str | None:
         """The weights this job starts from (`--init`) for `spec` (the model as the job's dataset
@@ -185,7 +195,8 @@ class JobSize:
 
     batch_per_device: int
     steps: int
-    image_size: int | None
+    input_size: int | None
+    """The model's input size given, or shrunk (px or tokens: its input's `size_field`); None: its own."""
     shrunk: str | None = None
     batch_default: bool = False
     """No batch was given: the batch per device is the default for the device kind."""
@@ -196,31 +207,57 @@ def job_size(
     device_kind: DeviceKind,
     batch_per_device: int | None = None,
     steps: int | None = None,
-    image_size: int | None = None,
+    input_size: int | None = None,
     epochs: int | None = None,
 ) -> JobSize:
     """The job's size, each value given or its default, so that every caller that builds a `Job`
-    gets the same job. On CPU devices, a job given no size at all (batch, steps, image size,
-    epochs) is one that ends in minutes on a laptop's cores instead of the GPU job's hours."""
-    if not device_kind.on_gpu and all(value is None for value in (batch_per_device, steps, image_size, epochs)):
-        native = model_spec(model).image_size
-        image = round(CPU_IMAGE_SIZE * native / CPU_IMAGE_BASE) if native > CPU_IMAGE_SIZE else native
+    gets the same job. `input_size` sizes the model's input (`--image-size` or `--seq-len`). On
+    CPU devices, a job given no size at all (batch, steps, input size, epochs) is one that ends
+    in minutes on a laptop's cores instead of the GPU job's hours."""
+    spec = model_spec(model)
+    gpu_batch = spec.gpu_batch_per_device or GPU_BATCH_PER_DEVICE
+    if not device_kind.on_gpu and all(value is None for value in (batch_per_device, steps, input_size, epochs)):
+        native = spec.input
+        shrunk = native.for_cpu()
         note = (
-            f"CPU devices and no job size given: the job is shrunk to --image-size {image} --batch-per-gpu "
+            f"CPU devices and no job size given: the job is shrunk to {native.size_option} {shrunk} --batch-per-gpu "
             f"{CPU_BATCH_PER_DEVICE} --steps {CPU_STEPS} so it ends in minutes; give any of these options "
-            f"for the full job ({native} px, {DEFAULT_BATCH_PER_DEVICE} per device, "
-            f"{DEFAULT_STEPS} steps; on GPUs {GPU_BATCH_PER_DEVICE} and {GPU_STEPS})"
+            f"for the full job ({native.describe()}, {DEFAULT_BATCH_PER_DEVICE} per device, "
+            f"{DEFAULT_STEPS} steps; on GPUs {gpu_batch} and {GPU_STEPS})"
         )
-        return JobSize(CPU_BATCH_PER_DEVICE, CPU_STEPS, image, note)
+        return JobSize(CPU_BATCH_PER_DEVICE, CPU_STEPS, shrunk, note)
     default_batch, default_steps = (
-        (GPU_BATCH_PER_DEVICE, GPU_STEPS) if device_kind.on_gpu else (DEFAULT_BATCH_PER_DEVICE, DEFAULT_STEPS)
+        (gpu_batch, GPU_STEPS) if device_kind.on_gpu else (DEFAULT_BATCH_PER_DEVICE, DEFAULT_STEPS)
     )
     return JobSize(
         default_batch if batch_per_device is None else batch_per_device,
         default_steps if steps is None else steps,
-        image_size,
+        input_size,
         batch_default=batch_per_device is None,
     )
+
+
+def input_refusal(job: Job) -> str | None:
+    """Why the job's input options do not fit its model's input (None: they do): a size given for
+    another kind of input (`--image-size` to a language model, `--seq-len` to an image model), a
+    data format for an input without a layout, or a size the model cannot take."""
+    spec = model_spec(job.model)
+    native = spec.input
+    for field in ("image_size", "seq_len"):
+        if field != native.size_field and getattr(job, field) is not None:
+            option = "--" + field.replace("_", "-")
+            return f"{option} does not size {job.model}, which trains on {native.describe()}; use {native.size_option}"
+    if job.data_format is not None and not native.has_layout:
+        return f"--data-format: {job.model} trains on {native.describe()}, which have no channels to lay out"
+    if job.seq_len is not None and spec.language_model is not None:
+        return spec.language_model.length_refusal(job.seq_len)
+    if job.image_size is None:
+        return None
+    if refusal := image_size_refusal(job.image_size):
+        return refusal
+    if spec.transformer and (refusal := spec.transformer.size_refusal(job.image_size)):
+        return f"{job.model} {refusal}"
+    return None
 
 
 def settle(job: Job) -> None:
@@ -277,11 +314,8 @@ def settle(job: Job) -> None:
         raise UsageError(f"--profile takes a number of steps >= 0 (0: none), got {job.profile_steps}")
     if job.compile is not None and not job.compile.strip():
         raise UsageError("--compile takes a mode name, got an empty one")
-    if job.image_size is not None and (refusal := image_size_refusal(job.image_size)):
+    if refusal := input_refusal(job):
         raise UsageError(refusal)
-    transformer = model_spec(job.model).transformer
-    if job.image_size is not None and transformer and (refusal := transformer.size_refusal(job.image_size)):
-        raise UsageError(f"{job.model} {refusal}")
     if job.init == INIT_SAME and (refusal := shared_start_refusal(job.model)):
         raise UsageError(f"--init same: {refusal}; use --init framework")
     if job.init not in (INIT_SAME, INIT_FRAMEWORK) and not job.init.endswith(".npz"):

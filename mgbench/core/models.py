@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 
 from mgbench.core.architectures import ConvNet, DenseNet, ResNet, SmallConvNet, VisionTransformer, counts
 from mgbench.core.errors import UsageError, did_you_mean
-from mgbench.core.objective import MULTI_LABEL_BCE, SOFTMAX_CROSS_ENTROPY, Objective
-from mgbench.core.optimization import IMAGE_SGD, Optimization
+from mgbench.core.gpt2 import GPT2, GPT2_SHAPES, LanguageModelWork
+from mgbench.core.inputs import ImageInput, SampleInput, TokenInput
+from mgbench.core.objective import LANGUAGE_MODEL, MULTI_LABEL_BCE, SOFTMAX_CROSS_ENTROPY, Objective
+from mgbench.core.optimization import IMAGE_SGD, LANGUAGE_MODEL_ADAMW, Optimization
 from mgbench.core.plugins import plugin_modules, plugin_named
 from mgbench.core.work import CountedOnReference, Work
 
@@ -43,8 +45,10 @@ LAYOUT_NOTE = (
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
-    image_size: int
+    input: SampleInput
+    """What one training sample is (`core.inputs`): an image of a size, or a sequence of tokens."""
     num_classes: int
+    """The head's outputs: the classes of an image model, the vocabulary of a language model."""
     objective: Objective
     """Its loss and the metrics its held-out splits give (`core.objective`); a dataset refits it to
     its labels (`DatasetDescription.task_spec`)."""
@@ -64,6 +68,12 @@ class ModelSpec:
     convnet: ConvNet | None = None
     """A convolutional network's shape, which every builder and the shared initial weights read
     (None: a transformer, or a network whose draw no other framework names alike)."""
+    gpu_batch_per_device: int | None = None
+    """The batch per GPU of a job given none (None: the job's default, `core.job.GPU_BATCH_PER_DEVICE`):
+    a language model's samples are whole sequences, each many images' worth of work and memory."""
+    language_model: GPT2 | None = None
+    """A GPT-2 language model's shape (`core.gpt2`), which every builder and the shared initial
+    weights read (None: an image model)."""
     work: Work | None = None
     """How the work of one training sample is known (`core.work`): counted on the reference
     architecture, or a closed form the declaration computes (None: its rows carry no FLOPs)."""
@@ -77,6 +87,10 @@ class ModelSpec:
                 f"model {self.name}: declare its objective (core/objective.py) and its optimization "
                 f"(core/optimization.py), got {self.objective!r} and {self.optimization!r}"
             )
+        if self.language_model is not None:
+            arrays = list(self.language_model.arrays())
+            object.__setattr__(self, "reference_parameters", sum(array.size for array in arrays))
+            object.__setattr__(self, "reference_tensors", len(arrays))
         if self.convnet is not None and not (self.reference_parameters and self.reference_tensors):
             parameters, tensors = counts(self.convnet.layers(self.num_classes))
             object.__setattr__(self, "reference_parameters", self.reference_parameters or parameters)
@@ -89,15 +103,22 @@ class ModelSpec:
     @property
     def drawn(self) -> bool:
         """Whether the shared initial weights have a reference draw of it (`initial_weights`):
-        its shape is declared here, as a convolutional network's or a transformer's."""
-        return self.convnet is not None or self.transformer is not None
+        its shape is declared here, as a convolutional network's, a transformer's or a language model's."""
+        return self.convnet is not None or self.transformer is not None or self.language_model is not None
+
+    @property
+    def image_size(self) -> int:
+        """The native side in px of an image model's input; a language model has none."""
+        if not isinstance(self.input, ImageInput):
+            raise UsageError(f"{self.name} trains on {self.input.unit.name}, not images: it has no image size")
+        return self.input.size
 
     def parameters_at(self, image_size: int) -> int:
         """The reference parameter count at `image_size` px: a transformer's position embedding
         holds a vector per token, so it grows with the image; a network with global pooling does not."""
         if self.transformer is None:
             return self.reference_parameters
-        extra_tokens = self.transformer.tokens(image_size) - self.transformer.tokens(self.image_size)
+        extra_tokens = self.transformer.tokens(image_size) - self.transformer.tokens(self.input.extent)
         return self.reference_parameters + extra_tokens * self.transformer.width
 
     @property
@@ -118,7 +139,7 @@ MODELS: dict[str, ModelSpec] = {
     for spec in (
         ModelSpec(
             name="densenet121",
-            image_size=224,
+            input=ImageInput(224),
             num_classes=14,
             objective=MULTI_LABEL_BCE,
             description="DenseNet-121 as CheXNet: 14 sigmoid outputs, binary cross-entropy",
@@ -128,7 +149,7 @@ MODELS: dict[str, ModelSpec] = {
         ),
         ModelSpec(
             name="resnet50",
-            image_size=224,
+            input=ImageInput(224),
             num_classes=1000,
             objective=SOFTMAX_CROSS_ENTROPY,
             description="ResNet-50, 1000-way softmax (ImageNet)",
@@ -138,7 +159,7 @@ MODELS: dict[str, ModelSpec] = {
         ),
         ModelSpec(
             name="inception_v3",
-            image_size=299,
+            input=ImageInput(299),
             num_classes=1000,
             objective=SOFTMAX_CROSS_ENTROPY,
             description="Inception-v3 without the auxiliary head, 299 px, 1000-way softmax",
@@ -149,7 +170,7 @@ MODELS: dict[str, ModelSpec] = {
         ),
         ModelSpec(
             name="vit_b_16",
-            image_size=224,
+            input=ImageInput(224),
             num_classes=1000,
             objective=SOFTMAX_CROSS_ENTROPY,
             description="ViT-B/16: 16-px patches, 12 layers, width 768, 12 heads, MLP 3072, 1000-way softmax",
@@ -161,13 +182,31 @@ MODELS: dict[str, ModelSpec] = {
         ),
         ModelSpec(
             name="tiny",
-            image_size=32,
+            input=ImageInput(32),
             num_classes=10,
             objective=SOFTMAX_CROSS_ENTROPY,
             description="two conv layers and a linear head, no batch-norm: smoke tests and exact equivalence checks",
             convnet=SmallConvNet(channels=(16, 32)),
             work=COUNTED_ON_TORCHVISION,
             optimization=IMAGE_SGD,
+        ),
+        *(
+            ModelSpec(
+                name=name,
+                input=TokenInput(shape.context, shape.vocabulary),
+                num_classes=shape.vocabulary,
+                objective=LANGUAGE_MODEL,
+                description=(
+                    f"GPT-2 {shape.parameters() / 1e6:.1f}M: {shape.layers} layers, {shape.heads} heads, "
+                    f"width {shape.width}, context {shape.context}, vocabulary {shape.vocabulary:,} "
+                    f"(padded to {shape.padded_vocabulary:,}), tied embeddings"
+                ),
+                gpu_batch_per_device=16,
+                language_model=shape,
+                work=LanguageModelWork(shape),
+                optimization=LANGUAGE_MODEL_ADAMW,
+            )
+            for name, shape in GPT2_SHAPES.items()
         ),
     )
 }

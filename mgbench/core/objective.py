@@ -14,9 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-LossKind = Literal["softmax", "sigmoid"]
+LossKind = Literal["softmax", "sigmoid", "next_token"]
 """Which cross-entropy the head's logits train with: a softmax over the classes (one label an
-image), or a sigmoid per output (binary cross-entropy per label, averaged: several labels an image)."""
+image), a sigmoid per output (binary cross-entropy per label, averaged: several labels an image),
+or a softmax over the vocabulary at every position of a sequence, averaged over its tokens (a
+language model's next token)."""
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,10 @@ class Metric:
 
 AUC = Metric("auc", "AUC", higher_is_better=True)
 TOP1 = Metric("top1", "top1", higher_is_better=True)
-METRICS: dict[str, Metric] = {metric.name: metric for metric in (AUC, TOP1)}
-"""Every metric an objective here is scored by, each a share (0 to 1]."""
+PERPLEXITY = Metric("perplexity", "perplexity", higher_is_better=False)
+"""exp of the mean loss per token: the vocabulary size a uniform guess would need to do as well."""
+METRICS: dict[str, Metric] = {metric.name: metric for metric in (AUC, TOP1, PERPLEXITY)}
+"""Every metric an objective here is scored by."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,11 @@ MULTI_LABEL_BCE = Objective("multi_label_bce", "sigmoid", (AUC,))
 (top-1 has no meaning where an image has several labels, or none)."""
 SOFTMAX_CROSS_ENTROPY = Objective("softmax_cross_entropy", "softmax", (AUC, TOP1))
 """The classifiers': cross-entropy of a softmax over the classes, judged by top-1 and one-vs-rest AUC."""
+
+
+LANGUAGE_MODEL = Objective("language_model", "next_token", (PERPLEXITY,))
+"""A language model's: cross-entropy of the next token at every position, judged by the held-out
+loss and its perplexity."""
 
 
 def for_labels(multi_label: bool) -> Objective:

@@ -107,6 +107,8 @@ Schedule = LinearScalingWarmup | WarmupCosine
 class Optimization:
     optimizer: Optimizer
     schedule: Schedule
+    learning_rate: float
+    """The peak rate a job trains at unless `--lr` gives another."""
 
     def record(self) -> dict[str, dict[str, Any]]:
         """As a row records it: each part's kind and its hyperparameters."""
@@ -116,6 +118,12 @@ class Optimization:
         }
 
 
-IMAGE_SGD = Optimization(SGD(momentum=0.9), LinearScalingWarmup(warmup_epochs=1))
+IMAGE_SGD = Optimization(SGD(momentum=0.9), LinearScalingWarmup(warmup_epochs=1), learning_rate=0.01)
 """The image models': heavy-ball SGD at momentum 0.9 without weight decay, the linear scaling rule
-with a one-epoch warm-up."""
+with a one-epoch warm-up, at 0.01 for a global batch of 256."""
+LANGUAGE_MODEL_ADAMW = Optimization(
+    AdamW(betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1), WarmupCosine(warmup_steps=20), learning_rate=6e-4
+)
+"""GPT-2's as nanoGPT and llm.c train it: AdamW with beta2 0.95 and weight decay 0.1 (on every
+weight alike, so that every framework's optimizer decays the same arrays), peak 6e-4. The warm-up
+is 20 steps, a tenth of a 200-step benchmark, where GPT-2's own runs warm up over hundreds."""

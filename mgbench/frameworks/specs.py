@@ -173,7 +173,7 @@ class Capabilities:
         if config.job.precision not in self.precisions:
             return f"trains in {', '.join(self.precisions)} only, not {config.job.precision}"
         formats = self.model_data_formats.get(config.job.model, self.data_formats)
-        if config.job.data_format not in formats:
+        if config.job.input.has_layout and config.job.data_format not in formats:
             return f"trains {config.job.model} in {', '.join(formats)} only, not {config.job.data_format}"
         if config.job.dataset != "synthetic" and self.loader is None:
             return f"has no loader for real data (dataset {config.job.dataset!r}); it trains on synthetic data only"
@@ -199,14 +199,18 @@ class Capabilities:
         """What compiles `config`'s training step, as its row records it (None: nothing)."""
         return self.compiler.label(config.job.compile) if self.compiler else None
 
-    def default_data_format(self, model: str) -> DataFormat:
+    def default_data_format(self, model: str) -> DataFormat | None:
+        """The format this framework trains `model` in unless the job names one; None where the
+        model's input has no layout (tokens)."""
+        if not model_spec(model).input.has_layout:
+            return None
         return DataFormat(self.model_data_formats.get(model, self.data_formats)[0])
 
     def expected_parameters(self, model: str, image_size: int | None = None) -> int:
         """The trainable parameter count this framework's build of `model` must have at
-        `image_size` px (None: the model's own size)."""
+        `image_size` px (None: the model's own size; a language model's count has no size)."""
         spec = model_spec(model)
-        return spec.parameters_at(image_size or spec.image_size) + self.parameter_offsets.get(model, 0)
+        return spec.parameters_at(image_size or spec.input.extent) + self.parameter_offsets.get(model, 0)
 
     def expected_tensors(self, model: str) -> int:
         """The trainable tensors this framework's build of `model` has."""

@@ -77,11 +77,16 @@ class ModelSpec:
     work: Work | None = None
     """How the work of one training sample is known (`core.work`): counted on the reference
     architecture, or a closed form the declaration computes (None: its rows carry no FLOPs)."""
+    family: str = ""
+    """The name of the callable each framework's builder module builds it with (`ModelBuilders`):
+    its own name unless it is one size of a family whose builder reads its shape (every GPT-2 is
+    built by `gpt2`), so a new size is one declaration."""
     optimization: Optimization = field(kw_only=True)
     """Its optimizer with its hyperparameters and its learning-rate schedule (`core.optimization`),
     declared by every model: every framework steps it alike, or refuses it before launching."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "family", self.family or self.name)
         if not isinstance(self.objective, Objective) or not isinstance(self.optimization, Optimization):
             raise UsageError(
                 f"model {self.name}: declare its objective (core/objective.py) and its optimization "
@@ -203,6 +208,7 @@ MODELS: dict[str, ModelSpec] = {
                 ),
                 gpu_batch_per_device=16,
                 language_model=shape,
+                family="gpt2",
                 work=LanguageModelWork(shape),
                 optimization=LANGUAGE_MODEL_ADAMW,
             )

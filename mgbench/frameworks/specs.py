@@ -85,7 +85,7 @@ class ModelBuilders:
     catalogue's reference architectures, declared without importing the module.
 
     `module` (a framework's `models.py`) builds model `m` with its module-level callable named
-    `m`: no table pairs names with builders, so a framework package adds a model by naming it
+    as `m`'s family (`ModelSpec.family`: its own name, or `gpt2` for every GPT-2 size): no table pairs names with builders, so a framework package adds a model by naming it
     in `models` and defining its builder, and the frameworks that train through the same module
     (the Keras family, Horovod over PyTorch) share this one declaration. The contract test
     holds the module's builders to `models`."""
@@ -111,13 +111,13 @@ class ModelBuilders:
         reached only by a caller that skipped it."""
         if model not in self.models:
             raise UsageError(f"{framework} has no model {model!r}; it builds {', '.join(self.models)}")
-        return getattr(importlib.import_module(self.module), model)
+        return getattr(importlib.import_module(self.module), model_spec(model).family)
 
     def defined(self) -> list[str]:
-        """The catalogue models the module defines a builder for, importing it (the contract
-        test compares them with `models`)."""
+        """The catalogue models the module defines a builder for (its family's callable),
+        importing it (the contract test compares them with `models`)."""
         module = importlib.import_module(self.module)
-        return [name for name in catalogue() if callable(getattr(module, name, None))]
+        return [name for name, spec in catalogue().items() if callable(getattr(module, spec.family, None))]
 
 
 @dataclass(frozen=True)

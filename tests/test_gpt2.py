@@ -1,5 +1,5 @@
 """GPT-2 as data (`core.gpt2`), its PyTorch and Keras builds, and their one start
-(`core.gpt2_weights`): counts, FLOPs, causality, and the same first loss in every framework."""
+(`core.initial_weights.gpt2_reference_weights`): counts, FLOPs, causality, and the same first loss in every framework."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from conftest import framework_python, run_in
 
 from mgbench.core.errors import UsageError
 from mgbench.core.gpt2 import GPT2_SHAPES, INIT_STD
-from mgbench.core.gpt2_weights import gpt2_reference_weights
+from mgbench.core.initial_weights import gpt2_reference_weights
 from mgbench.datasets.synthetic import Shard
 from mgbench.datasets.tokens import synthetic_tokens
 from mgbench.frameworks.pytorch.gpt2 import GPT2LM, build_gpt2, language_model_loss
@@ -116,7 +116,7 @@ import keras
 import numpy as np
 from mgbench.core.errors import UsageError
 from mgbench.core.gpt2 import GPT2_SHAPES
-from mgbench.core.gpt2_weights import gpt2_reference_weights
+from mgbench.core.initial_weights import gpt2_reference_weights
 from mgbench.datasets.synthetic import Shard
 from mgbench.datasets.tokens import synthetic_tokens
 from mgbench.frameworks.keras.gpt2 import build_gpt2, language_model_loss

@@ -1,5 +1,5 @@
 """GPT-2's shape as data, declared once so that every framework builds the same language model,
-and the reference draw of its initial weights reads it (`core.gpt2_weights`).
+and the reference draw of its initial weights reads it (`core.initial_weights.gpt2_reference_weights`).
 
 The architecture is GPT-2's as nanoGPT writes it: token and learned position embeddings, pre-norm
 blocks (layer norm, causal self-attention, layer norm, an MLP of 4x the width with GELU's tanh

@@ -4,7 +4,8 @@ Frameworks initialise the same architecture differently (torchvision's He-normal
 Keras' Glorot-uniform, Chainer's and Gluon's own), so a time-to-accuracy comparison between
 them compares initialisers as much as frameworks. With `--init same` (the default) every
 framework starts from the weights drawn here, with numpy, once per (model, outputs, seed):
-torchvision's initialisation of the torchvision architecture is the reference. With
+torchvision's initialisation of the torchvision architecture is the reference (GPT-2's own for
+a language model, in the PyTorch module's names: `gpt2_reference_weights`). With
 `--init FILE.npz` every framework starts from given weights (`mgbench convert-weights` makes
 such a file from a torchvision state dict).
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from mgbench.core.architectures import ConvNet, Layer
 from mgbench.core.errors import UsageError
+from mgbench.core.gpt2 import GPT2
 from mgbench.core.models import ModelSpec, catalogue, model_spec
 from mgbench.core.safe_files import open_regular
 
@@ -180,6 +182,8 @@ def reference_weights(spec: ModelSpec, seed: int, image_size: int) -> InitialWei
     process and every framework's interpreter (numpy's generator, seeded alone)."""
     if refusal := shared_start_refusal(spec.name):
         raise UsageError(refusal)
+    if spec.language_model is not None:
+        return gpt2_reference_weights(spec.language_model, seed)
     rng = np.random.default_rng([seed, 0x1A17])
     if spec.transformer is not None:
         return InitialWeights(dict(_transformer_arrays(rng, spec, image_size)), INIT_SAME)
@@ -188,6 +192,26 @@ def reference_weights(spec: ModelSpec, seed: int, image_size: int) -> InitialWei
     for layer in spec.convnet.layers(spec.num_classes):
         for state, array in _draw_layer(rng, spec.convnet, layer).items():
             arrays[f"{layer.name}.{state}"] = array
+    return InitialWeights(arrays, INIT_SAME)
+
+
+GPT2_STREAM = 0x6E72
+"""Mixed into the seed, so that GPT-2's draw is not the image models' at the same seed."""
+
+
+def gpt2_reference_weights(shape: GPT2, seed: int) -> InitialWeights:
+    """GPT-2's initialisation of `shape` drawn with numpy's generator seeded by `seed` alone, in
+    the PyTorch module's names and layouts (`GPT2.arrays`): every weight matrix and embedding
+    normal (the residual projections at `GPT2.residual_std`), biases 0, layer norms at scale 1 and
+    shift 0. The same arrays in every process and every framework's interpreter; a sequence
+    length changes none of them (the position embedding has a row per position of the context)."""
+    rng = np.random.default_rng([seed, GPT2_STREAM])
+    arrays = {}
+    for array in shape.arrays():
+        if array.std is None:
+            arrays[array.name] = np.full(array.shape, array.fill, np.float32)
+        else:
+            arrays[array.name] = rng.standard_normal(array.shape, dtype=np.float32) * np.float32(array.std)
     return InitialWeights(arrays, INIT_SAME)
 
 

@@ -1,4 +1,4 @@
-"""Where a Keras GPT-2 starts: the shared initial weights (`core.gpt2_weights`, in the PyTorch
+"""Where a Keras GPT-2 starts: the shared initial weights (`core.initial_weights.gpt2_reference_weights`, in the PyTorch
 module's names and layouts) mapped onto the layers of `gpt2.build_gpt2` by name (`gpt2.modules`),
 converted to Keras' layouts by the image models' loaders where the layer is the same kind
 (`weights.LOADERS`: a Dense's kernel is the transpose of torch's weight). Every layer with

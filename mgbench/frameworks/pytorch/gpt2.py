@@ -5,7 +5,7 @@ Attention is `scaled_dot_product_attention(is_causal=True)`, which picks its ker
 (flash on a GPU in half precision; `attention.reached_backend` observes which). The output
 projection is the token embedding's matrix itself (`F.linear` on `wte.weight`), so the model holds
 no second copy and its `state_dict` has exactly the arrays `GPT2.arrays` declares, in their names
-and layouts: the shared start (`core.gpt2_weights`) loads through `weights.load_initial` as an
+and layouts: the shared start (`core.initial_weights.gpt2_reference_weights`) loads through `weights.load_initial` as an
 image model's does.
 
 Not a catalogue model yet (that needs a job input of tokens): `build_gpt2` is what builds it.
@@ -93,7 +93,7 @@ class GPT2LM(nn.Module):
         """GPT-2's initialisation as `GPT2.arrays` declares it (normal weights, the residual
         projections' scaled, zero biases, layer norms at 1), drawn by torch's generator seeded
         with `seed` on the model's device: the same weights every time for one seed and device.
-        (`--init same` loads the numpy draw of `core.gpt2_weights` instead, the same in every
+        (`--init same` loads the numpy draw of `core.initial_weights.gpt2_reference_weights` instead, the same in every
         framework.)"""
         parameters = dict(self.named_parameters())
         generator = torch.Generator(device=self.wte.weight.device).manual_seed(seed)

@@ -31,8 +31,7 @@ part plain-eager && plain plain-eager
 part plain-compiled && plain plain-compiled --compile
 
 # --- mgbench's own GPT-2 rows go here, in the same run (figures compared come from one run) ---
-# The same job through mgbench's pytorch adapter, eager and --compile, once `compare` plans gpt2
-# (docs/language-models.md says what it waits for): its command, its --out under $OUT/lm, and the
-# lines of its console to keep, as the parts above do. The compiled row is meant to reach 95% of
+# The same job through mgbench's pytorch adapter, eager and --compile: its command, its --out
+# under $OUT/lm, and the lines of its console to keep, as the parts above do. The compiled row is meant to reach 95% of
 # plain-compiled's tokens/s and 38% model-FLOPs utilisation.
 # --- end of mgbench's rows ---

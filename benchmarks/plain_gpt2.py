@@ -5,10 +5,11 @@ The adapter's tokens/s and model-FLOPs utilisation mean little alone: this loop 
 its overhead is measured against (the driver, the timers, the data hand-over). It shares with
 mgbench only what must be the same for the two to train the same job: the model
 (`build_gpt2(GPT2_SHAPES[model], seed)`), its loss (`language_model_loss`), the synthetic tokens
-(`synthetic_tokens`) and the optimizer as mgbench builds it (`build_optimizer`: torch's AdamW,
-fused on CUDA, lr 6e-4, betas (0.9, 0.95), weight decay 0.1 on every parameter, GPT-2's as
-nanoGPT trains it, at a constant rate: a schedule changes no step's work). Nothing of mgbench's driver runs here, and the script is not part of mgbench's
-package.
+(`synthetic_tokens`) and the optimizer the catalogue declares for the model, as mgbench builds it
+(`ModelSpec.optimization`, `build_optimizer`: torch's AdamW, fused on CUDA, betas (0.9, 0.95),
+weight decay 0.1 on every parameter, GPT-2's as nanoGPT trains it). The rate is held at the
+declared peak (6e-4) where mgbench follows the schedule: a step's rate changes none of its work.
+Nothing of mgbench's driver runs here, and the script is not part of mgbench's package.
 
 The loop: one batch of tokens made once on the device and trained on every step; bf16 autocast
 around the forward and the loss (`--precision fp32`: none); with `--compile`, torch.compile in
@@ -38,15 +39,13 @@ import torch
 from torch import nn
 
 from mgbench.core.gpt2 import GPT2_SHAPES
-from mgbench.core.optimization import AdamW
+from mgbench.core.models import model_spec
 from mgbench.datasets.synthetic import Shard
 from mgbench.datasets.tokens import synthetic_tokens
 from mgbench.frameworks.pytorch.gpt2 import build_gpt2, language_model_loss
 from mgbench.frameworks.pytorch.models import build_optimizer
 from mgbench.records.peak import TERA, vendor_peak
 
-GPT2_ADAMW = AdamW(betas=(0.9, 0.95), weight_decay=0.1)
-LEARNING_RATE = 6e-4
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp32": None}
 
 
@@ -98,7 +97,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     device = torch.device(args.device)
     shape = GPT2_SHAPES[args.model]
     model = build_gpt2(shape, args.seed, device)
-    optimizer = build_optimizer(model.parameters(), LEARNING_RATE, GPT2_ADAMW, fused=device.type == "cuda")
+    declared = model_spec(args.model).optimization
+    optimizer = build_optimizer(
+        model.parameters(), declared.learning_rate, declared.optimizer, fused=device.type == "cuda"
+    )
     trained = LanguageModelLoss(model)
     step_loss = torch.compile(trained) if args.compile else trained
     inputs, targets = (
@@ -139,6 +141,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "compiled": args.compile,
         "steps": args.steps,
         "warmup": args.warmup,
+        "optimizer": declared.record()["optimizer"],
+        "learning_rate": declared.learning_rate,
         "seconds": seconds,
         "tokens_per_sec": tokens_per_sec,
         "flops_per_token": flops_per_token,

@@ -28,6 +28,7 @@ from mgbench.frameworks.exchange import (
     XLA_EXCHANGE,
     Exchange,
 )
+from mgbench.frameworks.keras_jax.spec import XLA_SHARDED_EXCHANGE
 from mgbench.frameworks.registry import BUILTIN, framework_spec
 from mgbench.projection.calibration import ASSUMED_OVERLAP, InputRate, input_rate, overlap_share, project_folder
 from mgbench.projection.interconnects import HOP_SECONDS, measured_link, preset_link
@@ -146,15 +147,19 @@ def test_one_process_pays_the_one_device_host_time_once_for_each_device_it_drive
 
 def test_strategies_declare_their_exchange_and_keras_counts_its_own_tensors():
     """XLA combines per-tensor all-reduces up to 30 MiB (its default threshold) and 256 tensors,
-    after the backward; DDP and Horovod bucket beside it."""
+    after the backward; DDP and Horovod bucket beside it. jax-fsdp's all-gathers and
+    reduce-scatters are combined up to the same default threshold."""
     assert XLA_EXCHANGE.bucket_bytes == 30 * 2**20 + 7 and XLA_EXCHANGE.tensors_per_bucket == 256
     assert not XLA_EXCHANGE.overlapped and DDP_EXCHANGE.overlapped and HOROVOD_EXCHANGE.overlapped
+    assert (XLA_SHARDED_EXCHANGE.bucket_bytes, XLA_SHARDED_EXCHANGE.tensors_per_bucket) == (30 * 2**20 + 7, 256)
     keras_jax = framework_spec("keras-jax")
-    assert {s.name: s.exchange for s in keras_jax.strategies} == dict.fromkeys(
-        ("jax-dp", "jax-dp-on-batch", "jax-shard-map", "jax-shard-map-unstaged"), XLA_EXCHANGE
-    )
+    data_parallel = ("jax-dp", "jax-dp-on-batch", "jax-shard-map", "jax-shard-map-unstaged")
+    assert {s.name: s.exchange for s in keras_jax.strategies} == {
+        **dict.fromkeys(data_parallel, XLA_EXCHANGE),
+        "jax-fsdp": XLA_SHARDED_EXCHANGE,
+    }
     assert {s.name: s.dispatch for s in keras_jax.strategies} == dict.fromkeys(
-        ("jax-dp", "jax-dp-on-batch", "jax-shard-map", "jax-shard-map-unstaged"), ONE_PROCESS_PER_NODE
+        (*data_parallel, "jax-fsdp"), ONE_PROCESS_PER_NODE
     )
     # one process for a node's devices only where the strategy runs in the one process mgbench starts
     assert all(

@@ -7,8 +7,8 @@ differ, instead of comparing strategy names, as PyTorch's adapter asks `pytorch/
 An unstaged twin (`jax-shard-map-unstaged`) runs its staged strategy's object: only its input
 differs, which is the adapter's.
 
-Variables are replicated over the devices and each batch is sharded along its first axis. Two
-ways to split the step:
+Each batch is sharded along its first axis. The data-parallel strategies replicate the variables
+over the devices, and split the step in one of two ways:
 - `jax-dp` / `jax-dp-on-batch`: keras.distribution.DataParallel. XLA's SPMD partitioner
   compiles one global step, so every batch-norm's mean and variance are computed over the
   global batch: a synchronous batch-norm, with all-reduces in the forward and the backward of
@@ -25,11 +25,17 @@ The step each one runs:
   the same compiled step, plus a sync of every variable and a host read of the logs after each step.
 - `jax-shard-map` (`ShardMap`): its own step, under `jax.shard_map` (above), on a state packed
   into one array per dtype (`packed_state.py`: per-buffer host time between synchronised steps).
+`jax-fsdp` (`FullyShardedDataParallel`) shards the variables too: every large weight, and the
+optimizer's slots beside it, is split along the same axis as the batch, and XLA's SPMD partitioner
+gathers each weight where the step uses it and reduce-scatters its gradient (ZeRO-3, FSDP's
+FULL_SHARD). It runs jax-dp's step under `keras.distribution.ModelParallel`, so its batch-norms are
+synchronous as jax-dp's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -71,12 +77,17 @@ class DataParallel:
         return distribution.device_mesh.backend_mesh
 
     def prepare(self, model: keras.Model, mesh: jax.sharding.Mesh) -> None:
-        """After the model is compiled and its train function made: the step this strategy runs
-        and the compiled setting of the learning rate."""
+        """After the model is compiled and its train function made: where the held state lies,
+        the step this strategy runs and the compiled setting of the learning rate."""
         self.model = model
-        self.replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-        self._set_rate = jax.jit(self._with_rate, out_shardings=self.replicated, donate_argnums=0)
+        self.placed = self.state_placement(mesh)
+        self._set_rate = jax.jit(self._with_rate, out_shardings=self.placed, donate_argnums=0)
         self.step = self.compiled_step(mesh)
+
+    def state_placement(self, mesh: jax.sharding.Mesh) -> Any:
+        """Where the held state lies, as the compiled step returns it (a sharding, or a tree of
+        them shaped as the state): replicated on every device."""
+        return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
 
     def compiled_step(self, mesh: jax.sharding.Mesh) -> Step:
         """Keras' train function (what `fit` runs) as (state, images, labels) -> (loss, state)."""
@@ -99,9 +110,10 @@ class DataParallel:
         return state
 
     def initial_state(self) -> State:
-        """The variables' values, replicated on the mesh as the compiled step returns them; else
-        the second step sees differently placed inputs and compiles the step again."""
-        return jax.device_put(self.pack(variable_values(self.model)), self.replicated)
+        """The variables' values, placed on the mesh as the compiled step returns them
+        (`state_placement`); else the second step sees differently placed inputs and compiles the
+        step again."""
+        return jax.device_put(self.pack(variable_values(self.model)), self.placed)
 
     def held(self, state: State) -> DeviceState:
         """The variables' current values, by group."""
@@ -203,9 +215,79 @@ class ShardMap(DataParallel):
         return jax.jit(mapped, donate_argnums=0)
 
 
+SHARDED_FROM_ELEMENTS = 4096
+"""The fewest elements of a variable `jax-fsdp` shards. Smaller ones (biases, the scales and
+offsets of norms: vectors of the model's width) stay replicated: sharding one saves a few KiB a
+device for a gather of its own. Every matrix of the catalogue's models reaches it (a 1x1
+convolution from 64 to 64 channels; gpt2-tiny's 64 x 64 position embedding)."""
+
+
+def data_axis_spec(shape: Sequence[int], devices: int) -> tuple[str | None, ...] | None:
+    """How `jax-fsdp` lays out a variable of `shape` over `devices`: split along its largest
+    dimension that the device count divides (a convolution's output channels, a matrix's wider
+    side), on the batch's axis; None (replicated) on one device, below `SHARDED_FROM_ELEMENTS`,
+    or where no dimension divides evenly (XLA would pad the shards)."""
+    if devices == 1 or int(np.prod(shape, dtype=np.int64)) < SHARDED_FROM_ELEMENTS:
+        return None
+    even = [axis for axis, size in enumerate(shape) if size % devices == 0]
+    if not even:
+        return None
+    split = max(even, key=lambda axis: shape[axis])
+    return tuple(BATCH_AXIS if axis == split else None for axis in range(len(shape)))
+
+
+class ShardedAlongData(keras.distribution.ModelParallel):
+    """`keras.distribution.ModelParallel` over one axis, the batch's, whose `LayoutMap` is written
+    by shape: a LayoutMap's rules match a variable's path, and which variables are large is known
+    only from their shapes, so each variable, as it is made, enters the map under its own path with
+    the layout `data_axis_spec` gives it (replicated ones are left out, which ModelParallel
+    replicates). The optimizer makes its slots with the layout of their weight, so they are sharded
+    alike. The map ends up listing every sharded variable."""
+
+    def get_variable_layout(self, variable: keras.Variable) -> keras.distribution.TensorLayout:
+        if getattr(variable, "_layout", None) is None:
+            spec = data_axis_spec(variable.shape, self.device_mesh.devices.size)
+            # Asked for a path no rule matches, a LayoutMap answers None (so `in` is always true).
+            if spec is not None and self._layout_map[variable.path] is None:
+                self._layout_map[re.escape(variable.path)] = spec
+        return super().get_variable_layout(variable)
+
+
+class FullyShardedDataParallel(DataParallel):
+    """`jax-fsdp`: jax-dp's step (Keras' own train function on a held state) under
+    `ShardedAlongData`, which shards every large weight and its optimizer slots along the batch's
+    axis.
+
+    Why Keras' distribution rather than shardings of this module's own on the packed state
+    (`ShardMap`'s): Keras lays out each variable as it is made, its optimizer's slots after their
+    weights, and compiles its train function to return every variable as laid out, so the held
+    state stays sharded from step to step with no layout kept here; a packed state, one flat array
+    per dtype, has no per-weight shape to split. With the weights and the batch split on one axis,
+    XLA's SPMD partitioner compiles the gathers of the weights where they are used and the
+    reduce-scatters of their gradients into the step, and the optimizer updates each device's
+    shard only.
+
+    Between steps each device holds its shard of every sharded weight and slot. Inside the step
+    XLA gathers a weight once and keeps it from the forward to the backward where both use it as
+    it is (a dense layer's kernel; a convolution's is gathered again, reversed, for the backward),
+    as FSDP's SHARD_GRAD_OP does, so the step's peak memory holds those weights whole while they
+    are live."""
+
+    def mesh(self, devices: list[jax.Device]) -> jax.sharding.Mesh:
+        device_mesh = keras.distribution.DeviceMesh((len(devices),), (BATCH_AXIS,), devices)
+        distribution = ShardedAlongData(layout_map=keras.distribution.LayoutMap(device_mesh), batch_dim_name=BATCH_AXIS)
+        keras.distribution.set_distribution(distribution)
+        return device_mesh.backend_mesh
+
+    def state_placement(self, mesh: jax.sharding.Mesh) -> tuple[list[jax.sharding.Sharding], ...]:
+        """Each variable where Keras laid it out, as its train function returns it."""
+        return tuple([v.value.sharding for v in group] for group in variable_groups(self.model))
+
+
 STRATEGIES: dict[str, type[DataParallel]] = {
     "jax-dp": DataParallel,
     "jax-dp-on-batch": DataParallelOnBatch,
     "jax-shard-map": ShardMap,
+    "jax-fsdp": FullyShardedDataParallel,
 }
 """Each staged strategy's object, by name; an unstaged twin runs its staged strategy's (`StrategySpec.kind`)."""

@@ -39,7 +39,8 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         "--dataset",
         default="synthetic",
         help="synthetic (default), chestxray:PATH (NIH ChestX-ray14 layout), labels:PATH ({file: labels} "
-        "CSV/JSON), imagefolder:PATH (class folders)",
+        "CSV/JSON), imagefolder:PATH (class folders), tokens:PATH (a language model's token stream: mgbench "
+        "prepare tokens)",
     )
     job.add_argument(
         "--batch-per-gpu",

@@ -282,7 +282,9 @@ def settle(job: Job) -> None:
     if job.epochs is not None and job.epochs < 1:
         raise UsageError(f"epochs must be at least 1, got {job.epochs}")
     if job.epochs is not None and job.dataset == "synthetic":
-        raise UsageError("--epochs needs a real dataset (--dataset chestxray:PATH, labels:PATH or imagefolder:PATH)")
+        raise UsageError(
+            "--epochs needs a real dataset (--dataset chestxray:PATH, labels:PATH, imagefolder:PATH or tokens:PATH)"
+        )
     if job.data_on_device and job.dataset != "synthetic":
         raise UsageError(
             "--data-on-device keeps synthetic batches on the devices; a real dataset is decoded "

@@ -5,7 +5,8 @@ thing: image paths and targets for a training, a validation and a test split (va
 after each epoch, test once after the last), the label names and
 whether the task is multi-label (sigmoid + BCE, AUC) or single-label (softmax). Adapters
 only turn a `DatasetDescription` into their native loader, so what is read, in which order,
-and with which labels is decided once, here.
+and with which labels is decided once, here. `tokens:PATH`, a language model's token stream, is
+parsed here too; `tokens.TokenDataset` describes it.
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ import numpy as np
 import pandas as pd
 
 from mgbench.core.errors import UsageError
+from mgbench.core.inputs import ImageInput
 from mgbench.core.models import ModelSpec
 from mgbench.core.objective import for_labels
 
 SYNTHETIC = "synthetic"
-KINDS = ("chestxray", "labels", "imagefolder")
+KINDS = ("chestxray", "labels", "imagefolder", "tokens")
 SPLITS = ("train", "val", "test")
 HELD_OUT = ("val", "test")
 """The splits `Adapter.evaluate` scores."""
-FOLDER_KINDS = ("chestxray", "imagefolder")
+FOLDER_KINDS = ("chestxray", "imagefolder", "tokens")
 """Kinds whose PATH is a folder (`labels:PATH` may name its mapping file)."""
 VALIDATION_PERCENT = 20
 """Share of images (by patient or group where known) held out for each of validation and test
@@ -89,6 +91,15 @@ class DatasetDescription:
             val=self.val.without(left_out),
             test=self.test.without(left_out),
             bit_depth=bit_depth,
+        )
+
+    def input_refusal(self, spec: ModelSpec) -> str | None:
+        """Why `spec` cannot train on these images (None: it can): it trains on another input."""
+        if isinstance(spec.input, ImageInput):
+            return None
+        return (
+            f"--dataset {self.kind}:{self.root} holds images, and {spec.name} trains on {spec.input.describe()} "
+            "a sample: give a language model a token stream, --dataset tokens:PATH (`mgbench prepare tokens`)"
         )
 
     def task_spec(self, spec: ModelSpec) -> ModelSpec:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
@@ -23,27 +24,36 @@ from mgbench.datasets.check import check_files
 from mgbench.datasets.description import DatasetDescription, parse_dataset, shown_names
 from mgbench.datasets.encoded import decode_site
 from mgbench.datasets.parallel import ProgressCallback
+from mgbench.datasets.tokens import TokenDataset
+
+Dataset = DatasetDescription | TokenDataset
+"""A real dataset: images with their labels, or a language model's token stream."""
 
 
-def describe_dataset(text: str) -> DatasetDescription | None:
+def describe_dataset(text: str) -> Dataset | None:
     """The description for a `--dataset` string, every file it lists; None for synthetic data."""
     kind, root = parse_dataset(text)
     if root is None:
         return None
-    readers = {"chestxray": chestxray.describe, "labels": labelmap.describe, "imagefolder": imagefolder.describe}
+    readers: dict[str, Callable[[Path], Dataset]] = {
+        "chestxray": chestxray.describe,
+        "labels": labelmap.describe,
+        "imagefolder": imagefolder.describe,
+        "tokens": TokenDataset.describe,
+    }
     return readers[kind](root)
 
 
-def dataset_for(job: Job) -> DatasetDescription | None:
-    """What a job trains on: its dataset less the images the check left out, with the range of
-    its wide images (None for synthetic data)."""
+def dataset_for(job: Job) -> Dataset | None:
+    """What a job trains on: its images less those the check left out, with the range of its
+    wide images, or its token stream (None for synthetic data)."""
     description = describe_dataset(job.dataset)
-    if description is None:
-        return None
-    return description.as_checked(set(job.skipped_images), job.bit_depth)
+    if isinstance(description, DatasetDescription):
+        return description.as_checked(set(job.skipped_images), job.bit_depth)
+    return description
 
 
-def task_for(job: Job) -> tuple[DatasetDescription | None, ModelSpec]:
+def task_for(job: Job) -> tuple[Dataset | None, ModelSpec]:
     """What a run of `job` trains on (`dataset_for`; None: synthetic data) and the model as that
     dataset's task shapes it (its outputs and loss, `DatasetDescription.task_spec`)."""
     dataset = dataset_for(job)
@@ -64,14 +74,23 @@ def check_dataset(
     decoded are one UsageError naming them all, as is a `--target-metric` its validation does not
     give (before the images are read). What reading the labels decided that the user
     should hear (`DatasetDescription.notes`) goes to `on_note`, a line each, as do, for
-    `--decode gpu`, the images its loaders re-encode (`encoded.device_file`)."""
+    `--decode gpu`, the images its loaders re-encode (`encoded.device_file`). A dataset of another
+    input than the model's (a token stream for an image model, images for a language model) is
+    one UsageError; a token stream is checked against each config's global batch and sequence
+    length (`TokenDataset.check_batch`) and changes nothing of the job."""
     description = describe_dataset(job.dataset)
     if description is None:
         return job
+    if refusal := description.input_refusal(job.spec):
+        raise UsageError(refusal)
     if job.target_metric is not None:
         TargetMetric.parse(job.target_metric).check_given(description.task_spec(job.spec).objective)
     for note in description.notes:
         on_note(note)
+    if isinstance(description, TokenDataset):
+        for run in configs:
+            description.check_batch(run.global_batch, run.job.input_size)
+        return job
     files = description.files
     found = check_files(files, workers, on_progress)
     if len(found.bad) == len(files):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -68,13 +68,22 @@ class EpochBatchKeys:
         return epoch_keys(self.size, self.global_batch, self.shard, epochs, self.seed)
 
 
+class EpochSampler(Protocol):
+    """What `SampledLoader` turns: a sampler of one epoch's batches (`len`: the steps in it), set
+    to an epoch or to every epoch, endless (`EpochBatchKeys`, `tokens.TokenBatchIndices`)."""
+
+    def __len__(self) -> int: ...
+
+    def start(self, epoch: int | None) -> None: ...
+
+
 @dataclass(frozen=True)
 class SampledLoader:
     """A framework's training loader drawing its batches through `sampler`. The sampler is set
     here before each iterator of the loader starts, so an adapter asks for the batches it trains
     on (`endless`, `epoch`) and never turns the sampler itself."""
 
-    sampler: EpochBatchKeys
+    sampler: EpochSampler
     loader: Iterable[Any]
 
     def __len__(self) -> int:

@@ -15,10 +15,25 @@ from pathlib import Path
 import numpy as np
 
 from mgbench.core.config import RunConfig
+from mgbench.core.models import model_spec
 from mgbench.frameworks.registry import create_adapter, framework_spec
 from mgbench.training.protocol import Adapter
 
-OPTIONAL = {"loader": ("steps_per_epoch", "epoch_batches", "set_learning_rate"), "profiler": ("profile",)}
+OPTIONAL = {
+    "loader": ("steps_per_epoch", "epoch_batches"),
+    "schedule": ("set_learning_rate",),
+    "profiler": ("profile",),
+}
+"""The optional methods by the feature that makes them owed: a real-data loader, the driver's
+learning-rate schedule (in epochs on real data, and at every step of a model whose schedule runs
+in steps), a profiler."""
+
+
+def sets_rates(spec) -> bool:
+    """Whether the driver sets the adapter's learning rate: it trains epochs of real data, or a
+    model whose schedule runs in steps too (`Schedule.schedules_steps`)."""
+    scheduled = (model_spec(model).optimization.schedule.schedules_steps for model in spec.capabilities.models)
+    return spec.capabilities.loader is not None or any(scheduled)
 
 
 def overrides(adapter: Adapter, names: tuple[str, ...]) -> list[bool]:
@@ -48,7 +63,11 @@ def main(framework: str, strategy: str, out: Path, models: list[str]) -> None:
         tensors[model] = trainable_tensors(adapter)
         primary = adapter.placement.is_primary
         adapter.close()
-    declared = {"loader": spec.capabilities.loader is not None, "profiler": spec.capabilities.profiler is not None}
+    declared = {
+        "loader": spec.capabilities.loader is not None,
+        "schedule": sets_rates(spec),
+        "profiler": spec.capabilities.profiler is not None,
+    }
     implemented = {feature: overrides(adapter, names) for feature, names in OPTIONAL.items()}
     if primary:
         out.write_text(

@@ -6,7 +6,8 @@ keyed by the optimizer's `kind`), stepping as torch's does, and declares the kin
 (`Capabilities.optimizers`): a run of a model whose optimizer a framework cannot build is an
 `unsupported` row decided before launching. The schedule is the driver's alone: it sets each
 step's rate from `Schedule.rate_at` through `Adapter.set_learning_rate`, so every framework
-follows the same rates.
+follows the same rates, in every epoch of an `--epochs` run and, where the schedule says so
+(`schedules_steps`), at every step of a `--steps` run.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ class LinearScalingWarmup:
     with rates that differ exactly by the rule."""
 
     kind: ClassVar[str] = "linear_scaling_warmup"
+    schedules_steps: ClassVar[bool] = False
+    """A run timed in `--steps` trains at `--lr` throughout: its warm-up is counted in epochs,
+    which a run on synthetic data has none of, and the image models' throughput figures were
+    always taken at a constant rate."""
     warmup_epochs: int = 1
 
     def rate_at(self, step: int, plan: RatePlan) -> float:
@@ -88,6 +93,9 @@ class WarmupCosine:
     step is wasted at rate 0."""
 
     kind: ClassVar[str] = "warmup_cosine"
+    schedules_steps: ClassVar[bool] = True
+    """A run timed in `--steps` follows it too, over its steps: warm-up and decay are counted in
+    steps, and a language model is measured at the rates it trains at."""
     warmup_steps: int
     final_share: float = 0.1
 

@@ -6,7 +6,10 @@ the losses read once, at the end of the timed window, where the framework allows
 (`mgbench.measure.step_timer`: CUDA events time each step on the device's clock; frameworks
 without device events synchronise after every step). Training in epochs
 (`--epochs`, real data) runs the same clocked steps epoch by epoch, sets each step's learning
-rate from the linear scaling rule with warm-up, and times validation apart from training. Start-up is measured
+rate from the model's schedule (`core.optimization`: the linear scaling rule with warm-up, or
+warm-up and cosine), and times validation apart from training. A run timed in `--steps` follows
+the schedule too where it says so (`Schedule.schedules_steps`: a language model's warm-up and
+cosine over the run's steps); otherwise it trains at `--lr` throughout. Start-up is measured
 from the launch (the orchestrator passes its clock in MGBENCH_LAUNCH_TIME) or, for a bare
 `mgbench run`, from this process's creation.
 
@@ -15,6 +18,7 @@ phase between start-up and warm-up: compilers compile at the first call (torch.c
 so the run's first training step is its compile step, clocked on its own as `compile_seconds`
 and kept out of the step series, so warm-up detection and throughput see compiled steps only.
 `--steps N` still times N steps after it; with `--epochs` it is the first step of the first epoch.
+Either way it is step 0 of the schedule.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import psutil
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
+from mgbench.core.objective import METRICS
 from mgbench.core.optimization import RatePlan
 from mgbench.core.safe_files import new_file_by_writer
 from mgbench.core.target import TargetMetric
@@ -222,10 +227,16 @@ def train_steps(
     """`config.job.steps` timed steps, then, with `config.job.profile_steps` and a `profile_dir`,
     that many more under the framework's `profiler`, clocked apart from the timed ones; then the
     held-out loss. `step_clock` times the steps; with `compiles` the first is the compile step, as
-    in `run_training`."""
+    in `run_training`. Where the model's schedule runs in steps (`schedules_steps`), each step,
+    the compile step first, is set its rate over the run's steps; the profiled ones keep the last."""
     clock = StepClock(adapter, config, config.job.steps, compiles=compiles, clock=step_clock)
+    schedule = config.job.spec.optimization.schedule
+    total = config.job.steps + compiles
+    rates = RatePlan(config.job.learning_rate, config.global_batch, config.job.lr_reference_batch, total, total)
     batches = adapter.batches()
-    while clock.steps_taken < config.job.steps:
+    for step in range(total):
+        if schedule.schedules_steps:
+            adapter.set_learning_rate(schedule.rate_at(step, rates))
         clock.step(batches)
     clock.finish()
     profile, profile_seconds = None, None
@@ -271,9 +282,8 @@ def train_epochs(
         if adapter.placement.is_primary:
             row = epoch_metrics[-1]
             print(
-                f"epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f}, "
-                f"val loss {row['val_loss']:.4f}, val AUC {row['val_auc']:.4f} ({row['val_seconds']:.1f} s)"
-                + (f": target {target} reached" if target_epoch else ""),
+                f"epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f}, {shown_validation(metrics)} "
+                f"({row['val_seconds']:.1f} s)" + (f": target {target} reached" if target_epoch else ""),
                 file=sys.stderr,
                 flush=True,
             )
@@ -297,6 +307,14 @@ def train_epochs(
     )
     eval_seconds = sum(row["val_seconds"] for row in epoch_metrics)
     return Trained(clock, metrics, eval_seconds, by_epoch=by_epoch, warnings=warnings)
+
+
+def shown_validation(metrics: dict[str, float]) -> str:
+    """A validation's figures as the epoch's progress line shows them: its loss, then each metric
+    of the model's objective it gave (`objective.METRICS`: AUC and top-1, or perplexity)."""
+    shown = [f"val loss {metrics['loss']:.4f}"]
+    shown += [f"val {METRICS[name].label} {value:.4f}" for name, value in metrics.items() if name in METRICS]
+    return ", ".join(shown)
 
 
 def train_epoch(

@@ -160,8 +160,10 @@ class Adapter:
         raise NotImplementedError(f"{type(self).__name__} has no real-data loader")
 
     def set_learning_rate(self, learning_rate: float) -> None:
-        """Real data: the rate of the following steps (the driver's warm-up and scaling rule)."""
-        raise NotImplementedError(f"{type(self).__name__} has no real-data loader")
+        """The rate of the following steps, from the model's schedule (`core.optimization`): owed
+        where the driver schedules, in the epochs of real data and, for a model whose schedule runs
+        in steps (`Schedule.schedules_steps`: a language model's), at every step of a `--steps` run."""
+        raise NotImplementedError(f"{type(self).__name__} sets no learning rate")
 
     def profile(self, run_steps: Callable[..., None], trace_path: Path) -> None:
         """`run_steps(mark)` under the framework's profiler: a Chrome trace at `trace_path`, which

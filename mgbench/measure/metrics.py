@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mgbench.core.objective import for_labels
+from mgbench.core.objective import PERPLEXITY, for_labels
 
 EvalShard = tuple[float, np.ndarray, np.ndarray]
 """What one process scored of a held-out split: its summed loss, its (n, C) scores (sigmoid or
@@ -83,6 +83,23 @@ def gathered_metrics(shards: Sequence[EvalShard], multi_label: bool) -> dict[str
     scores = np.concatenate([shard[1] for shard in shards])
     targets = np.concatenate([shard[2] for shard in shards])
     return {"loss": sum(shard[0] for shard in shards) / len(targets), **split_metrics(targets, scores, multi_label)}
+
+
+def perplexity(mean_loss: float) -> float:
+    """exp of the mean loss per token (`objective.PERPLEXITY`); `Undefined` where the loss is no
+    finite number, and infinite where its exp is past a float's range."""
+    if not math.isfinite(mean_loss):
+        return Undefined(f"the held-out loss is not a finite number ({mean_loss})")
+    try:
+        return math.exp(mean_loss)
+    except OverflowError:
+        return math.inf
+
+
+def language_model_metrics(mean_loss: float) -> dict[str, float]:
+    """What a language model's held-out split gives (`objective.LANGUAGE_MODEL`), from its mean
+    loss per token over every process's share: `loss`, and `perplexity`."""
+    return {"loss": mean_loss, PERPLEXITY.name: perplexity(mean_loss)}
 
 
 def diverged(losses: Sequence[float]) -> tuple[list[float], int | None]:

@@ -24,6 +24,10 @@ augmentation and epoch sharding (`mgbench.frameworks.pytorch.data`); the model's
 the dataset's labels; with `--decode gpu` the workers read JPEG bytes and the device decodes
 and crops them (`device_decode.py`). Input is staged (copied on a side stream one step ahead) by every
 strategy but `ddp-unstaged`, which copies in line: the staged vs unstaged experiment.
+
+A language model (GPT-2, `gpt2.py`) trains through the same strategies on token batches
+(`data.TokenFeed`: synthetic tokens, or `--dataset tokens:PATH`'s windows), staged alike; its
+validation gives the loss per token and its perplexity.
 """
 
 from __future__ import annotations
@@ -42,21 +46,23 @@ from torch import nn
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.datasets.resolve import task_for
-from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.memory import cap_bytes, share_of
 from mgbench.frameworks.pytorch import attention, models, weights
 from mgbench.frameworks.pytorch.compiling import begin_step, compiled
-from mgbench.frameworks.pytorch.data import PlacedPixels, build_loaders, decoding_for, placed_images
+from mgbench.frameworks.pytorch.data import PlacedPixels, PlacedTokens, feed_for, placed_images
 from mgbench.frameworks.pytorch.device_decode import DecodedOnDevice, outranking
 from mgbench.frameworks.pytorch.profiler import profile_with_torch
 from mgbench.frameworks.pytorch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch.strategies import STRATEGIES, TorchStrategy
 from mgbench.frameworks.pytorch.timing import CudaEventTimer
-from mgbench.measure.metrics import gathered_metrics
+from mgbench.measure.metrics import gathered_metrics, language_model_metrics
 from mgbench.measure.step_timer import Clock, StepTimer
 from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
 AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+Placing = PlacedPixels | PlacedTokens | DecodedOnDevice
+"""What puts a host batch on the device: pixels or tokens copied, or file bytes decoded there."""
 
 
 class Autocasting(nn.Module):
@@ -205,7 +211,9 @@ class TorchAdapter(TorchProcessAdapter):
         weights.set_batch_norm(core, spec.hyperparameters)
         digest = config.job.start_from(spec, partial(weights.load_initial, core))
         core = core.to(self.device)
-        self.channels_last = config.job.data_format.channels_last
+        self.channels_last = config.job.data_format is not None and config.job.data_format.channels_last
+        self.feed = feed_for(spec, self.device, self.channels_last)
+        self.language_model = spec.language_model is not None
         self.core = core
         self.criterion = models.build_loss(spec).to(self.device)
         autocast_dtype = AUTOCAST_DTYPES[config.job.precision]
@@ -220,18 +228,17 @@ class TorchAdapter(TorchProcessAdapter):
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=config.job.precision == "fp16")
         self._loss = torch.zeros((), device=self.device)
         if self.dataset is not None:
-            decoding = decoding_for(self.dataset, config, self.device, self.channels_last)
-            self.loaders = build_loaders(self.dataset, config, self._placement, self._shard(), decoding)
+            self.loaders = self.feed.loaders(self.dataset, config, self._placement, self._shard())
         return ModelInfo(
             parameters=sum(p.numel() for p in core.parameters() if p.requires_grad),
             init_digest=digest,
             attention_kernel=attention.attention_kernel(
                 spec, config.job.input_size, config.job.batch_per_device, self.device, autocast_dtype or torch.float32
             ),
-            decoder=self.loaders.decoding.decoder if self.dataset is not None else None,
+            decoder=self.loaders.decoder if self.dataset is not None else None,
         )
 
-    def _feed(self, host_batches: Iterator[Any], place: PlacedPixels | DecodedOnDevice) -> Iterator[Any]:
+    def _feed(self, host_batches: Iterator[Any], place: Placing) -> Iterator[Any]:
         """Host batches placed on the device by `place`: staged (on a side stream ahead of the step,
         as `place` stages) on GPU where the strategy stages, else when the step takes each."""
         if self.use_cuda and self.staged:
@@ -239,19 +246,18 @@ class TorchAdapter(TorchProcessAdapter):
         return (place(batch) for batch in host_batches)
 
     def _loaded(self, batches: Iterable[Any]) -> Iterator[Any]:
-        """A loader's batches on the device, placed as its decoding says (pixels copied, or file
-        bytes decoded there)."""
-        return self._feed(iter(batches), self.loaders.decoding.place)
+        """A loader's batches on the device, placed as its loaders say (pixels or tokens copied,
+        or file bytes decoded there)."""
+        return self._feed(iter(batches), self.loaders.place)
 
     def batches(self) -> Iterator[Any]:
         if self.dataset is not None:
             return self._loaded(self.loaders.train.endless())
-        pool = synthetic_pool(self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed)
-        host = [self._to_tensors(batch) for batch in pool]
+        host = [self._to_tensors(batch) for batch in self.feed.pool(self.config.job, self._shard())]
         if self.config.job.data_on_device or not self.use_cuda:
-            return itertools.cycle([self._to_device(batch) for batch in host])  # resident: copied once
+            return itertools.cycle([self.feed.place(batch) for batch in host])  # resident: copied once
         pinned = itertools.cycle([(x.pin_memory(), y.pin_memory()) for x, y in host])
-        return self._feed(pinned, PlacedPixels(self.device, self.channels_last))
+        return self._feed(pinned, self.feed.place)
 
     def steps_per_epoch(self) -> int:
         return len(self.loaders.train)
@@ -263,24 +269,43 @@ class TorchAdapter(TorchProcessAdapter):
         return self.parallel.loss(self.model, self.criterion, images, labels)
 
     def evaluate(self, split: str = "val") -> dict[str, float]:
+        """Image models as `Adapter.evaluate` says. A language model gives `loss` (per token) and
+        `perplexity` (`metrics.language_model_metrics`) on a held-out batch of synthetic tokens, or
+        on a corpus over the fixed windows of its `val` split (`TokenLoaders`), which `test` reads
+        too: a token stream has no test split."""
         casting = Autocasting(self.core, self.device.type, AUTOCAST_DTYPES[self.config.job.precision])
         self.core.eval()
         with torch.no_grad():
-            metrics = self._score(casting, split) if self.dataset is not None else self._held_out_loss(casting)
+            if self.language_model:
+                metrics = self._language_model_metrics(casting, split)
+            elif self.dataset is not None:
+                metrics = self._score(casting, split)
+            else:
+                metrics = self._held_out_loss(casting)
         self.core.train()
         return metrics
 
+    def _held_out_batches(self, split: str) -> Iterator[Any]:
+        """The batches of `split` on the device: the loader's share of it on real data, else the
+        held-out synthetic batch."""
+        if self.dataset is not None:
+            return self._loaded(self.loaders.held_out[split])
+        return iter([self.feed.place(self._to_tensors(self.feed.held_out(self.config.job, self._shard())))])
+
     def _held_out_loss(self, casting: nn.Module) -> dict[str, float]:
-        batch = held_out_batch(
-            self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed + 1
-        )
-        images, labels = self._to_device(self._to_tensors(batch))
+        (images, labels) = next(self._held_out_batches("val"))
         return {"loss": self.parallel.global_mean(self.criterion(casting(images).float(), labels))}
+
+    def _language_model_metrics(self, casting: nn.Module, split: str) -> dict[str, float]:
+        """The mean loss per token over this process's held-out batches (each as many tokens),
+        averaged over the processes (whose shards are as large), and its perplexity."""
+        losses = [self.criterion(casting(inputs), targets) for inputs, targets in self._held_out_batches(split)]
+        return language_model_metrics(self.parallel.global_mean(torch.stack(losses).mean()))
 
     def _score(self, casting: nn.Module, split: str) -> dict[str, float]:
         """Loss and `split_metrics` over the whole held-out `split`: each rank scores its shard, all gather."""
         scores, targets, loss_sum = [], [], 0.0
-        for images, labels in self._loaded(self.loaders.held_out[split]):
+        for images, labels in self._held_out_batches(split):
             logits = casting(images).float()
             loss_sum += float(self.criterion(logits, labels)) * len(labels)
             probabilities = torch.sigmoid(logits) if self.dataset.multi_label else torch.softmax(logits, dim=1)

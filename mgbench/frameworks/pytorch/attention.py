@@ -3,7 +3,8 @@
 torchvision's ViT does) picks a backend per call from the device, dtype, shapes and mask:
 flash, memory-efficient, cuDNN or the unfused math. The choice is observed, not predicted:
 one call on tensors of the run's shape, device and dtype, under a dispatch mode that records
-the aten operator it reaches. Keras over PyTorch reaches the same function."""
+the aten operator it reaches. Keras over PyTorch reaches the same function. GPT-2's attention is
+causal (`is_causal=True`), which some backends serve and others do not, so it is observed so."""
 
 from __future__ import annotations
 
@@ -48,20 +49,35 @@ def reached_backend(attend: Callable[[], Any]) -> str:
     return f"torch SDPA: {backend}"
 
 
-def sdpa_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> str:
-    """The backend SDPA runs for these (batch, heads, tokens, head width) tensors."""
-    return reached_backend(lambda: torch.nn.functional.scaled_dot_product_attention(query, key, value))
+def sdpa_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, is_causal: bool = False) -> str:
+    """The backend SDPA runs for these (batch, heads, tokens, head width) tensors, masked causally
+    with `is_causal`."""
+    return reached_backend(
+        lambda: torch.nn.functional.scaled_dot_product_attention(query, key, value, is_causal=is_causal)
+    )
+
+
+def attention_shape(spec: ModelSpec, input_size: int) -> tuple[int, int, int, bool] | None:
+    """Heads, tokens, head width and whether it is causal, of `spec`'s attention at `input_size`
+    (an image's px, a sequence's tokens); None for a model without attention."""
+    if spec.language_model is not None:
+        shape = spec.language_model
+        return shape.heads, input_size, shape.head_width, True
+    if spec.transformer is not None:
+        return spec.transformer.heads, spec.transformer.tokens(input_size), spec.transformer.head_width, False
+    return None
 
 
 def attention_kernel(
-    spec: ModelSpec, image_size: int, batch: int, device: torch.device, dtype: torch.dtype
+    spec: ModelSpec, input_size: int, batch: int, device: torch.device, dtype: torch.dtype
 ) -> str | None:
-    """The SDPA backend a step of `spec` at `image_size` px runs its attention in, on `batch`
-    images of `dtype` on `device`; None for a model without attention. Gradients are asked for,
-    as in training: some backends serve inference only."""
-    shape = spec.transformer
+    """The SDPA backend a step of `spec` at `input_size` (px or tokens) runs its attention in, on
+    `batch` samples of `dtype` on `device`; None for a model without attention. Gradients are
+    asked for, as in training: some backends serve inference only."""
+    shape = attention_shape(spec, input_size)
     if shape is None:
         return None
-    size = (batch, shape.heads, shape.tokens(image_size), shape.head_width)
+    heads, tokens, head_width, is_causal = shape
+    size = (batch, heads, tokens, head_width)
     query, key, value = (torch.randn(size, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
-    return sdpa_backend(query, key, value)
+    return sdpa_backend(query, key, value, is_causal)

@@ -8,7 +8,7 @@ no second copy and its `state_dict` has exactly the arrays `GPT2.arrays` declare
 and layouts: the shared start (`core.initial_weights.gpt2_reference_weights`) loads through `weights.load_initial` as an
 image model's does.
 
-Not a catalogue model yet (that needs a job input of tokens): `build_gpt2` is what builds it.
+Every GPT-2 size of the catalogue is built from here by `models.gpt2`, the builder of their family.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The catalogue models in PyTorch: torchvision's architectures (random weights: nothing is
-downloaded) and their losses. Horovod trains these same modules, and `flops.py` counts their
-work. Each model `spec.py` declares (`TORCHVISION`) is built by the function of its name here,
-from its catalogue entry and the image size (which only a transformer's position embedding
-depends on: the convolutional networks pool globally and take any size). The model's declared
+downloaded), GPT-2 (`gpt2.py`), and their losses. Horovod trains these same modules, and
+`flops.py` counts the image models' work. Each model `spec.py` declares (`TORCHVISION`) is built
+by the function named as its family here (`ModelSpec.family`: its own name, or `gpt2` for every
+GPT-2 size), from its catalogue entry and the input size (an image's side, which only a
+transformer's position embedding depends on: the convolutional networks pool globally and take
+any size; or a sequence's tokens, which GPT-2's weights do not depend on). The model's declared
 loss and optimizer map onto torch's own classes here (`LOSSES`, `OPTIMIZERS`), for every
 torch-stepped adapter."""
 
@@ -17,6 +19,7 @@ from torch import nn
 from mgbench.core.kinds import DataFormat
 from mgbench.core.models import ModelSpec
 from mgbench.core.optimization import SGD, AdamW, Optimizer
+from mgbench.frameworks.pytorch.gpt2 import GPT2LM, build_gpt2, language_model_loss
 from mgbench.frameworks.pytorch.spec import TORCHVISION
 
 
@@ -70,10 +73,21 @@ def vit_b_16(spec: ModelSpec, image_size: int) -> nn.Module:
     )
 
 
-def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> nn.Module:
-    """The architecture for `spec` at `image_size` px, in the memory format of `data_format`."""
-    model = TORCHVISION.builder(spec.name, "pytorch")(spec, image_size)
-    return model.to(memory_format=torch.channels_last if data_format.channels_last else torch.contiguous_format)
+def gpt2(spec: ModelSpec, seq_len: int) -> GPT2LM:
+    """GPT-2 at the catalogue's shape (`spec.language_model`), every size, initialised as GPT-2
+    is by torch's generator seeded from torch's seed (the job's: the adapter seeds torch before
+    it builds), which `--init same` then replaces by the shared draw. Its weights do not depend
+    on `seq_len`: the position embedding has a row per position of the context."""
+    assert spec.language_model is not None, f"{spec.name} is no GPT-2"
+    return build_gpt2(spec.language_model, torch.initial_seed())
+
+
+def build_model(spec: ModelSpec, input_size: int, data_format: DataFormat | None) -> nn.Module:
+    """The architecture for `spec` at `input_size` (px or tokens), in the memory format of
+    `data_format` (None: an input without a layout, tokens)."""
+    model = TORCHVISION.builder(spec.name, "pytorch")(spec, input_size)
+    channels_last = data_format is not None and data_format.channels_last
+    return model.to(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
 def sgd(parameters: Iterable[torch.Tensor], learning_rate: float, declared: SGD, fused: bool) -> torch.optim.SGD:
@@ -110,8 +124,21 @@ def build_optimizer(
     return OPTIMIZERS[declared.kind](parameters, learning_rate, declared, fused)
 
 
-LOSSES: dict[str, Callable[[], nn.Module]] = {"sigmoid": nn.BCEWithLogitsLoss, "softmax": nn.CrossEntropyLoss}
-"""torch's loss for each declared loss kind (`core.objective.LossKind`), the mean over the batch."""
+class LanguageModelLoss(nn.Module):
+    """`gpt2.language_model_loss` as a module: cross-entropy over the vocabulary, averaged over
+    every token of the batch, in float32."""
+
+    def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return language_model_loss(logits, targets)
+
+
+LOSSES: dict[str, Callable[[], nn.Module]] = {
+    "sigmoid": nn.BCEWithLogitsLoss,
+    "softmax": nn.CrossEntropyLoss,
+    "next_token": LanguageModelLoss,
+}
+"""torch's loss for each declared loss kind (`core.objective.LossKind`), the mean over the batch
+(over every token of it, for the next token)."""
 
 
 def build_loss(spec: ModelSpec) -> nn.Module:

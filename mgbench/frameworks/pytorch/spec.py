@@ -25,9 +25,11 @@ TORCH_COMPILE = Compiler(
 """torch.compile's modes (inductor); `reduce-overhead` adds CUDA graphs."""
 TORCH_LOADER = "torch.utils.data.DataLoader"
 TORCHVISION = ModelBuilders(
-    "mgbench.frameworks.pytorch.models", ("densenet121", "resnet50", "inception_v3", "vit_b_16", "tiny")
+    "mgbench.frameworks.pytorch.models",
+    ("densenet121", "resnet50", "inception_v3", "vit_b_16", "tiny", "gpt2", "gpt2-medium", "gpt2-xl", "gpt2-tiny"),
 )
-"""torchvision's architectures, which PyTorch, Horovod over it and the FLOP count build."""
+"""torchvision's architectures and GPT-2 (`gpt2.py`), which PyTorch and Horovod over it build
+(the FLOP count counts the image models: a language model's work is a closed form)."""
 DATA_PARALLEL_NO_COMPILE = (
     "torch.compile composes with DistributedDataParallel, not with nn.DataParallel, which copies "
     "the module into new replica threads every step"

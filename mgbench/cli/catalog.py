@@ -130,7 +130,7 @@ def print_listing(console: Console) -> None:
         note = f" ({model.layout_note})" if model.layout_note else ""
         models.add_row(
             model.name,
-            f"{model.image_size} px",
+            model.input.describe(),
             str(model.num_classes),
             model.objective.loss,
             model.optimization.optimizer.kind,

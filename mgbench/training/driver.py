@@ -412,6 +412,8 @@ def run_training(
         trained = train_steps(adapter, config, compiles, step_clock, profile_dir, profiler)
     if state_path is not None and placement.is_primary:
         save_state(adapter, state_path)
+    elif state_path is not None:
+        adapter.share_state()
     peak = adapter.peak_memory_bytes()
     versions = adapter.framework_versions()
     adapter.close()

@@ -57,11 +57,11 @@ class Adapter:
 
     The driver calls `setup`, then `batches` / `train_step` / `pending_loss` per step with the
     `step_timer`'s marks, `synchronize` and `read_losses` at the end of the window, `evaluate`,
-    `save_state` where asked, and `close`. What an adapter may add is declared
-    in the registry's capabilities, not probed here: a real-data loader (`steps_per_epoch`,
-    `epoch_batches`, `set_learning_rate`) and a profiler (`profile`). The methods below that
-    raise are those optional ones, or ones every adapter must override; the contract test
-    checks each registered adapter against its declared capabilities.
+    `save_state` where asked (`share_state` on the other processes), and `close`. What an
+    adapter may add is declared in the registry's capabilities, not probed here: a real-data
+    loader (`steps_per_epoch`, `epoch_batches`, `set_learning_rate`) and a profiler (`profile`).
+    The methods below that raise are those optional ones, or ones every adapter must override;
+    the contract test checks each registered adapter against its declared capabilities.
     """
 
     def __init__(self, strategy: str):
@@ -144,8 +144,14 @@ class Adapter:
         raise NotImplementedError
 
     def save_state(self, path: Path) -> None:
-        """Write trainable weights as an .npz of named float arrays (equivalence checks)."""
+        """Write trainable weights as an .npz of named float arrays (equivalence checks). The
+        primary process writes them while every other calls `share_state`."""
         raise NotImplementedError
+
+    def share_state(self) -> None:
+        """What a process other than the primary does while the primary saves the state: where
+        the strategy shards the weights, hand its shards to the primary's `save_state` (a
+        collective). By default nothing: each process holds them whole."""
 
     def close(self) -> None:
         """Leave the process group, free devices, and end the loaders' worker processes: in the

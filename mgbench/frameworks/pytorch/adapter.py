@@ -318,8 +318,12 @@ class TorchAdapter(TorchProcessAdapter):
         return {**super().framework_versions(), "torchvision": torchvision.__version__}
 
     def save_state(self, path: Path) -> None:
-        arrays = {name: p.detach().float().cpu().numpy() for name, p in self.core.named_parameters()}
+        arrays = {name: p.float().numpy() for name, p in self.parallel.full_state(self.core).items()}
         np.savez(path, **arrays)
+
+    def share_state(self) -> None:
+        """The primary's `save_state` gathers the shards of a sharding strategy: joined here."""
+        self.parallel.full_state(self.core)
 
     def close(self) -> None:
         """Ends the loaders' worker processes, then leaves the process group. torch ends a worker

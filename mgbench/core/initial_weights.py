@@ -292,7 +292,7 @@ def conformed(arrays: dict[str, np.ndarray], spec: ModelSpec, seed: int, source:
         name = LEGACY_DENSENET_NAME.sub(lambda m: m.group(1) + m.group(2), name)
         if not name.endswith("num_batches_tracked"):
             renamed[name] = np.asarray(array, dtype=np.float32)
-    reference = reference_weights(spec, seed, spec.image_size).arrays
+    reference = reference_weights(spec, seed, spec.input.extent).arrays
     unknown = sorted(set(renamed) - set(reference))
     missing = sorted(set(reference) - set(renamed))
     if unknown or missing:

@@ -31,6 +31,9 @@ pytestmark = [
 
 CASES = [
     ("pytorch", "ddp"),
+    ("pytorch", "fsdp"),
+    ("pytorch", "fsdp-grad-op"),
+    ("pytorch", "zero1"),
     ("pytorch", "dp"),
     ("pytorch", "dp-loss"),
     ("horovod", "hvd"),

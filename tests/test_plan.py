@@ -145,7 +145,15 @@ def test_each_framework_gets_its_default_data_format_unless_one_is_given():
 def test_default_strategies_all_and_named(fake_plugin):
     pytorch = framework_spec("pytorch")
     assert chosen_strategies(pytorch, None) == ["ddp"]
-    assert chosen_strategies(pytorch, ["all"]) == ["ddp", "ddp-unstaged", "dp", "dp-loss"]
+    assert chosen_strategies(pytorch, ["all"]) == [
+        "ddp",
+        "ddp-unstaged",
+        "fsdp",
+        "fsdp-grad-op",
+        "zero1",
+        "dp",
+        "dp-loss",
+    ]
     assert chosen_strategies(pytorch, ["dp"]) == ["dp"]
     with pytest.raises(UsageError, match="has no strategy 'mirrored'"):
         chosen_strategies(pytorch, ["mirrored"])

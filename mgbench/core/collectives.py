@@ -157,3 +157,33 @@ def reduce_and_broadcast(source: str, broadcast: Phase = Phase.BEFORE_FORWARD) -
     share = Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, broadcast)
     in_order = (share, reduce) if broadcast is Phase.BEFORE_FORWARD else (reduce, share)
     return Communication(Sharding.NOTHING, in_order, source)
+
+
+def fully_sharded(source: str, gathered_again_for_backward: bool = True) -> Communication:
+    """Data parallelism on a model whose parameters are sharded too (ZeRO-3, FSDP's FULL_SHARD):
+    each unit's parameters all-gathered for its forward, freed after it and all-gathered again for
+    its backward, and its gradients reduce-scattered in the backward, each device keeping its
+    shard. `gathered_again_for_backward` False: the gathered parameters are kept from the forward
+    to the backward (ZeRO-2, FSDP's SHARD_GRAD_OP), so the parameters are whole between the
+    passes and only the gradients and optimizer state stay sharded."""
+    gather = Collective(CollectiveKind.ALL_GATHER, Tensors.PARAMETERS, Phase.FORWARD)
+    regather = Collective(CollectiveKind.ALL_GATHER, Tensors.PARAMETERS, Phase.BACKWARD)
+    scatter = Collective(CollectiveKind.REDUCE_SCATTER, Tensors.GRADIENTS, Phase.BACKWARD)
+    if gathered_again_for_backward:
+        return Communication(Sharding.PARAMETERS, (gather, regather, scatter), source)
+    return Communication(Sharding.GRADIENTS, (gather, scatter), source)
+
+
+def sharded_optimizer_state(source: str) -> Communication:
+    """Data parallelism on a replicated model whose optimizer state is sharded (ZeRO-1): every
+    gradient all-reduced during the backward, each device updating the parameters its shard of
+    the state covers, which it then broadcasts to the others (each parameter's bytes broadcast
+    once, by its owner)."""
+    return Communication(
+        Sharding.OPTIMIZER_STATE,
+        (
+            Collective(CollectiveKind.ALL_REDUCE, Tensors.GRADIENTS, Phase.BACKWARD),
+            Collective(CollectiveKind.BROADCAST, Tensors.PARAMETERS, Phase.AFTER_BACKWARD),
+        ),
+        source,
+    )

@@ -50,6 +50,14 @@ DDP_EXCHANGE = Exchange(
     overlapped=True,
     source="PyTorch DistributedDataParallel: bucket_cap_mb 25, each bucket all-reduced as soon as the backward fills it",
 )
+FSDP2_EXCHANGE = Exchange(
+    "FSDP2 units",
+    DDP_BUCKET_BYTES,
+    overlapped=True,
+    source="PyTorch FSDP2 (fully_shard): one all-gather and one reduce-scatter per unit the model names "
+    "(a GPT-2 block; a model that names none is one unit), the next unit's gathered while one computes; "
+    "a unit's bytes are the model's own (gpt2's blocks about 27 MiB), priced in DDP's 25 MiB buckets",
+)
 HOROVOD_EXCHANGE = Exchange(
     "Horovod fusion buffer",
     64 * 2**20,

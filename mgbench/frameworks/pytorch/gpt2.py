@@ -88,6 +88,11 @@ class GPT2LM(nn.Module):
             x = block(x)
         return F.linear(self.ln_f(x), self.wte.weight)
 
+    def shard_units(self) -> nn.ModuleList:
+        """What a sharding strategy gathers one at a time (`strategies.shard_units`): the blocks,
+        which the forward runs in turn; the embeddings and the last norm stay with the root."""
+        return self.h
+
     @torch.no_grad()
     def initialise(self, seed: int) -> None:
         """GPT-2's initialisation as `GPT2.arrays` declares it (normal weights, the residual

@@ -1,14 +1,15 @@
-"""PyTorch, declared without importing it: DDP and nn.DataParallel over torchvision's models.
+"""PyTorch, declared without importing it: DDP, FSDP2, ZeRO-1 and nn.DataParallel over torchvision's
+models and GPT-2.
 
 What Horovod (over PyTorch) and Keras over PyTorch share with it is declared here once and
 borrowed: torchvision's builder table, torch's loader and torch.compile."""
 
 from __future__ import annotations
 
-from mgbench.core.collectives import gradient_all_reduce, reduce_and_broadcast
+from mgbench.core.collectives import fully_sharded, gradient_all_reduce, reduce_and_broadcast, sharded_optimizer_state
 from mgbench.core.job import DEFAULT_COMPILE_MODE
 from mgbench.core.optimization import SGD, AdamW
-from mgbench.frameworks.exchange import DDP_EXCHANGE
+from mgbench.frameworks.exchange import DDP_EXCHANGE, FSDP2_EXCHANGE
 from mgbench.frameworks.memory import TORCH_CAP, TORCH_OOM, DeviceMemory
 from mgbench.frameworks.specs import (
     Capabilities,
@@ -60,6 +61,22 @@ DATA_PARALLEL_COMMUNICATION = reduce_and_broadcast(
     "Broadcast, comm.broadcast_coalesced of the parameters), and that broadcast's backward sums every replica's "
     "gradients onto device 0 (ReduceAddCoalesced, one autograd node for all of them: after the backward)"
 )
+FSDP_COMMUNICATION = fully_sharded(
+    "torch.distributed.fsdp.fully_shard (FSDP2), reshard_after_forward=True on every unit and the root: each "
+    "unit's parameters all-gathered before its forward and again before its backward "
+    "(FSDPParamGroup.unshard, _fsdp_param_group.py), its gradients reduce-scattered after its backward "
+    "(foreach_reduce, _fsdp_collectives.py)"
+)
+FSDP_GRAD_OP_COMMUNICATION = fully_sharded(
+    "torch.distributed.fsdp.fully_shard (FSDP2), reshard_after_forward=False: each unit's parameters all-gathered "
+    "before its forward and kept to its backward, its gradients reduce-scattered after its backward",
+    gathered_again_for_backward=False,
+)
+ZERO_COMMUNICATION = sharded_optimizer_state(
+    "torch.distributed.optim.ZeroRedundancyOptimizer under DistributedDataParallel: DDP's all-reduce of every "
+    "gradient, then each process steps the parameters its share of the state covers and broadcasts them "
+    "(_broadcast_params_from_rank, zero_redundancy_optimizer.py)"
+)
 
 FRAMEWORK = FrameworkSpec(
     name="pytorch",
@@ -79,6 +96,30 @@ FRAMEWORK = FrameworkSpec(
             # PyTorch's adapter keeps the pool resident with --data-on-device whatever the strategy,
             # so its twin accepts it (and then trains as ddp does).
             no_data_on_device_note=None,
+        ),
+        StrategySpec(
+            "fsdp",
+            "torchrun",
+            "FSDP2 (fully_shard) per GPT-2 block and on the root, one process per device: parameters, gradients and "
+            "optimizer state sharded (ZeRO-3); parameters gathered for the forward and again for the backward",
+            communication=FSDP_COMMUNICATION,
+            exchange=FSDP2_EXCHANGE,
+        ),
+        StrategySpec(
+            "fsdp-grad-op",
+            "torchrun",
+            "as fsdp, with reshard_after_forward=False: parameters gathered once a step and kept from the forward to "
+            "the backward; gradients and optimizer state sharded (ZeRO-2)",
+            communication=FSDP_GRAD_OP_COMMUNICATION,
+            exchange=FSDP2_EXCHANGE,
+        ),
+        StrategySpec(
+            "zero1",
+            "torchrun",
+            "DistributedDataParallel with ZeroRedundancyOptimizer: optimizer state sharded (ZeRO-1), each process "
+            "steps its share of the parameters and broadcasts it",
+            communication=ZERO_COMMUNICATION,
+            exchange=DDP_EXCHANGE,
         ),
         StrategySpec(
             "dp",

@@ -8,12 +8,18 @@ instead of comparing strategy names. Horovod's strategy lives beside its adapter
 
 from __future__ import annotations
 
+import inspect
 import os
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from torch.distributed.tensor import DTensor
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
@@ -77,6 +83,11 @@ class TorchStrategy:
         """Every process's `local` (validation shards), in rank order."""
         return [local]
 
+    def full_state(self, module: nn.Module) -> dict[str, torch.Tensor]:
+        """`module`'s parameters whole, by name, on the host (what `--save-state` writes). Every
+        process calls it where the strategy shards them (a collective gathers the shards)."""
+        return {name: parameter.detach().cpu() for name, parameter in module.named_parameters()}
+
     def close(self) -> None:
         """Leave whatever `join` joined."""
 
@@ -92,7 +103,7 @@ class DistributedDataParallel(TorchStrategy):
         dist.init_process_group("nccl" if use_cuda else "gloo")
         rank, world = dist.get_rank(), dist.get_world_size()
         if world != config.devices:
-            raise UsageError(f"ddp was launched with {world} processes for {config.devices} devices")
+            raise UsageError(f"{config.strategy} was launched with {world} processes for {config.devices} devices")
         local_rank = int(os.environ.get("LOCAL_RANK", rank))
         return Joined(rank, world, [torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")])
 
@@ -112,6 +123,117 @@ class DistributedDataParallel(TorchStrategy):
     def close(self) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+class ZeroRedundancy(DistributedDataParallel):
+    """`zero1`: DDP's replicas and all-reduce, with the optimizer state sharded (ZeRO stage 1):
+    torch's ZeroRedundancyOptimizer over the model's declared optimizer class gives each process
+    the state of a share of the parameters (whole tensors, balanced by size); each steps its
+    share, then broadcasts it to the others. `parameters_as_bucket_view` packs each process's
+    share into one buffer per device, so that share goes in one broadcast instead of one per
+    tensor."""
+
+    def distribute_optimizer(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> torch.optim.Optimizer:
+        """`optimizer`'s class and settings over this process's share of `model`'s parameters
+        (`optimizer` holds no state yet: torch's optimizers make it at their first step)."""
+        return ZeroRedundancyOptimizer(
+            model.parameters(),
+            optimizer_class=type(optimizer),
+            parameters_as_bucket_view=True,
+            **constructor_settings(optimizer),
+        )
+
+
+def constructor_settings(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """The settings `optimizer` was made with that its class's constructor takes: its `defaults`
+    less what the class sets itself (AdamW's `decoupled_weight_decay`, which Adam's constructor
+    takes and AdamW's does not)."""
+    accepted = inspect.signature(type(optimizer)).parameters
+    return {name: value for name, value in optimizer.defaults.items() if name in accepted}
+
+
+@runtime_checkable
+class ShardUnits(Protocol):
+    """A module that says which of its submodules FSDP shards as units of their own."""
+
+    def shard_units(self) -> Iterable[nn.Module]: ...
+
+
+def shard_units(model: nn.Module) -> list[nn.Module]:
+    """The submodules FSDP gathers one at a time, as the modules of `model` name them
+    (`ShardUnits`: GPT-2 names its blocks, which its forward runs in turn, so a block's parameters
+    are gathered while the one before it computes, and only the blocks at work are whole).
+    A model that names none is one unit: its parameters are all gathered at once."""
+    return [unit for module in model.modules() if isinstance(module, ShardUnits) for unit in module.shard_units()]
+
+
+def parameter_root(model: nn.Module) -> nn.Module:
+    """The module inside `model`'s parameter-free wrappers (the adapter's `Autocasting`): FSDP's
+    root, so that a forward of the model without its wrappers (the adapter's evaluation) gathers
+    the root's parameters too."""
+    children = list(model.children())
+    if len(children) == 1 and next(model.parameters(recurse=False), None) is None:
+        return parameter_root(children[0])
+    return model
+
+
+def make_contiguous(model: nn.Module) -> None:
+    """`model`'s parameters in the row-major layout, the one FSDP2 shards (it refuses a
+    channels_last convolution's weight). The input stays channels_last, and a convolution
+    whose input is channels_last computes in it whatever its weight's layout."""
+    for parameter in model.parameters():
+        if not parameter.is_contiguous():
+            parameter.data = parameter.data.contiguous()
+
+
+class FullyShardedDataParallel(DistributedDataParallel):
+    """`fsdp`: FSDP2 (`torch.distributed.fsdp.fully_shard`): the parameters, gradients and
+    optimizer state sharded over the processes (ZeRO stage 3). Each unit the model names
+    (`shard_units`), then the rest of the model as its root, is sharded with
+    `reshard_after_forward` True: a unit's parameters are all-gathered for its forward, freed
+    after it and all-gathered again for its backward, and its gradients reduce-scattered, each
+    process keeping its shard. The root too (`True` given, not torch's default for the root,
+    which keeps its parameters from the forward to the backward): it then moves what the spec
+    declares whatever the model's root holds (GPT-2's: the token embedding, a third of gpt2).
+
+    Precision: the parameters stay fp32 (the master weights the optimizer steps) and the
+    adapter's autocast runs the forward in bf16 or fp16 around FSDP, as under `ddp`. So the
+    parameters are gathered and the gradients reduce-scattered in fp32, as the spec's bytes
+    say, and a step computes what ddp's does. FSDP2's `MixedPrecisionPolicy(param_dtype=bf16)`
+    would gather in bf16 (half the bytes) but also run every op in bf16 (layer norms,
+    softmax), which autocast keeps in fp32: a different step from the other strategies'."""
+
+    reshard_after_forward = True
+
+    def wrap(self, model: nn.Module, criterion: nn.Module, devices: list[torch.device]) -> nn.Module:
+        """`model` sharded in place (its parameters become shards: DTensors) over every process."""
+        mesh = init_device_mesh(devices[0].type, (dist.get_world_size(),))
+        make_contiguous(model)
+        for unit in shard_units(model):
+            fully_shard(unit, mesh=mesh, reshard_after_forward=self.reshard_after_forward)
+        fully_shard(parameter_root(model), mesh=mesh, reshard_after_forward=self.reshard_after_forward)
+        return model
+
+    def full_state(self, module: nn.Module) -> dict[str, torch.Tensor]:
+        """Each parameter's shards all-gathered (`DTensor.full_tensor`), every process calling it.
+        Resharded first: a forward without a backward (evaluation) leaves `fsdp-grad-op`'s
+        parameters gathered, in place of their shards."""
+        for unit in module.modules():
+            if isinstance(unit, FSDPModule):
+                unit.reshard()
+        return {
+            name: (parameter.full_tensor() if isinstance(parameter, DTensor) else parameter).detach().cpu()
+            for name, parameter in module.named_parameters()
+        }
+
+
+class ShardedGradientsDataParallel(FullyShardedDataParallel):
+    """`fsdp-grad-op`: as `fsdp`, with `reshard_after_forward` False: each unit's gathered
+    parameters are kept from its forward to its backward (one all-gather a step, not two), so
+    only the gradients and optimizer state stay sharded through the step (ZeRO stage 2, FSDP's
+    SHARD_GRAD_OP), and a step holds every parameter whole between the passes."""
+
+    reshard_after_forward = False
 
 
 class DataParallel(TorchStrategy):
@@ -137,6 +259,9 @@ class DataParallelLoss(DataParallel):
 
 STRATEGIES: dict[str, type[TorchStrategy]] = {
     "ddp": DistributedDataParallel,
+    "fsdp": FullyShardedDataParallel,
+    "fsdp-grad-op": ShardedGradientsDataParallel,
+    "zero1": ZeroRedundancy,
     "dp": DataParallel,
     "dp-loss": DataParallelLoss,
 }

@@ -5,8 +5,11 @@ Horovod adapter asks its strategy object for (as the PyTorch adapter asks `pytor
   `hvd.local_rank()` (the CPU where there is none).
 - `hvd.DistributedOptimizer` starts an all-reduce (average) of each gradient as backward produces
   it; the step waits for them (`synchronize`) before updating.
-- Rank 0's initial parameters and optimizer state are broadcast, so every process starts equal
-  whatever its seed.
+- Rank 0's initial parameters are broadcast, so every process starts equal whatever its seed.
+  The optimizer's state is not: torch's optimizers make theirs at their first step, so every
+  process starts with the same empty one, and Horovod's `broadcast_optimizer_state` would make it
+  by stepping the optimizer once on zero gradients, which moves AdamW's weights (its decay) and
+  counts a step in its moments' bias correction: a first step other than the other strategies'.
 - Horovod's collectives take contiguous tensors only: a channels_last gradient travels as a
   contiguous view of its own memory and keeps its weight's layout (`exchange.py`); the weights
   are broadcast once, as contiguous copies.
@@ -57,11 +60,9 @@ class Horovod(TorchStrategy):
         return model
 
     def distribute_optimizer(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> torch.optim.Optimizer:
-        distributed = hvd.DistributedOptimizer(
+        return hvd.DistributedOptimizer(
             optimizer, named_parameters=model.named_parameters(), op=hvd.Average, compression=InPlaceLayout
         )
-        hvd.broadcast_optimizer_state(distributed, root_rank=0)
-        return distributed
 
     def apply_gradients(self, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> None:
         optimizer.synchronize()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError, say_error
+from mgbench.core.inputs import ImageInput
 from mgbench.datasets.images import host_decoder
 from mgbench.datasets.resolve import task_for
 from mgbench.frameworks.registry import create_adapter, framework_spec
@@ -43,7 +44,8 @@ def train(config: RunConfig, state_path: Path | None = None, profile_dir: Path |
         capabilities.profiler,
         capabilities.compiled_by(config),
         capabilities.loader,
-        host_decoder=host_decoder(),
+        # What the loader's workers decode images with; a token stream is read as it was written.
+        host_decoder=host_decoder() if isinstance(config.job.input, ImageInput) else None,
     )
     if result is not None:
         result.build.unmatched = list(capabilities.builders.unmatched.get(result.config.job.model, ()))

@@ -3,6 +3,7 @@ BPE made here (no download), the stream reader's windows, pinned downloads, and 
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -13,12 +14,24 @@ import pytest
 
 from mgbench.cli import main
 from mgbench.core.errors import UsageError
+from mgbench.core.models import model_spec
 from mgbench.datasets.bpe import END_OF_TEXT, Tokenizer, byte_ranks, data_gym_bytes, mergeable_ranks
 from mgbench.datasets.downloads import PinnedFile, file_sha256
 from mgbench.datasets.output import MANIFEST
+from mgbench.datasets.resolve import describe_dataset
 from mgbench.datasets.synthetic import Shard
 from mgbench.datasets.tokenise import VAL_PERCENT
-from mgbench.datasets.tokens import DESCRIPTION_FILE, STREAM_FILES, StreamDescription, TokenStream, synthetic_tokens
+from mgbench.datasets.tokens import (
+    DESCRIPTION_FILE,
+    STREAM_FILES,
+    VALIDATION_BATCHES,
+    StreamDescription,
+    TokenBatches,
+    TokenBatchIndices,
+    TokenDataset,
+    TokenStream,
+    synthetic_tokens,
+)
 
 MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("Ġ", "b"), ("Ġb", "e"), ("o", "r"), ("Ġ", "s"), ("i", "s")]
 DOCUMENTS = {
@@ -261,6 +274,60 @@ def test_the_reader_refuses_a_folder_that_is_not_a_whole_stream(tmp_path):
     (folder / DESCRIPTION_FILE).write_text('{"format": "other"}')
     with pytest.raises(UsageError, match="not a token stream's description"):
         TokenStream(folder)
+
+
+# A stream as a dataset (`--dataset tokens:PATH`).
+
+
+def write_splits(folder: Path, train: np.ndarray, val: np.ndarray, vocab_size: int = 512) -> Path:
+    """A stream folder of these two splits, as `prepare tokens` lays it out."""
+    folder.mkdir(parents=True)
+    for split, tokens in (("train", train), ("val", val)):
+        (folder / STREAM_FILES[split]).write_bytes(tokens.astype("<u2").tobytes())
+    description = StreamDescription({"vocab_size": vocab_size}, {}, {"train": len(train), "val": len(val)})
+    (folder / DESCRIPTION_FILE).write_text(description.to_json())
+    return folder
+
+
+def test_a_token_dataset_trains_on_train_and_validates_on_val_which_stands_for_test(tmp_path):
+    dataset = describe_dataset(f"tokens:{write_splits(tmp_path / 's', np.arange(1000), np.arange(2000, 2100))}")
+    assert isinstance(dataset, TokenDataset)
+    assert dataset.steps_per_epoch(global_batch=4, seq_len=20) == 12
+    assert dataset.stream("train").tokens[0] == 0 and dataset.stream("val").tokens[0] == 2000
+    assert dataset.stream("test").path == dataset.stream("val").path
+    assert dataset.validation_batches(4, 20) == 1  # 100 tokens fill one global batch of 80
+    assert dataset.validation_batches(1, 2) == VALIDATION_BATCHES  # 50 would fit: at most 32
+    assert dataset.validation_batches(4, 50) == 1  # none fits whole: windows may overlap
+    dataset.check_batch(4, 50)
+    with pytest.raises(UsageError, match="cannot fill one global batch of 32 x 50"):
+        dataset.check_batch(32, 50)
+    with pytest.raises(UsageError, match="val.bin: 100 tokens, fewer than one window of 101"):
+        dataset.check_batch(1, 100)
+
+
+def test_a_token_dataset_feeds_a_language_model_whose_vocabulary_holds_its_tokens(tmp_path):
+    dataset = TokenDataset.describe(write_splits(tmp_path / "s", np.arange(100), np.arange(10), vocab_size=600))
+    assert "tiny trains on images (32 px)" in dataset.input_refusal(model_spec("tiny"))
+    assert "vocabulary of 600 tokens is larger than gpt2-tiny's 512" in dataset.input_refusal(model_spec("gpt2-tiny"))
+    assert dataset.input_refusal(model_spec("gpt2")) is None
+    with pytest.raises(UsageError, match="is not a folder; tokens:PATH takes the folder"):
+        describe_dataset(f"tokens:{tmp_path / 's' / 'train.bin'}")
+    with pytest.raises(UsageError, match="no tokens.json"):
+        describe_dataset(f"tokens:{tmp_path}")
+
+
+def test_each_shard_of_a_global_batch_reads_its_rows_and_each_epoch_its_own_batches(tmp_path):
+    stream = TokenStream(write_splits(tmp_path / "s", np.arange(5000), np.arange(10)))
+    whole = TokenBatches(stream, 16, Shard(0, 8), seed=2)[7]
+    halves = [TokenBatches(stream, 16, Shard.of_rank(rank, 2, 8), seed=2)[7] for rank in (0, 1)]
+    for part in (0, 1):
+        assert (np.concatenate([half[part] for half in halves]) == whole[part]).all()
+    indices = TokenBatchIndices(steps_per_epoch=3)
+    assert len(indices) == 3 and list(indices) == [0, 1, 2]
+    indices.start(2)
+    assert list(indices) == [6, 7, 8]
+    indices.start(None)
+    assert list(itertools.islice(indices, 7)) == list(range(7))
 
 
 # Pinned downloads.

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mgbench.records.results import current_name
+
 KEY = ["framework", "strategy", "compile"]
 DECODE = ["decode", "decode_host_share"]
 """Where a row decoded: `--decode` and, for `gpu`, the share of each batch the workers decoded."""
@@ -25,7 +27,7 @@ SETTLED = 20
 
 def rows(folders: list[str]) -> pd.DataFrame:
     written = [Path(folder) / "results.jsonl" for folder in folders if (Path(folder) / "results.jsonl").exists()]
-    frame = pd.concat([pd.read_json(path, lines=True) for path in written])
+    frame = pd.concat([pd.read_json(path, lines=True).rename(columns=current_name) for path in written])
     frame = frame.reset_index(drop=True)
     for column, missing in (
         ("compile", "-"),
@@ -35,7 +37,7 @@ def rows(folders: list[str]) -> pd.DataFrame:
         ("error", ""),
     ):
         frame[column] = frame[column].astype(object).fillna(missing) if column in frame else missing
-    for column in ("images_per_sec", "input_wait_fraction"):
+    for column in ("samples_per_sec", "input_wait_fraction"):
         if column not in frame:
             frame[column] = None
     frame["dataset"] = frame["dataset"].str.split(":").str[0]
@@ -45,7 +47,7 @@ def rows(folders: list[str]) -> pd.DataFrame:
 
 def main(folders: list[str]) -> None:
     frame = rows(folders)
-    shown = frame[[*KEY, "dataset", *DECODE, "status", "images_per_sec", "input_wait_fraction", "decoder"]].copy()
+    shown = frame[[*KEY, "dataset", *DECODE, "status", "samples_per_sec", "input_wait_fraction", "decoder"]].copy()
     shown["decoder"] = shown["decoder"].where(frame["status"] == "ok", frame["error"].str.slice(0, 100))
     print(shown.sort_values([*KEY, "dataset", *DECODE]).to_string(index=False, float_format="{:.3f}".format))
     shared = shares(frame)
@@ -60,16 +62,18 @@ def shares(frame: pd.DataFrame) -> pd.DataFrame:
     mode), with both shares of it: of the row's img/s, and of the median step after `SETTLED`.
     Rows run more than once (`gpu_decode.sh`'s REPEAT) count as the median of their `rounds`."""
     ok = frame[frame["status"] == "ok"].copy()
-    ok["settled_images_per_sec"] = ok["global_batch"] / ok["step_seconds"].map(lambda steps: np.median(steps[SETTLED:]))
-    rates = ok.groupby([*KEY, "dataset", *DECODE], dropna=False)[["images_per_sec", "settled_images_per_sec"]]
+    ok["settled_samples_per_sec"] = ok["global_batch"] / ok["step_seconds"].map(
+        lambda steps: np.median(steps[SETTLED:])
+    )
+    rates = ok.groupby([*KEY, "dataset", *DECODE], dropna=False)[["samples_per_sec", "settled_samples_per_sec"]]
     ok = rates.median().join(rates.size().rename("rounds")).reset_index()
     synthetic = ok[ok["dataset"] == "synthetic"].set_index(KEY)
     real = ok[ok["dataset"] != "synthetic"].set_index(KEY)
     real = real[real.index.isin(synthetic.index)]
     twins = synthetic.reindex(real.index)
     return real.assign(
-        share_of_synthetic=real["images_per_sec"] / twins["images_per_sec"].to_numpy(),
-        settled_share=real["settled_images_per_sec"] / twins["settled_images_per_sec"].to_numpy(),
+        share_of_synthetic=real["samples_per_sec"] / twins["samples_per_sec"].to_numpy(),
+        settled_share=real["settled_samples_per_sec"] / twins["settled_samples_per_sec"].to_numpy(),
     )
 
 

@@ -49,7 +49,7 @@ from mgbench.records.results import read_results
 mlperf = float(sys.argv[1])
 for folder in sorted(Path("runs").glob("ceiling-*")):
     for row in read_results(folder / "results.jsonl") if (folder / "results.jsonl").exists() else []:
-        rate = row.timing.images_per_sec
+        rate = row.timing.samples_per_sec
         share = (f"{rate / mlperf:.1%} of MLPerf's {mlperf:.0f}" if mlperf else "no MLPerf figure for this GPU: set MLPERF") if rate else row.error
         print(f"{folder.name}: {row.status} {rate and round(rate)} img/s, compile {row.compiled.compile_seconds and round(row.compiled.compile_seconds)} s, {share}")
 PY

@@ -58,6 +58,6 @@ from mgbench.records.results import read_results
 for folder in sorted(Path("runs").glob("vit-*")):
     for row in read_results(folder / "results.jsonl") if (folder / "results.jsonl").exists() else []:
         c = row.config
-        print(f"{folder.name}: {c.framework} {c.strategy} {row.status} {row.timing.images_per_sec} img/s, "
+        print(f"{folder.name}: {c.framework} {c.strategy} {row.status} {row.timing.samples_per_sec} img/s, "
               f"attention {row.build.attention_kernel}, compiler {row.compiled.compiler}, parameters {row.build.parameters}")
 PY

@@ -41,13 +41,13 @@ def rows(folder: Path) -> list[dict]:
                 "folder": folder.name,
                 "row": result.run_id,
                 "compile": config.job.compile or "",
-                "img/s": round(result.timing.images_per_sec, 1),
+                "img/s": round(result.timing.samples_per_sec, 1),
                 "TFLOP/s": None if result.limit.achieved_tflops is None else round(result.limit.achieved_tflops, 1),
                 "% matmul peak": peak_fraction(result.limit.achieved_tflops, measured, config.devices),
                 "% vendor peak": peak_fraction(
                     result.limit.achieved_tflops, result.limit.vendor_peak_tflops, config.devices
                 ),
-                "ceiling img/s": result.profiled.device_ceiling_images_per_sec,
+                "ceiling img/s": result.profiled.device_ceiling_samples_per_sec,
                 "host takes": taken.get("host"),
                 "input takes": taken.get("input"),
                 "comm takes": taken.get("communication"),

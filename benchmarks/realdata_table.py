@@ -15,17 +15,21 @@ from pathlib import Path
 
 import pandas as pd
 
+from mgbench.records.results import current_name
+
 KEY = ["framework", "strategy", "model", "compile", "devices"]
 
 
 def rows(folders: list[str]) -> pd.DataFrame:
-    frames = [pd.read_json(Path(folder) / "results.jsonl", lines=True) for folder in folders]
+    frames = [
+        pd.read_json(Path(folder) / "results.jsonl", lines=True).rename(columns=current_name) for folder in folders
+    ]
     frame = pd.concat(frames, keys=[Path(folder).name for folder in folders], names=["folder", None])
     frame = frame.reset_index(level="folder").reset_index(drop=True)
     frame["round"] = frame["folder"].str.extract(r"-r(\d+)$", expand=False)
     frame["dataset"] = frame["dataset"].str.split(":").str[0]
     frame["compile"] = frame["compile"].astype(object).fillna("-") if "compile" in frame else "-"
-    for column in ("input_wait_fraction", "loader", "loader_workers", "images_per_sec"):
+    for column in ("input_wait_fraction", "loader", "loader_workers", "samples_per_sec"):
         if column not in frame:
             frame[column] = None
     return frame
@@ -37,10 +41,10 @@ def medians(frame: pd.DataFrame) -> pd.DataFrame:
     ok = frame[frame["status"] == "ok"]
     grouped = ok.groupby([*KEY, "dataset", "loader_workers"], dropna=False)
     return grouped.agg(
-        runs=("images_per_sec", "size"),
-        median=("images_per_sec", "median"),
-        lowest=("images_per_sec", "min"),
-        highest=("images_per_sec", "max"),
+        runs=("samples_per_sec", "size"),
+        median=("samples_per_sec", "median"),
+        lowest=("samples_per_sec", "min"),
+        highest=("samples_per_sec", "max"),
         input_wait=("input_wait_fraction", "median"),
     ).reset_index()
 
@@ -49,15 +53,17 @@ def round_shares(frame: pd.DataFrame, key: tuple, dataset: str, workers: float) 
     """Each round's real img/s over the same round's synthetic img/s for one key, in round order."""
     ok = frame[(frame["status"] == "ok") & frame["round"].notna()]
     mine = ok[[tuple(row) == key for row in ok[KEY].itertuples(index=False)]]
-    synthetic = mine[mine["dataset"] == "synthetic"].set_index("round")["images_per_sec"]
-    real = mine[(mine["dataset"] == dataset) & (mine["loader_workers"] == workers)].set_index("round")["images_per_sec"]
+    synthetic = mine[mine["dataset"] == "synthetic"].set_index("round")["samples_per_sec"]
+    real = mine[(mine["dataset"] == dataset) & (mine["loader_workers"] == workers)].set_index("round")[
+        "samples_per_sec"
+    ]
     rounds = sorted(set(synthetic.index) & set(real.index), key=int)
     return [real[r] / synthetic[r] for r in rounds]
 
 
 def main(folders: list[str]) -> None:
     frame = rows(folders)
-    shown = frame[[*KEY, "dataset", "status", "images_per_sec", "input_wait_fraction", "loader", "loader_workers"]]
+    shown = frame[[*KEY, "dataset", "status", "samples_per_sec", "input_wait_fraction", "loader", "loader_workers"]]
     print(shown.to_string(index=False, float_format=lambda value: f"{value:.3f}"))
     summary = medians(frame)
     print(summary.to_string(index=False, float_format=lambda value: f"{value:.3f}"))

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mgbench.records.results import current_name
+
 ROW = ["part", "framework", "strategy", "devices"]
 
 
@@ -23,7 +25,7 @@ def rows(folders: list[str]) -> pd.DataFrame:
         found = re.search(r"-([^-]+)-(\d+)$", Path(folder).name)
         if not found:
             raise SystemExit(f"{folder}: not named <anything>-<part>-<k>")
-        frame = pd.read_json(Path(folder) / "results.jsonl", lines=True)
+        frame = pd.read_json(Path(folder) / "results.jsonl", lines=True).rename(columns=current_name)
         frames.append(frame.assign(part=found[1], compare=int(found[2])))
     frame = pd.concat(frames, ignore_index=True)
     return frame[frame["status"] == "ok"]
@@ -37,10 +39,10 @@ def spread(figures: list[float]) -> float:
 def describe(row: pd.Series) -> str:
     """One compare's figure: steady rate (its interval; each round's figure; the median round's
     bottleneck and warm-up steps)."""
-    rounds = ", ".join(f"{value:.0f}" for value in row.get("round_images_per_sec") or [])
-    low, high = row.get("images_per_sec_low", float("nan")), row.get("images_per_sec_high", float("nan"))
+    rounds = ", ".join(f"{value:.0f}" for value in row.get("round_samples_per_sec") or [])
+    low, high = row.get("samples_per_sec_low", float("nan")), row.get("samples_per_sec_high", float("nan"))
     return (
-        f"{row['images_per_sec']:.0f} ({low:.0f}-{high:.0f}; rounds {rounds}; "
+        f"{row['samples_per_sec']:.0f} ({low:.0f}-{high:.0f}; rounds {rounds}; "
         f"{row.get('bottleneck')}, warm-up {row.get('warmup_steps')})"
     )
 
@@ -48,7 +50,7 @@ def describe(row: pd.Series) -> str:
 def table(frame: pd.DataFrame) -> pd.DataFrame:
     lines = []
     for key, group in frame.sort_values("compare").groupby(ROW, sort=False):
-        figures = [float(value) for value in group["images_per_sec"]]
+        figures = [float(value) for value in group["samples_per_sec"]]
         compares = "; ".join(describe(row) for _, row in group.iterrows())
         lines.append({**dict(zip(ROW, key)), "compares": compares, "spread %": round(spread(figures), 1)})
     return pd.DataFrame(lines)

@@ -326,7 +326,7 @@ def one_epoch_rows(framework: str, strategy: str, sample: Path, out: Path, worke
         assert row["status"] == "ok", row.get("error")
         assert row["loader"] == framework_spec(framework).capabilities.loader and row["loader_workers"] == workers
         (epoch,) = row["epoch_metrics"]
-        assert 0 <= epoch["val_auc"] <= 1 and epoch["images_per_sec"] > 0
+        assert 0 <= epoch["val_auc"] <= 1 and epoch["samples_per_sec"] > 0
         assert 0 <= row["test_metrics"]["auc"] <= 1 and row["test_metrics"]["loss"] > 0
         assert row["time_to_train_seconds"] >= epoch["train_seconds"] + epoch["val_seconds"]
     return rows

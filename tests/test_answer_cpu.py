@@ -34,9 +34,9 @@ def test_three_rounds_of_two_strategies_that_train_alike_give_spreads_and_a_tie(
     assert done.returncode == 0, done.stderr
     rows = read_rows(out)
     for _, row in rows.iterrows():
-        assert row["rounds"] == 3 and len(row["round_images_per_sec"]) == 3
-        assert row["images_per_sec_low"] <= min(row["round_images_per_sec"]) <= row["images_per_sec"]
-        assert row["images_per_sec"] <= max(row["round_images_per_sec"]) <= row["images_per_sec_high"]
+        assert row["rounds"] == 3 and len(row["round_samples_per_sec"]) == 3
+        assert row["samples_per_sec_low"] <= min(row["round_samples_per_sec"]) <= row["samples_per_sec"]
+        assert row["samples_per_sec"] <= max(row["round_samples_per_sec"]) <= row["samples_per_sec_high"]
     assert len((out / "rounds.jsonl").read_text().splitlines()) == 6
     words = " ".join(done.stdout.split())
     tie = "tie within noise for fastest on 1 CPU device"
@@ -73,7 +73,7 @@ def test_an_epochs_run_of_64_images_ends_on_a_verdict_that_says_it_means_little(
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     for row in rows:
         assert row["status"] == "ok" and row["bottleneck"] in {"input_wait", "step", "synchronize", "loss_read"}
-        assert row["breakdown_clock"] == "host" and row["epoch_images_per_sec"] > 0
+        assert row["breakdown_clock"] == "host" and row["epoch_samples_per_sec"] > 0
         assert row["warmup_seconds"] + row["stall_seconds"] + row["window_seconds"] == pytest.approx(
             row["train_seconds"]
         )

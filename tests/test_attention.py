@@ -36,7 +36,7 @@ def test_the_summary_shows_the_attention_kernel_only_where_a_row_names_one():
 
     def row(model: str, kernel: str | None) -> RunResult:
         config = RunConfig.flat("pytorch", "ddp", model, 1, "cpu", 2, 2)
-        return RunResult.flat(config, "ok", images_per_sec=10.0, attention_kernel=kernel)
+        return RunResult.flat(config, "ok", samples_per_sec=10.0, attention_kernel=kernel)
 
     with_vit = display_table(results_frame([row("vit_b_16", "torch SDPA: flash (CPU)"), row("tiny", None)]))
     assert with_vit["attention"].tolist() == ["torch SDPA: flash (CPU)", ""]

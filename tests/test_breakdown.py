@@ -135,16 +135,16 @@ def test_rank_files_merge_into_the_run_breakdown_and_the_row(tmp_path):
         is None
     )
     result = RunResult.flat(RunConfig.flat("pytorch", "dp", "tiny", 2, "cuda", 4, 8), "ok", median_step_seconds=0.01)
-    result.timing.images_per_sec = 750.0
+    result.timing.samples_per_sec = 750.0
     attach_breakdown(result, tmp_path)
     expected = {name: (shares_of(GPU0)[name] + shares_of(GPU1)[name]) / 2 for name in CATEGORIES}
     assert result.profiled.breakdown == pytest.approx(expected)
     assert result.profiled.bottleneck == "idle" and result.profiled.breakdown_clock == "device"
     assert result.profiled.bottleneck_note == bottleneck_note(expected)
     # The global batch of 8 over the compute share of the 10 ms timed step.
-    assert result.profiled.device_ceiling_images_per_sec == pytest.approx(8 / (expected["compute"] * 0.01))
+    assert result.profiled.device_ceiling_samples_per_sec == pytest.approx(8 / (expected["compute"] * 0.01))
     assert sum(result.profiled.ceiling_taken.values()) == pytest.approx(
-        result.profiled.device_ceiling_images_per_sec - 750.0
+        result.profiled.device_ceiling_samples_per_sec - 750.0
     )
     merged = json.loads((tmp_path / "breakdown.json").read_text())
     assert sorted(merged["devices"]) == ["rank0/cuda:0", "rank0/cuda:1"] and merged["ranks"] == ["rank0-breakdown.json"]
@@ -302,12 +302,12 @@ def test_device_ceiling_is_the_batch_over_compute_and_the_other_shares_take_thei
     # 512 images a median step of 0.5 s (1024 img/s), 0.3 s of it compute: the device alone
     # would reach 512 / 0.3; the steady window ran at 1000 img/s, 24 under the median step's.
     ceiling = device_ceiling(512, 0.5, 1000.0, shares)
-    assert ceiling.images_per_sec == pytest.approx(512 / 0.3)
+    assert ceiling.samples_per_sec == pytest.approx(512 / 0.3)
     expected = {"host": 0.2, "input": 0.1, "communication": 0.1}
     assert ceiling.taken == pytest.approx(
         {**{part: 512 / 0.3 * share for part, share in expected.items()}, "uneven_steps": 24.0}
     )
-    assert sum(ceiling.taken.values()) == pytest.approx(ceiling.images_per_sec - 1000.0)
+    assert sum(ceiling.taken.values()) == pytest.approx(ceiling.samples_per_sec - 1000.0)
     assert device_ceiling(512, 0.5, 1000.0, {**shares, "compute": 0.0}) is None
 
 

@@ -65,7 +65,7 @@ def test_a_compare_that_measured_nothing_exits_1_and_says_why(tmp_path):
 
 
 def row(config: RunConfig, status: str, error: str | None = None) -> RunResult:
-    return RunResult.flat(config, status, error=error, images_per_sec=10.0 if status == "ok" else None)
+    return RunResult.flat(config, status, error=error, samples_per_sec=10.0 if status == "ok" else None)
 
 
 def test_rounds_not_run_are_counted_and_a_figure_from_fewer_rounds_is_said(fake_plugin):

@@ -21,9 +21,9 @@ def test_every_member_is_a_column_of_the_results_frame():
 def test_a_member_reads_the_frame_and_is_its_string_on_disk():
     row = _frame().iloc[0]
     assert row[Col.FRAMEWORK] == "pytorch" and row[Col.DEVICES] == 1
-    assert Col.IMAGES_PER_SEC == "images_per_sec" and f"{Col.IMAGES_PER_SEC}" == "images_per_sec"
+    assert Col.SAMPLES_PER_SEC == "samples_per_sec" and f"{Col.SAMPLES_PER_SEC}" == "samples_per_sec"
 
 
 def test_a_misspelled_column_fails_where_it_is_written():
     with pytest.raises(AttributeError):
-        Col.IMAGES_PER_SEK  # noqa: B018
+        Col.SAMPLES_PER_SEK  # noqa: B018

@@ -108,9 +108,9 @@ def test_failures_and_warnings_are_numbered_notes_and_formats_carry_the_same_lin
     assert "keras-jax jax-shard-map x2: oom: CUDA out of memory. Tried to allocate 2 GiB" in summary.notes
     assert list(summary.lines["framework"]) == ["pytorch", "keras-tf", "keras-torch", "keras-jax"]
     records = json.loads(json_text(summary, results_frame(rows)))["lines"]
-    assert records[-1]["images_per_sec_2dev"] is None and records[0]["vs_fastest_ratio"] == 1.0
+    assert records[-1]["samples_per_sec_2dev"] is None and records[0]["vs_fastest_ratio"] == 1.0
     table = pd.read_csv(io.StringIO(csv_text(summary)))
-    assert table["images_per_sec_1dev"].tolist() == pytest.approx([1234.5, 845.6, 612.3, 1100.2])
+    assert table["samples_per_sec_1dev"].tolist() == pytest.approx([1234.5, 845.6, 612.3, 1100.2])
     assert "| pytorch" in markdown(summary) and "1. " in markdown(summary)
 
 

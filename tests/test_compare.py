@@ -53,10 +53,10 @@ def test_crash_timeout_and_oom_become_rows_and_the_compare_finishes(tmp_path):
     assert steady.loc[2, "global_batch"] == 2 * steady.loc[1, "global_batch"]
     summary = pd.read_csv(out / "summary.csv").set_index(["strategy", "devices"])
     speedup = summary.loc[("steady", 2), "speedup"]
-    assert abs(speedup - steady.loc[2, "images_per_sec"] / steady.loc[1, "images_per_sec"]) < 1e-9
+    assert abs(speedup - steady.loc[2, "samples_per_sec"] / steady.loc[1, "samples_per_sec"]) < 1e-9
     assert steady.loc[2, "speedup"] == pytest.approx(speedup)
     assert steady.loc[2, "scaling_efficiency_fraction"] == pytest.approx(speedup / 2)
-    assert steady.loc[2, "images_per_sec_per_device"] == pytest.approx(steady.loc[2, "images_per_sec"] / 2)
+    assert steady.loc[2, "samples_per_sec_per_device"] == pytest.approx(steady.loc[2, "samples_per_sec"] / 2)
     assert rows[rows.strategy == "crash"].speedup.isna().all()
     assert json.loads(summary.loc[("steady", 2), "framework_versions"]) == {"fake": "1.0"}
     assert "eval_metrics" in summary and "epoch_metrics" not in summary and "allreduce_step_fraction" not in summary
@@ -94,13 +94,13 @@ def test_strong_scaling_splits_the_global_batch(tmp_path):
 def scaling_of(rows: pd.DataFrame) -> pd.DataFrame:
     """Each row's speed-up, efficiency and rate per device as the one definition gives them from
     its steady rate and its 1-device row's (`records.scaling`), indexed by device count."""
-    rates = rows.set_index("devices").images_per_sec
+    rates = rows.set_index("devices").samples_per_sec
     speedup = rates / rates[1]
     return pd.DataFrame(
         {
             "speedup": speedup,
             "scaling_efficiency_fraction": speedup / rates.index,
-            "images_per_sec_per_device": rates / rates.index,
+            "samples_per_sec_per_device": rates / rates.index,
         }
     )
 
@@ -124,7 +124,7 @@ def test_a_compare_driven_from_python_writes_the_results_file_the_cli_writes(tmp
     assert list(python_rows.columns) == list(cli_rows.columns)
     assert list(python_rows.status) == list(cli_rows.status) == ["ok", "ok"]
     for rows in (python_rows, cli_rows):
-        figures = rows.set_index("devices")[["speedup", "scaling_efficiency_fraction", "images_per_sec_per_device"]]
+        figures = rows.set_index("devices")[["speedup", "scaling_efficiency_fraction", "samples_per_sec_per_device"]]
         pd.testing.assert_frame_equal(figures, scaling_of(rows), check_names=False, rtol=1e-12)
 
 
@@ -168,4 +168,4 @@ def test_run_writes_its_row_as_a_compare_of_that_one_run_writes_it(tmp_path):
     assert list(run_row.columns) == list(compare_row.columns)
     for rows in (run_row, compare_row):
         assert (rows.rounds[0], rows.speedup[0], rows.scaling_efficiency_fraction[0]) == (1, 1.0, 1.0)
-        assert rows.images_per_sec_per_device[0] == rows.images_per_sec[0]
+        assert rows.samples_per_sec_per_device[0] == rows.samples_per_sec[0]

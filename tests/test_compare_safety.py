@@ -89,7 +89,7 @@ def test_a_failed_row_starts_with_its_cause(tmp_path):
 
 def row(devices: int, rate: float, p10: float, p90: float) -> RunResult:
     config = RunConfig.flat("fake", "steady", "tiny", devices, "cpu", 8, 10)
-    return RunResult.flat(config, "ok", images_per_sec=rate, images_per_sec_p10=p10, images_per_sec_p90=p90)
+    return RunResult.flat(config, "ok", samples_per_sec=rate, samples_per_sec_p10=p10, samples_per_sec_p90=p90)
 
 
 def test_impossible_speed_ups_and_unsteady_rows_are_flagged():

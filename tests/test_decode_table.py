@@ -23,7 +23,7 @@ def folder(root: Path, name: str, rows: list[dict]) -> str:
 
 def row(dataset: str, decode: str, rate: float, steps: list[float], **job) -> dict:
     base = {"framework": "pytorch", "strategy": "ddp", "compile": None, "status": "ok", "global_batch": 128}
-    return {**base, **job, "dataset": dataset, "decode": decode, "images_per_sec": rate, "step_seconds": steps}
+    return {**base, **job, "dataset": dataset, "decode": decode, "samples_per_sec": rate, "step_seconds": steps}
 
 
 def test_shares_of_the_synthetic_twin_by_rate_and_by_the_settled_median(table, tmp_path):

@@ -18,7 +18,7 @@ from mgbench.cli import main
 from mgbench.reports.diff import STEPS, diff_folders
 from mgbench.reports.folder_data import load_run_folder
 
-RATES = ("images_per_sec", "images_per_sec_low", "images_per_sec_high", "images_per_sec_p10", "images_per_sec_p90")
+RATES = ("samples_per_sec", "samples_per_sec_low", "samples_per_sec_high", "samples_per_sec_p10", "samples_per_sec_p90")
 
 
 def rewritten(source: Path, target: Path, change) -> Path:
@@ -115,11 +115,11 @@ def test_the_spread_is_the_steady_rates_interval_and_p10_p90_where_a_folder_has_
     def noisy(row: dict) -> dict:
         if row["status"] != "ok":
             return row
-        rate = row["images_per_sec"]
-        return {**slower(0.95)(row), "images_per_sec_low": 0.90 * rate, "images_per_sec_high": rate}
+        rate = row["samples_per_sec"]
+        return {**slower(0.95)(row), "samples_per_sec_low": 0.90 * rate, "samples_per_sec_high": rate}
 
     def before_intervals(row: dict) -> dict:
-        return {key: value for key, value in row.items() if key not in ("images_per_sec_low", "images_per_sec_high")}
+        return {key: value for key, value in row.items() if key not in ("samples_per_sec_low", "samples_per_sec_high")}
 
     new = rewritten(old, tmp_path / "noisy", noisy)
     done = mgbench("diff", str(old), str(new))
@@ -222,8 +222,8 @@ def test_an_ok_row_without_a_finite_positive_rate_is_left_out_and_its_run_is_wor
     def unmeasured(row: dict) -> dict:
         if row["run_id"] != "pytorch-ddp-1cuda":
             return row
-        return {key: value for key, value in row.items() if key != "images_per_sec"} | (
-            {} if rate == "absent" else {"images_per_sec": "RATE"}
+        return {key: value for key, value in row.items() if key != "samples_per_sec"} | (
+            {} if rate == "absent" else {"samples_per_sec": "RATE"}
         )
 
     new = rewritten(old, tmp_path / "new", unmeasured)
@@ -298,9 +298,9 @@ def test_json_is_the_answer_for_a_script(old, tmp_path, diff):
     assert runs.loc["pytorch-ddp-1cuda", "change"] == pytest.approx(-0.5)
     assert runs.loc["pytorch-ddp-1cuda", "regression"] == "slower beyond the spread"
     failed = answer["runs"][[run["run_id"] for run in answer["runs"]].index("pytorch-dp-2cuda")]
-    assert failed["old_images_per_sec"] is None and failed["change"] is None and failed["regression"] is None
-    assert runs.loc["pytorch-ddp-2cuda", "new_images_per_sec"] == pytest.approx(
-        runs.loc["pytorch-ddp-2cuda", "old_images_per_sec"] / 2
+    assert failed["old_samples_per_sec"] is None and failed["change"] is None and failed["regression"] is None
+    assert runs.loc["pytorch-ddp-2cuda", "new_samples_per_sec"] == pytest.approx(
+        runs.loc["pytorch-ddp-2cuda", "old_samples_per_sec"] / 2
     )
     assert answer["conclusion"].startswith("3 of 4 runs of NEW are worse") and answer["only_old"] == []
 

@@ -45,7 +45,7 @@ def test_driver_measures_warmup_input_wait_and_throughput(fake_plugin, tmp_path)
     assert result.timing.median_step_seconds == pytest.approx(expected_step, rel=0.3)
     steady = result.series.step_seconds[result.timing.warmup_steps :]
     assert result.window_seconds == pytest.approx(sum(steady))
-    assert result.timing.images_per_sec == pytest.approx(config.global_batch * len(steady) / sum(steady))
+    assert result.timing.samples_per_sec == pytest.approx(config.global_batch * len(steady) / sum(steady))
     assert result.timing_method == "per-step sync"
     # The fake's steps run synchronously on the host, as CPU steps do: the host timing says the
     # step is its sleep and the input wait its batch's.
@@ -101,7 +101,7 @@ def test_epochs_validate_each_epoch_then_test_once_and_time_the_training(fake_pl
     assert [row["epoch"] for row in result.by_epoch.epoch_metrics] == [1, 2]
     for row in result.by_epoch.epoch_metrics:
         assert (row["val_loss"], row["val_auc"], row["val_top1"]) == (0.25, 0.75, 0.5)
-        assert row["images_per_sec"] == pytest.approx(3 * config.global_batch / row["train_seconds"])
+        assert row["samples_per_sec"] == pytest.approx(3 * config.global_batch / row["train_seconds"])
         assert row["val_seconds"] >= EpochAdapter.VALIDATION_SECONDS
     spent = sum(row["train_seconds"] + row["val_seconds"] for row in result.by_epoch.epoch_metrics)
     # from the first step to the end of the last validation, not the test split's scoring after it
@@ -260,8 +260,8 @@ def test_throughput_is_the_steady_windows_images_over_its_length_on_the_host_clo
     elapsed = adapter.step_ends[-1] - adapter.step_ends[2]
     steady = len(ScriptedAdapter.STEPS) - 3
     assert result.window_seconds == pytest.approx(elapsed)
-    assert result.timing.images_per_sec == pytest.approx(config.global_batch * steady / elapsed)
-    assert result.timing.images_per_sec != pytest.approx(
+    assert result.timing.samples_per_sec == pytest.approx(config.global_batch * steady / elapsed)
+    assert result.timing.samples_per_sec != pytest.approx(
         config.global_batch / result.timing.median_step_seconds, rel=0.05
     )
     assert adapter.sync_calls_at.count(len(ScriptedAdapter.STEPS)) >= 1
@@ -277,7 +277,7 @@ def test_with_device_events_no_step_waits_for_the_device_and_the_loss_is_read_on
     assert adapter.last_loss_calls == 0 and adapter.losses_read == [steps]
     assert result.timing_method == "device events"
     assert result.series.step_seconds == pytest.approx([s + 0.05 for s in ScriptedAdapter.STEPS])
-    assert result.timing.images_per_sec == pytest.approx(
+    assert result.timing.samples_per_sec == pytest.approx(
         16 * (steps - 3) / sum(s + 0.05 for s in ScriptedAdapter.STEPS[3:])
     )
     assert result.series.losses == pytest.approx([1.0 / n for n in range(1, steps + 1)])
@@ -352,9 +352,9 @@ def test_an_epoch_boundary_stall_is_a_stall_however_the_framework_times_its_step
     assert (result.timing.warmup_steps, result.timing.warmup_detected, result.timing.stall_steps) == (2, True, 1)
     assert result.timing.stall_seconds == pytest.approx(2.0 + device_extra)
     assert result.timing.steady_steps == 21
-    assert result.timing.images_per_sec == pytest.approx(16 * 21 / (21 * (0.1 + device_extra)))
-    assert result.timing.images_per_sec_low == pytest.approx(result.timing.images_per_sec)
+    assert result.timing.samples_per_sec == pytest.approx(16 * 21 / (21 * (0.1 + device_extra)))
+    assert result.timing.samples_per_sec_low == pytest.approx(result.timing.samples_per_sec)
     assert result.timing.warmup_seconds + result.timing.stall_seconds + result.window_seconds == pytest.approx(
         result.train_seconds
     )
-    assert result.by_epoch.epoch_images_per_sec == pytest.approx(16 * 24 / result.by_epoch.time_to_train_seconds)
+    assert result.by_epoch.epoch_samples_per_sec == pytest.approx(16 * 24 / result.by_epoch.time_to_train_seconds)

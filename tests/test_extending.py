@@ -174,4 +174,4 @@ def test_a_compare_trains_the_plugin_model_on_one_and_two_cpu_devices(plugin, tm
     assert done.returncode == 0, done.stderr
     rows = read_rows(out).set_index("devices")
     assert list(rows.status) == ["ok", "ok"] and set(rows.strategy) == {"solo"}
-    assert (rows.parameters == 12).all() and (rows.images_per_sec > 0).all()
+    assert (rows.parameters == 12).all() and (rows.samples_per_sec > 0).all()

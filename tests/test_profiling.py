@@ -239,7 +239,7 @@ def test_a_failing_profiler_costs_the_window_not_the_measured_run(fake_plugin, t
 
     config = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 4, 6, profile_steps=2)
     result = run_training(BrokenProfiler("steady"), config, profile_dir=tmp_path, profiler="torch.profiler")
-    assert result.status == "ok" and len(result.series.step_seconds) == 6 and result.timing.images_per_sec > 0
+    assert result.status == "ok" and len(result.series.step_seconds) == 6 and result.timing.samples_per_sec > 0
     assert result.profiled.profile == {
         "steps": 2,
         "error": "profiler failed: AttributeError: '_KinetoEvent' object has no attribute 'activity_type'",
@@ -319,8 +319,8 @@ def test_pytorch_ddp_profile_traces_every_rank_counts_the_allreduce_and_splits_t
         assert row["timing_method"] == "per-step sync" and row["profile"]["kernels_per_step"] > 0
         assert set(row["host_breakdown"]) == set(HOST_PHASES)
         assert sum(row["host_breakdown"].values()) == pytest.approx(1) and row["host_breakdown"]["step"] > 0.5
-        assert row["flops_per_image"] == count_work(model_spec("tiny"), 32).flops_per_image
-        assert row["achieved_tflops"] == pytest.approx(row["flops_per_image"] * row["images_per_sec"] / 1e12)
+        assert row["flops_per_sample"] == count_work(model_spec("tiny"), 32).flops_per_sample
+        assert row["achieved_tflops"] == pytest.approx(row["flops_per_sample"] * row["samples_per_sec"] / 1e12)
 
 
 def test_torch_op_summary_from_the_exported_trace_agrees_with_torchs_own_self_times(tmp_path):

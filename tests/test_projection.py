@@ -94,7 +94,7 @@ def test_the_backward_hides_the_exchange_but_for_the_last_bucket():
     assert projected.exposed_seconds == pytest.approx(total - 0.5e-3)
     assert projected.step_seconds == pytest.approx(0.012 + total - 0.5e-3)
     assert projected.efficiency == pytest.approx(0.012 / (0.012 + total - 0.5e-3))
-    assert projected.images_per_sec == pytest.approx(2 * 32 / (0.012 + total - 0.5e-3))
+    assert projected.samples_per_sec == pytest.approx(2 * 32 / (0.012 + total - 0.5e-3))
     # a wide window leaves only the last bucket, which exists only once the backward has ended
     wide = StepModel(0.012, 0.010, 0.5, 100e6, 32, BUCKETS_25MB, algorithms=("ring",))
     assert wide.at(one_node, 2).exposed_seconds == pytest.approx(last)
@@ -254,11 +254,11 @@ def test_a_one_process_series_modelled_from_its_two_gpu_row_gives_that_row_back(
 
 def test_a_node_whose_loaders_are_slower_than_its_gpus_is_capped_by_them():
     one_node = Interconnect(bare_link(100), None, gpus_per_node=8)
-    model = StepModel(0.1, 0.08, 2 / 3, 1e6, 32, input_images_per_sec_per_node=1000.0)
+    model = StepModel(0.1, 0.08, 2 / 3, 1e6, 32, input_samples_per_sec_per_node=1000.0)
     # 8 GPUs want 8 x 320 img/s; the node's loaders give 1000
     capped = model.at(one_node, 8)
     assert capped.input_limited and capped.limiter == "input"
-    assert capped.images_per_sec == 1000.0
+    assert capped.samples_per_sec == 1000.0
     assert capped.efficiency == pytest.approx(1000 / 2560)
     assert capped.step_seconds == pytest.approx(8 * 32 / 1000)
     assert not model.at(one_node, 2).input_limited
@@ -334,10 +334,10 @@ def test_a_profiled_multi_gpu_row_gives_the_series_its_measured_overlap(tmp_path
 
 
 def test_real_data_rows_give_the_input_rate_per_node():
-    synthetic = pd.DataFrame({"dataset": ["synthetic"], "input_wait_fraction": [0.3], "images_per_sec": [100.0]})
+    synthetic = pd.DataFrame({"dataset": ["synthetic"], "input_wait_fraction": [0.3], "samples_per_sec": [100.0]})
     assert input_rate(synthetic) == InputRate("not measured")
     real = pd.DataFrame(
-        {"dataset": ["chestxray:/data"] * 2, "input_wait_fraction": [0.01, 0.2], "images_per_sec": [900.0, 1500.0]}
+        {"dataset": ["chestxray:/data"] * 2, "input_wait_fraction": [0.01, 0.2], "samples_per_sec": [900.0, 1500.0]}
     )
     assert input_rate(real) == InputRate("limit", 1500.0)
     assert input_rate(real.iloc[:1]) == InputRate("lower bound", 900.0)
@@ -455,9 +455,9 @@ def test_a_series_without_a_one_gpu_row_is_modelled_from_its_smallest_row(tmp_pa
 
 
 def one_gpu_model(
-    images_per_sec: float, batch: int, parameters: int, compute_share: float = 1.0, overlap: float = 2 / 3, **options
+    samples_per_sec: float, batch: int, parameters: int, compute_share: float = 1.0, overlap: float = 2 / 3, **options
 ) -> StepModel:
-    step = batch / images_per_sec
+    step = batch / samples_per_sec
     return StepModel(step, compute_share * step, overlap, parameters * 4, batch, **options)
 
 

@@ -18,7 +18,7 @@ def table():
 def folder(root: Path, name: str, dataset: str, rate: float, workers: int | None) -> str:
     path = root / name
     path.mkdir()
-    row = {**KEY, "dataset": dataset, "status": "ok", "images_per_sec": rate, "input_wait_fraction": 0.01}
+    row = {**KEY, "dataset": dataset, "status": "ok", "samples_per_sec": rate, "input_wait_fraction": 0.01}
     row |= {"loader": "torch.utils.data.DataLoader" if workers else None, "loader_workers": workers}
     (path / "results.jsonl").write_text(json.dumps(row) + "\n")
     return str(path)

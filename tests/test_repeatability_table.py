@@ -15,10 +15,10 @@ def table():
 def folder(root: Path, name: str, rate: float) -> str:
     path = root / name
     path.mkdir()
-    row = {"framework": "pytorch", "strategy": "ddp", "devices": 1, "status": "ok", "images_per_sec": rate}
-    row |= {"images_per_sec_low": rate - 10, "images_per_sec_high": rate + 10, "round_images_per_sec": [rate, rate]}
+    row = {"framework": "pytorch", "strategy": "ddp", "devices": 1, "status": "ok", "samples_per_sec": rate}
+    row |= {"samples_per_sec_low": rate - 10, "samples_per_sec_high": rate + 10, "round_samples_per_sec": [rate, rate]}
     row |= {"bottleneck": "compute", "warmup_steps": 3}
-    failed = {**row, "strategy": "dp", "status": "failed", "images_per_sec": None}
+    failed = {**row, "strategy": "dp", "status": "failed", "samples_per_sec": None}
     (path / "results.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(failed) + "\n")
     return str(path)
 

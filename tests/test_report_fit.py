@@ -116,9 +116,9 @@ def throughput_figure(tmp_path, monkeypatch, epochs: list[int | None]):
             "precision": ["bf16", "bf16"],
             "data_format": ["channels_last", "channels_last"],
             "devices": [1, 2],
-            "images_per_sec": [900.0, 2100.0],
-            "images_per_sec_p10": [1000.0, 1900.0],
-            "images_per_sec_p90": [1100.0, 2200.0],
+            "samples_per_sec": [900.0, 2100.0],
+            "samples_per_sec_p10": [1000.0, 1900.0],
+            "samples_per_sec_p90": [1100.0, 2200.0],
             "epochs": epochs,
         }
     )
@@ -153,7 +153,7 @@ def test_the_step_chart_marks_stalls_and_draws_the_steady_rate_by_that_name(tmp_
     run_charts.step_throughput_chart(row, tmp_path / "steps.png")
     (axes,) = drawn[0].axes
     labels = [text.get_text() for text in drawn[0].legends[0].get_texts()]  # outside the data
-    assert f"steady rate {stats.images_per_sec:.1f}" in labels
+    assert f"steady rate {stats.samples_per_sec:.1f}" in labels
     assert "stalls, 1 step (left out of the steady rate)" in labels
     (marked,) = axes.collections
     assert marked.get_offsets().tolist() == [[21.0, 4.0]]  # step 21, 8 images in 2 s

@@ -221,7 +221,7 @@ def test_folder_keeps_extra_fields_and_derives_scaling(tmp_path):
     assert frame.loc[run_ids[2], "communication_fraction"] == 0.15
     assert np.isnan(frame.loc[run_ids[0], "communication_fraction"])
     one, four = frame.loc[run_ids[0]], frame.loc[run_ids[2]]
-    assert four["speedup"] == pytest.approx(four["images_per_sec"] / one["images_per_sec"])
+    assert four["speedup"] == pytest.approx(four["samples_per_sec"] / one["samples_per_sec"])
     assert four["scaling_efficiency_fraction"] == pytest.approx(four["speedup"] / 4)
 
 
@@ -344,12 +344,12 @@ def test_compare_writes_a_report_and_report_rebuilds_it_on_a_copied_folder(tmp_p
     assert not list((copied / "charts").glob("utilisation-*.png"))
 
 
-def loss_row(devices: int, global_batch: int, step: float, images_per_sec: float, **shares: float) -> RunResult:
+def loss_row(devices: int, global_batch: int, step: float, samples_per_sec: float, **shares: float) -> RunResult:
     """An ok row of pytorch ddp, its step's breakdown `shares` (none without them)."""
     breakdown = {**dict.fromkeys(CATEGORIES, 0.0), **shares} if shares else None
     assert breakdown is None or sum(breakdown.values()) == pytest.approx(1)
     config = RunConfig.flat("pytorch", "ddp", "resnet50", devices, "cuda", global_batch // devices, 60)
-    return RunResult.flat(config, "ok", median_step_seconds=step, images_per_sec=images_per_sec, breakdown=breakdown)
+    return RunResult.flat(config, "ok", median_step_seconds=step, samples_per_sec=samples_per_sec, breakdown=breakdown)
 
 
 def loss_frame(*rows: RunResult) -> pd.DataFrame:
@@ -413,9 +413,9 @@ def test_summary_reads_each_rows_bottleneck_or_why_it_has_none(tmp_path):
         RunResult.flat(
             gluon,
             "ok",
-            images_per_sec=1.0,
-            images_per_sec_p10=1.0,
-            images_per_sec_p90=1.0,
+            samples_per_sec=1.0,
+            samples_per_sec_p10=1.0,
+            samples_per_sec_p90=1.0,
             input_wait_fraction=0.0,
             warmup_steps=1,
             warmup_seconds=1.0,
@@ -494,12 +494,12 @@ def test_report_prints_the_compact_summary_in_each_format_from_the_command_line(
     assert done.stderr.strip() == f"report: {folder / 'report.html'}"
     if fmt == "csv":
         table = pd.read_csv(io.StringIO(done.stdout))
-        assert table.loc[0, ["framework", "strategy", "images_per_sec_2dev"]].tolist() == ["pytorch", "ddp", 7914.0]
+        assert table.loc[0, ["framework", "strategy", "samples_per_sec_2dev"]].tolist() == ["pytorch", "ddp", 7914.0]
     elif fmt == "json":
         answer = json.loads(done.stdout)
         lines = answer["lines"]
-        assert [(line["framework"], line["images_per_sec_1dev"]) for line in lines] == [("pytorch", 3980.0)]
-        assert answer["version"] == 1 and answer["ranked_by"] == "images_per_sec" and answer["higher_is_better"]
+        assert [(line["framework"], line["samples_per_sec_1dev"]) for line in lines] == [("pytorch", 3980.0)]
+        assert answer["version"] == 1 and answer["ranked_by"] == "samples_per_sec" and answer["higher_is_better"]
         assert answer["verdict"].startswith("pytorch ddp is fastest on 2 GPUs: 7,914 img/s [7,835-7,993]")
         winner = {key: answer["winner"][key] for key in ("framework", "strategy", "devices", "value")}
         assert winner == {"framework": "pytorch", "strategy": "ddp", "devices": 2, "value": 7914.0}
@@ -507,9 +507,9 @@ def test_report_prints_the_compact_summary_in_each_format_from_the_command_line(
         rows = {row["devices"]: row for row in answer["rows"]}
         frame = load_run_folder(folder).frame.set_index("devices")
         for devices, row in rows.items():
-            assert row["images_per_sec"] == pytest.approx(frame.loc[devices, "images_per_sec"])
-            assert row["spread"]["low"] == pytest.approx(frame.loc[devices, "images_per_sec_p10"])
-            assert row["spread"]["high"] == pytest.approx(frame.loc[devices, "images_per_sec_p90"])
+            assert row["samples_per_sec"] == pytest.approx(frame.loc[devices, "samples_per_sec"])
+            assert row["spread"]["low"] == pytest.approx(frame.loc[devices, "samples_per_sec_p10"])
+            assert row["spread"]["high"] == pytest.approx(frame.loc[devices, "samples_per_sec_p90"])
             assert row["rounds"] is None and row["interval"]["low"] is None and row["held_back_by"]["name"] == "idle"
     elif fmt == "md":
         title, blank, header, rule, row = done.stdout.splitlines()[:5]
@@ -529,14 +529,14 @@ def test_run_details_say_how_close_the_row_is_to_its_device_and_what_stands_betw
     """A host-bound row: keras-torch DenseNet-121 on one H200, 479 img/s against a device-busy ceiling of 930."""
     row = pd.Series(
         {
-            "flops_per_image": 16.76e9,
+            "flops_per_sample": 16.76e9,
             "achieved_tflops": 16.76e9 * 479 / 1e12,
             "peak_tflops": 790.0,
             "peak_fraction": 16.76e9 * 479 / 1e12 / 790.0,
             "peak_source": "measured dense matmul (bandwidth.json)",
             "vendor_peak_tflops": 989.5,
             "devices": 1,
-            "device_ceiling_images_per_sec": 930.0,
+            "device_ceiling_samples_per_sec": 930.0,
             "ceiling_taken": {"host": 441.0, "input": 10.0, "communication": 0.0, "uneven_steps": 0.0},
             "bottleneck": "idle",
             "timing_method": "cuda events",
@@ -571,8 +571,8 @@ def test_time_to_train_and_test_auc_are_tabled_and_charted_for_rows_trained_in_e
     from mgbench.reports.training import time_to_train_chart, training_table
 
     epochs = [
-        {"epoch": 1, "images_per_sec": 100.0, "val_auc": 0.6},
-        {"epoch": 2, "images_per_sec": 300.0, "val_auc": 0.7},
+        {"epoch": 1, "samples_per_sec": 100.0, "val_auc": 0.6},
+        {"epoch": 2, "samples_per_sec": 300.0, "val_auc": 0.7},
     ]
     frame = pd.DataFrame(
         {
@@ -588,7 +588,7 @@ def test_time_to_train_and_test_auc_are_tabled_and_charted_for_rows_trained_in_e
             "loader_workers": [2, 2, None],
             "time_to_train_seconds": [30.0, 12.5, None],
             "compile_seconds": [None, 9.0, None],
-            "epoch_images_per_sec": [150.0, 80.0, None],
+            "epoch_samples_per_sec": [150.0, 80.0, None],
             "epoch_metrics": [epochs, epochs[:1], []],
             "test_metrics": [{"loss": 0.5, "auc": 0.71}, {"loss": 0.6, "auc": 0.64}, {}],
         }
@@ -596,7 +596,7 @@ def test_time_to_train_and_test_auc_are_tabled_and_charted_for_rows_trained_in_e
     table = training_table(frame)
     assert list(table["framework"]) == ["keras-jax", "pytorch"]
     # the epoch rate is the row's, over its time to train (compile, warm-up, stalls and validation in)
-    assert list(table["epochs"]) == [1, 2] and list(table["epoch_images_per_sec"]) == [80.0, 150.0]
+    assert list(table["epochs"]) == [1, 2] and list(table["epoch_samples_per_sec"]) == [80.0, 150.0]
     assert table["compile_seconds"].tolist()[0] == 9.0 and np.isnan(table["compile_seconds"].tolist()[1])
     assert list(table["test_auc"]) == [0.64, 0.71] and list(table["val_auc"]) == [0.6, 0.7]
     path = time_to_train_chart(table, tmp_path / "time-to-train.png", frame)
@@ -605,7 +605,7 @@ def test_time_to_train_and_test_auc_are_tabled_and_charted_for_rows_trained_in_e
     assert training_table(frame.drop(columns=["time_to_train_seconds"])).empty
 
 
-NULLABLE = ("input_wait_fraction", "images_per_sec_p10", "images_per_sec_p90", "warmup_steps", "startup_seconds")
+NULLABLE = ("input_wait_fraction", "samples_per_sec_p10", "samples_per_sec_p90", "warmup_steps", "startup_seconds")
 """Figures an ok row may write as null (no value; its `warnings` say why)."""
 NULLABLE_HEADERS = ("input wait %", "p10-p90", "start-up s")
 """The summary table's columns showing them."""
@@ -626,7 +626,7 @@ def test_ok_rows_with_null_figures_report_a_dash_on_every_path(tmp_path, capsys,
             result.profiled.breakdown = {**BREAKDOWNS[devices], "idle": None}
             result.profiled.bottleneck, result.profiled.breakdown_clock = "idle", "device"
             result.by_epoch.epoch_metrics = [
-                {**epoch, "images_per_sec": None} for epoch in result.by_epoch.epoch_metrics
+                {**epoch, "samples_per_sec": None} for epoch in result.by_epoch.epoch_metrics
             ]
         append_result(folder / "results.jsonl", result)
         write_trace(folder, result.run_id, devices)

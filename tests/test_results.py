@@ -13,16 +13,16 @@ from mgbench.records.results import RunResult, read_results
 from mgbench.reports.summary import results_frame, write_summary
 
 
-def row(strategy, devices, images_per_sec, status="ok"):
+def row(strategy, devices, samples_per_sec, status="ok"):
     config = RunConfig.flat("pytorch", strategy, "resnet50", devices, "cuda", 32, 10)
     if status != "ok":
         return RunResult.flat(config, status, error="boom\nsecond line")
     return RunResult.flat(
         config,
         "ok",
-        images_per_sec=images_per_sec,
-        images_per_sec_p10=images_per_sec * 0.9,
-        images_per_sec_p90=images_per_sec * 1.1,
+        samples_per_sec=samples_per_sec,
+        samples_per_sec_p10=samples_per_sec * 0.9,
+        samples_per_sec_p90=samples_per_sec * 1.1,
         warmup_steps=2,
         warmup_seconds=1.0,
         input_wait_fraction=0.1,
@@ -41,7 +41,7 @@ def test_round_trip_and_pandas(tmp_path):
     frame = pd.read_json(path, lines=True)
     assert list(frame["devices"]) == [1, 2, 2]
     assert list(frame["status"]) == ["ok", "ok", "oom"]
-    assert frame.loc[1, "images_per_sec"] == 190.0
+    assert frame.loc[1, "samples_per_sec"] == 190.0
     assert all(json.loads(line)["run_id"] for line in path.read_text().splitlines())
 
 
@@ -74,16 +74,16 @@ def test_the_results_writer_sets_each_row_against_the_smallest_count_of_its_fram
     path = tmp_path / "results.jsonl"
     one = RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 8, 5)
     runs = [
-        [RunResult.flat(one, "ok", images_per_sec=100.0)],
-        [RunResult.flat(one.with_changes(devices=4, batch_per_device=2), "ok", images_per_sec=300.0)],
-        [RunResult.flat(one.with_changes(model="resnet50", devices=2), "ok", images_per_sec=40.0)],
+        [RunResult.flat(one, "ok", samples_per_sec=100.0)],
+        [RunResult.flat(one.with_changes(devices=4, batch_per_device=2), "ok", samples_per_sec=300.0)],
+        [RunResult.flat(one.with_changes(model="resnet50", devices=2), "ok", samples_per_sec=40.0)],
         [RunResult.flat(one.with_changes(strategy="dp", devices=4), "failed", error="boom")],
     ]
     rows = write_results(path, runs)
     frame = pd.read_json(path, lines=True)
     assert list(frame.speedup[:3]) == pytest.approx([1.0, 3.0, 1.0])
     assert list(frame.scaling_efficiency_fraction[:3]) == pytest.approx([1.0, 0.75, 1.0])
-    assert list(frame.images_per_sec_per_device[:3]) == pytest.approx([100.0, 75.0, 20.0])
+    assert list(frame.samples_per_sec_per_device[:3]) == pytest.approx([100.0, 75.0, 20.0])
     assert frame[["speedup", "scaling_efficiency_fraction"]].iloc[3].isna().all() and frame.error[3] == "boom"
     assert list(frame.rounds[:3]) == [1, 1, 1]
     assert [row.to_record() for row in read_results(path)] == [row.to_record() for row in rows]

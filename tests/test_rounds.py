@@ -36,11 +36,11 @@ def test_repeat_runs_every_run_n_times_interleaved_and_each_row_is_the_median_ro
     rows = read_rows(out).set_index("strategy")
     for strategy, row in rows.iterrows():
         own = rounds[rounds["strategy"] == strategy]
-        assert row["rounds"] == 3 and row["round_images_per_sec"] == pytest.approx(list(own["images_per_sec"]))
-        assert row["images_per_sec"] == pytest.approx(sorted(own["images_per_sec"])[1])
-        assert row["images_per_sec_low"] == pytest.approx(own["images_per_sec_low"].min())
-        assert row["images_per_sec_high"] == pytest.approx(own["images_per_sec_high"].max())
-        assert row["images_per_sec_low"] < row["images_per_sec"] < row["images_per_sec_high"]
+        assert row["rounds"] == 3 and row["round_samples_per_sec"] == pytest.approx(list(own["samples_per_sec"]))
+        assert row["samples_per_sec"] == pytest.approx(sorted(own["samples_per_sec"])[1])
+        assert row["samples_per_sec_low"] == pytest.approx(own["samples_per_sec_low"].min())
+        assert row["samples_per_sec_high"] == pytest.approx(own["samples_per_sec_high"].max())
+        assert row["samples_per_sec_low"] < row["samples_per_sec"] < row["samples_per_sec_high"]
     assert "round 3/3" in done.stderr
     assert json.loads((out / "compare.json").read_text())["options"]["repeat"] == 3
 
@@ -100,23 +100,23 @@ def round_row(rate: float, low: float, high: float, status: str = "ok", **config
     run = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 8, 20, **config)
     if status != "ok":
         return RunResult.flat(run, status, error=f"{status} on purpose\ntraceback")
-    return RunResult.flat(run, "ok", images_per_sec=rate, images_per_sec_low=low, images_per_sec_high=high)
+    return RunResult.flat(run, "ok", samples_per_sec=rate, samples_per_sec_low=low, samples_per_sec_high=high)
 
 
 def test_the_row_is_the_median_round_or_of_two_the_slower():
     three = combine_rounds([round_row(100, 95, 104), round_row(120, 118, 123), round_row(90, 80, 99)])
-    assert (three.timing.images_per_sec, three.repeats.rounds, three.repeats.round_images_per_sec) == (
+    assert (three.timing.samples_per_sec, three.repeats.rounds, three.repeats.round_samples_per_sec) == (
         100,
         3,
         [100, 120, 90],
     )
-    assert (three.timing.images_per_sec_low, three.timing.images_per_sec_high) == (80, 123)
-    assert combine_rounds([round_row(120, 118, 123), round_row(100, 95, 104)]).timing.images_per_sec == 100
+    assert (three.timing.samples_per_sec_low, three.timing.samples_per_sec_high) == (80, 123)
+    assert combine_rounds([round_row(120, 118, 123), round_row(100, 95, 104)]).timing.samples_per_sec == 100
 
 
 def test_a_round_that_did_not_finish_is_said_and_the_others_make_the_row():
     row = combine_rounds([round_row(100, 95, 104), round_row(0, 0, 0, status="timeout")])
-    assert row.status == "ok" and row.repeats.rounds == 1 and row.timing.images_per_sec == 100
+    assert row.status == "ok" and row.repeats.rounds == 1 and row.timing.samples_per_sec == 100
     assert row.warnings == ["round 2 of 2: timeout: timeout on purpose"]
     assert combine_rounds([round_row(0, 0, 0, status="failed")]).status == "failed"
 
@@ -128,7 +128,7 @@ def test_epochs_rounds_take_the_median_time_to_train_and_keep_every_rounds_time(
         return row
 
     row = combine_rounds([trained(30.0, 500), trained(20.0, 400), trained(25.0, 300)])
-    assert row.by_epoch.time_to_train_seconds == 25.0 and row.timing.images_per_sec == 300
+    assert row.by_epoch.time_to_train_seconds == 25.0 and row.timing.samples_per_sec == 300
     assert (
         row.repeats.round_time_to_train_seconds == [30.0, 20.0, 25.0] and row.repeats.round_time_to_target_seconds == []
     )
@@ -145,14 +145,14 @@ def test_a_round_a_resume_adds_to_the_smallest_count_rewrites_the_speed_up_of_ev
     folder = RunFolder(tmp_path)
     book = RoundBook(runs, 1)
     for run, rate in zip(runs, (100.0, 180.0)):
-        book.record(folder, RunResult.flat(run.config, "ok", images_per_sec=rate))
+        book.record(folder, RunResult.flat(run.config, "ok", samples_per_sec=rate))
     assert list(read_rows(tmp_path).speedup) == pytest.approx([1.0, 1.8])
     resumed = RoundBook.kept(runs, 2, recorded_rounds(folder))
     resumed.rewrite(folder)
     assert [run.config.devices for run in resumed.owed()] == [1, 2]
-    resumed.record(folder, RunResult.flat(runs[0].config, "ok", images_per_sec=60.0))
+    resumed.record(folder, RunResult.flat(runs[0].config, "ok", samples_per_sec=60.0))
     rows = read_rows(tmp_path)
-    assert list(rows.images_per_sec) == [60.0, 180.0] and list(rows.rounds) == [2, 1]
+    assert list(rows.samples_per_sec) == [60.0, 180.0] and list(rows.rounds) == [2, 1]
     assert list(rows.speedup) == pytest.approx([1.0, 3.0])
     assert list(rows.scaling_efficiency_fraction) == pytest.approx([1.0, 1.5])
     assert [row.to_record() for row in read_results(folder.results)] == [row.to_record() for row in resumed.rows()]

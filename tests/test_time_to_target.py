@@ -151,7 +151,7 @@ def table_text(summary, width: int) -> str:
     return buffer.getvalue()
 
 
-def test_an_epochs_compare_ranks_by_time_to_train_not_images_per_sec():
+def test_an_epochs_compare_ranks_by_time_to_train_not_samples_per_sec():
     from mgbench.reports.verdict import verdict
 
     summary = summary_of()
@@ -208,7 +208,7 @@ def test_piped_output_fits_its_table_to_the_width_columns_gives_and_leaves_sente
     assert len(verdict) > 100 and verdict.endswith(".")
 
 
-def test_a_steps_compare_still_ranks_by_images_per_sec():
+def test_a_steps_compare_still_ranks_by_samples_per_sec():
     from mgbench.reports.compact import compact_summary
     from mgbench.reports.summary import results_frame
     from mgbench.reports.verdict import verdict

@@ -68,7 +68,7 @@ def test_too_few_steps_excludes_only_the_first():
 def test_only_a_one_step_run_keeps_its_first_step_and_says_so(steps, kept):
     stats = summarise_steps([1.0] + [0.1] * (steps - 1), [0.0] * steps, 32)
     assert first_step_kept(stats.warmup_steps, stats.warmup_detected) is kept
-    assert stats.images_per_sec == pytest.approx(32.0 if kept else 320.0)
+    assert stats.samples_per_sec == pytest.approx(32.0 if kept else 320.0)
 
 
 def test_summary_figures():
@@ -80,9 +80,9 @@ def test_summary_figures():
     assert stats.warmup_seconds == pytest.approx(1.5)
     assert stats.steady_steps == 20
     assert stats.window_seconds == pytest.approx(sum(steady))
-    assert stats.images_per_sec == pytest.approx(64 * 20 / sum(steady))
-    assert stats.images_per_sec_p10 == pytest.approx(64 / 0.104)
-    assert stats.images_per_sec_p90 == pytest.approx(64 / 0.096)
+    assert stats.samples_per_sec == pytest.approx(64 * 20 / sum(steady))
+    assert stats.samples_per_sec_p10 == pytest.approx(64 / 0.104)
+    assert stats.samples_per_sec_p90 == pytest.approx(64 / 0.096)
     assert stats.input_wait_fraction == pytest.approx(0.3 / sum(steady))
     assert stats.train_seconds == pytest.approx(sum(steps))
 
@@ -107,8 +107,8 @@ def test_a_stall_is_counted_as_a_stall_wherever_it_falls_never_as_warmup_nor_in_
     assert (stats.warmup_steps, stats.warmup_detected) == (3, True)
     assert (stats.stall_steps, stats.stall_seconds) == (1, pytest.approx(2.76))
     steady = [s for i, s in enumerate(series) if i >= 3 and i != stall_at]
-    assert stats.images_per_sec == pytest.approx(256 * len(steady) / sum(steady))
-    assert stats.images_per_sec_p10 <= stats.images_per_sec <= stats.images_per_sec_p90
+    assert stats.samples_per_sec == pytest.approx(256 * len(steady) / sum(steady))
+    assert stats.samples_per_sec_p10 <= stats.samples_per_sec <= stats.samples_per_sec_p90
     assert stats.warmup_seconds + stats.stall_seconds + stats.window_seconds == pytest.approx(stats.train_seconds)
 
 
@@ -128,14 +128,14 @@ def test_slow_steps_that_recur_are_the_steady_state_not_stalls():
     series = [1.0, 1.0, 1.0] + [0.1, 0.1, 0.4] * 8
     stats = summarise_steps(series, [0.0] * len(series), 16)
     assert stats.stall_steps == 0 and stats.steady_steps == 24
-    assert stats.images_per_sec == pytest.approx(16 * 24 / (8 * 0.6))
+    assert stats.samples_per_sec == pytest.approx(16 * 24 / (8 * 0.6))
 
 
 def test_the_interval_is_the_slowest_and_fastest_third_of_the_window():
     steady = [0.1] * 10 + [0.11] * 10 + [0.09] * 10
     stats = summarise_steps([1.0] + steady, [0.0] * 31, 10)
-    assert stats.images_per_sec_low == pytest.approx(100 / 1.1)
-    assert stats.images_per_sec_high == pytest.approx(100 / 0.9)
-    assert stats.images_per_sec_low < stats.images_per_sec < stats.images_per_sec_high
+    assert stats.samples_per_sec_low == pytest.approx(100 / 1.1)
+    assert stats.samples_per_sec_high == pytest.approx(100 / 0.9)
+    assert stats.samples_per_sec_low < stats.samples_per_sec < stats.samples_per_sec_high
     one = summarise_steps([0.5], [0.0], 10)
-    assert one.images_per_sec_low == one.images_per_sec == one.images_per_sec_high == pytest.approx(20)
+    assert one.samples_per_sec_low == one.samples_per_sec == one.samples_per_sec_high == pytest.approx(20)

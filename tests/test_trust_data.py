@@ -132,7 +132,7 @@ def test_an_undefined_auc_is_null_with_a_warning_saying_why_and_survives_a_rewri
     row = RunResult.flat(
         config,
         "ok",
-        images_per_sec=10.0,
+        samples_per_sec=10.0,
         test_metrics=one_class,
         epoch_metrics=[{"epoch": 1, "val_auc": no_negative["auc"]}],
     )
@@ -161,13 +161,13 @@ def test_a_row_with_an_undefined_auc_is_tabulated_and_its_warning_shown():
             RunResult.flat(
                 config,
                 "ok",
-                images_per_sec=10.0,
-                images_per_sec_p10=10.0,
-                images_per_sec_p90=10.0,
+                samples_per_sec=10.0,
+                samples_per_sec_p10=10.0,
+                samples_per_sec_p90=10.0,
                 warmup_steps=1,
                 warmup_detected=True,
                 time_to_train_seconds=3.0,
-                epoch_metrics=[{"epoch": 1, "images_per_sec": 10.0, "val_auc": metrics["auc"]}],
+                epoch_metrics=[{"epoch": 1, "samples_per_sec": 10.0, "val_auc": metrics["auc"]}],
                 test_metrics=metrics,
             ).to_json()
         )
@@ -200,7 +200,7 @@ def test_a_plan_listing_one_config_three_times_resumes_to_one_row(tmp_path, fake
     steady = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4)
     flaky = steady.with_changes(strategy="flaky")
     folder = planned(tmp_path, [steady, steady, flaky, steady, flaky])
-    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0).to_json() + "\n")
+    folder.results.write_text(RunResult.flat(steady, "ok", samples_per_sec=10.0).to_json() + "\n")
     plan, book = plan_resume(folder, "mgbench compare --resume run", None, None, voice(Console(stderr=True)))
     assert plan.configs == [steady, flaky] and [run.config for run in book.owed()] == [flaky]
     assert [row.run_id for row in read_results(folder.results)] == ["fake-steady-1cpu"]
@@ -241,7 +241,7 @@ def test_a_diverged_loss_is_a_row_that_says_where_and_every_report_still_comes_o
     diverged, steady = rows["diverge"], rows["steady"]
     assert (diverged.status, diverged.diverged_at_step, steady.diverged_at_step) == ("ok", DIVERGE_STEP, None)
     assert (
-        diverged.timing.images_per_sec > 0
+        diverged.timing.samples_per_sec > 0
         and diverged.series.losses[: DIVERGE_STEP - 1] == steady.series.losses[: DIVERGE_STEP - 1]
     )
     assert diverged.series.losses[DIVERGE_STEP - 1 :] == [None] * (len(diverged.series.losses) - DIVERGE_STEP + 1)
@@ -271,7 +271,7 @@ def test_resume_refuses_an_init_file_changed_since_the_rows_done(tmp_path, fake_
     )
     folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
     digest = read_weights_file(tmp_path / "w.npz").digest
-    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    folder.results.write_text(RunResult.flat(steady, "ok", samples_per_sec=10.0, init_digest=digest).to_json() + "\n")
     before = folder.compare_file.read_text()
     weights_file(tmp_path / "w.npz", 0.25)
     with pytest.raises(UsageError, match=f"holds other weights now .* than the rows done started from \\({digest}\\)"):
@@ -295,7 +295,7 @@ def test_resume_checks_the_folders_initial_weights_and_writes_them_where_missing
     steady = RunConfig.flat("fake", "steady", "tiny", 1, "cpu", 2, 4, image_size=32, init="same")
     folder = planned(tmp_path, [steady, steady.with_changes(strategy="flaky")])
     digest = reference_weights(model_spec("tiny"), 0, 32).digest
-    folder.results.write_text(RunResult.flat(steady, "ok", images_per_sec=10.0, init_digest=digest).to_json() + "\n")
+    folder.results.write_text(RunResult.flat(steady, "ok", samples_per_sec=10.0, init_digest=digest).to_json() + "\n")
     plan_resume(folder, "resume", None, None, voice(Console(stderr=True)))
     assert read_weights_file(folder.initial_weights).digest == digest
     weights_file(folder.initial_weights, 0.5)

@@ -75,13 +75,13 @@ def append_line(folder: Path, line: str) -> None:
         '"a row"',
         DEEP,
         "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1),
-        fixture_row(images_per_sec="fast"),
+        fixture_row(samples_per_sec="fast"),
         fixture_row(step_seconds="abc"),
         fixture_row(compile=5),
         fixture_row(data_on_device="yes"),
         fixture_row(status="great"),
-        fixture_row(images_per_sec=0),
-        fixture_row(images_per_sec=math.nan),
+        fixture_row(samples_per_sec=0),
+        fixture_row(samples_per_sec=math.nan),
         fixture_row(environment={"x": json.loads("[" * MAX_DEPTH + "]" * MAX_DEPTH)}),
     ],
     ids=lambda line: line[:20] if len(line) < 100 else f"row {len(line)}",
@@ -104,11 +104,11 @@ def test_a_byte_that_is_not_utf8_costs_its_line_not_the_file(tmp_path):
 
 
 def test_a_row_of_the_declared_types_reads_back_and_one_of_others_is_refused_naming_the_field():
-    row = RunResult.flat(CONFIG, "ok", images_per_sec=10.0, losses=[0.5, math.nan], eval_metrics={"auc": math.nan})
+    row = RunResult.flat(CONFIG, "ok", samples_per_sec=10.0, losses=[0.5, math.nan], eval_metrics={"auc": math.nan})
     record = row.to_record()
     assert RunResult.from_record(json.loads(json.dumps(record))).series.losses[0] == 0.5
-    with pytest.raises(UsageError, match=re.escape("images_per_sec is 'fast', not float | None")):
-        RunResult.from_record({**record, "images_per_sec": "fast"})
+    with pytest.raises(UsageError, match=re.escape("samples_per_sec is 'fast', not float | None")):
+        RunResult.from_record({**record, "samples_per_sec": "fast"})
     with pytest.raises(UsageError, match="not a result row: list instead of an object"):
         RunResult.from_record([record])
     with pytest.raises(UsageError, match=re.escape("compile is 5, not str | None")):
@@ -188,7 +188,7 @@ def test_project_refuses_a_row_whose_step_it_cannot_take_naming_it(tmp_path, cap
 def test_project_leaves_out_an_ok_row_without_a_positive_rate_and_projects_the_others(tmp_path, capsys, rate):
     folder = run_folder(tmp_path)
     (folder / "results.jsonl").write_text(
-        fixture_row(images_per_sec=rate) + "\n" + FIXTURE.joinpath("results.jsonl").read_text().splitlines()[1] + "\n"
+        fixture_row(samples_per_sec=rate) + "\n" + FIXTURE.joinpath("results.jsonl").read_text().splitlines()[1] + "\n"
     )
     assert main(["project", str(folder), "--gpus", "8", "--interconnect", "nvlink4"]) == 0, capsys.readouterr().err
     (series,) = json.loads((folder / "projection.json").read_text())["series"]

@@ -39,11 +39,11 @@ def rated_folder(root: Path, rates: dict[tuple[str, int], float], failed: bool =
             result.profiled.bottleneck = bottleneck(BREAKDOWNS[devices])
         record = {
             **result.to_record(),
-            "images_per_sec": rate,
-            "images_per_sec_p10": rate * 0.99,
-            "images_per_sec_p90": rate * 1.01,
-            "images_per_sec_low": rate * 0.995,
-            "images_per_sec_high": rate * 1.005,
+            "samples_per_sec": rate,
+            "samples_per_sec_p10": rate * 0.99,
+            "samples_per_sec_p90": rate * 1.01,
+            "samples_per_sec_low": rate * 0.995,
+            "samples_per_sec_high": rate * 1.005,
         }
         with (folder / "results.jsonl").open("a") as handle:
             handle.write(json.dumps(record) + "\n")

@@ -36,7 +36,7 @@ def line_row(
     """An ok row of `rate` img/s measured between `low` and `high` (the noise floor without them)."""
     config = RunConfig.flat(framework, strategy, "densenet121", devices, "cuda", 32, 60)
     stats = summarise_steps([config.global_batch / rate] * 60, [0.0] * 60, config.global_batch)
-    values = {**vars(stats), "images_per_sec_low": low or rate, "images_per_sec_high": high or rate, "rounds": 3}
+    values = {**vars(stats), "samples_per_sec_low": low or rate, "samples_per_sec_high": high or rate, "rounds": 3}
     return RunResult.flat(config, "ok", **{**values, **figures})
 
 
@@ -71,7 +71,7 @@ def test_rows_apart_beyond_their_intervals_are_ranked_with_the_lead():
 def test_a_lead_past_a_floats_range_is_not_stated_as_a_ratio():
     """A runner-up at 1e-310 img/s: the winner's lead overflows, and the verdict says the winner is
     far ahead rather than `infx`, whether it is named alone or with a line it ties with."""
-    crawl = {f"images_per_sec{end}": 1e-310 for end in ("", "_low", "_high", "_p10", "_p90")}
+    crawl = {f"samples_per_sec{end}": 1e-310 for end in ("", "_low", "_high", "_p10", "_p90")}
     slow = line_row("pytorch", "gloo", 1.0, **crawl)
     alone = verdict(summary_of([line_row("pytorch", "ddp", 1000.0, 980.0, 1020.0), slow]))
     assert alone.startswith(
@@ -129,17 +129,17 @@ def test_the_verdict_is_an_object_a_report_can_serialise():
     }
     lines = answer["lines"]
     assert [line["tie"] for line in lines] == [False, True, False]
-    assert lines[0]["images_per_sec_low_2dev"] == 960.0 and lines[0]["rounds_2dev"] == 3
+    assert lines[0]["samples_per_sec_low_2dev"] == 960.0 and lines[0]["rounds_2dev"] == 3
 
 
 def test_each_run_of_the_answer_carries_its_rounds_and_the_steady_rates_interval():
     rows = [
-        line_row("pytorch", "ddp", 1000.0, 960.0, 1040.0, round_images_per_sec=[990.0, 1000.0, 1010.0]),
-        line_row("chainer", "chainermn", 600.0, rounds=None, images_per_sec_low=None, images_per_sec_high=None),
+        line_row("pytorch", "ddp", 1000.0, 960.0, 1040.0, round_samples_per_sec=[990.0, 1000.0, 1010.0]),
+        line_row("chainer", "chainermn", 600.0, rounds=None, samples_per_sec_low=None, samples_per_sec_high=None),
     ]
     frame = results_frame(rows)
     ddp, chainer = json.loads(json_text(compact_summary(frame), frame))["rows"]
-    assert ddp["rounds"] == 3 and ddp["round_images_per_sec"] == [990.0, 1000.0, 1010.0]
+    assert ddp["rounds"] == 3 and ddp["round_samples_per_sec"] == [990.0, 1000.0, 1010.0]
     assert (ddp["interval"]["low"], ddp["interval"]["high"]) == (960.0, 1040.0)
     assert ddp["spread"]["of"] == "p10-p90 of single steps" and ddp["round_time_to_train_seconds"] == []
     assert chainer["rounds"] is None and chainer["interval"]["low"] is None and chainer["interval"]["high"] is None
@@ -213,7 +213,7 @@ def test_a_steady_rate_outside_its_steps_p10_p90_says_why():
     """A few steps 1.9 times the others: too slow to ignore, too short to be stalls."""
     steps = [0.1] * 10 + ([0.1] * 10 + [0.19]) * 3
     stats = summarise_steps(steps, [0.0] * len(steps), 32)
-    assert stats.stall_steps == 0 and stats.images_per_sec < stats.images_per_sec_p10
+    assert stats.stall_steps == 0 and stats.samples_per_sec < stats.samples_per_sec_p10
     row = RunResult.flat(RunConfig.flat("pytorch", "ddp", "tiny", 1, "cpu", 32, len(steps)), "ok", **vars(stats))
     assert OUTSIDE_P10 in results_frame([row]).loc[0, "warning"]
 
@@ -232,7 +232,7 @@ def test_the_summary_table_carries_the_interval_rounds_and_stalls():
 
 def test_a_row_whose_p10_p90_has_no_value_is_not_said_to_lie_outside_it():
     row = line_row("pytorch", "ddp", 1000.0)
-    row.timing.images_per_sec_p10 = row.timing.images_per_sec_p90 = None
+    row.timing.samples_per_sec_p10 = row.timing.samples_per_sec_p90 = None
     assert results_frame([row]).loc[0, "warning"] == ""
 
 

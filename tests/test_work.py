@@ -23,7 +23,7 @@ count_work = pytest.importorskip("mgbench.frameworks.pytorch.flops", reason="PyT
     "model, image_size, published_gmacs",
     [("resnet50", 224, 4.09), ("densenet121", 224, 2.83), ("inception_v3", 299, 5.71)],
 )
-def test_training_flops_per_image_match_the_published_forward_counts(model, image_size, published_gmacs):
+def test_training_flops_per_sample_match_the_published_forward_counts(model, image_size, published_gmacs):
     """Forward multiply-adds per image as torchvision's model documentation publishes them
     (docs.pytorch.org/vision/stable/models.html, column GFLOPS, which counts multiply-adds):
     ResNet-50 4.09 at 224 px, DenseNet-121 2.83 at 224 px, Inception-v3 5.71 at 299 px.
@@ -32,19 +32,19 @@ def test_training_flops_per_image_match_the_published_forward_counts(model, imag
     twice the forward (gradients of inputs and weights), less the first convolution's input
     gradient, which nothing needs; so within 5% of 6 x the published GMACs, and no more."""
     work = count_work(model_spec(model), image_size)
-    assert work.flops_per_image == pytest.approx(6 * published_gmacs * 1e9, rel=0.05)
-    assert work.flops_per_image <= 6 * published_gmacs * 1e9 * 1.005
+    assert work.flops_per_sample == pytest.approx(6 * published_gmacs * 1e9, rel=0.05)
+    assert work.flops_per_sample <= 6 * published_gmacs * 1e9 * 1.005
 
 
 def test_the_count_follows_the_input_size():
     """Convolutions scale with the pixels: ResNet-50 at 448 px (every feature map twice as wide
     and high as at 224) is 4 times 224 px's work, but for the classifier, 2 M multiply-adds of
     4.1 G, which does not scale."""
-    full = count_work(model_spec("resnet50"), 224).flops_per_image
-    assert count_work(model_spec("resnet50"), 448).flops_per_image == pytest.approx(4 * full, rel=0.01)
+    full = count_work(model_spec("resnet50"), 224).flops_per_sample
+    assert count_work(model_spec("resnet50"), 448).flops_per_sample == pytest.approx(4 * full, rel=0.01)
 
 
-def test_saved_activations_are_counted_per_image_without_the_parameters():
+def test_saved_activations_are_counted_per_sample_without_the_parameters():
     """The tiny model at 32 px keeps for its backward: the input of the first convolution
     (3x32x32), the first ReLU's output (16x32x32, also what max-pooling reads), the pooling's
     indices and output (16x16x16 each), the second ReLU's output (32x16x16, also what average
@@ -52,7 +52,7 @@ def test_saved_activations_are_counted_per_image_without_the_parameters():
     linear layer's transposed view of its weight."""
     work = count_work(model_spec("tiny"), 32)
     expected = 3 * 32 * 32 + 16 * 32 * 32 + 2 * 16 * 16 * 16 + 32 * 16 * 16 + 32
-    assert work.saved_elements_per_image == expected
+    assert work.saved_elements_per_sample == expected
 
 
 @pytest.mark.parametrize(
@@ -81,8 +81,8 @@ def test_a_row_gets_its_tflops_and_share_of_the_peak_of_all_its_devices():
     """The issue's figure: a ResNet-50 step of about 25 GFLOP per image at 5481 img/s is about
     135 TFLOP/s, 14% of one H200's bf16 peak, 17% of a measured 790."""
     config = RunConfig.flat("keras-jax", "jax-shard-map", "resnet50", 2, "cuda", 128, 50, precision="bf16")
-    row = RunResult.flat(config, "ok", images_per_sec=2 * 5481.0, device_names=["NVIDIA H200", "NVIDIA H200"])
-    work = ModelWork(flops_per_image=24.6e9, saved_elements_per_image=22.4e6)
+    row = RunResult.flat(config, "ok", samples_per_sec=2 * 5481.0, device_names=["NVIDIA H200", "NVIDIA H200"])
+    work = ModelWork(flops_per_sample=24.6e9, saved_elements_per_sample=22.4e6)
     annotate_work(row, work, BandwidthReport("cuda", 2, "nccl", matmul_tflops={"bf16": 790.0}))
     assert row.limit.achieved_tflops == pytest.approx(2 * 134.8, rel=1e-3)
     assert (
@@ -92,7 +92,7 @@ def test_a_row_gets_its_tflops_and_share_of_the_peak_of_all_its_devices():
     assert row.limit.activation_bytes_estimate == int(22.4e6 * 128 * 2)
     failed = RunResult.flat(config, "failed")
     annotate_work(failed, work, None)
-    assert failed.limit.flops_per_image is None
+    assert failed.limit.flops_per_sample is None
 
 
 def test_counts_are_kept_in_the_cache_file_and_read_from_it(tmp_path, monkeypatch):
@@ -105,7 +105,7 @@ def test_counts_are_kept_in_the_cache_file_and_read_from_it(tmp_path, monkeypatc
     (key,) = json.loads((tmp_path / "work.json").read_text())
     assert key.startswith("tiny@32 torchvision ")
     # A later compare reads the file instead of counting again.
-    (tmp_path / "work.json").write_text(json.dumps({key: {"flops_per_image": 1.0, "saved_elements_per_image": 2.0}}))
+    (tmp_path / "work.json").write_text(json.dumps({key: {"flops_per_sample": 1.0, "saved_elements_per_sample": 2.0}}))
     counting.model_work.cache_clear()
     assert counting.model_work("tiny", 32) == ModelWork(1.0, 2.0)
     counting.model_work.cache_clear()
@@ -116,10 +116,10 @@ def test_counts_are_kept_in_the_cache_file_and_read_from_it(tmp_path, monkeypatc
     [
         '["a list"]',
         '{"KEY": [1, 2]}',
-        '{"KEY": {"flops_per_image": 1.0}}',
-        '{"KEY": {"flops_per_image": "many", "saved_elements_per_image": 2.0}}',
-        '{"KEY": {"flops_per_image": 1.0, "saved_elements_per_image": 2.0, "from": "a later version"}}',
-        '{"KEY": {"flops_per_image": -1.0, "saved_elements_per_image": 2.0}}',
+        '{"KEY": {"flops_per_sample": 1.0}}',
+        '{"KEY": {"flops_per_sample": "many", "saved_elements_per_sample": 2.0}}',
+        '{"KEY": {"flops_per_sample": 1.0, "saved_elements_per_sample": 2.0, "from": "a later version"}}',
+        '{"KEY": {"flops_per_sample": -1.0, "saved_elements_per_sample": 2.0}}',
         "fifo",
     ],
     ids=["list", "entry-list", "field-missing", "text", "field-more", "negative", "fifo"],
@@ -160,7 +160,7 @@ class LinearHead(Work):
 
     def per_sample(self, model, input_size, count):
         inputs = 3 * input_size**2
-        return ModelWork(flops_per_image=4 * inputs * self.classes, saved_elements_per_image=inputs)
+        return ModelWork(flops_per_sample=4 * inputs * self.classes, saved_elements_per_sample=inputs)
 
 
 ADDED_MODELS = (

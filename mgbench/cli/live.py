@@ -51,7 +51,7 @@ EPOCH_LINE = re.compile(r"^epoch \d+/\d+: ")
 class StepProgress:
     done: int
     total: int
-    images_per_sec: float
+    samples_per_sec: float
 
 
 class RunLog:
@@ -111,8 +111,8 @@ def run_name(config: RunConfig, round_label: str = "") -> str:
 
 def ending(result: RunResult, seconds: float, round_label: str = "") -> str:
     """`ok fake steady x2: 63.9 img/s, 3.2 s` or `oom ...: first line of the error, 3.2 s`."""
-    if result.status == "ok" and result.timing.images_per_sec is not None:
-        what = f"{result.timing.images_per_sec:.1f} img/s"
+    if result.status == "ok" and result.timing.samples_per_sec is not None:
+        what = f"{result.timing.samples_per_sec:.1f} img/s"
     else:
         what = (result.error or "").splitlines()[0] if result.error else ""
     return f"{result.status} {run_name(result.config, round_label)}: {what}, {seconds:.1f} s"
@@ -213,7 +213,7 @@ class PlainLines(LiveCompare):
 
     def tick(self, event: RunEvent, seconds: float, log: RunLog, left: float) -> None:
         step = log.step
-        where = f", step {step.done}/{step.total}, {step.images_per_sec:.1f} img/s" if step else ""
+        where = f", step {step.done}/{step.total}, {step.samples_per_sec:.1f} img/s" if step else ""
         self.console.print(
             f"{self.position()} running {run_name(event.config, event.round)}: {seconds:.0f} s, {log.phase}, "
             f"about {duration_text(left)} left{where}",
@@ -265,7 +265,7 @@ class Bars(LiveCompare):
         if log.step is not None:
             step = log.step
             self.progress.update(
-                self.run, completed=step.done, total=step.total, rate=f"{step.images_per_sec:.1f} img/s"
+                self.run, completed=step.done, total=step.total, rate=f"{step.samples_per_sec:.1f} img/s"
             )
 
 

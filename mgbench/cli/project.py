@@ -64,9 +64,9 @@ def check_measured(frame: pd.DataFrame) -> None:
     zero: a damaged or edited row), or whose shares are not numbers from 0 to 1, would be
     projected into nonsense or stop the model with a traceback. The first such row is refused."""
     for _, row in frame[frame["status"] == "ok"].iterrows():
-        rate = row["images_per_sec"]
+        rate = row["samples_per_sec"]
         if not _finite(rate) or rate <= 0:
-            raise UsageError(f"{row['run_id']}: images_per_sec {rate} is not a positive number; no step to project")
+            raise UsageError(f"{row['run_id']}: samples_per_sec {rate} is not a positive number; no step to project")
         if isinstance(row["breakdown"], dict):  # a breakdown there, whole or not, is what the model reads
             shares = {f"breakdown's {name}": row["breakdown"].get(name) for name in ("compute", "input_wait")}
         else:

@@ -142,7 +142,9 @@ class LanguageModelWork(Work):
         seq_len = input_size
         saved = seq_len * (SAVED_PER_TOKEN_AND_WIDTH * self.shape.layers * self.shape.width)
         saved += seq_len * self.shape.padded_vocabulary
-        return ModelWork(flops_per_image=self.shape.flops_per_token(seq_len) * seq_len, saved_elements_per_image=saved)
+        return ModelWork(
+            flops_per_sample=self.shape.flops_per_token(seq_len) * seq_len, saved_elements_per_sample=saved
+        )
 
 
 def _linear(name: str, out_features: int, in_features: int, std: float) -> Iterator[Array]:

@@ -1,7 +1,7 @@
 """What a file read back must hold before any code uses it: JSON within bounds, of declared types.
 
 A run folder or a config may come from anywhere, and code that reads a field of it takes
-it to be what mgbench wrote: `images_per_sec` a number, `compile` a name. Rather than a second
+it to be what mgbench wrote: `samples_per_sec` a number, `compile` a name. Rather than a second
 description of each file kept beside the class that writes it, the class's own annotations are
 the schema (`check_fields`), so a field added to `RunResult` or `RunConfig` is checked as soon as
 it is declared. `parse_json` turns what is no JSON at all (cut short, not UTF-8, nested past

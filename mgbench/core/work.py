@@ -30,9 +30,9 @@ from mgbench.core.schema import check_fields
 class ModelWork:
     """One sample's training step at one input size."""
 
-    flops_per_image: float
+    flops_per_sample: float
     """Forward + backward FLOPs (a multiply-add counts 2)."""
-    saved_elements_per_image: float
+    saved_elements_per_sample: float
     """Elements of the tensors the forward keeps for the backward (parameters excluded)."""
 
     @classmethod

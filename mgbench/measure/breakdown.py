@@ -265,7 +265,7 @@ class Ceiling:
     """The throughput if nothing but the device's own work set the pace, and what holds the
     measured throughput under it."""
 
-    images_per_sec: float
+    samples_per_sec: float
     taken: dict[str, float]
     """Images/sec taken from the ceiling by `host` (idle), `input` (input wait, exposed copies),
     `communication` (exposed collectives), each at its share of the timed step, and
@@ -277,15 +277,15 @@ CEILING_PARTS = {"host": (IDLE,), "input": (INPUT_WAIT, HOST_TO_DEVICE), "commun
 
 
 def device_ceiling(
-    global_batch: int, step_seconds: float, images_per_sec: float, shares: dict[str, float]
+    global_batch: int, step_seconds: float, samples_per_sec: float, shares: dict[str, float]
 ) -> Ceiling | None:
     """`global_batch` over the device's compute per step (compute's share of the timed step of
-    `step_seconds`, the median), and what takes the measured `images_per_sec` under it (None
+    `step_seconds`, the median), and what takes the measured `samples_per_sec` under it (None
     where the step has no compute)."""
     compute = shares[COMPUTE] * step_seconds
     if compute <= 0:
         return None
     ceiling = global_batch / compute
     taken = {part: ceiling * sum(shares[name] for name in names) for part, names in CEILING_PARTS.items()}
-    taken["uneven_steps"] = global_batch / step_seconds - images_per_sec
+    taken["uneven_steps"] = global_batch / step_seconds - samples_per_sec
     return Ceiling(ceiling, taken)

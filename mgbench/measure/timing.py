@@ -21,9 +21,9 @@ so warm-up, stalls and the steady rate are decided here, once, alike for all of 
   rare: at most one step in `1 / STALL_SHARE` (or one step in a shorter run). Slow steps that
   recur more often than that are how the job runs, and stay in the window. Stalls are counted and
   timed (`stall_steps`, `stall_seconds`) and kept out of the steady window.
-- **The steady rate** (`images_per_sec`): the images of the steady steps (after warm-up, stalls
+- **The steady rate** (`samples_per_sec`): the images of the steady steps (after warm-up, stalls
   left out) over their seconds end to end, what a training loop that never stalls gets. Its
-  interval (`images_per_sec_low`, `images_per_sec_high`) is the slowest and fastest of the rates
+  interval (`samples_per_sec_low`, `samples_per_sec_high`) is the slowest and fastest of the rates
   of the window's consecutive thirds: the same rate measured three times over, so a slow drift or
   a noisy stretch widens it.
 
@@ -153,11 +153,11 @@ class StepStats:
     steady_steps: int
     median_step_seconds: float
     window_seconds: float
-    images_per_sec: float
-    images_per_sec_low: float
-    images_per_sec_high: float
-    images_per_sec_p10: float
-    images_per_sec_p90: float
+    samples_per_sec: float
+    samples_per_sec_low: float
+    samples_per_sec_high: float
+    samples_per_sec_p10: float
+    samples_per_sec_p90: float
     input_wait_fraction: float
     train_seconds: float
 
@@ -179,7 +179,7 @@ def summarise_steps(
     """Throughput over the steady window with its interval and the p10/p90 spread of its steps,
     and the share of the window spent waiting for input.
 
-    The steady window is the steps after warm-up, stalls left out, end to end: `images_per_sec`
+    The steady window is the steps after warm-up, stalls left out, end to end: `samples_per_sec`
     is its images over its length (`window_seconds`, the sum of its steps), what a training loop
     that never waits for a step gets; the spread is of single steps (`global_batch` over a step's
     time). `step_seconds[i]` must include `input_wait_seconds[i]` (the driver times both from the
@@ -206,11 +206,11 @@ def summarise_steps(
         steady_steps=len(steady),
         median_step_seconds=median_step,
         window_seconds=float(steady.sum()),
-        images_per_sec=global_batch * len(steady) / float(steady.sum()),
-        images_per_sec_low=min(parts),
-        images_per_sec_high=max(parts),
-        images_per_sec_p10=global_batch / p90_step,
-        images_per_sec_p90=global_batch / p10_step,
+        samples_per_sec=global_batch * len(steady) / float(steady.sum()),
+        samples_per_sec_low=min(parts),
+        samples_per_sec_high=max(parts),
+        samples_per_sec_p10=global_batch / p90_step,
+        samples_per_sec_p90=global_batch / p10_step,
         input_wait_fraction=float(np.sum(split.steady(waits)) / steady.sum()),
         train_seconds=float(times.sum()),
     )

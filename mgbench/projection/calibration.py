@@ -63,7 +63,7 @@ from mgbench.projection.model import (
 )
 from mgbench.records.bandwidth import GB, GRADIENT_BYTES_PER_PARAM
 from mgbench.records.breakdown_record import RANK_BREAKDOWN_FILE, READ_ERRORS
-from mgbench.records.results import write_json_atomically
+from mgbench.records.results import current_names, write_json_atomically
 from mgbench.records.runfolder import RunFolder
 
 PROJECTION_FILE = "projection.json"
@@ -83,12 +83,12 @@ SCAN_UP_TO = 1024
 class InputRate:
     kind: str
     """`limit` (the loaders set the pace), `lower bound` (they kept up) or `not measured`."""
-    images_per_sec_per_node: float | None = None
+    samples_per_sec_per_node: float | None = None
 
     def text(self) -> str:
-        if self.images_per_sec_per_node is None:
+        if self.samples_per_sec_per_node is None:
             return "input not measured (synthetic data)"
-        return f"input {self.kind} {self.images_per_sec_per_node:.0f} img/s per node"
+        return f"input {self.kind} {self.samples_per_sec_per_node:.0f} img/s per node"
 
 
 def overlap_share(record: dict[str, Any]) -> float | None:
@@ -182,8 +182,8 @@ def input_rate(rows: pd.DataFrame) -> InputRate:
         return InputRate("not measured")
     bound = real[real["input_wait_fraction"] >= INPUT_BOUND_WAIT]
     if not bound.empty:
-        return InputRate("limit", float(bound["images_per_sec"].max()))
-    return InputRate("lower bound", float(real["images_per_sec"].max()))
+        return InputRate("limit", float(bound["samples_per_sec"].max()))
+    return InputRate("lower bound", float(real["samples_per_sec"].max()))
 
 
 def here_interconnect(root: Path, target: Interconnect, devices: int) -> Interconnect:
@@ -198,9 +198,9 @@ def _count_record(point: CountProjection, epoch_images: int, unfitted: CountProj
         "devices": point.devices,
         "nodes": point.nodes,
         "step_seconds": point.step_seconds,
-        "images_per_sec": point.images_per_sec,
+        "samples_per_sec": point.samples_per_sec,
         "efficiency": point.efficiency,
-        "epoch_seconds": epoch_images / point.images_per_sec,
+        "epoch_seconds": epoch_images / point.samples_per_sec,
         "allreduce_seconds": point.allreduce_seconds,
         "exposed_seconds": point.exposed_seconds,
         "host_seconds": point.host_seconds,
@@ -226,7 +226,7 @@ class SeriesInputs:
     def efficiency(self, row: pd.Series) -> float:
         """A row's measured efficiency against the model's one-device step."""
         return (
-            row["images_per_sec"] / row["devices"] * self.model.one_device_step_seconds / self.model.images_per_device
+            row["samples_per_sec"] / row["devices"] * self.model.one_device_step_seconds / self.model.images_per_device
         )
 
     def record(self) -> dict[str, Any]:
@@ -270,7 +270,7 @@ class SeriesInputs:
                 "text": model.exchange.describe(),
                 "source": f"{self.exchange_source}: {model.exchange.source}",
             },
-            "input": {"kind": self.input.kind, "images_per_sec_per_node": self.input.images_per_sec_per_node},
+            "input": {"kind": self.input.kind, "samples_per_sec_per_node": self.input.samples_per_sec_per_node},
         }
 
 
@@ -294,7 +294,7 @@ def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect, communicat
     tensors = trainable_tensors(base)
     rate = input_rate(rows)
     devices = int(base["devices"])
-    base_step = devices * batch / base["images_per_sec"]
+    base_step = devices * batch / base["samples_per_sec"]
     exposed = StepModel(
         base_step,
         compute_share * base_step,
@@ -322,7 +322,7 @@ def series_inputs(root: Path, rows: pd.DataFrame, here: Interconnect, communicat
         batch,
         exchange,
         tensors,
-        input_images_per_sec_per_node=rate.images_per_sec_per_node if rate.kind == "limit" else None,
+        input_samples_per_sec_per_node=rate.samples_per_sec_per_node if rate.kind == "limit" else None,
         host_seconds=host,
         dispatch=dispatch,
         communication=communication,
@@ -365,7 +365,7 @@ def project_series(
         "measured": [
             {
                 "devices": int(row["devices"]),
-                "images_per_sec": row["images_per_sec"],
+                "samples_per_sec": row["samples_per_sec"],
                 "efficiency": inputs.efficiency(row),
                 "run_id": row["run_id"],
             }
@@ -379,7 +379,7 @@ def project_series(
         "curve": [
             {
                 "devices": count,
-                "images_per_sec": (point := fitted.at(target, count)).images_per_sec,
+                "samples_per_sec": (point := fitted.at(target, count)).samples_per_sec,
                 "efficiency": point.efficiency,
                 "unfitted_efficiency": model.at(target, count).efficiency,
             }
@@ -452,9 +452,9 @@ def overflowing_step(rows: pd.DataFrame) -> str | None:
     img/s) that its step's seconds pass a float's range; None where they do not."""
     base = rows.sort_values("devices").iloc[0]
     images = int(base["devices"]) * int(base["batch_per_device"])
-    if math.isfinite(images / float(base["images_per_sec"])):  # a Python float: no numpy warning past the range
+    if math.isfinite(images / float(base["samples_per_sec"])):  # a Python float: no numpy warning past the range
         return None
-    return f"{base['run_id']} at {base['images_per_sec']:.3g} img/s takes longer for its {images} images than a float holds"
+    return f"{base['run_id']} at {base['samples_per_sec']:.3g} img/s takes longer for its {images} images than a float holds"
 
 
 def project_folder(data: FolderRows, target: Interconnect, counts: list[int], epoch_images: int) -> dict[str, Any]:
@@ -509,10 +509,15 @@ def write_projection(root: Path, projection: dict[str, Any]) -> Path:
 
 
 def read_projection(root: Path) -> dict[str, Any] | None:
-    """The folder's projection, or None when there is none or the file is not this tool's."""
+    """The folder's projection, or None when there is none or the file is not this tool's; one an
+    earlier version wrote is read under the current names (`results.current_names`)."""
     path = RunFolder(root).inside(PROJECTION_FILE)
     try:
         projection = json.loads(read_regular(path))
     except (OSError, ValueError):
         return None
-    return projection if isinstance(projection, dict) and projection.get("written_by") == WRITTEN_BY else None
+    return (
+        current_names(projection)
+        if isinstance(projection, dict) and projection.get("written_by") == WRITTEN_BY
+        else None
+    )

@@ -173,7 +173,7 @@ class CountProjection:
     devices: int
     nodes: int
     step_seconds: float
-    images_per_sec: float
+    samples_per_sec: float
     efficiency: float
     allreduce_seconds: float
     """The whole exchange of one step, every collective, hidden or not."""
@@ -213,7 +213,7 @@ class StepModel:
     """Trainable tensors (weights, biases, batch-norm scales and shifts): what a per-tensor
     exchange counts (None: not known)."""
     overhead_seconds: float = 0.0
-    input_images_per_sec_per_node: float | None = None
+    input_samples_per_sec_per_node: float | None = None
     """The most images/sec one node's loaders deliver (None: not a limit, or not measured)."""
     algorithms: tuple[Algorithm, ...] = ALGORITHMS
     host_seconds: float = 0.0
@@ -277,7 +277,7 @@ class StepModel:
         overhead = self.overhead_seconds if devices > 1 else 0.0
         step = self.one_device_step_seconds + exposed + host + overhead
         images = devices * self.images_per_device / step
-        cap = self.input_images_per_sec_per_node
+        cap = self.input_samples_per_sec_per_node
         if limited := (cap is not None and images > nodes * cap):
             images = nodes * cap
             step = devices * self.images_per_device / images

@@ -174,12 +174,12 @@ def attach_breakdown(result: RunResult, profile_dir: Path) -> None:
     profiled.bottleneck = merged["bottleneck"]
     profiled.bottleneck_note = bottleneck_note(merged["breakdown"])
     profiled.breakdown_clock = merged["clock"]
-    if timing.median_step_seconds and timing.images_per_sec:
+    if timing.median_step_seconds and timing.samples_per_sec:
         ceiling = device_ceiling(
-            result.config.global_batch, timing.median_step_seconds, timing.images_per_sec, merged["breakdown"]
+            result.config.global_batch, timing.median_step_seconds, timing.samples_per_sec, merged["breakdown"]
         )
         if ceiling is not None:
-            profiled.device_ceiling_images_per_sec, profiled.ceiling_taken = ceiling.images_per_sec, ceiling.taken
+            profiled.device_ceiling_samples_per_sec, profiled.ceiling_taken = ceiling.samples_per_sec, ceiling.taken
 
 
 def attach_host_bottleneck(result: RunResult) -> None:

@@ -75,16 +75,16 @@ class StepTiming:
     """The stalled steps' seconds, whole: warm-up, stalls and the window sum to `train_seconds`."""
     steady_steps: int | None = None
     median_step_seconds: float | None = None
-    images_per_sec: float | None = None
+    samples_per_sec: float | None = None
     """The steady rate: the steady window's images over its seconds (`timing.summarise_steps`);
     with rounds, the median round's (`finished.combine_rounds`)."""
-    images_per_sec_low: float | None = None
+    samples_per_sec_low: float | None = None
     """The slowest rate of the steady window's thirds, over every round: the low end of the
     interval the steady rate was measured in (None in rows written before it was)."""
-    images_per_sec_high: float | None = None
+    samples_per_sec_high: float | None = None
     """The fastest rate of the steady window's thirds, over every round."""
-    images_per_sec_p10: float | None = None
-    images_per_sec_p90: float | None = None
+    samples_per_sec_p10: float | None = None
+    samples_per_sec_p90: float | None = None
 
 
 @dataclass(slots=True)
@@ -94,7 +94,7 @@ class Rounds:
     rounds: int | None = None
     """How many rounds the row's figures come from (`compare --repeat`): its figures are the median
     round's (`mgbench.runner.rounds`); None in rows written before rounds (one round)."""
-    round_images_per_sec: list[float | None] = field(default_factory=list)
+    round_samples_per_sec: list[float | None] = field(default_factory=list)
     """Each ok round's steady rate, in the order the rounds ran (null: the round measured none)."""
     round_time_to_train_seconds: list[float | None] = field(default_factory=list)
     """With `--epochs`: each ok round's time to train, in the order the rounds ran (null: none recorded)."""
@@ -110,7 +110,7 @@ class ScalingFigures:
 
     speedup: float | None = None
     scaling_efficiency_fraction: float | None = None
-    images_per_sec_per_device: float | None = None
+    samples_per_sec_per_device: float | None = None
 
 
 @dataclass(slots=True)
@@ -132,7 +132,7 @@ class EpochFigures:
     """With `--epochs`: each epoch's figures, the test split's, and the times to train and to the target."""
 
     epoch_metrics: list[dict[str, float]] = field(default_factory=list)
-    """Per epoch on real data: epoch, train_loss, train_seconds, images_per_sec (the epoch's
+    """Per epoch on real data: epoch, train_loss, train_seconds, samples_per_sec (the epoch's
     timed training images over its training seconds, warm-up and stalls in: a per-epoch epoch
     rate without validation), val_loss, val_auc (val_top1 on class folders),
     val_seconds, elapsed_seconds (from the first training step to the end of this validation:
@@ -142,9 +142,9 @@ class EpochFigures:
     time_to_train_seconds: float | None = None
     """With `--epochs`: wall seconds from the first training step to the end of the last
     validation (all epochs, validation included; the test split not)."""
-    epoch_images_per_sec: float | None = None
+    epoch_samples_per_sec: float | None = None
     """With `--epochs`, the epoch rate: the images of every step trained over `time_to_train_seconds`,
-    so compile, warm-up, stalls and validation are all in it (the steady rate, `images_per_sec`,
+    so compile, warm-up, stalls and validation are all in it (the steady rate, `samples_per_sec`,
     leaves them out)."""
     time_to_target_seconds: float | None = None
     """With `--target-metric`: wall seconds from the first training step to the end of the
@@ -174,11 +174,11 @@ class Limits:
     predicted from the measured bus bandwidth (bandwidth.json); None where it declares none."""
     allreduce_step_fraction: float | None = None
     """`expected_allreduce_seconds` over the measured median step time."""
-    flops_per_image: float | None = None
+    flops_per_sample: float | None = None
     """Training FLOPs of one image (forward + backward, a multiply-add = 2) on the reference
     architecture at the row's input size, the same for every framework (`mgbench.records.peak`)."""
     achieved_tflops: float | None = None
-    """`flops_per_image` x `images_per_sec` / 1e12: all the row's devices together."""
+    """`flops_per_sample` x `samples_per_sec` / 1e12: all the row's devices together."""
     peak_tflops: float | None = None
     """One device's peak at the row's precision: the measured dense matmul where the run folder's
     bandwidth.json has it, else the vendor's figure (`peak_source` says which)."""
@@ -207,12 +207,12 @@ class ProfileFigures:
     """The category that holds the step back, from `breakdown` by `breakdown.bottleneck`."""
     bottleneck_note: str | None = None
     """The next largest share where it is worth a look (`breakdown.bottleneck_note`)."""
-    device_ceiling_images_per_sec: float | None = None
+    device_ceiling_samples_per_sec: float | None = None
     """The global batch over the device's compute per step: the throughput if nothing but the
     device's own work set the pace (`breakdown.device_ceiling`)."""
     ceiling_taken: dict[str, float] | None = None
     """Images/sec that host, input, communication and uneven steps take from the ceiling
-    (summing to the ceiling minus `images_per_sec`; `breakdown.Ceiling`)."""
+    (summing to the ceiling minus `samples_per_sec`; `breakdown.Ceiling`)."""
     breakdown_clock: str | None = None
     """`device`: from GPU kernels and copies; `cpu`: from operators on host threads (CPU runs)."""
 

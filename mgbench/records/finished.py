@@ -30,7 +30,7 @@ def round_order(result: RunResult) -> float:
         by_epoch = result.by_epoch
         seconds = by_epoch.time_to_target_seconds if config.job.target_metric else by_epoch.time_to_train_seconds
         return math.inf if seconds is None else seconds
-    return -(result.timing.images_per_sec or 0.0)
+    return -(result.timing.samples_per_sec or 0.0)
 
 
 def _bound(values: list[float | None], pick: Callable[[list[float]], float]) -> float | None:
@@ -56,14 +56,14 @@ def combine_rounds(rounds: list[RunResult]) -> RunResult:
     epochs, target = median.config.job.epochs, median.config.job.target_metric
     repeats = Rounds(
         rounds=len(ok),
-        round_images_per_sec=[result.timing.images_per_sec for result in ok],
+        round_samples_per_sec=[result.timing.samples_per_sec for result in ok],
         round_time_to_train_seconds=[result.by_epoch.time_to_train_seconds for result in ok] if epochs else [],
         round_time_to_target_seconds=[result.by_epoch.time_to_target_seconds for result in ok] if target else [],
     )
     timing = replace(
         median.timing,
-        images_per_sec_low=_bound([result.timing.images_per_sec_low for result in ok], min),
-        images_per_sec_high=_bound([result.timing.images_per_sec_high for result in ok], max),
+        samples_per_sec_low=_bound([result.timing.samples_per_sec_low for result in ok], min),
+        samples_per_sec_high=_bound([result.timing.samples_per_sec_high for result in ok], max),
     )
     return replace(median, repeats=repeats, timing=timing, warnings=[*median.warnings, *unfinished])
 

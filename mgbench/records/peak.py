@@ -2,7 +2,7 @@
 
 The work (`core.work.ModelWork`) is what the model declares per sample (`ModelSpec.work`), once
 per model and input size, the same for every framework training that model. The catalogue's
-networks are counted on the reference (torchvision) architecture: `flops_per_image` is the
+networks are counted on the reference (torchvision) architecture: `flops_per_sample` is the
 forward and backward of one image as `torch.utils.flop_counter` counts them (convolutions and
 matrix products, a multiply-add counted as 2 FLOPs; the backward computes the gradients of the
 inputs and of the weights, about twice the forward, less the first layer's input gradient, which
@@ -59,8 +59,8 @@ def vendor_peak(device_name: str, precision: str) -> tuple[float, str] | None:
     return None
 
 
-def achieved_tflops(flops_per_image: float, images_per_sec: float) -> float:
-    return flops_per_image * images_per_sec / TERA
+def achieved_tflops(flops_per_sample: float, samples_per_sec: float) -> float:
+    return flops_per_sample * samples_per_sec / TERA
 
 
 def reference_peak(
@@ -78,13 +78,13 @@ def annotate_work(result: RunResult, work: ModelWork | None, bandwidth: Bandwidt
     """Put the model's FLOPs per image, the achieved TFLOP/s, the peak and the share into an ok
     row, and the activation-memory estimate of its batch per device."""
     config = result.config
-    if result.status != "ok" or work is None or not result.timing.images_per_sec:
+    if result.status != "ok" or work is None or not result.timing.samples_per_sec:
         return
     limit = result.limit
-    limit.flops_per_image = work.flops_per_image
-    limit.achieved_tflops = achieved_tflops(work.flops_per_image, result.timing.images_per_sec)
+    limit.flops_per_sample = work.flops_per_sample
+    limit.achieved_tflops = achieved_tflops(work.flops_per_sample, result.timing.samples_per_sec)
     limit.activation_bytes_estimate = int(
-        work.saved_elements_per_image * config.job.batch_per_device * BYTES_PER_ELEMENT[config.job.precision]
+        work.saved_elements_per_sample * config.job.batch_per_device * BYTES_PER_ELEMENT[config.job.precision]
     )
     device = result.origin.device_names[0] if result.origin.device_names else ""
     vendor = vendor_peak(device, config.job.precision)

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UnsafeNameError, UsageError
@@ -59,8 +59,6 @@ class Status(StrEnum):
 
 
 RESULTS_FILE = "results.jsonl"
-RENAMED = {"allreduce_step_share": "allreduce_step_fraction", "peak_share": "peak_fraction"}
-"""Fields rows written by earlier versions named otherwise: read under their current name."""
 
 
 @dataclass(slots=True)
@@ -93,7 +91,7 @@ class RunResult:
     """How the per-step times were taken: `cuda events` (no host synchronisation inside the timed
     window) or `per-step sync` (the host waits for the devices after every step)."""
     window_seconds: float | None = None
-    """The steady window: the steps after warm-up, end to end; `images_per_sec` is its images over it."""
+    """The steady window: the steps after warm-up, end to end; `samples_per_sec` is its images over it."""
     host_breakdown: dict[str, float] | None = None
     """Shares of the host's time over the steady window: input_wait, step (the adapter's step
     call), synchronize, loss_read (`mgbench.measure.timing.HOST_PHASES`)."""
@@ -118,7 +116,7 @@ class RunResult:
 
     @classmethod
     def flat(cls, config: RunConfig, status: Status | str, **figures: Any) -> RunResult:
-        """A row from its figures named as its record names them (`images_per_sec=...`), each put
+        """A row from its figures named as its record names them (`samples_per_sec=...`), each put
         in its part."""
         parts = {
             name: part(**{key: figures.pop(key) for key in fields_of(part) if key in figures})
@@ -143,11 +141,11 @@ class RunResult:
     def from_record(cls, record: object) -> RunResult:
         """A row read back (a results line, a run's raw result), which may hold any JSON: an object
         whose fields hold their declared types (`schema.check_fields`), else a UsageError, so no
-        later code meets `images_per_sec: "fast"`; its `run_id`, when it holds one, must be the
+        later code meets `samples_per_sec: "fast"`; its `run_id`, when it holds one, must be the
         one its config gives (else an `UnsafeNameError`)."""
         if not isinstance(record, dict):
             raise UsageError(f"not a result row: {type(record).__name__} instead of an object")
-        record = {RENAMED.get(key) or key: value for key, value in record.items()}
+        record = current_names(record)
         config = RunConfig.from_dict(record)
         if record.get("run_id", config.run_id) != config.run_id:
             raise UnsafeNameError(f"run_id {record['run_id']!r} is not its config's ({config.run_id})")
@@ -160,10 +158,10 @@ class RunResult:
             parts[name] = part(**values)
         if "status" not in own:
             raise UsageError("not a result row: it has no status")
-        rate = parts["timing"].images_per_sec
+        rate = parts["timing"].samples_per_sec
         if own["status"] == Status.OK and not _positive_figure(rate):
             # Never written by a run (its images over its window); every report divides by it.
-            raise UsageError(f"not a result row: an ok row's images_per_sec is {rate}, not a positive number")
+            raise UsageError(f"not a result row: an ok row's samples_per_sec is {rate}, not a positive number")
         return cls(config=config, **own, **parts)
 
     def to_json(self) -> str:
@@ -195,6 +193,36 @@ def figure_types() -> dict[str, Any]:
     for name in FIELDS:
         types |= field_types(PARTS[name]) if name in PARTS else {name: field_types(RunResult)[name]}
     return types
+
+
+RENAMED = {
+    "allreduce_step_share": "allreduce_step_fraction",
+    "peak_share": "peak_fraction",
+    "flops_per_image": "flops_per_sample",
+}
+"""Fields rows written by earlier versions named otherwise: read under their current name."""
+OLD_RATE, RATE = "images_per_sec", "samples_per_sec"
+"""The rate was images per second before a sample could be a token sequence: every figure named
+by it (`images_per_sec_low`, `round_images_per_sec`, a projection's `images_per_sec_per_node`) is
+samples per second now, and reports show it in the unit the model declares."""
+
+
+Value = TypeVar("Value")
+
+
+def current_name(name: str) -> str:
+    """The name a field an earlier version wrote (`RENAMED`, `OLD_RATE`) is read under now."""
+    return RENAMED.get(name) or name.replace(OLD_RATE, RATE)
+
+
+def current_names(value: Value) -> Value:
+    """A JSON value an earlier version wrote (a row, `projection.json`), every object's keys at any
+    depth under their current names (`current_name`): readers meet one spelling of each field."""
+    if isinstance(value, dict):
+        return cast(Value, {current_name(key): current_names(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return cast(Value, [current_names(item) for item in value])
+    return value
 
 
 def write_json_atomically(path: Path, text: str | bytes) -> None:

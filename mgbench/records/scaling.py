@@ -31,7 +31,7 @@ def scaling_group(config: RunConfig) -> Hashable:
 
 def steady_rate(row: RunResult) -> float:
     """The steady rate a row's scaling figures are taken from: 0 where it did not finish."""
-    return (row.timing.images_per_sec or 0.0) if row.status == Status.OK else 0.0
+    return (row.timing.samples_per_sec or 0.0) if row.status == Status.OK else 0.0
 
 
 def measured(row: RunResult) -> bool:
@@ -56,7 +56,7 @@ def scaling_figures(rows: list[RunResult]) -> list[ScalingFigures]:
             ScalingFigures(
                 speedup=speedup,
                 scaling_efficiency_fraction=speedup / (row.config.devices / base.config.devices),
-                images_per_sec_per_device=steady_rate(row) / row.config.devices,
+                samples_per_sec_per_device=steady_rate(row) / row.config.devices,
             )
         )
     return figures

@@ -30,7 +30,7 @@ ANSWER_VERSION = 1
 STEP_SPREAD = "p10-p90 of single steps"
 """What a row's `spread` is: its steady steps' 10th to 90th percentile rate."""
 RATE_INTERVAL = "slowest and fastest third of any round's steady window"
-"""What a row's `interval` is: the steady rate's own (`images_per_sec_low`, `_high`)."""
+"""What a row's `interval` is: the steady rate's own (`samples_per_sec_low`, `_high`)."""
 VERDICT_PARTS = ("winner", "ties", "runner_up", "lead", "scaling", "held_back", "compiling", "hints", "caveats")
 """The parts of `Verdict.to_dict` the answer holds beside the sentence (`verdict`)."""
 
@@ -73,19 +73,19 @@ def row_answer(row: pd.Series) -> dict[str, Any]:
         "device_kind": row[Col.DEVICE_KIND],
         "status": row[Col.STATUS],
         "error": error[0] if error else None,
-        "images_per_sec": _figure(row, "images_per_sec"),
+        "samples_per_sec": _figure(row, "samples_per_sec"),
         "interval": {
             "of": RATE_INTERVAL,
-            "low": _figure(row, "images_per_sec_low"),
-            "high": _figure(row, "images_per_sec_high"),
+            "low": _figure(row, "samples_per_sec_low"),
+            "high": _figure(row, "samples_per_sec_high"),
         },
         "spread": {
             "of": STEP_SPREAD,
-            "low": _figure(row, "images_per_sec_p10"),
-            "high": _figure(row, "images_per_sec_p90"),
+            "low": _figure(row, "samples_per_sec_p10"),
+            "high": _figure(row, "samples_per_sec_p90"),
         },
         "rounds": _count(row, "rounds"),
-        "round_images_per_sec": _figures(row, "round_images_per_sec"),
+        "round_samples_per_sec": _figures(row, "round_samples_per_sec"),
         "round_time_to_train_seconds": _figures(row, "round_time_to_train_seconds"),
         "round_time_to_target_seconds": _figures(row, "round_time_to_target_seconds"),
         "speedup": _figure(row, "speedup"),

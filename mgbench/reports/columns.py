@@ -1,6 +1,6 @@
 """`Col`: the run columns reports read from a results frame, named once.
 
-A report reads a row by `Col.IMAGES_PER_SEC`, not by the string `"images_per_sec"`: a misspelled
+A report reads a row by `Col.SAMPLES_PER_SEC`, not by the string `"samples_per_sec"`: a misspelled
 column is an AttributeError where it is written (and a linter's or type checker's finding), not a
 KeyError when a row first reaches it, nor a `row.get(...)` that quietly answers None. A `StrEnum`
 member is its string, so the frame's labels, its CSV and JSON are what they were.
@@ -29,25 +29,25 @@ class Col(StrEnum):
     CEILING_TAKEN = "ceiling_taken"
     COMPILE_SECONDS = "compile_seconds"
     COMPILER = "compiler"
-    DEVICE_CEILING_IMAGES_PER_SEC = "device_ceiling_images_per_sec"
+    DEVICE_CEILING_SAMPLES_PER_SEC = "device_ceiling_samples_per_sec"
     DEVICE_KIND = "device_kind"
     DEVICE_UTILISATION = "device_utilisation"
     DEVICES = "devices"
     ENVIRONMENT = "environment"
-    EPOCH_IMAGES_PER_SEC = "epoch_images_per_sec"
+    EPOCH_SAMPLES_PER_SEC = "epoch_samples_per_sec"
     EPOCH_METRICS = "epoch_metrics"
     EPOCHS = "epochs"
     ERROR = "error"
-    FLOPS_PER_IMAGE = "flops_per_image"
+    FLOPS_PER_SAMPLE = "flops_per_sample"
     FRAMEWORK = "framework"
     FRAMEWORK_VERSIONS = "framework_versions"
     GLOBAL_BATCH = "global_batch"
     HOST_BREAKDOWN = "host_breakdown"
-    IMAGES_PER_SEC = "images_per_sec"
-    IMAGES_PER_SEC_HIGH = "images_per_sec_high"
-    IMAGES_PER_SEC_LOW = "images_per_sec_low"
-    IMAGES_PER_SEC_P10 = "images_per_sec_p10"
-    IMAGES_PER_SEC_P90 = "images_per_sec_p90"
+    SAMPLES_PER_SEC = "samples_per_sec"
+    SAMPLES_PER_SEC_HIGH = "samples_per_sec_high"
+    SAMPLES_PER_SEC_LOW = "samples_per_sec_low"
+    SAMPLES_PER_SEC_P10 = "samples_per_sec_p10"
+    SAMPLES_PER_SEC_P90 = "samples_per_sec_p90"
     INIT_DIGEST = "init_digest"
     INPUT_WAIT_FRACTION = "input_wait_fraction"
     INTERPRETER = "interpreter"

@@ -72,7 +72,7 @@ class CompactSummary:
     title: str
     lines: pd.DataFrame
     """Raw values: framework, strategy, the ranking's figures per count (`<key>_<n>dev`:
-    images_per_sec, with `--epochs` time_to_train_seconds or time_to_target_seconds and
+    samples_per_sec, with `--epochs` time_to_train_seconds or time_to_target_seconds and
     target_epoch, test_auc or test_top1; the intervals `<key>_low_<n>dev`, `<key>_high_<n>dev` and
     `rounds_<n>dev`), scaling_efficiency_pct_<n>dev and speedup_<n>dev (the rows' own, `records.scaling`), vs_fastest_ratio, tie (its interval overlaps
     the fastest line's at the largest count), step (`hints.step_kind`), compile_hint, caveats

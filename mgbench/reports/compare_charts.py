@@ -46,7 +46,7 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     width = min(0.8 / len(counts), 0.3)
     figure = new_figure()
     axes = figure.subplots()
-    scale, scaled = scale_of(ok[Col.IMAGES_PER_SEC_P90].fillna(ok[Col.IMAGES_PER_SEC]))
+    scale, scaled = scale_of(ok[Col.SAMPLES_PER_SEC_P90].fillna(ok[Col.SAMPLES_PER_SEC]))
     tops = [0.0]
     for position, count in enumerate(counts):
         xs, heights, spreads = [], [], []
@@ -56,8 +56,8 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
                 continue
             run = match.iloc[0]
             xs.append(index + width * (position - (len(counts) - 1) / 2))
-            heights.append(float(run[Col.IMAGES_PER_SEC]))
-            spreads.append((number(run[Col.IMAGES_PER_SEC_P10]), number(run[Col.IMAGES_PER_SEC_P90])))
+            heights.append(float(run[Col.SAMPLES_PER_SEC]))
+            spreads.append((number(run[Col.SAMPLES_PER_SEC_P10]), number(run[Col.SAMPLES_PER_SEC_P90])))
         axes.bar(xs, [height / scale for height in heights], width, label=f"{count} device{'s' if count > 1 else ''}")
         for x, height, (low, high) in zip(xs, heights, spreads, strict=True):
             top = height / scale

@@ -44,7 +44,7 @@ JOB_FIELDS = tuple(
 """The config fields besides the run id's and the work's: a matched row that differs in one
 trained another job, named beside the changes it may explain."""
 INTERVAL = "interval"
-"""A spread that is the steady rate's interval (`images_per_sec_low`-`_high`, widened to the noise floor)."""
+"""A spread that is the steady rate's interval (`samples_per_sec_low`-`_high`, widened to the noise floor)."""
 STEPS = "p10-p90"
 """A spread that is the p10-p90 of single steps' rates: rows written before intervals were measured."""
 
@@ -69,19 +69,21 @@ class Measured:
 
 def has_interval(row: pd.Series) -> bool:
     """Whether a row holds its steady rate's interval (rows written before it was measured do not)."""
-    return number(row.get(Col.IMAGES_PER_SEC_LOW)) is not None and number(row.get(Col.IMAGES_PER_SEC_HIGH)) is not None
+    return (
+        number(row.get(Col.SAMPLES_PER_SEC_LOW)) is not None and number(row.get(Col.SAMPLES_PER_SEC_HIGH)) is not None
+    )
 
 
 def row_spread(row: pd.Series, interval: bool) -> Measured:
     """A row's images/sec and its spread: with `interval`, its steady rate's interval as the
     compare's table reads it (`Spread.of`), else the p10-p90 of its steady steps' rates."""
-    value = number(row.get(Col.IMAGES_PER_SEC))
+    value = number(row.get(Col.SAMPLES_PER_SEC))
     if value is None:
         return Measured(None, of=INTERVAL if interval else STEPS)
     if interval:
-        spread = Spread.of(value, number(row.get(Col.IMAGES_PER_SEC_LOW)), number(row.get(Col.IMAGES_PER_SEC_HIGH)))
+        spread = Spread.of(value, number(row.get(Col.SAMPLES_PER_SEC_LOW)), number(row.get(Col.SAMPLES_PER_SEC_HIGH)))
         return Measured(value, spread.low, spread.high, INTERVAL)
-    return Measured(value, number(row.get(Col.IMAGES_PER_SEC_P10)), number(row.get(Col.IMAGES_PER_SEC_P90)), STEPS)
+    return Measured(value, number(row.get(Col.SAMPLES_PER_SEC_P10)), number(row.get(Col.SAMPLES_PER_SEC_P90)), STEPS)
 
 
 def _change(old: float | None, new: float | None) -> float | None:
@@ -255,7 +257,7 @@ def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
     changes = []
     for run_id in matched:
         old_row, new_row = before.loc[run_id], after.loc[run_id]
-        measured = [row for row in (old_row, new_row) if number(row.get(Col.IMAGES_PER_SEC)) is not None]
+        measured = [row for row in (old_row, new_row) if number(row.get(Col.SAMPLES_PER_SEC)) is not None]
         interval = all(has_interval(row) for row in measured)  # one kind of spread on both sides
         changes.append(
             RowChange(

@@ -171,9 +171,9 @@ class DiffAnswer:
     def _run_record(self, change: RowChange) -> dict[str, Any]:
         def rate(prefix: str, measured: Measured) -> dict[str, float | None]:
             return {
-                f"{prefix}_images_per_sec": finite(measured.value),
-                f"{prefix}_images_per_sec_low": finite(measured.low),
-                f"{prefix}_images_per_sec_high": finite(measured.high),
+                f"{prefix}_samples_per_sec": finite(measured.value),
+                f"{prefix}_samples_per_sec_low": finite(measured.low),
+                f"{prefix}_samples_per_sec_high": finite(measured.high),
             }
 
         return {

@@ -19,7 +19,7 @@ import pandas as pd
 from mgbench.core.errors import UsageError
 from mgbench.core.wording import counted
 from mgbench.records.compare_plan import ComparePlan
-from mgbench.records.results import RENAMED, RESULTS_FILE, RunResult, Status, read_run_rows
+from mgbench.records.results import RESULTS_FILE, RunResult, Status, current_name, read_run_rows
 from mgbench.records.runfolder import RunFolder
 from mgbench.records.utilisation import attach_utilisation, read_trace
 from mgbench.reports.summary import results_frame
@@ -77,7 +77,7 @@ def load_run_folder(root: Path) -> RunFolderData:
 
     Fields a row carries beyond `RunResult` (e.g. `communication_fraction` from an adapter that
     measures it) are kept as extra columns, so charts can use them where they exist; fields an
-    earlier version named otherwise (`results.RENAMED`) are read under their current name only.
+    earlier version named otherwise (`results.current_name`) are read under their current name only.
     """
     if not root.exists():
         raise UsageError(f"run folder {root} does not exist")
@@ -98,7 +98,7 @@ def load_run_folder(root: Path) -> RunFolderData:
     finished = {r.run_id for r in results}
     missing = [RunResult(c, Status.INTERRUPTED, error=NOT_RUN_ERROR) for c in plan.configs if c.run_id not in finished]
     frame = results_frame(results + missing)
-    extra = pd.DataFrame(records).rename(columns=RENAMED).drop(columns=list(frame.columns), errors="ignore")
+    extra = pd.DataFrame(records).rename(columns=current_name).drop(columns=list(frame.columns), errors="ignore")
     frame = frame.join(extra)
     data = RunFolderData(root, results + missing, frame, plan.command, unreadable, replaced, notes)
     notes += data.reading_notes()

@@ -122,7 +122,7 @@ COMPARED = (
     "devices",
     "device_kind",
     "status",
-    "images_per_sec",
+    "samples_per_sec",
     "interval",
     "spread",
     "speedup",

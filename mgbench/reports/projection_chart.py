@@ -27,7 +27,7 @@ def projection_chart(projection: dict[str, Any], path: Path) -> Path:
     figure = new_figure()
     efficiency_axes, throughput_axes = figure.subplots(1, 2)
     scale, scaled = scale_of(
-        [point["images_per_sec"] for series in projection["series"] for point in series["curve"] + series["measured"]]
+        [point["samples_per_sec"] for series in projection["series"] for point in series["curve"] + series["measured"]]
     )
     efficiency_axes.axhline(EFFICIENCY_FLOOR * 100, color="grey", linestyle=":", label=f"{EFFICIENCY_FLOOR:.0%}")
     for series in projection["series"]:
@@ -37,7 +37,7 @@ def projection_chart(projection: dict[str, Any], path: Path) -> Path:
             devices, _percent([p["efficiency"] for p in series["curve"]]), label=f"{label} projected"
         )
         color = line[0].get_color()
-        throughput_axes.plot(devices, finite([p["images_per_sec"] for p in series["curve"]]) / scale, color=color)
+        throughput_axes.plot(devices, finite([p["samples_per_sec"] for p in series["curve"]]) / scale, color=color)
         if (series["overhead_seconds"] or 0) > 0:
             efficiency_axes.plot(
                 devices,
@@ -49,7 +49,7 @@ def projection_chart(projection: dict[str, Any], path: Path) -> Path:
         measured = series["measured"]
         for axes, values in (
             (efficiency_axes, _percent([m["efficiency"] for m in measured])),
-            (throughput_axes, finite([m["images_per_sec"] for m in measured]) / scale),
+            (throughput_axes, finite([m["samples_per_sec"] for m in measured]) / scale),
         ):
             axes.scatter(
                 [m["devices"] for m in measured],

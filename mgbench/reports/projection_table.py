@@ -49,7 +49,7 @@ def series_rows(series: dict[str, Any]) -> list[tuple[str, ...]]:
             str(point["devices"]),
             str(point["nodes"]),
             _shown(point["step_seconds"], "{:.1f}", 1e3),
-            _shown(point["images_per_sec"], "{:.0f}"),
+            _shown(point["samples_per_sec"], "{:.0f}"),
             _shown(point["efficiency"], "{:.1%}"),
             _shown(point["unfitted_efficiency"], "{:.1%}"),
             _duration(point["epoch_seconds"]),
@@ -69,7 +69,7 @@ def series_notes(series: dict[str, Any]) -> list[str]:
         f"gradients {inputs['gradient_bytes'] / 1e6:.3g} MB in {inputs['tensors']} tensors, exchanged as "
         f"{inputs['exchange']['text']}, which can hide behind "
         f"{inputs['overlap_share']:.0%} of the compute ({inputs['overlap_source']}), "
-        + InputRate(rate["kind"], rate["images_per_sec_per_node"]).text(),
+        + InputRate(rate["kind"], rate["samples_per_sec_per_node"]).text(),
         f"host: the one-GPU step less its compute ({inputs['compute_source']}) and the loaders' wait where they "
         f"limit, {inputs['host_seconds'] * 1e3:.2f} ms, done by {inputs['dispatch']['text']}",
     ]

@@ -45,7 +45,7 @@ class CountFigure:
 
 NOT_REACHED = "not reached"
 """What a line shows for a time to a target its run did not reach."""
-RATE = CountFigure("images_per_sec", "rate", "img/s", "{:,.1f}", 0, 4, spread=True)
+RATE = CountFigure("samples_per_sec", "rate", "img/s", "{:,.1f}", 0, 4, spread=True)
 ROUNDS = "rounds"
 """The per-count value of a line saying how many rounds its figures come from."""
 
@@ -162,7 +162,7 @@ class Throughput:
     unit = "img/s"
 
     def line_figures(self, row: pd.Series) -> dict[str, float]:
-        return {RATE.key: float(row[Col.IMAGES_PER_SEC]), **interval_values(row, self.figures)}
+        return {RATE.key: float(row[Col.SAMPLES_PER_SEC]), **interval_values(row, self.figures)}
 
     def vs_fastest(self, values: pd.Series) -> pd.Series:
         best = values.max()
@@ -221,7 +221,7 @@ class TimeToTrain:
         return {
             self.ranked: _row_number(row, self.ranked),
             f"test_{self.metric}": split_metric(row.get(Col.TEST_METRICS), self.metric),
-            RATE.key: float(row[Col.IMAGES_PER_SEC]),
+            RATE.key: float(row[Col.SAMPLES_PER_SEC]),
             **interval_values(row, self.figures),
             "compile_seconds": _row_number(row, "compile_seconds"),
         }

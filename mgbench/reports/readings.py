@@ -182,7 +182,7 @@ def _work_text(row: pd.Series) -> str:
     """`24.3 GFLOP per image, 135.0 TFLOP/s, 17% of 790 TFLOP/s (measured ...), 14% of the vendor's
     989.5 TFLOP/s`: the share of what this device reaches and, where that was measured, of its
     datasheet's figure too, which a plain matmul never reaches ("" without a FLOP count)."""
-    flops, tflops = number(row.get(Col.FLOPS_PER_IMAGE)), number(row.get(Col.ACHIEVED_TFLOPS))
+    flops, tflops = number(row.get(Col.FLOPS_PER_SAMPLE)), number(row.get(Col.ACHIEVED_TFLOPS))
     if flops is None or tflops is None:
         return ""
     text = f"{flops / 1e9:.1f} GFLOP per image, {tflops:.1f} TFLOP/s"
@@ -203,7 +203,7 @@ def limits_details(row: pd.Series) -> list[tuple[str, str]]:
     work = _work_text(row)
     if work:
         details.append(("work", work))
-    ceiling, taken = number(row.get(Col.DEVICE_CEILING_IMAGES_PER_SEC)), row.get(Col.CEILING_TAKEN)
+    ceiling, taken = number(row.get(Col.DEVICE_CEILING_SAMPLES_PER_SEC)), row.get(Col.CEILING_TAKEN)
     if ceiling is not None and isinstance(taken, dict):
         parts = ", ".join(f"{name.replace('_', ' ')} {figure_text(value, '{:.0f}')}" for name, value in taken.items())
         details.append(("device-busy ceiling", f"{ceiling:.0f} img/s; taken from it (img/s): {parts}"))

@@ -108,7 +108,7 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
     """Images/sec of every step, the detected warm-up shaded, stalls marked, the steady rate as a line."""
     seconds = np.asarray(row[Col.STEP_SECONDS], dtype=float)
     rate = finite(row[Col.GLOBAL_BATCH] / seconds)
-    rate_line = number(row[Col.IMAGES_PER_SEC])
+    rate_line = number(row[Col.SAMPLES_PER_SEC])
     scale, scaled = scale_of([*rate, rate_line])
     rate /= scale
     steps = np.arange(1, len(seconds) + 1)

@@ -1,7 +1,7 @@
 """A row's figure with the interval it was measured in: where two rows tie, and how many digits it shows.
 
 The interval is what the row measured: for the steady rate, the slowest and fastest third of any
-round's steady window (`images_per_sec_low`, `images_per_sec_high`); for a time to train or to a
+round's steady window (`samples_per_sec_low`, `samples_per_sec_high`); for a time to train or to a
 target, the shortest and longest round (`round_time_to_train_seconds`, ...). It is never narrower
 than `NOISE_FLOOR` either side of the figure: the closest two compares of one command on one
 machine agree, and what no second compare would repeat is no difference between rows. Two rows
@@ -70,8 +70,8 @@ class Spread:
 def row_interval(row: pd.Series, key: str) -> tuple[float, float]:
     """The measured interval of a row's figure `key` (NaN, NaN where the row has none): the steady
     rate's own fields, or the slowest and fastest round of a time's `round_<key>` list."""
-    if key == "images_per_sec":
-        low, high = number(row.get(Col.IMAGES_PER_SEC_LOW)), number(row.get(Col.IMAGES_PER_SEC_HIGH))
+    if key == "samples_per_sec":
+        low, high = number(row.get(Col.SAMPLES_PER_SEC_LOW)), number(row.get(Col.SAMPLES_PER_SEC_HIGH))
         return (math.nan, math.nan) if low is None or high is None else (low, high)
     rounds = row.get(f"round_{key}")
     values = [value for value in rounds if number(value) is not None] if isinstance(rounds, list) else []

@@ -44,7 +44,7 @@ TABLE_COLUMNS = {
     "devices": "devices",
     "device_kind": "kind",
     "status": "status",
-    "images_per_sec": "images/sec",
+    "samples_per_sec": "images/sec",
     "interval": "range",
     "rounds": "rounds",
     "spread": "p10-p90",
@@ -60,7 +60,7 @@ TABLE_COLUMNS = {
     "compile_seconds": "compile s",
     "attention_kernel": "attention",
     "time_to_train_seconds": "train s",
-    "epoch_images_per_sec": "epoch img/s (all in)",
+    "epoch_samples_per_sec": "epoch img/s (all in)",
     "time_to_target_seconds": "to target s",
     "target_epoch": "target epoch",
     "test_auc": "test AUC",
@@ -143,13 +143,13 @@ def row_warnings(row: pd.Series) -> list[str]:
         )
     if first_step_kept(row[Col.WARMUP_STEPS], row[Col.WARMUP_DETECTED]):
         warnings.append(FIRST_STEP_KEPT)
-    spread = (row[Col.IMAGES_PER_SEC_P90] - row[Col.IMAGES_PER_SEC_P10]) / row[Col.IMAGES_PER_SEC]
+    spread = (row[Col.SAMPLES_PER_SEC_P90] - row[Col.SAMPLES_PER_SEC_P10]) / row[Col.SAMPLES_PER_SEC]
     if spread > WIDE_SPREAD:
         warnings.append(f"p10-p90 spans {spread:.0%} of the steady rate: unsteady steps")
-    p10, p90 = number(row[Col.IMAGES_PER_SEC_P10]), number(row[Col.IMAGES_PER_SEC_P90])
-    if p10 is not None and row[Col.IMAGES_PER_SEC] < p10 * (1 - INSIDE_TOLERANCE):
+    p10, p90 = number(row[Col.SAMPLES_PER_SEC_P10]), number(row[Col.SAMPLES_PER_SEC_P90])
+    if p10 is not None and row[Col.SAMPLES_PER_SEC] < p10 * (1 - INSIDE_TOLERANCE):
         warnings.append(OUTSIDE_P10)
-    if p90 is not None and row[Col.IMAGES_PER_SEC] > p90 * (1 + INSIDE_TOLERANCE):
+    if p90 is not None and row[Col.SAMPLES_PER_SEC] > p90 * (1 + INSIDE_TOLERANCE):
         warnings.append(OUTSIDE_P90)
     versions = row.get(Col.FRAMEWORK_VERSIONS)
     cudnn = versions.get("cudnn", "") if isinstance(versions, dict) else ""
@@ -162,7 +162,7 @@ def row_warnings(row: pd.Series) -> list[str]:
 def rate_spread(row: pd.Series) -> Spread:
     """The row's steady rate with its interval (`spread`): every round's thirds, never under the noise floor."""
     rounds = number(row.get(Col.ROUNDS))
-    return Spread.of(float(row[Col.IMAGES_PER_SEC]), *row_interval(row, "images_per_sec"), int(rounds or 1))
+    return Spread.of(float(row[Col.SAMPLES_PER_SEC]), *row_interval(row, "samples_per_sec"), int(rounds or 1))
 
 
 def _stalls(row: pd.Series) -> str:
@@ -174,7 +174,7 @@ def _stalls(row: pd.Series) -> str:
 
 def _spread(row: pd.Series) -> str:
     """`p10-p90` of the steps' rates, `MISSING` where either end has no value."""
-    low, high = number(row[Col.IMAGES_PER_SEC_P10]), number(row[Col.IMAGES_PER_SEC_P90])
+    low, high = number(row[Col.SAMPLES_PER_SEC_P10]), number(row[Col.SAMPLES_PER_SEC_P90])
     return MISSING if low is None or high is None else f"{low:.0f}-{high:.0f}"
 
 
@@ -211,7 +211,7 @@ def _ok_cells(r: pd.Series) -> dict[str, str]:
     peak, used = number(r[Col.PEAK_MEMORY_BYTES]), number(r.get(Col.MEMORY_USED_MIB))
     rate = rate_spread(r)
     return {
-        "images_per_sec": rate.text(),
+        "samples_per_sec": rate.text(),
         "interval": rate.range_text,
         "rounds": f"{rate.rounds}",
         "spread": _spread(r),
@@ -244,7 +244,7 @@ def _epoch_cells(r: pd.Series) -> dict[str, str]:
         return {}
     cells = {
         "time_to_train_seconds": _time_text(r, "time_to_train_seconds"),
-        "epoch_images_per_sec": figure_text(r.get(Col.EPOCH_IMAGES_PER_SEC), "{:,.1f}"),
+        "epoch_samples_per_sec": figure_text(r.get(Col.EPOCH_SAMPLES_PER_SEC), "{:,.1f}"),
     }
     if isinstance(r.get(Col.TARGET_METRIC), str):
         reached = number(r[Col.TARGET_EPOCH]) is not None

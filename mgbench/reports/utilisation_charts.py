@@ -117,7 +117,7 @@ def throughput_and_utilisation_chart(ok: pd.DataFrame, path: Path) -> Path:
     figure = new_figure(width_inches=SUMMARY_WIDTH_INCHES)
     rate_axes, use_axes = figure.subplots(1, 2, sharey=True)
     positions = np.arange(len(rows))
-    rate, rate_low, rate_high = (_column(rows, f"images_per_sec{end}") for end in ("", "_p10", "_p90"))
+    rate, rate_low, rate_high = (_column(rows, f"samples_per_sec{end}") for end in ("", "_p10", "_p90"))
     scale, scaled = scale_of(rate_high.fillna(rate))
     texts = [bar_text(value) for value in rate]
     rate, rate_low, rate_high = rate / scale, rate_low / scale, rate_high / scale

@@ -8,9 +8,9 @@ drift then falls on every row alike instead of on the row that happened to run d
 Each round's row goes to `rounds.jsonl` (with `round`, its number) as it ends; `results.jsonl`
 holds one row per run, rewritten after every round by its one writer (`records.finished`): the
 median round's row (`finished.combine_rounds`), with every ok round's figure beside it
-(`round_images_per_sec`, with `--epochs` `round_time_to_train_seconds` and
+(`round_samples_per_sec`, with `--epochs` `round_time_to_train_seconds` and
 `round_time_to_target_seconds`), the steady rate's interval over every round
-(`images_per_sec_low`, `images_per_sec_high`) and its scaling figures. A run whose round did not finish
+(`samples_per_sec_low`, `samples_per_sec_high`) and its scaling figures. A run whose round did not finish
 is not run again in later rounds (a crash or a timeout would only repeat itself); its row keeps the
 rounds that finished and says which did not. `--resume` keeps the rounds that finished and runs
 the rest.

@@ -300,7 +300,7 @@ def train_epochs(
         epoch_metrics=epoch_metrics,
         test_metrics=adapter.evaluate("test"),
         time_to_train_seconds=time_to_train,
-        epoch_images_per_sec=trained_steps * config.global_batch / time_to_train,
+        epoch_samples_per_sec=trained_steps * config.global_batch / time_to_train,
         time_to_target_seconds=reached,
         time_to_target_with_startup_seconds=None if reached is None else startup + reached,
         target_epoch=target_epoch,
@@ -339,7 +339,7 @@ def train_epoch(
         "epoch": epoch + 1,
         "train_loss": float(np.mean(clock.losses[first:])),
         "train_seconds": train_seconds,
-        "images_per_sec": len(clock.step_seconds[first:]) * config.global_batch / train_seconds,
+        "samples_per_sec": len(clock.step_seconds[first:]) * config.global_batch / train_seconds,
         **{f"val_{name}": value for name, value in metrics.items()},
         "val_seconds": val_seconds,
     }

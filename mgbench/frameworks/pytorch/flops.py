@@ -50,7 +50,7 @@ def count_work(spec: ModelSpec, image_size: int) -> ModelWork:
             outputs = model(images)
         outputs.float().sum().backward()
     elements = sum(tensor.numel() for tensor in saved.values())
-    return ModelWork(flops_per_image=counter.get_total_flops() / BATCH, saved_elements_per_image=elements / BATCH)
+    return ModelWork(flops_per_sample=counter.get_total_flops() / BATCH, saved_elements_per_sample=elements / BATCH)
 
 
 def main(argv: list[str]) -> None:

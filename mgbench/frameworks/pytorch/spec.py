@@ -100,8 +100,9 @@ FRAMEWORK = FrameworkSpec(
         StrategySpec(
             "fsdp",
             "torchrun",
-            "FSDP2 (fully_shard) per GPT-2 block and on the root, one process per device: parameters, gradients and "
-            "optimizer state sharded (ZeRO-3); parameters gathered for the forward and again for the backward",
+            "FSDP2 (fully_shard) on each unit the model names (GPT-2's blocks) and on the root, one process per "
+            "device: parameters, gradients and optimizer state sharded (ZeRO-3); parameters gathered for the forward "
+            "and again for the backward",
             communication=FSDP_COMMUNICATION,
             exchange=FSDP2_EXCHANGE,
         ),

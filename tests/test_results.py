@@ -1,11 +1,13 @@
 """Result rows: JSON round trip, pandas reads the file directly, scaling figures are derived right."""
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import append_result
+from conftest import append_result, mgbench
 
 from mgbench.core.config import RunConfig
 from mgbench.records.finished import write_results
@@ -103,3 +105,46 @@ def test_a_row_written_before_a_field_was_renamed_reads_under_the_new_name(tmp_p
     assert frame.loc[0, "peak_fraction"] == 0.17 and "peak_share" not in frame and "allreduce_step_share" not in frame
     write_summary(tmp_path, [result])
     assert pd.read_csv(tmp_path / "summary.csv").loc[0, "peak_fraction"] == 0.17
+
+
+CHEXNET_4GPU = Path(__file__).parent / "fixtures" / "run-folder-chexnet-4gpu"
+"""A real run folder written when the rate was `images_per_sec` (and the work `flops_per_image`)."""
+
+
+def test_a_row_written_when_the_rate_was_images_per_sec_reads_as_samples_per_sec(tmp_path):
+    """Every figure of the rate an earlier version named by images reads under its sample name,
+    with its value; no column of the old name is left; `report` and `diff` read such a folder, and
+    a diff of it against its rows written again under the new names finds nothing changed."""
+    from mgbench.reports.folder_data import load_run_folder
+
+    first = json.loads((CHEXNET_4GPU / "results.jsonl").read_text().splitlines()[0])
+    result = RunResult.from_record(first)
+    assert result.timing.samples_per_sec == first["images_per_sec"] > 0
+    for end in ("low", "high", "p10", "p90"):
+        assert getattr(result.timing, f"samples_per_sec_{end}") == first[f"images_per_sec_{end}"]
+    assert result.repeats.round_samples_per_sec == first["round_images_per_sec"]
+    assert result.by_epoch.epoch_samples_per_sec == first["epoch_images_per_sec"]
+    assert result.scaling.samples_per_sec_per_device == first["images_per_sec_per_device"]
+    assert result.limit.flops_per_sample == first["flops_per_image"]
+    assert result.by_epoch.epoch_metrics[0]["samples_per_sec"] == first["epoch_metrics"][0]["images_per_sec"]
+    frame = load_run_folder(CHEXNET_4GPU).frame
+    assert not [column for column in frame if "images_per_sec" in column or "per_image" in column]
+    assert frame["samples_per_sec"].tolist() == [
+        json.loads(line)["images_per_sec"] for line in (CHEXNET_4GPU / "results.jsonl").read_text().splitlines()
+    ]
+
+    report = mgbench("report", str(CHEXNET_4GPU), "--format", "csv")
+    assert report.returncode == 0, report.stderr
+    assert "samples_per_sec_4dev" in report.stdout.splitlines()[0]
+    written_again = tmp_path / "new"
+    shutil.copytree(CHEXNET_4GPU, written_again)
+    rows = read_results(CHEXNET_4GPU / "results.jsonl")
+    (written_again / "results.jsonl").write_text("".join(row.to_json() + "\n" for row in rows))
+    assert "images_per_sec" not in (written_again / "results.jsonl").read_text()
+    diff = mgbench("diff", str(CHEXNET_4GPU), str(written_again))
+    assert diff.returncode == 0, diff.stderr
+    assert (
+        diff.stdout.strip().splitlines()[-1]
+        == f"No run of NEW is slower than in OLD beyond the spread ({len(rows)} compared)."
+    )
+    assert "+0.0%" in diff.stdout and "OLD img/s" in diff.stdout

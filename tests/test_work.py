@@ -120,9 +120,10 @@ def test_counts_are_kept_in_the_cache_file_and_read_from_it(tmp_path, monkeypatc
         '{"KEY": {"flops_per_sample": "many", "saved_elements_per_sample": 2.0}}',
         '{"KEY": {"flops_per_sample": 1.0, "saved_elements_per_sample": 2.0, "from": "a later version"}}',
         '{"KEY": {"flops_per_sample": -1.0, "saved_elements_per_sample": 2.0}}',
+        '{"KEY": {"flops_per_image": 1.0, "saved_elements_per_image": 2.0}}',
         "fifo",
     ],
-    ids=["list", "entry-list", "field-missing", "text", "field-more", "negative", "fifo"],
+    ids=["list", "entry-list", "field-missing", "text", "field-more", "negative", "per-image", "fifo"],
 )
 def test_a_cache_of_another_shape_or_no_file_is_counted_again_and_replaced(tmp_path, monkeypatch, cache):
     """What the cache holds is read back checked (`ModelWork.from_record`): an entry of another

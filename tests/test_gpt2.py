@@ -120,13 +120,13 @@ from mgbench.core.initial_weights import gpt2_reference_weights
 from mgbench.datasets.synthetic import Shard
 from mgbench.datasets.tokens import synthetic_tokens
 from mgbench.frameworks.keras.gpt2 import build_gpt2, language_model_loss
-from mgbench.frameworks.keras.gpt2_weights import load_gpt2_initial
+from mgbench.frameworks.keras.weights import load_initial
 
 shape = GPT2_SHAPES["gpt2-tiny"]
 inputs, targets = synthetic_tokens(shape.vocabulary, int(sys.argv[2]), 0, Shard(0, int(sys.argv[3])), seed=0)
 model = build_gpt2(shape, seed=0, seq_len=inputs.shape[1])
 weights = gpt2_reference_weights(shape, seed=0)
-load_gpt2_initial(model, shape, weights)
+load_initial(model, weights)
 logits = model(inputs)
 np.save(sys.argv[4], keras.ops.convert_to_numpy(logits))
 loss = float(keras.ops.convert_to_numpy(language_model_loss()(targets, logits)))

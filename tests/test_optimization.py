@@ -115,14 +115,15 @@ ADAMW_COSINE = Optimization(
 
 
 def test_frameworks_that_cannot_step_a_declared_optimizer_get_unsupported_rows_before_launching(monkeypatch):
-    """A model declaring AdamW: the torch-stepped frameworks build torch.optim.AdamW, every other
-    framework's row is `unsupported`, saying which optimizer and what it builds."""
+    """A model declaring AdamW: the torch-stepped frameworks build torch.optim.AdamW, the Keras
+    family Keras' AdamW in torch's form, and every other framework's row is `unsupported`, saying
+    which optimizer and what it builds."""
     monkeypatch.setitem(MODELS, "tiny", dataclasses.replace(MODELS["tiny"], optimization=ADAMW_COSINE))
     job = Job("tiny", "cpu", 2, 4, data_format="channels_first")
     frameworks = ["pytorch", "horovod", "keras-torch", "keras-jax", "keras-tf", "tensorflow", "gluon", "chainer"]
     refused = {run.config.framework: run.refusal for run in plan_runs(job, frameworks, None, [1], "weak")}
-    assert [name for name, refusal in refused.items() if refusal is None] == frameworks[:3]
-    for name in frameworks[3:]:
+    assert [name for name, refusal in refused.items() if refusal is None] == frameworks[:6]
+    for name in frameworks[6:]:
         assert refused[name] == (
             "unsupported",
             f"{name} cannot step tiny's optimizer adamw as torch's does here (it builds sgd)",

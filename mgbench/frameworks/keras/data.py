@@ -24,6 +24,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import keras
 import numpy as np
@@ -31,6 +32,7 @@ from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
 from scipy.special import expit, softmax
 
 from mgbench.core.config import RunConfig
+from mgbench.core.inputs import TokenInput
 from mgbench.core.models import ModelSpec
 from mgbench.datasets.augment import IMAGENET_MEAN, IMAGENET_STD, Augmentation
 from mgbench.datasets.description import DatasetDescription, Split
@@ -45,13 +47,17 @@ from mgbench.datasets.encoded import (
 from mgbench.datasets.items import EvalItems, TrainItems
 from mgbench.datasets.resolve import task_for
 from mgbench.datasets.sampling import epoch_batches, validation_indices
-from mgbench.datasets.synthetic import Shard
+from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+from mgbench.datasets.tokens import TokenBatch, TokenBatches, TokenDataset, held_out_tokens, synthetic_token_pool
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras.handoff import HandOff, handed
 from mgbench.measure.metrics import split_metrics
 
 HostBatch = tuple[np.ndarray, np.ndarray]
 """uint8 NHWC pixels and their targets."""
+SyntheticBatch = tuple[np.ndarray, np.ndarray]
+"""(inputs, targets): float32 images in Keras' data format and their labels, or int32 tokens and
+the tokens that follow each (`datasets.tokens`)."""
 LoadedBatch = HostBatch | EncodedArrays
 """What a loader hands its adapter: pixels or the encoded files, the targets last in either."""
 PyDatasetItem = tuple
@@ -122,8 +128,19 @@ class FileBytes:
         return np.asarray(data), lengths, windows, targets
 
 
-Loading = HostPixels | FileBytes
-"""What a loader's workers hand over: decoded pixels, or the files for the devices to decode."""
+@dataclass(frozen=True)
+class TokenWindows:
+    """The workers read a token stream's windows: a batch is (inputs, targets) int32, a few hundred
+    KB at most, which the enqueuer's pipe carries as they are."""
+
+    def received(self, batch: PyDatasetItem) -> TokenBatch:
+        inputs, targets = batch
+        return np.asarray(inputs), np.asarray(targets)
+
+
+Loading = HostPixels | FileBytes | TokenWindows
+"""What a loader's workers hand over: decoded pixels, the files for the devices to decode, or
+token windows."""
 
 
 class Batches(keras.utils.PyDataset):
@@ -185,6 +202,33 @@ class EvalBatches(Batches):
     def __getitem__(self, item: int) -> PyDatasetItem:
         positions = range(item * self.size, min((item + 1) * self.size, self.count))
         return self.loading.batch([self.items[position] for position in positions], self.handoff)
+
+
+class TokenTrainBatches(Batches):
+    """Item b: this shard of the b-th global batch of `epoch`'s windows of the stream's training split
+    (global batch `epoch * steps + b`, as `tokens.TokenBatchIndices` numbers them), drawn by
+    `tokens.TokenBatches`; with `epoch=None`, of global batch b, endless.
+
+    The stream is mapped in the process that reads it (`windows`): a worker process is handed the
+    dataset's description, never a copy of its tokens."""
+
+    def __init__(self, dataset: TokenDataset, config: RunConfig, shard: Shard, workers: int, epoch: int | None):
+        super().__init__(TokenWindows(), workers)
+        self.dataset, self.shard, self.epoch = dataset, shard, epoch
+        self.seq_len, self.seed = config.job.input_size, config.job.seed
+        self.steps = dataset.steps_per_epoch(config.global_batch, self.seq_len)
+
+    @property
+    def num_batches(self) -> int | None:
+        return None if self.epoch is None else self.steps
+
+    @cached_property
+    def windows(self) -> TokenBatches:
+        return TokenBatches(self.dataset.stream("train"), self.seq_len, self.shard, self.seed)
+
+    def __getitem__(self, item: int) -> PyDatasetItem:
+        first = 0 if self.epoch is None else self.epoch * self.steps
+        return self.windows[first + item]
 
 
 def clean_worker_start() -> None:
@@ -259,11 +303,63 @@ class RealData:
         return {"loss": loss, **split_metrics(targets, scores, self.dataset.multi_label)}
 
 
-def keras_task(config: RunConfig, workers: int) -> tuple[RealData | None, ModelSpec]:
+class RealTokens:
+    """One process's view of a token stream (`--dataset tokens:PATH`) under a Keras adapter: its
+    training windows through Keras' loader (`TokenTrainBatches`), per epoch or endless, and the
+    fixed windows every validation scores, read in the training process as PyTorch's adapter reads
+    them: `TokenDataset.validation_batches` global batches of the split (`test` reads `val`, a
+    stream having no other), this process's shard of each."""
+
+    def __init__(self, dataset: TokenDataset, config: RunConfig, workers: int):
+        self.dataset, self.config, self.workers = dataset, config, workers
+        self.seq_len = config.job.input_size
+
+    def steps_per_epoch(self) -> int:
+        return self.dataset.steps_per_epoch(self.config.global_batch, self.seq_len)
+
+    def train(self, shard: Shard, epoch: int | None) -> Iterator[TokenBatch]:
+        """`shard` of every global batch of `epoch` (None: of every epoch from the first on)."""
+        return enqueued(TokenTrainBatches(self.dataset, self.config, shard, self.workers, epoch))
+
+    def evaluation(self, name: str, shard: Shard) -> Iterator[TokenBatch]:
+        """`shard` of each global batch of windows a validation of split `name` scores."""
+        windows = TokenBatches(self.dataset.stream(name), self.seq_len, shard, self.config.job.seed)
+        return (
+            windows[index] for index in range(self.dataset.validation_batches(self.config.global_batch, self.seq_len))
+        )
+
+
+def keras_task(config: RunConfig, workers: int) -> tuple[RealData | RealTokens | None, ModelSpec]:
     """What every Keras adapter sets up before it builds its model: Keras seeded and at the job's
-    precision, the job's real data read by `workers` loader workers (None: synthetic data), and
-    the model as the data's task shapes it (`task_for`)."""
+    precision, the job's real data read by `workers` loader workers (images or a token stream;
+    None: synthetic data), and the model as the data's task shapes it (`task_for`)."""
     keras.utils.set_random_seed(config.job.seed)
     keras_models.set_precision(config.job.precision)
     dataset, spec = task_for(config.job)
+    if isinstance(dataset, TokenDataset):
+        return RealTokens(dataset, config, workers), spec
     return (RealData(dataset, config, workers) if dataset else None), spec
+
+
+def synthetic_pool_of(config: RunConfig, shard: Shard) -> list[SyntheticBatch]:
+    """The synthetic batches a process holding `shard` cycles through: a language model's tokens
+    (`tokens.synthetic_token_pool`), else images in the job's data format."""
+    job = config.job
+    if isinstance(job.input, TokenInput):
+        return synthetic_token_pool(job.input.vocabulary, job.input_size, shard, job.seed)
+    return synthetic_pool(job.spec, job.input_size, shard, job.seed, job.data_format.channels_last)
+
+
+def held_out_of(config: RunConfig, shard: Shard) -> SyntheticBatch:
+    """`shard` of the synthetic batch never trained on, which evaluation scores (seeded apart from
+    the pool, as every framework's)."""
+    job = config.job
+    if isinstance(job.input, TokenInput):
+        return held_out_tokens(job.input.vocabulary, job.input_size, shard, job.seed + 1)
+    return held_out_batch(job.spec, job.input_size, shard, job.seed + 1, job.data_format.channels_last)
+
+
+def held_out_windows(config: RunConfig, real: RealTokens | None, split: str, shard: Shard) -> Iterator[TokenBatch]:
+    """What a language model's validation of `split` scores: `shard` of the stream's fixed windows
+    (`RealTokens.evaluation`), or of the held-out synthetic batch."""
+    return real.evaluation(split, shard) if real is not None else iter([held_out_of(config, shard)])

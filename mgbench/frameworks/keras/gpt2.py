@@ -5,15 +5,15 @@ The token embedding is a `ReversibleEmbedding` called twice: forward on the toke
 (its matrix transposed) as the output projection, so the two are one variable as in PyTorch.
 Attention is `keras.ops.dot_product_attention(is_causal=True)`, leaving flash to Keras
 (`flash_attention=None`, as `transformer.attend` does for ViT). Each layer that holds weights is
-named after the PyTorch module holding them, "_" for "." (`keras_name`), and `gpt2_weights` maps
-the shared start onto them by those names.
+named after the PyTorch module holding them, "_" for "." (`keras_name`), and `weights.load_initial`
+maps the shared start onto them by those names (`torch_module`), as it does an image model's.
 
-Not a catalogue model yet (that needs a job input of tokens): `build_gpt2` is what builds it.
+`models.gpt2` builds every GPT-2 size of the catalogue through `build_gpt2`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
 from typing import Any
 
 import keras
@@ -28,14 +28,23 @@ def keras_name(module: str) -> str:
     return module.replace(".", "_")
 
 
-def modules(shape: GPT2) -> Iterator[str]:
-    """The PyTorch modules of `shape` that hold weights, as the Keras build has a layer for each
-    (attention's two projections are one layer, `attn`)."""
-    yield "wte"
-    yield "wpe"
-    for index in range(shape.layers):
-        yield from (f"h.{index}.{part}" for part in ("ln_1", "attn", "ln_2", "mlp.c_fc", "mlp.c_proj"))
-    yield "ln_f"
+BLOCK_PARTS = ("ln_1", "attn", "ln_2", "mlp.c_fc", "mlp.c_proj")
+"""The modules of a PyTorch block that hold weights: the Keras block has a layer for each
+(attention's two projections are one layer, `attn`)."""
+OUTSIDE_BLOCKS = ("wte", "wpe", "ln_f")
+"""The PyTorch modules with weights outside the blocks, named alike in Keras."""
+BLOCK_LAYER = re.compile(r"h_(\d+)_(\w+)")
+
+
+def torch_module(layer: str) -> str:
+    """The PyTorch module the Keras layer `layer` is named after (`keras_name` undone part by part:
+    the modules' own names hold "_")."""
+    if layer in OUTSIDE_BLOCKS:
+        return layer
+    parts = {keras_name(part): part for part in BLOCK_PARTS}
+    if (match := BLOCK_LAYER.fullmatch(layer)) and match.group(2) in parts:
+        return f"h.{match.group(1)}.{parts[match.group(2)]}"
+    raise UsageError(f"the Keras GPT-2 has a layer {layer!r} that PyTorch's has not")
 
 
 class PositionEmbedding(keras.layers.Layer):
@@ -98,11 +107,12 @@ def _block(tokens: keras.KerasTensor, shape: GPT2, seeds: keras.random.SeedGener
     return keras.layers.Add()([tokens, _dense(shape.width, shape.residual_std, seeds, name("mlp.c_proj"))(hidden)])
 
 
-def build_gpt2(shape: GPT2, seed: int, seq_len: int | None = None) -> keras.Model:
+def build_gpt2(shape: GPT2, seed: int | None, seq_len: int | None = None) -> keras.Model:
     """GPT-2 at `shape` for sequences of `seq_len` tokens (default: the context): (batch,
     seq_len) int32 tokens in, (batch, seq_len, padded vocabulary) logits out. Initialised as
-    GPT-2 is by Keras' generator seeded with `seed` (`--init same` loads the shared draw
-    instead: `gpt2_weights.load_gpt2_initial`)."""
+    GPT-2 is by Keras' generator seeded with `seed` (None: from Keras' global seed,
+    `keras.utils.set_random_seed`); `--init same` loads the shared draw instead
+    (`weights.load_initial`)."""
     seq_len = seq_len or shape.context
     if refusal := shape.length_refusal(seq_len):
         raise UsageError(refusal)
@@ -119,6 +129,24 @@ def build_gpt2(shape: GPT2, seed: int, seq_len: int | None = None) -> keras.Mode
     return keras.Model(tokens, embedding(x, reverse=True), name="gpt2")
 
 
+class NextTokenCrossentropy(keras.losses.Loss):
+    """A language model's loss: cross-entropy of the next token from the logits over the (padded)
+    vocabulary, each sequence's the mean over its tokens. Reduced over the batch as Keras' losses
+    are (`sum_over_batch_size`: the mean), that is the mean over every token of the batch, as
+    PyTorch's `language_model_loss`; and a loop that sums per-sample losses over the global batch
+    (`tf.nn.compute_average_loss`, the tensorflow loop) gets the same mean. In float32 whatever the
+    logits' dtype, as every Keras loss casts its inputs."""
+
+    def __init__(self, from_logits: bool = True, reduction: str = "sum_over_batch_size"):
+        if not from_logits:
+            raise ValueError("the Keras models emit logits: a next-token loss takes them")
+        super().__init__(reduction=reduction, name="next_token_crossentropy")
+
+    def call(self, targets: Any, logits: Any) -> Any:
+        tokens = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+        return keras.ops.mean(tokens, axis=-1)
+
+
 def language_model_loss() -> keras.losses.Loss:
     """Cross-entropy over the vocabulary from the logits, averaged over every token of the batch."""
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return NextTokenCrossentropy()

@@ -14,6 +14,8 @@ Parameter counts against the torchvision architectures (trainable parameters):
 - tiny: 5,418, equal.
 - vit_b_16: torchvision's `VisionTransformer` written in Keras layers (`transformer.py`), equal
   at every image size (its position embedding has a row per patch).
+- gpt2, gpt2-medium, gpt2-xl, gpt2-tiny: one builder, `gpt2` (`gpt2.py`), reading the shape
+  (`ModelSpec.language_model`), equal to the PyTorch module's arrays at every sequence length.
 
 The layers that hold weights are named so that the shared initial weights (`weights.py`, in
 torchvision's names) map onto them simply: `tiny`, `resnet50` and `vit_b_16` carry torchvision's names
@@ -35,7 +37,8 @@ from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.kinds import DataFormat
 from mgbench.core.models import ModelSpec
-from mgbench.core.optimization import SGD, Optimizer
+from mgbench.core.optimization import SGD, AdamW, Optimizer
+from mgbench.frameworks.keras.gpt2 import NextTokenCrossentropy, build_gpt2
 from mgbench.frameworks.keras.spec import KERAS_MODELS
 from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, encoder_block
 
@@ -167,22 +170,34 @@ inception_v3 = application(keras.applications.InceptionV3)
 name here from its catalogue entry and input shape (`tiny` and `resnet50` above)."""
 
 
-def build_model(spec: ModelSpec, image_size: int, data_format: DataFormat) -> keras.Model:
-    """The architecture for `spec`, built for its input shape in `data_format`, emitting logits.
+def gpt2(spec: ModelSpec, seq_len: int) -> keras.Model:
+    """Every GPT-2 size of the catalogue (its family, `ModelSpec.family`), at its shape
+    (`spec.language_model`) for sequences of `seq_len` tokens, initialised from Keras' global seed
+    as the image builders' layers are (`data.keras_task` seeds it with the job's)."""
+    return build_gpt2(spec.language_model, None, seq_len)
 
-    Logits rather than probabilities because both losses take `from_logits=True` (as the
+
+def build_model(spec: ModelSpec, input_size: int, data_format: DataFormat | None) -> keras.Model:
+    """The architecture for `spec`, built for its input (`input_size` px in `data_format`, or
+    `input_size` tokens), emitting logits.
+
+    Logits rather than probabilities because every loss takes `from_logits=True` (as the
     torch adapter's BCEWithLogits/CrossEntropy do): numerically safer under mixed precision.
     Under a mixed policy the logits come in the compute dtype; the loss casts them to float32,
     as the torch adapter does with `.float()`.
     """
+    builder = KERAS_MODELS.builder(spec.name, "the Keras family")
+    if not spec.input.has_layout:
+        return builder(spec, input_size)
     keras.config.set_image_data_format(data_format)
-    input_shape = (image_size, image_size, 3) if data_format.channels_last else (3, image_size, image_size)
-    return KERAS_MODELS.builder(spec.name, "the Keras family")(spec, input_shape)
+    input_shape = (input_size, input_size, 3) if data_format.channels_last else (3, input_size, input_size)
+    return builder(spec, input_shape)
 
 
 LOSSES: dict[str, type[keras.losses.Loss]] = {
     "sigmoid": keras.losses.BinaryCrossentropy,
     "softmax": keras.losses.SparseCategoricalCrossentropy,
+    "next_token": NextTokenCrossentropy,
 }
 """Keras' loss for each declared loss kind (`core.objective.LossKind`), taking logits."""
 
@@ -226,7 +241,52 @@ def sgd(learning_rate: float, declared: SGD) -> TorchFormSGD:
     )
 
 
-OPTIMIZERS: dict[str, Callable[[float, Any], keras.optimizers.Optimizer]] = {SGD.kind: sgd}
+class TorchFormAdamW(keras.optimizers.AdamW):
+    """AdamW stepping as torch.optim.AdamW does: w -= lr wd w (Keras' own decoupled decay, on every
+    variable, before the step), then m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2 and
+    w -= lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+
+    Keras' own Adam adds epsilon to sqrt(v) before the second moment's bias correction
+    (w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps): the Adam paper's "epsilon hat"), which
+    is torch's form with epsilon shrunk by sqrt(1 - b2^t), a tenth at GPT-2's beta2 of 0.95 on the
+    first step: where a gradient is as small as epsilon, Keras' run would step elsewhere."""
+
+    def update_step(self, gradient: Any, variable: Any, learning_rate: Any) -> None:
+        dtype = variable.dtype
+        learning_rate = keras.ops.cast(learning_rate, dtype)
+        gradient = keras.ops.cast(gradient, dtype)
+        step = keras.ops.cast(self.iterations + 1, dtype)
+        first_correction = 1 - keras.ops.power(keras.ops.cast(self.beta_1, dtype), step)
+        second_correction = 1 - keras.ops.power(keras.ops.cast(self.beta_2, dtype), step)
+        index = self._get_variable_index(variable)
+        first, second = self._momentums[index], self._velocities[index]
+        self.assign(
+            first, keras.ops.add(keras.ops.multiply(first, self.beta_1), keras.ops.multiply(gradient, 1 - self.beta_1))
+        )
+        self.assign(
+            second,
+            keras.ops.add(
+                keras.ops.multiply(second, self.beta_2), keras.ops.multiply(keras.ops.square(gradient), 1 - self.beta_2)
+            ),
+        )
+        denominator = keras.ops.add(
+            keras.ops.divide(keras.ops.sqrt(second), keras.ops.sqrt(second_correction)), self.epsilon
+        )
+        step_size = keras.ops.divide(learning_rate, first_correction)
+        self.assign_sub(variable, keras.ops.multiply(keras.ops.divide(first, denominator), step_size))
+
+
+def adamw(learning_rate: float, declared: AdamW) -> TorchFormAdamW:
+    return TorchFormAdamW(
+        learning_rate=learning_rate,
+        weight_decay=declared.weight_decay,
+        beta_1=declared.betas[0],
+        beta_2=declared.betas[1],
+        epsilon=declared.eps,
+    )
+
+
+OPTIMIZERS: dict[str, Callable[[float, Any], keras.optimizers.Optimizer]] = {SGD.kind: sgd, AdamW.kind: adamw}
 """Keras' optimizer for each declared kind stepping as torch's does: the kinds the Keras family's
 specs declare it builds (`Capabilities.optimizers`)."""
 

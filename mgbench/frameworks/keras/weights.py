@@ -1,11 +1,12 @@
 """Where a Keras model starts: the shared initial weights (`--init`), and the job's batch-norm
 settings, for every Keras backend.
 
-The shared weights are in torchvision's names and layouts; each Keras layer that holds weights
-is mapped to its torchvision module by name (`tiny`, `resnet50` and `vit_b_16` are built with
-torchvision's names, "_" for ".": `torchvision_name`, and `vit_torch_name` where torchvision's
-own names hold "_"; DenseNet-121 keeps keras.applications' own: `densenet_torch_name`), and its
-arrays are converted to Keras' layouts. Every layer with weights takes its arrays and every array is taken
+The shared weights are in torchvision's names and layouts (GPT-2's in its PyTorch module's); each
+Keras layer that holds weights is mapped to its torchvision module by name (`tiny`, `resnet50` and
+`vit_b_16` are built with torchvision's names, "_" for ".": `torchvision_name`, and `vit_torch_name`
+where torchvision's own names hold "_"; DenseNet-121 keeps keras.applications' own:
+`densenet_torch_name`; GPT-2's layers are named after its PyTorch modules: `gpt2.torch_module`), and
+its arrays are converted to Keras' layouts. Every layer with weights takes its arrays and every array is taken
 once, so a build that differs from torchvision's fails in one line.
 """
 
@@ -22,7 +23,7 @@ from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.initial_weights import InitialWeights
 from mgbench.core.models import Hyperparameters, ModelSpec
-from mgbench.frameworks.keras import models
+from mgbench.frameworks.keras import gpt2, models
 from mgbench.frameworks.keras.transformer import ClassTokenAndPositions, SelfAttention
 
 DENSE_BLOCK_LAYER = re.compile(r"conv(\d)_block(\d+)_(\d_(?:bn|conv))")
@@ -95,7 +96,11 @@ def vit_torch_name(name: str) -> str:
     raise UsageError(f"the Keras ViT-B/16 has a layer {name!r} that torchvision's has not")
 
 
-TORCH_NAMES: dict[str, Callable[[str], str]] = {"densenet121": densenet_torch_name, "vit_b_16": vit_torch_name}
+TORCH_NAMES: dict[str, Callable[[str], str]] = {
+    "densenet121": densenet_torch_name,
+    "vit_b_16": vit_torch_name,
+    "gpt2": gpt2.torch_module,
+}
 """How a model's Keras layer names become torchvision's, where `torchvision_name` does not."""
 
 
@@ -123,6 +128,17 @@ def _load_dense(layer: keras.layers.Dense, name: str, weights: InitialWeights, s
 def _load_layer_norm(layer: keras.layers.LayerNormalization, name: str, weights: InitialWeights) -> None:
     _assign(layer.gamma, weights.take(f"{name}.weight", tuple(layer.gamma.shape)))
     _assign(layer.beta, weights.take(f"{name}.bias", tuple(layer.beta.shape)))
+
+
+def _load_embedding(layer: keras.layers.Embedding | gpt2.PositionEmbedding, name: str, weights: InitialWeights) -> None:
+    """An embedding's rows are torch's: (rows, width), the same layout."""
+    _assign(layer.embeddings, weights.take(f"{name}.weight", tuple(layer.embeddings.shape)))
+
+
+def _load_causal_attention(layer: gpt2.CausalSelfAttention, name: str, weights: InitialWeights) -> None:
+    """GPT-2's fused q,k,v projection and its output projection, a Dense each as in torch."""
+    _load_dense(layer.c_attn, f"{name}.c_attn", weights)
+    _load_dense(layer.c_proj, f"{name}.c_proj", weights)
 
 
 def _load_attention(layer: SelfAttention, name: str, weights: InitialWeights) -> None:
@@ -153,7 +169,12 @@ LOADERS = {
     keras.layers.LayerNormalization: _load_layer_norm,
     SelfAttention: _load_attention,
     ClassTokenAndPositions: _load_tokens,
+    keras.layers.Embedding: _load_embedding,
+    gpt2.PositionEmbedding: _load_embedding,
+    gpt2.CausalSelfAttention: _load_causal_attention,
 }
+"""The loader of each kind of layer that holds weights (GPT-2's token embedding is a
+`ReversibleEmbedding`, an `Embedding`)."""
 
 
 def load_initial(model: keras.Model, weights: InitialWeights) -> None:

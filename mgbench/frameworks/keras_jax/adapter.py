@@ -41,7 +41,7 @@ from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
 from mgbench.core.safe_files import write_file
 from mgbench.datasets.encoded import DecodeSite
-from mgbench.datasets.synthetic import Shard, held_out_batch, synthetic_pool
+from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras import weights as keras_weights
@@ -49,6 +49,7 @@ from mgbench.frameworks.keras_jax import attention
 from mgbench.frameworks.keras_jax.placement import ShardedPixels
 from mgbench.frameworks.keras_jax.spec import FRAMEWORK
 from mgbench.frameworks.keras_jax.strategies import STRATEGIES, DeviceState
+from mgbench.measure.metrics import language_model_metrics
 from mgbench.measure.trace_events import STEP_MARK
 from mgbench.training.loaders import loader_workers
 from mgbench.training.prefetch import Ahead
@@ -89,8 +90,7 @@ class JaxDataParallelAdapter(Adapter):
         self.model.optimizer.build(self.model.trainable_variables)
         self.model.make_train_function()
         self.forward = jax.jit(self._inference)
-        self.normalise = jax.jit(partial(data.normalised, channels_last=config.job.data_format.channels_last))
-        self.place = self._loader_placement(self.real.site) if self.real else None
+        self.place = self._loader_placement(self.real.site) if isinstance(self.real, data.RealData) else None
         self.parallel.prepare(self.model, self.mesh)
         self.state = self.parallel.initial_state()
         self.learning_rate = config.job.learning_rate
@@ -106,7 +106,9 @@ class JaxDataParallelAdapter(Adapter):
 
     def _loader_placement(self, site: DecodeSite) -> ShardedPixels | DecodedByTorch:
         """How the loader's batches reach the devices: their pixels sharded, or their files decoded
-        on the devices (`device_decode.DecodedByTorch`, imported only then: it loads torch)."""
+        on the devices (`device_decode.DecodedByTorch`, imported only then: it loads torch), and
+        normalised there (`normalise`)."""
+        self.normalise = jax.jit(partial(data.normalised, channels_last=self.config.job.data_format.channels_last))
         if not site.on_device:
             return ShardedPixels(self.sharding(), site.note)
         from mgbench.frameworks.keras_jax.device_decode import DecodedByTorch
@@ -117,10 +119,10 @@ class JaxDataParallelAdapter(Adapter):
         """The variables' current values, by group, wherever this strategy holds them."""
         return self.parallel.held(self.state)
 
-    def _inference(self, trainable: list[jax.Array], non_trainable: list[jax.Array], images: jax.Array) -> jax.Array:
+    def _inference(self, trainable: list[jax.Array], non_trainable: list[jax.Array], inputs: jax.Array) -> jax.Array:
         """The model in inference mode as one compiled function (called eagerly, Keras over JAX
         dispatches layer by layer, minutes for DenseNet-121)."""
-        return self.model.stateless_call(trainable, non_trainable, images, training=False)[0]
+        return self.model.stateless_call(trainable, non_trainable, inputs, training=False)[0]
 
     def sharding(self, memory_kind: str = "device") -> jax.sharding.NamedSharding:
         """Split along the batch axis over the devices (the layout DataParallel gives data), in
@@ -136,14 +138,7 @@ class JaxDataParallelAdapter(Adapter):
     def batches(self) -> Iterator[DeviceBatch]:
         if self.real is not None:
             return self._fed(self.real.train(Shard(0, self.config.global_batch), None))
-        channels_last = self.config.job.data_format.channels_last
-        pool = synthetic_pool(
-            self.config.job.spec,
-            self.config.job.input_size,
-            Shard(0, self.config.global_batch),
-            self.config.job.seed,
-            channels_last,
-        )
+        pool = data.synthetic_pool_of(self.config, Shard(0, self.config.global_batch))
         if self.config.job.data_on_device:
             return cycle([self.shard(batch) for batch in pool])
         if not self.staged:
@@ -154,8 +149,10 @@ class JaxDataParallelAdapter(Adapter):
         return one_ahead(self.shard(batch) for batch in cycle([self.shard(b, "pinned_host") for b in pool]))
 
     def _placed(self, batch: data.LoadedBatch) -> DeviceBatch:
-        """A loader's batch as uint8 pixels on the devices (`place`), normalised there, and its
-        targets sharded alike."""
+        """A loader's batch on the devices: images as uint8 pixels placed there (`place`) and
+        normalised there, their targets sharded alike; a token stream's windows sharded as they are."""
+        if self.place is None:
+            return self.shard(batch)
         (targets,) = self.shard(batch[-1:])
         return self.normalise(self.place.pixels(batch)), targets
 
@@ -180,8 +177,8 @@ class JaxDataParallelAdapter(Adapter):
         self.state = self.parallel.with_rate(self.state, learning_rate)
 
     def train_step(self, batch: DeviceBatch) -> None:
-        images, labels = batch
-        self._loss, self.state = self.parallel.train(self.state, images, labels)
+        inputs, targets = batch
+        self._loss, self.state = self.parallel.train(self.state, inputs, targets)
 
     def synchronize(self) -> None:
         jax.block_until_ready((self._loss, self.state))
@@ -198,21 +195,31 @@ class JaxDataParallelAdapter(Adapter):
         return [float(value) for value in jax.device_get(pending)]
 
     def evaluate(self, split: str = "val") -> dict[str, float]:
-        """On real data loss and AUC over every image of `split`; else the loss on the held-out batch."""
+        """A language model's loss per token and perplexity (`_language_model_metrics`); an image
+        model's loss and AUC over every image of `split` on real data, else its loss on the held-out
+        batch."""
         trainable, non_trainable = self.held_state()[:2]
+        if self.spec.language_model is not None:
+            return self._language_model_metrics(split, trainable, non_trainable)
         if self.real is not None:
             return self._score(split, trainable, non_trainable)
-        channels_last = self.config.job.data_format.channels_last
-        batch = held_out_batch(
-            self.config.job.spec,
-            self.config.job.input_size,
-            Shard(0, self.config.global_batch),
-            self.config.job.seed + 1,
-            channels_last,
-        )
-        images, labels = self.shard(batch)
+        images, labels = self.shard(data.held_out_of(self.config, Shard(0, self.config.global_batch)))
         loss = keras_models.build_loss(self.spec)(labels, self.forward(trainable, non_trainable, images))
         return {"loss": float(loss)}
+
+    def _language_model_metrics(
+        self, split: str, trainable: list[jax.Array], non_trainable: list[jax.Array]
+    ) -> dict[str, float]:
+        """The mean loss per token over the held-out global batches (a stream's fixed windows of
+        `split`, or the held-out synthetic batch: `data.held_out_windows`), each as many tokens,
+        and its perplexity."""
+        loss = keras_models.build_loss(self.spec)
+        windows = data.held_out_windows(self.config, self.real, split, Shard(0, self.config.global_batch))
+        losses = [
+            float(loss(targets, self.forward(trainable, non_trainable, inputs)))
+            for inputs, targets in (self.shard(batch) for batch in windows)
+        ]
+        return language_model_metrics(float(np.mean(losses)))
 
     def _score(self, split: str, trainable: list[jax.Array], non_trainable: list[jax.Array]) -> dict[str, float]:
         """Every image of the split through the compiled forward, each batch padded to the global

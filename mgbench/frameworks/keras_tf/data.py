@@ -7,6 +7,8 @@ vectorised map, `prefetch`. The adapter then hands the dataset to the strategy
 (`experimental_distribute_dataset`: each replica takes its consecutive slice of the global
 batch, the shared shard, prefetched to its device) or, unstaged, iterates it on the host.
 The map runs on `workers` threads (`--workers`; 0 maps in line), the count the row records.
+A token stream (`--dataset tokens:PATH`) is read alike: a map from each global batch's index to
+its windows (`token_dataset`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import tensorflow as tf
 from mgbench.datasets.description import Split
 from mgbench.datasets.sampling import validation_indices
 from mgbench.datasets.synthetic import Shard
-from mgbench.frameworks.keras.data import RealData, normalised, sample_keys
+from mgbench.frameworks.keras.data import RealData, RealTokens, TokenTrainBatches, normalised, sample_keys
 
 
 def _prepared(
@@ -45,8 +47,11 @@ def _prepared(
     )
 
 
-def train_dataset(real: RealData, epoch: int | None) -> tf.data.Dataset:
-    """The global batches of `epoch` (None: of every epoch from the first on, endless)."""
+def train_dataset(real: RealData | RealTokens, epoch: int | None) -> tf.data.Dataset:
+    """The global batches of `epoch` (None: of every epoch from the first on, endless): of images,
+    or of a token stream's windows (`token_dataset`)."""
+    if isinstance(real, RealTokens):
+        return token_dataset(real, epoch)
     config, split = real.config, real.dataset.train
     epochs = (epoch,) if epoch is not None else None
 
@@ -71,3 +76,20 @@ def eval_dataset(real: RealData, name: str) -> tf.data.Dataset:
 
     indices = tf.data.Dataset.from_tensor_slices(np.array(validation_indices(len(split), 0, 1), dtype=np.int64))
     return _prepared(indices, decode, split, real, drop_remainder=False)
+
+
+def token_dataset(real: RealTokens, epoch: int | None) -> tf.data.Dataset:
+    """A token stream's global batches of `epoch` (None: endless): the windows of Keras' loader's
+    items (`TokenTrainBatches`, every framework's), read by a parallel map as the images are
+    decoded (`tf.numpy_function`), prefetched."""
+    batches = TokenTrainBatches(real.dataset, real.config, Shard(0, real.config.global_batch), real.workers, epoch)
+    shape = (real.config.global_batch, real.seq_len)
+
+    def windows(item: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        inputs, targets = tf.numpy_function(lambda i: batches[int(i)], [item], (tf.int32, tf.int32), stateful=False)
+        inputs.set_shape(shape)
+        targets.set_shape(shape)
+        return inputs, targets
+
+    items = tf.data.Dataset.counter() if epoch is None else tf.data.Dataset.range(batches.num_batches)
+    return items.map(windows, num_parallel_calls=real.workers or None, deterministic=True).prefetch(tf.data.AUTOTUNE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mgbench.core.collectives import Phase, gradient_all_reduce, reduce_and_broadcast
 from mgbench.frameworks.keras.environment import tensorflow_variables
-from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS, TF_DATA_DECODES
+from mgbench.frameworks.keras.spec import KERAS_FAMILY, KERAS_MODELS, KERAS_OPTIMIZERS, TF_DATA_DECODES
 from mgbench.frameworks.memory import TENSORFLOW_CAP, TENSORFLOW_OOM, XLA_OOM, DeviceMemory
 from mgbench.frameworks.specs import Capabilities, Compiler, FrameworkSpec, StrategySpec, with_unstaged_twin
 
@@ -70,6 +70,8 @@ FRAMEWORK = FrameworkSpec(
     environment_variables=tensorflow_variables,
     default_strategies=("mirrored",),
     family=KERAS_FAMILY,
-    capabilities=Capabilities(KERAS_MODELS, loader="tf.data", compiler=KERAS_XLA, no_gpu_decoder=TF_DATA_DECODES),
+    capabilities=Capabilities(
+        KERAS_MODELS, loader="tf.data", compiler=KERAS_XLA, no_gpu_decoder=TF_DATA_DECODES, optimizers=KERAS_OPTIMIZERS
+    ),
     memory=TENSORFLOW_MEMORY,
 )

@@ -26,7 +26,8 @@ import tensorflow as tf
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.datasets.synthetic import Shard, synthetic_pool
+from mgbench.datasets.synthetic import Shard
+from mgbench.frameworks.keras.data import synthetic_pool_of
 from mgbench.frameworks.memory import cap_bytes, memory_share
 
 HostBatch = tuple[np.ndarray, np.ndarray]
@@ -70,14 +71,9 @@ def strategy_for(kind: str, devices: list[str]) -> tf.distribute.Strategy:
 
 
 def global_pool(config: RunConfig) -> list[HostBatch]:
-    """The synthetic global batches, in the model's layout (one process holds the whole batch)."""
-    return synthetic_pool(
-        config.job.spec,
-        config.job.input_size,
-        Shard(0, config.global_batch),
-        config.job.seed,
-        channels_last=config.job.data_format.channels_last,
-    )
+    """The synthetic global batches, images in the model's layout or tokens (one process holds the
+    whole batch)."""
+    return synthetic_pool_of(config, Shard(0, config.global_batch))
 
 
 def distributed(strategy: tf.distribute.Strategy, dataset: tf.data.Dataset) -> Iterator:

@@ -19,13 +19,14 @@ import numpy as np
 import tensorflow as tf
 
 from mgbench.core.config import RunConfig
-from mgbench.datasets.synthetic import Shard, held_out_batch
+from mgbench.datasets.synthetic import Shard
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras import weights as keras_weights
 from mgbench.frameworks.keras_tf import attention, strategies
 from mgbench.frameworks.keras_tf import data as tf_data
 from mgbench.frameworks.specs import StrategySpec
+from mgbench.measure.metrics import language_model_metrics
 from mgbench.training.loaders import loader_workers
 from mgbench.training.protocol import Adapter, ModelInfo, Placement
 
@@ -47,7 +48,7 @@ class StrategyAdapter(Adapter):
         with self.distribution.scope():
             self.model, digest = keras_weights.started_model(self.spec, config)
             self.build_step()
-        self.forward = tf.function(lambda images: self.model(images, training=False))
+        self.forward = tf.function(lambda inputs: self.model(inputs, training=False))
         return ModelInfo(
             parameters=keras_models.trainable_parameters(self.model),
             init_digest=digest,
@@ -92,22 +93,22 @@ class StrategyAdapter(Adapter):
         return float(self._loss)
 
     def evaluate(self, split: str = "val") -> dict[str, float]:
-        """On real data loss and AUC over every image of `split`; else the loss on the held-out batch."""
+        """A language model's loss per token over the held-out global batches (a stream's fixed
+        windows of `split`, or the held-out synthetic batch: `data.held_out_windows`) and its
+        perplexity; an image model's loss and AUC over every image of `split` on real data, else
+        its loss on the held-out batch."""
+        loss = keras_models.build_loss(self.spec)
+        shard = Shard(0, self.config.global_batch)
+        if self.spec.language_model is not None:
+            windows = data.held_out_windows(self.config, self.real, split, shard)
+            return language_model_metrics(float(np.mean([float(loss(y, self.forward(x))) for x, y in windows])))
         if self.real is not None:
             logits, targets = zip(
                 *((self.forward(x).numpy(), y.numpy()) for x, y in tf_data.eval_dataset(self.real, split))
             )
             return self.real.metrics(np.concatenate(logits), np.concatenate(targets))
-        channels_last = self.config.job.data_format.channels_last
-        images, labels = held_out_batch(
-            self.config.job.spec,
-            self.config.job.input_size,
-            Shard(0, self.config.global_batch),
-            self.config.job.seed + 1,
-            channels_last,
-        )
-        loss = keras_models.build_loss(self.spec)(labels, self.model(images, training=False))
-        return {"loss": float(loss)}
+        images, labels = data.held_out_of(self.config, shard)
+        return {"loss": float(loss(labels, self.model(images, training=False)))}
 
     def peak_device_memory_bytes(self) -> int | None:
         return max(tf.config.experimental.get_memory_info(name)["peak"] for name in self._placement.device_names)

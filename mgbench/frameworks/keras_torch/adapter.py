@@ -40,7 +40,6 @@ import numpy as np
 import torch
 
 from mgbench.core.config import RunConfig
-from mgbench.datasets.synthetic import held_out_batch, synthetic_pool
 from mgbench.frameworks.keras import data
 from mgbench.frameworks.keras import models as keras_models
 from mgbench.frameworks.keras import weights as keras_weights
@@ -49,8 +48,9 @@ from mgbench.frameworks.keras_torch.spec import FRAMEWORK
 from mgbench.frameworks.pytorch import models as torch_models
 from mgbench.frameworks.pytorch.adapter import TorchProcessAdapter
 from mgbench.frameworks.pytorch.compiling import compiled
-from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, decoding_at
+from mgbench.frameworks.pytorch.data import DevicePrefetcher, PlacedPixels, PlacedTokens, decoding_at
 from mgbench.frameworks.pytorch.strategies import DistributedDataParallel
+from mgbench.measure.metrics import language_model_metrics
 from mgbench.training.loaders import loader_workers
 from mgbench.training.prefetch import Ahead
 from mgbench.training.protocol import ModelInfo
@@ -83,11 +83,11 @@ class KerasTorchAdapter(TorchProcessAdapter):
         seed equal (DDP also broadcasts rank 0's weights when it wraps the model)."""
         keras_models.require_backend("keras-torch", "torch")
         self._start(config)
-        self.nhwc = config.job.data_format.channels_last  # the pool's layout: Keras' data format
         self.real, self.spec = data.keras_task(config, loader_workers(config.job.workers, self._placement.world_size))
-        self.channels_last = self.nhwc and self.real is not None
+        images = isinstance(self.real, data.RealData)
+        self.channels_last = images and config.job.data_format.channels_last
         self.decoding = (
-            decoding_at(self.real.site, config.job.input_size, self.device, self.channels_last) if self.real else None
+            decoding_at(self.real.site, config.job.input_size, self.device, self.channels_last) if images else None
         )
         # Keras creates variables on its default device: "cuda" is the current device, which
         # `_join_devices` set to this rank's; a CPU run names "cpu" (`torch_variables`).
@@ -117,10 +117,7 @@ class KerasTorchAdapter(TorchProcessAdapter):
         (pinned and copied one step ahead on a side stream when staged)."""
         if self.real is not None:
             return self._fed(self.real.train(self._shard(), None))
-        pool = synthetic_pool(
-            self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed, self.nhwc
-        )
-        host = [self._to_tensors(batch) for batch in pool]
+        host = [self._to_tensors(batch) for batch in data.synthetic_pool_of(self.config, self._shard())]
         if self.config.job.data_on_device or not self.use_cuda:
             return itertools.cycle([self._to_device(batch) for batch in host])
         if not self.staged:
@@ -130,11 +127,11 @@ class KerasTorchAdapter(TorchProcessAdapter):
 
     def _fed(self, host: Iterator[data.LoadedBatch]) -> Iterator[Batch]:
         """Loader batches on the device in Keras' layout, placed as `decoding` places them (pixels
-        copied, or files decoded there): staged on GPUs, pinned on a thread of their own (as
-        torch's DataLoader pins) and placed one step ahead on a side stream; else placed when the
-        step takes them."""
+        copied, or files decoded there; a token stream's windows copied as they are): staged on
+        GPUs, pinned on a thread of their own (as torch's DataLoader pins) and placed one step
+        ahead on a side stream; else placed when the step takes them."""
         tensors = (as_tensors(batch) for batch in host)
-        place = self.decoding.place
+        place = self.decoding.place if self.decoding else PlacedTokens(self.device)
         if self.use_cuda and self.staged:
             placed = place.staged(Ahead(tuple(part.pin_memory() for part in batch) for batch in tensors))
         else:
@@ -143,7 +140,7 @@ class KerasTorchAdapter(TorchProcessAdapter):
 
     def keras_layout(self, images: torch.Tensor) -> torch.Tensor:
         """A placed real-data batch (NCHW) in the layout of Keras' data format."""
-        return images.permute(0, 2, 3, 1) if self.nhwc else images
+        return images.permute(0, 2, 3, 1) if self.channels_last else images
 
     def steps_per_epoch(self) -> int:
         return self.real.steps_per_epoch()
@@ -157,27 +154,34 @@ class KerasTorchAdapter(TorchProcessAdapter):
         return self.loss_fn(labels, self.replicated(images, training=True))
 
     def evaluate(self, split: str = "val") -> dict[str, float]:
-        """On real data loss and AUC over every image of `split` (each rank scores its share, the
-        logits are gathered); else the loss on this rank's shard of the held-out batch in
-        inference mode, averaged over ranks."""
-        if self.real is not None:
-            return self._score(split)
-        batch = held_out_batch(
-            self.config.job.spec, self.config.job.input_size, self._shard(), self.config.job.seed + 1, self.nhwc
-        )
-        images, labels = self._to_device(self._to_tensors(batch))
+        """A language model's loss per token and perplexity over this rank's shard of each held-out
+        batch (a stream's fixed windows of `split`, or the held-out synthetic batch:
+        `data.held_out_windows`), averaged over ranks; an image model's loss and AUC over every
+        image of `split` on real data (each rank scores its share, the logits are gathered), else
+        its loss on this rank's shard of the held-out batch, averaged over ranks. In inference mode."""
         with torch.no_grad():
-            loss = self.loss_fn(labels, self.model(images, training=False))
-        return {"loss": self.parallel.global_mean(loss)}
+            if self.spec.language_model is not None:
+                windows = data.held_out_windows(self.config, self.real, split, self._shard())
+                losses = [self._held_out_loss(batch) for batch in windows]
+                return language_model_metrics(self.parallel.global_mean(torch.stack(losses).mean()))
+            if self.real is not None:
+                return self._score(split)
+            return {
+                "loss": self.parallel.global_mean(self._held_out_loss(data.held_out_of(self.config, self._shard())))
+            }
+
+    def _held_out_loss(self, batch: data.SyntheticBatch) -> torch.Tensor:
+        """The loss on a host batch of held-out samples, in inference mode."""
+        inputs, targets = self._to_device(self._to_tensors(batch))
+        return self.loss_fn(targets, self.model(inputs, training=False))
 
     def _score(self, split: str) -> dict[str, float]:
         rank, world = self._placement.rank, self._placement.world_size
         logits, targets = [], []
-        with torch.no_grad():
-            for batch in self.real.evaluation(split, rank, world, self.config.job.batch_per_device):
-                images, _ = self.decoding.place(as_tensors(batch))
-                logits.append(self.model(self.keras_layout(images), training=False).float().cpu().numpy())
-                targets.append(batch[-1])
+        for batch in self.real.evaluation(split, rank, world, self.config.job.batch_per_device):
+            images, _ = self.decoding.place(as_tensors(batch))
+            logits.append(self.model(self.keras_layout(images), training=False).float().cpu().numpy())
+            targets.append(batch[-1])
         shards = self.parallel.gather((np.concatenate(logits), np.concatenate(targets)))
         return self.real.metrics(*(np.concatenate(part) for part in zip(*shards)))
 

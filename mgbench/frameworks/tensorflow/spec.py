@@ -4,7 +4,7 @@ MirroredStrategy, staged as keras-tf stages (borrowed from `keras_tf/spec.py`)."
 from __future__ import annotations
 
 from mgbench.frameworks.keras.environment import tensorflow_variables
-from mgbench.frameworks.keras.spec import KERAS_MODELS, TF_DATA_DECODES
+from mgbench.frameworks.keras.spec import KERAS_MODELS, KERAS_OPTIMIZERS, TF_DATA_DECODES
 from mgbench.frameworks.keras_tf.spec import (
     KERAS_TF_STAGING,
     KERAS_TF_UNSTAGED,
@@ -34,6 +34,8 @@ FRAMEWORK = FrameworkSpec(
     environment="keras-tf",
     install_hint="make env-keras-tf (or: mgbench setup tensorflow)",
     environment_variables=tensorflow_variables,
-    capabilities=Capabilities(KERAS_MODELS, loader="tf.data", compiler=XLA_JIT, no_gpu_decoder=TF_DATA_DECODES),
+    capabilities=Capabilities(
+        KERAS_MODELS, loader="tf.data", compiler=XLA_JIT, no_gpu_decoder=TF_DATA_DECODES, optimizers=KERAS_OPTIMIZERS
+    ),
     memory=TENSORFLOW_MEMORY,
 )

@@ -52,9 +52,10 @@ TokenBatch = tuple[np.ndarray, np.ndarray]
 
 
 def shifted(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inputs and targets from rows of `seq_len + 1` tokens: target t is input t + 1."""
+    """Inputs and targets from rows of `seq_len + 1` tokens: target t is input t + 1. Each is an
+    array of its own, contiguous, as pinned memory and a copy to the device take it whole."""
     rows = rows.astype(BATCH_DTYPE, copy=False)
-    return rows[:, :-1], rows[:, 1:]
+    return np.ascontiguousarray(rows[:, :-1]), np.ascontiguousarray(rows[:, 1:])
 
 
 def synthetic_tokens(

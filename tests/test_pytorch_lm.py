@@ -30,6 +30,7 @@ from mgbench.core.models import model_spec
 from mgbench.datasets.synthetic import Shard
 from mgbench.datasets.tokens import synthetic_tokens
 from mgbench.frameworks.pytorch.adapter import TorchAdapter
+from mgbench.frameworks.pytorch.attention import UNFUSED, attention_kernel
 from mgbench.frameworks.pytorch.gpt2 import GPT2LM, language_model_loss
 from mgbench.frameworks.pytorch.strategies import TorchStrategy
 from mgbench.frameworks.pytorch.weights import load_initial
@@ -67,6 +68,17 @@ def test_a_run_starts_from_the_shared_draw_and_takes_the_plain_loops_first_loss(
     assert row["eval_metrics"]["perplexity"] == pytest.approx(math.exp(row["eval_metrics"]["loss"]))
     assert row["attention_kernel"].startswith("torch SDPA: ")
     assert row["learning_rate"] == model_spec("gpt2-tiny").optimization.learning_rate
+
+
+def test_the_attention_kernel_is_the_one_sdpa_runs_for_gpt2s_causal_attention():
+    """Observed on causal attention of the run's shape: the CPU's flash kernel serves it in fp32,
+    and where only the math backend is allowed, the unfused path is named."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    gpt2_tiny, cpu = model_spec("gpt2-tiny"), torch.device("cpu")
+    assert attention_kernel(gpt2_tiny, 32, 2, cpu, torch.float32) == "torch SDPA: flash (CPU)"
+    with sdpa_kernel([SDPBackend.MATH]):
+        assert attention_kernel(gpt2_tiny, 32, 2, cpu, torch.float32) == f"torch SDPA: {UNFUSED}"
 
 
 @pytest.mark.slow

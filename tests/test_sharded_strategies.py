@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import assert_two_devices_equal_one, max_difference, run_row, saved_state
+from conftest import assert_compiled_equals_eager, assert_two_devices_equal_one, max_difference, run_row, saved_state
 
 from mgbench.core.collectives import CollectiveKind, Phase, Sharding, Tensors
 from mgbench.core.models import model_spec
@@ -132,3 +132,12 @@ def test_fsdp_trains_an_image_model_that_names_no_units_as_one_unit(tmp_path):
     """The tiny image model names no shard units, so FSDP shards it whole; its channels_last
     convolutions' weights are made row-major first (FSDP2 shards no other layout)."""
     assert_two_devices_equal_one(tmp_path, "pytorch", "fsdp", 1e-5, data_format="channels_last")
+
+
+@pytest.mark.slow
+def test_a_compiled_fsdp_step_trains_as_the_eager_one_on_two_processes(tmp_path):
+    """torch.compile of the module FSDP2 sharded (its hooks gather and scatter around the
+    compiled graphs): fsdp declares no reason to refuse --compile."""
+    assert FRAMEWORK.strategy("fsdp").no_compile_note is None
+    row = assert_compiled_equals_eager(tmp_path, "pytorch", "fsdp", 2, 4, 1e-5)
+    assert row.compiler == "torch.compile (default)"

@@ -156,9 +156,10 @@ class StepClock:
         self.host_phases.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3))
         done = self.steps_taken
         if self.progress and self.adapter.placement.is_primary and done % self.progress_every == 0:
-            rate = self.config.global_batch * self.progress_every / (t4 - self.progress_mark)
+            unit = self.config.job.input.unit  # the model's: img/s, or tokens/s for a language model
+            rate = unit.of(self.config.global_batch * self.progress_every / (t4 - self.progress_mark))
             self.progress_mark = t4
-            print(f"step {done}/{self.total_steps}: {rate:.1f} img/s (host clock)", file=sys.stderr, flush=True)
+            print(f"step {done}/{self.total_steps}: {rate:.1f} {unit.label} (host clock)", file=sys.stderr, flush=True)
 
     def _compile_step(self, batches: Iterator[Any]) -> None:
         """The first step of a compiled run, synchronised and clocked on its own, and when it ended

@@ -20,7 +20,7 @@ from mgbench.frameworks.pytorch.adapter import Autocasting
 from mgbench.frameworks.pytorch.gpt2 import build_gpt2
 from mgbench.frameworks.pytorch.models import adamw, sgd
 from mgbench.frameworks.pytorch.spec import FRAMEWORK
-from mgbench.frameworks.pytorch.strategies import constructor_settings, parameter_root, shard_units
+from mgbench.frameworks.pytorch.strategies import StepLoss, constructor_settings, parameter_root, shard_units
 from mgbench.records.bandwidth import GRADIENT_BYTES_PER_PARAM, expected_communication_seconds
 
 SHARDED = ("fsdp", "fsdp-grad-op", "zero1")
@@ -91,8 +91,9 @@ def test_fsdps_root_is_the_model_inside_its_parameter_free_wrappers():
     model = build_gpt2(model_spec(MODEL).language_model, SEED)
     assert parameter_root(Autocasting(model, "cpu", None)) is model
     assert parameter_root(model) is model
-    sequential = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
-    assert parameter_root(sequential) is sequential  # two children: the model itself
+    assert parameter_root(StepLoss(Autocasting(model, "cpu", None), torch.nn.CrossEntropyLoss())) is model
+    sequential = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+    assert parameter_root(sequential) is sequential  # two children with parameters: the model itself
 
 
 def test_zero1_rebuilds_the_declared_optimizer_with_its_settings():

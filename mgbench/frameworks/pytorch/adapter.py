@@ -16,7 +16,8 @@ PyTorch caches the tuned convolution plans per thread, and DataParallel starts n
 threads every step, so with autotuning every step re-tunes every convolution (BENCHMARKS.md
 has the measurement).
 
-`--compile` compiles the module the strategy wrapped (`mgbench.frameworks.pytorch.compiling`);
+`--compile` compiles the module the strategy wrapped, the model with its loss where the strategy
+runs the loss in it (`StepLoss`; `mgbench.frameworks.pytorch.compiling`);
 nn.DataParallel's strategies are refused it by the registry.
 
 Real datasets (`mgbench.datasets`) are read by torch's DataLoader over the shared description,
@@ -218,7 +219,8 @@ class TorchAdapter(TorchProcessAdapter):
         self.criterion = models.build_loss(spec).to(self.device)
         autocast_dtype = AUTOCAST_DTYPES[config.job.precision]
         casting = Autocasting(core, self.device.type, autocast_dtype)
-        self.model = compiled(self.parallel.wrap(casting, self.criterion, self.devices), config.job.compile)
+        stepped = self.parallel.loss_module(casting, self.criterion)
+        self.model = compiled(self.parallel.wrap(stepped, self.criterion, self.devices), config.job.compile)
         self.optimizer = self.parallel.distribute_optimizer(
             models.build_optimizer(
                 core.parameters(), config.job.learning_rate, spec.optimization.optimizer, config.job.fused_optimizer

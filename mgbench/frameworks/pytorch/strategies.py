@@ -32,16 +32,26 @@ class Joined:
         self.rank, self.world, self.devices = rank, world, devices
 
 
-class LossComputingModule(nn.Module):
-    """Model plus criterion in one forward: DataParallel then gathers a scalar per device."""
+class StepLoss(nn.Module):
+    """Model plus criterion in one forward, returning the step's loss: the module a strategy
+    wraps and `--compile` compiles, so the loss (in float32, over the whole output: GPT-2's logits
+    are 50,304 wide a token) is part of the compiled step rather than run eagerly after it."""
 
     def __init__(self, model: nn.Module, criterion: nn.Module):
         super().__init__()
         self.model = model
         self.criterion = criterion
 
-    def forward(self, images: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return self.criterion(self.model(images).float(), targets).unsqueeze(0)
+    def forward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return self.criterion(self.model(inputs).float(), targets)
+
+
+class LossComputingModule(StepLoss):
+    """Model plus criterion in one forward, the loss as a vector of one: DataParallel then
+    gathers a scalar per device."""
+
+    def forward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return super().forward(inputs, targets).unsqueeze(0)
 
 
 class TorchStrategy:
@@ -57,11 +67,18 @@ class TorchStrategy:
         count = config.devices if use_cuda else 1
         return Joined(0, 1, [torch.device("cuda", i) if use_cuda else torch.device("cpu") for i in range(count)])
 
+    def loss_module(self, model: nn.Module, criterion: nn.Module) -> nn.Module:
+        """What `wrap` wraps: `model` with its loss (`StepLoss`), so the strategy's module (and
+        the compiled step) runs the loss too; a strategy that computes the loss elsewhere
+        (DataParallel, on device 0 after gathering) takes `model` alone."""
+        return StepLoss(model, criterion)
+
     def wrap(self, model: nn.Module, criterion: nn.Module, devices: list[torch.device]) -> nn.Module:
         return model
 
     def loss(self, model: nn.Module, criterion: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return criterion(model(images).float(), labels)
+        """The step's loss through the wrapped `model` (`loss_module`'s, wrapped)."""
+        return model(images, labels)
 
     def distribute_optimizer(self, optimizer: torch.optim.Optimizer, model: nn.Module) -> torch.optim.Optimizer:
         """The optimizer the step uses; DDP and DataParallel exchange gradients in the model instead."""
@@ -168,12 +185,13 @@ def shard_units(model: nn.Module) -> list[nn.Module]:
 
 
 def parameter_root(model: nn.Module) -> nn.Module:
-    """The module inside `model`'s parameter-free wrappers (the adapter's `Autocasting`): FSDP's
+    """The module inside `model`'s parameter-free wrappers (`StepLoss`, whose criterion holds no
+    parameters, and the adapter's `Autocasting`): FSDP's
     root, so that a forward of the model without its wrappers (the adapter's evaluation) gathers
     the root's parameters too."""
-    children = list(model.children())
-    if len(children) == 1 and next(model.parameters(recurse=False), None) is None:
-        return parameter_root(children[0])
+    holders = [child for child in model.children() if next(child.parameters(), None) is not None]
+    if len(holders) == 1 and next(model.parameters(recurse=False), None) is None:
+        return parameter_root(holders[0])
     return model
 
 
@@ -242,8 +260,14 @@ class DataParallel(TorchStrategy):
 
     replica_threads = True
 
+    def loss_module(self, model: nn.Module, criterion: nn.Module) -> nn.Module:
+        return model
+
     def wrap(self, model: nn.Module, criterion: nn.Module, devices: list[torch.device]) -> nn.Module:
         return nn.DataParallel(model, device_ids=device_ids(devices))
+
+    def loss(self, model: nn.Module, criterion: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return criterion(model(images).float(), labels)
 
 
 class DataParallelLoss(DataParallel):

@@ -1,8 +1,9 @@
 """`mgbench diff OLD NEW`: two run folders set against each other (`reports.diff`), for a regression check.
 
-Prints per matched run its images/sec in each folder with their spreads and the change (and with
-`--epochs` the time to train), says what the spread is (the steady rate's interval, or p10-p90 of
-single steps for runs of a folder written before intervals), names the runs found in one folder
+Prints per matched run its rate in each folder (img/s, or a language model's tokens/s) with their
+spreads and the change (and with `--epochs` the time to train), says what the spread is (the
+steady rate's interval, or p10-p90 of single steps for runs of a folder written before
+intervals), names the runs found in one folder
 only, what else sets the folders apart (job, machine, versions) and what reading either folder
 left out, and exits 1 where a run of NEW is slower than OLD beyond the spread, or by more than
 `--fail-above PCT`, or did not finish or has no row where OLD's did; else 0. `--format md` or

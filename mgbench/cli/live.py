@@ -1,15 +1,17 @@
 """What a compare shows while it runs: bars on a terminal, plain lines in a pipe or a log.
 
 On a terminal: an overall bar (runs done of all, elapsed, time left) and the current run's step
-bar with its phase and latest img/s. In a pipe or a log: one line when a run starts (its name and
-log file) and one when it ends (status, img/s, wall time), an out-of-memory retry when it happens,
+bar with its phase and latest rate. In a pipe or a log: one line when a run starts (its name and
+log file) and one when it ends (status, rate, wall time), an out-of-memory retry when it happens,
 and a heartbeat line every `HEARTBEAT_ENV` seconds (default 60, at least `MIN_HEARTBEAT_SECONDS`)
 while a run works, with its phase and the compare's time left.
 
 Both read the run's progress from its log (`logs/<run>.log`), where the worker prints a
 `step N/M: R img/s` line every tenth of its steps and a `phase: NAME` line as it enters a phase
-(`training.driver.announce`): no second channel between worker and CLI. The time left is the
-compare's clock's (`runner.estimate.CompareClock`), which hears the same events.
+(`training.driver.announce`): no second channel between worker and CLI. Every rate is shown in
+the unit the model declares (`RateUnit`): img/s for an image model, tokens/s for a language
+model, as the worker's step line names it. The time left is the compare's clock's
+(`runner.estimate.CompareClock`), which hears the same events.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ MIN_HEARTBEAT_SECONDS = 1.0
 """The shortest heartbeat: a smaller `HEARTBEAT_ENV` is taken as this (1e-9 printed tens of
 thousands of lines for a run of seconds)."""
 REFRESH_SECONDS = 0.5
-STEP_LINE = re.compile(r"step (\d+)/(\d+): ([\d.]+) img/s")
+STEP_LINE = re.compile(r"step (\d+)/(\d+): ([\d.]+) (\S+/s)")
 EPOCH_LINE = re.compile(r"^epoch \d+/\d+: ")
 
 
@@ -51,7 +53,13 @@ EPOCH_LINE = re.compile(r"^epoch \d+/\d+: ")
 class StepProgress:
     done: int
     total: int
-    samples_per_sec: float
+    rate: float
+    """The latest rate as the step line gives it, in `unit` (`img/s`, `tokens/s`)."""
+    unit: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.rate:.1f} {self.unit}"
 
 
 class RunLog:
@@ -85,8 +93,8 @@ class RunLog:
         if line.startswith(PHASE_MARK):
             self.phase = line.removeprefix(PHASE_MARK)
         elif match := STEP_LINE.search(line):
-            done, total, rate = match.groups()
-            self.step, self.phase = StepProgress(int(done), int(total), float(rate)), STEADY
+            done, total, rate, unit = match.groups()
+            self.step, self.phase = StepProgress(int(done), int(total), float(rate), unit), STEADY
         elif EPOCH_LINE.match(line):
             self.phase = STEADY
 
@@ -110,9 +118,11 @@ def run_name(config: RunConfig, round_label: str = "") -> str:
 
 
 def ending(result: RunResult, seconds: float, round_label: str = "") -> str:
-    """`ok fake steady x2: 63.9 img/s, 3.2 s` or `oom ...: first line of the error, 3.2 s`."""
+    """`ok fake steady x2: 63.9 img/s, 3.2 s` (a language model's in tokens/s) or `oom ...: first
+    line of the error, 3.2 s`."""
     if result.status == "ok" and result.timing.samples_per_sec is not None:
-        what = f"{result.timing.samples_per_sec:.1f} img/s"
+        unit = result.config.job.input.unit
+        what = f"{unit.of(result.timing.samples_per_sec):.1f} {unit.label}"
     else:
         what = (result.error or "").splitlines()[0] if result.error else ""
     return f"{result.status} {run_name(result.config, round_label)}: {what}, {seconds:.1f} s"
@@ -213,7 +223,7 @@ class PlainLines(LiveCompare):
 
     def tick(self, event: RunEvent, seconds: float, log: RunLog, left: float) -> None:
         step = log.step
-        where = f", step {step.done}/{step.total}, {step.samples_per_sec:.1f} img/s" if step else ""
+        where = f", step {step.done}/{step.total}, {step.text}" if step else ""
         self.console.print(
             f"{self.position()} running {run_name(event.config, event.round)}: {seconds:.0f} s, {log.phase}, "
             f"about {duration_text(left)} left{where}",
@@ -264,9 +274,7 @@ class Bars(LiveCompare):
         self.progress.update(self.run, description=f"{run_name(event.config, event.round)} ({log.phase})")
         if log.step is not None:
             step = log.step
-            self.progress.update(
-                self.run, completed=step.done, total=step.total, rate=f"{step.samples_per_sec:.1f} img/s"
-            )
+            self.progress.update(self.run, completed=step.done, total=step.total, rate=step.text)
 
 
 @contextmanager

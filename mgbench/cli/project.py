@@ -14,13 +14,15 @@ from rich.table import Table
 
 from mgbench.cli.options import device_counts
 from mgbench.core.errors import UsageError
+from mgbench.core.inputs import RateUnit
 from mgbench.projection.calibration import IMAGENET_TRAIN_IMAGES, not_projected_text, project_folder, write_projection
 from mgbench.projection.interconnects import PRESETS, parse_interconnect
 from mgbench.records.runfolder import RunFolder
 from mgbench.reports.folder_data import load_run_folder
 from mgbench.reports.html import write_report
-from mgbench.reports.projection_table import PROJECTION_COLUMNS, series_notes, series_rows, series_title
+from mgbench.reports.projection_table import projection_columns, series_notes, series_rows, series_title
 from mgbench.reports.summary import table_console
+from mgbench.reports.units import frame_unit
 
 MAX_PROJECTED_DEVICES = 2**20
 """The most devices a projection takes: a million, past the largest training clusters built; a
@@ -59,7 +61,7 @@ def parse_counts(text: str) -> list[int]:
 
 def check_measured(frame: pd.DataFrame) -> None:
     """The projection takes each ok row's step from its throughput (its global batch over
-    images/sec) and splits it by its shares of compute and input wait (its breakdown's, else its
+    samples per second) and splits it by its shares of compute and input wait (its breakdown's, else its
     input wait fraction): a row whose throughput is not a positive number (NaN, null, negative,
     zero: a damaged or edited row), or whose shares are not numbers from 0 to 1, would be
     projected into nonsense or stop the model with a traceback. The first such row is refused."""
@@ -82,15 +84,16 @@ def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def print_series(series: dict[str, Any]) -> None:
+def print_series(series: dict[str, Any], unit: RateUnit) -> None:
+    """A series' table and notes, its rates in `unit` (the folder's model's: `units.frame_unit`)."""
     table = Table(title=series_title(series))
-    for column in PROJECTION_COLUMNS:
+    for column in projection_columns(unit):
         table.add_column(column, justify="left" if column == "limited by" else "right")
-    for row in series_rows(series):
+    for row in series_rows(series, unit):
         table.add_row(*row)
     console = table_console()
     console.print(table)
-    for note in series_notes(series):
+    for note in series_notes(series, unit):
         console.print(f"  {note}")
 
 
@@ -113,7 +116,7 @@ def project(args: argparse.Namespace, counts: list[int]) -> int:
     console = table_console()
     console.print(f"assumptions: {projection['assumptions']}")
     for series in projection["series"]:
-        print_series(series)
+        print_series(series, frame_unit(data.frame))
     for left_out in projection["not_projected"]:
         console.print(not_projected_text(left_out))
     console.print(f"written: {write_projection(args.run_dir, projection)}")

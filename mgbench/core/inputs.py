@@ -24,11 +24,21 @@ class RateUnit:
 
     name: str
     per_sample: int = 1
+    one: str = ""
+    """One of them, as a sentence names it: `image`, `token`."""
+    long_label: str = ""
+    """The rate as a table's heading or a chart's axis spells it, where that is not `label`:
+    image reports have always headed it `images/sec`."""
 
     @property
     def label(self) -> str:
         """As a column heads it: `img/s`, `tokens/s`."""
         return f"{self.name}/s"
+
+    @property
+    def heading(self) -> str:
+        """As a table's heading or a chart's axis spells it: `images/sec`, `tokens/s`."""
+        return self.long_label or self.label
 
     def of(self, samples_per_sec: float) -> float:
         """A rate in samples per second, in this unit."""
@@ -121,7 +131,7 @@ class TokenInput(SampleInput):
 
     @property
     def unit(self) -> RateUnit:
-        return RateUnit("tokens", self.seq_len)
+        return RateUnit("tokens", self.seq_len, one="token")
 
     def describe(self) -> str:
         return f"{self.seq_len} tokens"
@@ -133,5 +143,5 @@ CPU_IMAGE_BASE = 224
 CPU_SEQ_LEN = 64
 """The shrunk job's sequence length."""
 
-IMAGES = RateUnit("img")
+IMAGES = RateUnit("img", one="image", long_label="images/sec")
 """The image models' unit: a sample is an image."""

@@ -21,7 +21,7 @@ so warm-up, stalls and the steady rate are decided here, once, alike for all of 
   rare: at most one step in `1 / STALL_SHARE` (or one step in a shorter run). Slow steps that
   recur more often than that are how the job runs, and stay in the window. Stalls are counted and
   timed (`stall_steps`, `stall_seconds`) and kept out of the steady window.
-- **The steady rate** (`samples_per_sec`): the images of the steady steps (after warm-up, stalls
+- **The steady rate** (`samples_per_sec`): the samples of the steady steps (after warm-up, stalls
   left out) over their seconds end to end, what a training loop that never stalls gets. Its
   interval (`samples_per_sec_low`, `samples_per_sec_high`) is the slowest and fastest of the rates
   of the window's consecutive thirds: the same rate measured three times over, so a slow drift or
@@ -180,7 +180,7 @@ def summarise_steps(
     and the share of the window spent waiting for input.
 
     The steady window is the steps after warm-up, stalls left out, end to end: `samples_per_sec`
-    is its images over its length (`window_seconds`, the sum of its steps), what a training loop
+    is its samples over its length (`window_seconds`, the sum of its steps), what a training loop
     that never waits for a step gets; the spread is of single steps (`global_batch` over a step's
     time). `step_seconds[i]` must include `input_wait_seconds[i]` (the driver times both from the
     same start), so the wait fraction is a share of the whole step.

@@ -44,6 +44,7 @@ import pandas as pd
 
 from mgbench.core.collectives import UNDECLARED, Communication
 from mgbench.core.errors import UsageError
+from mgbench.core.inputs import IMAGES, RateUnit
 from mgbench.core.models import MODELS
 from mgbench.core.safe_files import read_regular
 from mgbench.frameworks.exchange import DDP_EXCHANGE, PROCESS_PER_DEVICE, Dispatch, Exchange
@@ -85,10 +86,11 @@ class InputRate:
     """`limit` (the loaders set the pace), `lower bound` (they kept up) or `not measured`."""
     samples_per_sec_per_node: float | None = None
 
-    def text(self) -> str:
+    def text(self, unit: RateUnit = IMAGES) -> str:
+        """`input limit 1500 img/s per node`: the rate in `unit`, the model's (`core.units`)."""
         if self.samples_per_sec_per_node is None:
             return "input not measured (synthetic data)"
-        return f"input {self.kind} {self.samples_per_sec_per_node:.0f} img/s per node"
+        return f"input {self.kind} {unit.of(self.samples_per_sec_per_node):.0f} {unit.label} per node"
 
 
 def overlap_share(record: dict[str, Any]) -> float | None:

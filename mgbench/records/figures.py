@@ -76,7 +76,7 @@ class StepTiming:
     steady_steps: int | None = None
     median_step_seconds: float | None = None
     samples_per_sec: float | None = None
-    """The steady rate: the steady window's images over its seconds (`timing.summarise_steps`);
+    """The steady rate: the steady window's samples over its seconds (`timing.summarise_steps`);
     with rounds, the median round's (`finished.combine_rounds`)."""
     samples_per_sec_low: float | None = None
     """The slowest rate of the steady window's thirds, over every round: the low end of the
@@ -133,7 +133,7 @@ class EpochFigures:
 
     epoch_metrics: list[dict[str, float]] = field(default_factory=list)
     """Per epoch on real data: epoch, train_loss, train_seconds, samples_per_sec (the epoch's
-    timed training images over its training seconds, warm-up and stalls in: a per-epoch epoch
+    timed training samples over its training seconds, warm-up and stalls in: a per-epoch epoch
     rate without validation), val_loss, val_auc (val_top1 on class folders),
     val_seconds, elapsed_seconds (from the first training step to the end of this validation:
     the time to any target the epoch's validation reached)."""
@@ -143,7 +143,7 @@ class EpochFigures:
     """With `--epochs`: wall seconds from the first training step to the end of the last
     validation (all epochs, validation included; the test split not)."""
     epoch_samples_per_sec: float | None = None
-    """With `--epochs`, the epoch rate: the images of every step trained over `time_to_train_seconds`,
+    """With `--epochs`, the epoch rate: the samples of every step trained over `time_to_train_seconds`,
     so compile, warm-up, stalls and validation are all in it (the steady rate, `samples_per_sec`,
     leaves them out)."""
     time_to_target_seconds: float | None = None
@@ -175,7 +175,7 @@ class Limits:
     allreduce_step_fraction: float | None = None
     """`expected_allreduce_seconds` over the measured median step time."""
     flops_per_sample: float | None = None
-    """Training FLOPs of one image (forward + backward, a multiply-add = 2) on the reference
+    """Training FLOPs of one sample (forward + backward, a multiply-add = 2) on the reference
     architecture at the row's input size, the same for every framework (`mgbench.records.peak`)."""
     achieved_tflops: float | None = None
     """`flops_per_sample` x `samples_per_sec` / 1e12: all the row's devices together."""
@@ -189,7 +189,7 @@ class Limits:
     """The datasheet's dense peak of one device at the row's precision (None: not in the table)."""
     activation_bytes_estimate: int | None = None
     """What the forward keeps for the backward per device: the reference architecture's saved
-    elements per image x batch per device x bytes per element at the row's precision."""
+    elements per sample x batch per device x bytes per element at the row's precision."""
 
 
 @dataclass(slots=True)
@@ -211,7 +211,7 @@ class ProfileFigures:
     """The global batch over the device's compute per step: the throughput if nothing but the
     device's own work set the pace (`breakdown.device_ceiling`)."""
     ceiling_taken: dict[str, float] | None = None
-    """Images/sec that host, input, communication and uneven steps take from the ceiling
+    """Samples/sec that host, input, communication and uneven steps take from the ceiling
     (summing to the ceiling minus `samples_per_sec`; `breakdown.Ceiling`)."""
     breakdown_clock: str | None = None
     """`device`: from GPU kernels and copies; `cpu`: from operators on host threads (CPU runs)."""

@@ -3,12 +3,12 @@
 The work (`core.work.ModelWork`) is what the model declares per sample (`ModelSpec.work`), once
 per model and input size, the same for every framework training that model. The catalogue's
 networks are counted on the reference (torchvision) architecture: `flops_per_sample` is the
-forward and backward of one image as `torch.utils.flop_counter` counts them (convolutions and
+forward and backward of one sample (an image) as `torch.utils.flop_counter` counts them (convolutions and
 matrix products, a multiply-add counted as 2 FLOPs; the backward computes the gradients of the
 inputs and of the weights, about twice the forward, less the first layer's input gradient, which
 nothing needs). Normalisation, activations and the optimizer's update are not counted: they are
 a few percent of the arithmetic and none of it runs on tensor cores. `ModelWork` also holds
-the elements that forward saves for the backward per image, whence an activation-memory estimate.
+the elements that forward saves for the backward per sample, whence an activation-memory estimate.
 
 The peak is per device and per precision: the dense matrix product `mgbench bandwidth`
 measures on this device (`BandwidthReport.matmul_tflops`) where the run folder has it, and the
@@ -75,7 +75,7 @@ def reference_peak(
 
 
 def annotate_work(result: RunResult, work: ModelWork | None, bandwidth: BandwidthReport | None) -> None:
-    """Put the model's FLOPs per image, the achieved TFLOP/s, the peak and the share into an ok
+    """Put the model's FLOPs per sample, the achieved TFLOP/s, the peak and the share into an ok
     row, and the activation-memory estimate of its batch per device."""
     config = result.config
     if result.status != "ok" or work is None or not result.timing.samples_per_sec:

@@ -91,7 +91,7 @@ class RunResult:
     """How the per-step times were taken: `cuda events` (no host synchronisation inside the timed
     window) or `per-step sync` (the host waits for the devices after every step)."""
     window_seconds: float | None = None
-    """The steady window: the steps after warm-up, end to end; `samples_per_sec` is its images over it."""
+    """The steady window: the steps after warm-up, end to end; `samples_per_sec` is its samples over it."""
     host_breakdown: dict[str, float] | None = None
     """Shares of the host's time over the steady window: input_wait, step (the adapter's step
     call), synchronize, loss_read (`mgbench.measure.timing.HOST_PHASES`)."""
@@ -160,7 +160,7 @@ class RunResult:
             raise UsageError("not a result row: it has no status")
         rate = parts["timing"].samples_per_sec
         if own["status"] == Status.OK and not _positive_figure(rate):
-            # Never written by a run (its images over its window); every report divides by it.
+            # Never written by a run (its samples over its window); every report divides by it.
             raise UsageError(f"not a result row: an ok row's samples_per_sec is {rate}, not a positive number")
         return cls(config=config, **own, **parts)
 

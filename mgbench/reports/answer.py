@@ -23,6 +23,7 @@ from mgbench.reports.ranking import split_metric
 from mgbench.reports.readings import held_back
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import row_warnings
+from mgbench.reports.units import frame_unit, mfu_sentence
 from mgbench.reports.verdict import CompactSummary, judge
 
 ANSWER_VERSION = 1
@@ -111,6 +112,7 @@ def row_answer(row: pd.Series) -> dict[str, Any]:
 def answer(summary: Summary, frame: pd.DataFrame) -> dict[str, Any]:
     """The whole answer: every key always present (`ANSWER_VERSION`), every number finite or null."""
     rows = [row_answer(row) for _, row in frame.iterrows()]
+    unit = frame_unit(frame)
     judged = judge(summary).to_dict()
     whole = {
         "version": ANSWER_VERSION,
@@ -125,5 +127,7 @@ def answer(summary: Summary, frame: pd.DataFrame) -> dict[str, Any]:
         "warnings": [{"run_id": row[Col.RUN_ID], "warning": warning} for row in rows for warning in row[Col.WARNINGS]],
         "notes": summary.notes,
         "same_start": same_start_sentence(frame),
+        "rate_unit": {"label": unit.label, "per_sample": unit.per_sample},
+        "mfu": mfu_sentence(frame),
     }
     return defined(whole)[0]

@@ -29,6 +29,7 @@ from mgbench.reports.row_order import in_line_order
 from mgbench.reports.run_charts import step_throughput_chart, utilisation_chart
 from mgbench.reports.scaling_loss import scaling_losses
 from mgbench.reports.training import time_to_train_chart, training_table
+from mgbench.reports.units import frame_unit
 from mgbench.reports.utilisation_charts import every_run_utilisation_chart, throughput_and_utilisation_chart
 
 
@@ -92,7 +93,8 @@ def write_charts(data: RunFolderData, folder: RunFolder | None = None) -> ChartS
             charts.compare.append(Chart("Time to train N epochs and test AUC", path))
     projection = read_projection(data.root)
     if projection is not None:
-        charts.projection = Chart("Projected scaling", projection_chart(projection, folder.chart("projection.png")))
+        path = projection_chart(projection, folder.chart("projection.png"), frame_unit(data.frame))
+        charts.projection = Chart("Projected scaling", path)
     for _, row in data.frame.iterrows():
         run_id = row[Col.RUN_ID]
         drawn, notes = [], []

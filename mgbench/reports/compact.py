@@ -1,9 +1,9 @@
 """The compact summary: one line per framework/strategy, fastest first, that a reader takes in at a glance.
 
-Fastest is by the compare's ranking (`ranking`): images/sec for `--steps`; for `--epochs` the time
+Fastest is by the compare's ranking (`ranking`): the rate for `--steps`; for `--epochs` the time
 to train (to the target, with `--target-metric`), lines that did not finish or reach it last.
 Each device count gets a group of columns (the ranked figure, with `--epochs` the test metric and
-the steady images/sec beside it, and scaling efficiency above the smallest count), the ranked
+the steady rate beside it, and scaling efficiency above the smallest count), the ranked
 figure shown to the precision its interval supports (`spread`) and, at the largest count, its
 range; "vs fastest" sets each line's speed at the largest count against the fastest line's there,
 or says `tie` where their intervals overlap; "start-up +compile s" the seconds before the first
@@ -38,6 +38,7 @@ from mgbench.reports.ranking import Ranking, Throughput, line_spread, ranking_of
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import row_warnings, table_console
+from mgbench.reports.units import mfu_sentence
 from mgbench.reports.verdict import verdict
 
 FORMATS = ("table", "md", "csv", "json")
@@ -92,6 +93,8 @@ class CompactSummary:
     """The device counts, smallest first."""
     compiling: str | None = None
     """Where the lines differ in compiling their step, the sentence saying so (`hints`)."""
+    mfu: str | None = None
+    """For a language model's lines, the FLOPs their MFU counts and the peak it is over (`units.mfu_sentence`)."""
 
     def to_records(self) -> list[dict[str, Any]]:
         """The lines as JSON-ready dicts (NaN as null; a count without a row holds nulls)."""
@@ -179,7 +182,7 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     """The compact summary of a results frame (`mgbench.reports.summary.results_frame`)."""
     counts = sorted(int(d) for d in frame[Col.DEVICES].unique())
     top, word = counts[-1], "GPU" if on_gpus(frame) else "dev"
-    ranking = ranking_of(frame)
+    ranking = ranking_of(frame, "GPU" if on_gpus(frame) else "device")
     lines = []
     for (framework, strategy), group in frame.groupby(GROUP, sort=False):
         by_count = {int(row[Col.DEVICES]): row for _, row in group.iterrows()}
@@ -227,7 +230,9 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     )
     status_columns = [f"status_{count}dev" for count in counts]
     lines = table.drop(columns=status_columns)
-    return CompactSummary(title, lines, cells, columns, book.notes, on_gpus(frame), ranking, counts, compiling)
+    return CompactSummary(
+        title, lines, cells, columns, book.notes, on_gpus(frame), ranking, counts, compiling, mfu_sentence(frame)
+    )
 
 
 def _seconds(row: pd.Series, column: Col) -> float:
@@ -296,14 +301,15 @@ def _cells(line: pd.Series, counts: list[int], ranking: Ranking, compiling_diffe
         status = line[f"status_{count}dev"]
         for figure in ranking.figures:
             spread = line_spread(line, figure.key, count) if figure.spread else None
-            text = spread.text() if spread else _number(line[f"{figure.key}_{count}dev"], figure.pattern)
+            value = figure.shown_value(line[f"{figure.key}_{count}dev"])
+            text = figure.shown(spread).text() if spread else _number(value, figure.pattern)
             if figure.key == ranking.ranked:
                 text = text or (status if status not in ("", "ok") else ranking.missing)
             cells[f"{figure.cell}_{count}"] = text or "-"
         if count != counts[0]:
             cells[f"efficiency_{count}"] = _number(line[f"scaling_efficiency_pct_{count}dev"], "{:.0f}%")
     spread = line_spread(line, ranking.ranked, counts[-1])
-    cells[RANGE] = spread.range_text if spread else ""
+    cells[RANGE] = ranking.figures[0].shown(spread).range_text if spread else ""
     cells["vs_fastest"] = TIE if line["tie"] else _number(line["vs_fastest_ratio"], "{:.2f}x")
     cells["step"] = ("compiled" if line["step"] != EAGER else EAGER) if compiling_differs and line["step"] else ""
     held = line_held_back(line)
@@ -390,6 +396,8 @@ def print_compact(summary: CompactSummary, console: Console) -> None:
         say(console, hidden)
     for mark, note in enumerate(summary.notes, start=1):
         say(console, f"[{mark}] {note}")
+    if summary.mfu:
+        say(console, summary.mfu)
 
 
 def markdown(summary: CompactSummary) -> str:
@@ -398,7 +406,8 @@ def markdown(summary: CompactSummary) -> str:
     body = summary.cells[[c.key for c in columns]].set_axis(header, axis=1)
     text = body.to_markdown(index=False, colalign=["right" if c.numeric else "left" for c in columns])
     notes = "".join(f"\n{number}. {note}" for number, note in enumerate(summary.notes, start=1))
-    return (f"**{summary.title}**\n\n" if summary.title else "") + text + ("\n" + notes if notes else "") + "\n"
+    mfu = f"\n\n{summary.mfu}" if summary.mfu else ""
+    return (f"**{summary.title}**\n\n" if summary.title else "") + text + ("\n" + notes if notes else "") + mfu + "\n"
 
 
 def csv_text(summary: CompactSummary) -> str:

@@ -22,6 +22,7 @@ from mgbench.reports.figures import bar_text, finite, job_title, legend_outside,
 from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_host_timing, held_back
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
+from mgbench.reports.units import frame_unit
 
 WHAT_BARS_SHOW = "bar: the steady rate (the steady window's images over its seconds, warm-up and stalls left out)"
 WHAT_WHISKERS_SHOW = "p10-p90 of single steps' rates (a row whose rate lies outside them says why)"
@@ -38,7 +39,8 @@ THROUGHPUT_CAPTION = f"{WHAT_BARS_SHOW};\nwhiskers: {WHAT_WHISKERS_SHOW}"
 
 
 def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
-    """Bars of images/sec per framework/strategy (the steady rate), one bar per device count,
+    """Bars of the steady rate per framework/strategy in its model's unit (`units.frame_unit`:
+    img/s, tokens/s), one bar per device count,
     whiskers from the p10 to the p90 of single steps' rates, wherever those lie against the bar
     (`THROUGHPUT_CAPTION` says what each is)."""
     groups = list(ok.groupby(GROUP, sort=True))
@@ -46,7 +48,8 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     width = min(0.8 / len(counts), 0.3)
     figure = new_figure()
     axes = figure.subplots()
-    scale, scaled = scale_of(ok[Col.SAMPLES_PER_SEC_P90].fillna(ok[Col.SAMPLES_PER_SEC]))
+    unit = frame_unit(ok)
+    scale, scaled = scale_of(ok[Col.SAMPLES_PER_SEC_P90].fillna(ok[Col.SAMPLES_PER_SEC]) * unit.per_sample)
     tops = [0.0]
     for position, count in enumerate(counts):
         xs, heights, spreads = [], [], []
@@ -56,8 +59,9 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
                 continue
             run = match.iloc[0]
             xs.append(index + width * (position - (len(counts) - 1) / 2))
-            heights.append(float(run[Col.SAMPLES_PER_SEC]))
-            spreads.append((number(run[Col.SAMPLES_PER_SEC_P10]), number(run[Col.SAMPLES_PER_SEC_P90])))
+            heights.append(unit.of(float(run[Col.SAMPLES_PER_SEC])))
+            low, high = number(run[Col.SAMPLES_PER_SEC_P10]), number(run[Col.SAMPLES_PER_SEC_P90])
+            spreads.append((None if low is None else unit.of(low), None if high is None else unit.of(high)))
         axes.bar(xs, [height / scale for height in heights], width, label=f"{count} device{'s' if count > 1 else ''}")
         for x, height, (low, high) in zip(xs, heights, spreads, strict=True):
             top = height / scale
@@ -72,7 +76,7 @@ def throughput_chart(ok: pd.DataFrame, path: Path) -> Path:
     axes.set_xticks(range(len(groups)), [_group_label(key) for key, _ in groups])
     axes.set_xlim(-0.75, len(groups) - 0.25)
     axes.set_ylim(0, max(tops) * 1.12 or 1.0)
-    axes.set_ylabel(f"images/sec{scaled}")
+    axes.set_ylabel(f"{unit.heading}{scaled}")
     axes.grid(axis="y", alpha=0.3)
     legend_outside(figure, axes, columns=1, where="outside right upper")
     axes.set_title(f"Throughput: {job_title(ok)}, {_devices_text(counts)}")

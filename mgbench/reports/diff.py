@@ -1,7 +1,7 @@
 """Two run folders set against each other (`mgbench diff OLD NEW`): did NEW get slower?
 
 Rows match by run id (framework, strategy, device count and kind). A matched row's change is
-its images/sec (and with `--epochs` its time to train) in NEW against OLD, each with its spread
+its rate (and with `--epochs` its time to train) in NEW against OLD, each with its spread
 (`row_spread`): the steady rate's interval (the slowest and fastest third of any round's steady
 window, never under the noise floor either side: `spread.Spread`, by which the compare's table
 calls two lines a tie), or where a folder's row has none (written before intervals were
@@ -59,6 +59,12 @@ class Measured:
     high: float | None = None
     of: str = INTERVAL
 
+    def times(self, factor: int) -> Measured:
+        """The figure and its spread counted in a unit `factor` to a sample (a rate held in samples
+        per second, shown in tokens per second)."""
+        value, low, high = (None if figure is None else figure * factor for figure in (self.value, self.low, self.high))
+        return Measured(value, low, high, self.of)
+
     def text(self, pattern: str, spread: bool = True) -> str:
         """The figure in `pattern`, `-` where there is none; with `spread`, its spread after it."""
         if self.value is None:
@@ -75,7 +81,7 @@ def has_interval(row: pd.Series) -> bool:
 
 
 def row_spread(row: pd.Series, interval: bool) -> Measured:
-    """A row's images/sec and its spread: with `interval`, its steady rate's interval as the
+    """A row's rate (per sample) and its spread: with `interval`, its steady rate's interval as the
     compare's table reads it (`Spread.of`), else the p10-p90 of its steady steps' rates."""
     value = number(row.get(Col.SAMPLES_PER_SEC))
     if value is None:

@@ -18,9 +18,11 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
+from mgbench.core.inputs import RateUnit
 from mgbench.core.wording import counted
 from mgbench.reports.diff import STEPS, FolderDiff, Measured, RowChange
 from mgbench.reports.folder_data import RunFolderData
+from mgbench.reports.units import frame_unit
 
 FORMATS = ("table", "md", "json")
 TABLE_PADDING = 3
@@ -88,16 +90,26 @@ class DiffAnswer:
         """Whether a folder trained in epochs: its time to train gets columns of its own."""
         return any(change.old_train is not None or change.new_train is not None for change in self.diff.changes)
 
+    @property
+    def unit(self) -> RateUnit:
+        """The unit the rates are shown in: NEW's model's (`units.frame_unit`); the folders trained
+        one job, or the diff says where they differ."""
+        return frame_unit(self.new.frame)
+
     def columns(self, spreads: bool = True) -> list[Column]:
-        """The table's columns; without `spreads`, images/sec without their spreads (a narrow terminal's)."""
+        """The table's columns; without `spreads`, the rates without their spreads (a narrow terminal's)."""
         columns = [Column("run", "run", numeric=False)]
+        label = self.unit.label
         if spreads:
             columns += [
-                Column("OLD img/s (spread)", "old", drop_order=2),
-                Column("NEW img/s (spread)", "new", drop_order=2),
+                Column(f"OLD {label} (spread)", "old", drop_order=2),
+                Column(f"NEW {label} (spread)", "new", drop_order=2),
             ]
         else:
-            columns += [Column("OLD img/s", "old_rate", drop_order=2), Column("NEW img/s", "new_rate", drop_order=2)]
+            columns += [
+                Column(f"OLD {label}", "old_rate", drop_order=2),
+                Column(f"NEW {label}", "new_rate", drop_order=2),
+            ]
         columns.append(Column("change", "change"))
         if self.trained:
             columns += [
@@ -108,12 +120,14 @@ class DiffAnswer:
         return [*columns, Column("NEW against OLD", "verdict", numeric=False)]
 
     def cells(self, change: RowChange) -> dict[str, str]:
+        per_sample = self.unit.per_sample
+        old, new = change.old_rate.times(per_sample), change.new_rate.times(per_sample)
         return {
             "run": change.run_id,
-            "old": change.old_rate.text("{:,.1f}"),
-            "new": change.new_rate.text("{:,.1f}"),
-            "old_rate": change.old_rate.text("{:,.1f}", spread=False),
-            "new_rate": change.new_rate.text("{:,.1f}", spread=False),
+            "old": old.text("{:,.1f}"),
+            "new": new.text("{:,.1f}"),
+            "old_rate": old.text("{:,.1f}", spread=False),
+            "new_rate": new.text("{:,.1f}", spread=False),
             "change": percent(change.rate_change),
             "old_train": seconds(change.old_train),
             "new_train": seconds(change.new_train),
@@ -156,6 +170,7 @@ class DiffAnswer:
             "fail_above_pct": self.fail_above,
             "regressed": bool(regressions),
             "compared": len(self.diff.changes),
+            "rate_unit": {"label": self.unit.label, "per_sample": self.unit.per_sample},
             "runs": [self._run_record(change) for change in self.diff.changes],
             "only_old": self.diff.only_old,
             "only_new": self.diff.only_new,
@@ -203,7 +218,7 @@ class DiffAnswer:
     def fitting_columns(self, width: int) -> tuple[list[Column], list[str]]:
         """The columns that fit `width` characters, each as wide as its widest cell (the verdict,
         which wraps, as its longest word), and what was left out to fit: the spreads first, then
-        the figures' columns (train seconds, then images/sec), before any is narrowed, so the
+        the figures' columns (train seconds, then the rates), before any is narrowed, so the
         answer columns (run, change, NEW against OLD) stay whole."""
         rows = self.rows()
 

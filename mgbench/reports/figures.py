@@ -93,8 +93,10 @@ def save(figure: Figure, path: Path) -> Path:
 
 
 def compare_title(job: Job, scaling: str) -> str:
-    """What a compare's console summary is headed with: its job, scaling and device kind."""
-    layout = "any layout (a transformer)" if job.spec.transformer else job.data_format
+    """What a compare's console summary is headed with: its job (its layout, or where its input has
+    none its size: `64 tokens`), scaling and device kind."""
+    format_ = "any layout (a transformer)" if job.spec.transformer else job.data_format
+    layout = format_ if job.input.has_layout else job.input.describe()
     return f"{job.model} {job.precision} {layout}, {scaling} scaling, {job.device_kind}"
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 from PIL import Image
 
 from mgbench.core.config import COLUMNS
+from mgbench.core.inputs import RateUnit
 from mgbench.core.wording import counted
 from mgbench.projection.calibration import read_projection
 from mgbench.records.runfolder import CHARTS_DIR, RunFolder
@@ -34,13 +35,14 @@ from mgbench.reports.columns import Col
 from mgbench.reports.compact import Column, CompactSummary, compact_summary, shown_columns
 from mgbench.reports.figures import job_title
 from mgbench.reports.folder_data import RunFolderData, load_run_folder
-from mgbench.reports.projection_table import PROJECTION_COLUMNS, series_notes, series_rows, series_title
+from mgbench.reports.projection_table import projection_columns, series_notes, series_rows, series_title
 from mgbench.reports.readings import breakdown_text, held_back_cells, limits_details, reading
 from mgbench.reports.row_order import in_line_order
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import TABLE_COLUMNS, display_table, table_headers
-from mgbench.reports.training import COLUMNS as TRAINING_COLUMNS
+from mgbench.reports.training import headers as training_headers
 from mgbench.reports.training import training_table
+from mgbench.reports.units import frame_unit
 from mgbench.reports.verdict import verdict
 
 HOST_FIELDS = ("hostname", "platform", "python", "mgbench", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
@@ -109,6 +111,8 @@ ol.notes-list { font-size: 0.85rem; color: #3d4654; margin-top: 0.2rem; }
 DETAILS = "details"
 """The "Every run" column linking each row to its run's details."""
 NUMERIC_COLUMNS = {"devices", "images/sec", "range", "p10-p90", "speedup", "efficiency"}
+NUMERIC_KEYS = ("devices", "samples_per_sec", "interval", "spread", "per_device", "mfu", "speedup", "efficiency")
+"""The `summary.TABLE_COLUMNS` that hold numbers, whatever their header (a rate's is its model's unit)."""
 COLUMN_CLASSES = {
     **dict.fromkeys(NUMERIC_COLUMNS, "num"),
     "status": "status",
@@ -160,10 +164,12 @@ def _table(
     row_attrs: Iterable[str] | None = None,
     css_class: str = "",
     labelled: bool = True,
+    classes: dict[str, str] = COLUMN_CLASSES,
 ) -> str:
     """An escaped table, its values as a person reads them (`_readable`); `row_attrs` holds each
     row's (already escaped) `<tr>` attributes. Each cell is `labelled` with its header, which a
-    phone's width shows in front of it (a two-column table of names and values needs none)."""
+    phone's width shows in front of it (a two-column table of names and values needs none);
+    `classes` styles a column by its header."""
     rows = list(rows)
     attrs = list(row_attrs) if row_attrs is not None else [""] * len(rows)
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
@@ -171,7 +177,7 @@ def _table(
     for cells, attr in zip(rows, attrs):
         tds = []
         for name, cell in zip(header, cells):
-            cls = COLUMN_CLASSES.get(name, "")
+            cls = classes.get(name, "")
             content = cell.html() if isinstance(cell, Link) else _e(_readable(cell))
             styled = (f' class="{cls}"' if cls else "") + (f' data-label="{_e(name)}"' if labelled else "")
             tds.append(f"<td{styled}>{content}</td>")
@@ -309,7 +315,10 @@ def _summary_section(frame: pd.DataFrame, compared: pd.DataFrame, warnings: pd.S
         rows.append([*cells, Link(f"{DETAILS} (warning)" if warned else DETAILS, f"run-{row[Col.RUN_ID]}")])
     said = "".join(f"<li>{_e(footnote)}</li>" for footnote in footnotes) if header in compared else ""
     notes = f'<ol class="notes-list" type="a">{said}</ol>' if said else ""
-    return "<h2>Every run</h2>" + _said_once(shared) + _table([*table.columns, DETAILS], rows, attrs, "summary") + notes
+    headers = table_headers(frame)
+    classes = {**COLUMN_CLASSES, **{headers[key]: "num" for key in NUMERIC_KEYS}}
+    summary = _table([*table.columns, DETAILS], rows, attrs, "summary", classes=classes)
+    return "<h2>Every run</h2>" + _said_once(shared) + summary + notes
 
 
 def _training_section(frame: pd.DataFrame) -> str:
@@ -317,7 +326,7 @@ def _training_section(frame: pd.DataFrame) -> str:
     lines = training_table(frame)
     if lines.empty:
         return ""
-    named = lines.map(_fixed).rename(columns=TRAINING_COLUMNS)
+    named = lines.map(_fixed).rename(columns=training_headers(frame))
     table, shared = _varying(named)
     return f"<h2>Time to train</h2>{_said_once(shared)}{_table(list(table.columns), table.itertuples(index=False))}"
 
@@ -401,16 +410,16 @@ def _run_section(row: pd.Series, figures: pd.Series, charts: ChartSet) -> str:
     return "".join(parts)
 
 
-def _projection_section(projection: dict[str, Any], chart: Chart) -> str:
-    """What `mgbench project` modelled past this machine, said to be a model."""
+def _projection_section(projection: dict[str, Any], chart: Chart, unit: RateUnit) -> str:
+    """What `mgbench project` modelled past this machine, said to be a model, its rates in `unit`."""
     parts = [
         "<h2>Scaling past this machine (projected)</h2>",
         f'<p class="meta">A model, not a measurement. Assumptions: {_e(projection["assumptions"])}</p>',
     ]
     for series in projection["series"]:
         parts.append(f"<h3>{_e(series_title(series))}</h3>")
-        parts.append(_table(PROJECTION_COLUMNS, series_rows(series)))
-        parts.extend(f'<p class="meta">{_e(note)}</p>' for note in series_notes(series))
+        parts.append(_table(projection_columns(unit), series_rows(series, unit)))
+        parts.extend(f'<p class="meta">{_e(note)}</p>' for note in series_notes(series, unit))
     parts.append(_image(chart))
     return "".join(parts)
 
@@ -456,7 +465,7 @@ def render_report(data: RunFolderData, charts: ChartSet) -> str:
         parts.append("<h2>Charts</h2><p>No run finished successfully: nothing to compare.</p>")
     projection = read_projection(data.root)
     if charts.projection is not None and projection is not None:
-        parts.append(_projection_section(projection, charts.projection))
+        parts.append(_projection_section(projection, charts.projection, frame_unit(data.frame)))
     parts.append(_environment_section(data.frame))
     runs = zip(data.frame.iterrows(), shown[details].iterrows())
     parts.append("<h2>Runs</h2>" + "".join(_run_section(row, figures, charts) for (_, row), (_, figures) in runs))

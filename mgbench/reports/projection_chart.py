@@ -1,4 +1,4 @@
-"""The projection's chart: efficiency (left) and images/sec (right) against GPUs, log scales.
+"""The projection's chart: efficiency (left) and the rate (right, in the model's unit) against GPUs, log scales.
 
 Per series, one colour: the projected line solid, the model before calibration dashed where
 calibration moved it, the measured rows as large ringed points, so what was measured and what
@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from mgbench.core.inputs import IMAGES, RateUnit
 from mgbench.projection.model import EFFICIENCY_FLOOR
 from mgbench.reports.figures import finite, legend_outside, new_figure, save, scale_of
 
@@ -21,14 +22,16 @@ def _percent(values: list[float | None]) -> np.ndarray:
     return finite(values) * 100
 
 
-def projection_chart(projection: dict[str, Any], path: Path) -> Path:
-    """Per series its projected, unfitted and measured efficiency and images/sec (module doc);
-    images/sec in a power of ten where they lie past a billion (`scale_of`)."""
+def projection_chart(projection: dict[str, Any], path: Path, unit: RateUnit = IMAGES) -> Path:
+    """Per series its projected, unfitted and measured efficiency and rate in `unit` (module doc);
+    the rate in a power of ten where it lies past a billion (`scale_of`)."""
     figure = new_figure()
     efficiency_axes, throughput_axes = figure.subplots(1, 2)
-    scale, scaled = scale_of(
-        [point["samples_per_sec"] for series in projection["series"] for point in series["curve"] + series["measured"]]
-    )
+    rates = [
+        point["samples_per_sec"] for series in projection["series"] for point in series["curve"] + series["measured"]
+    ]
+    scale, scaled = scale_of([None if rate is None else unit.of(rate) for rate in rates])
+    scale /= unit.per_sample  # a rate held per sample, drawn in `unit`
     efficiency_axes.axhline(EFFICIENCY_FLOOR * 100, color="grey", linestyle=":", label=f"{EFFICIENCY_FLOOR:.0%}")
     for series in projection["series"]:
         label = f"{series['framework']} {series['strategy']}"
@@ -69,7 +72,7 @@ def projection_chart(projection: dict[str, Any], path: Path) -> Path:
     throughput_axes.set_yscale("log")
     efficiency_axes.set_ylabel("efficiency % (against one GPU)")
     efficiency_axes.set_ylim(0, 110)
-    throughput_axes.set_ylabel(f"images/sec{scaled}")
+    throughput_axes.set_ylabel(f"{unit.heading}{scaled}")
     legend_outside(figure, efficiency_axes)
     within, across = projection["interconnect"]["within"], projection["interconnect"]["across"]
     links = within["name"] + (f" + {projection['interconnect']['nics_per_node']} x {across['name']}" if across else "")

@@ -1,24 +1,20 @@
 """A projection (`projection.json`, `mgbench.projection.calibration`) as the report and the
-console show it: a table per series and the notes that say what it was projected from."""
+console show it: a table per series and the notes that say what it was projected from, its rates
+in the unit of the folder's model (`units.frame_unit`: img/s, tokens/s)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mgbench.core.inputs import IMAGES, RateUnit
 from mgbench.projection.calibration import InputRate
 from mgbench.projection.model import EFFICIENCY_FLOOR
 from mgbench.reports.cells import MISSING, figure_text
 
-PROJECTION_COLUMNS = (
-    "GPUs",
-    "nodes",
-    "step ms",
-    "images/sec",
-    "efficiency",
-    "before calibration",
-    "epoch",
-    "limited by",
-)
+
+def projection_columns(unit: RateUnit = IMAGES) -> tuple[str, ...]:
+    """The table's headers, the rate's in `unit`."""
+    return ("GPUs", "nodes", "step ms", unit.heading, "efficiency", "before calibration", "epoch", "limited by")
 
 
 def _shown(value: float | None, pattern: str, factor: float = 1.0) -> str:
@@ -42,14 +38,14 @@ def series_title(series: dict[str, Any]) -> str:
     )
 
 
-def series_rows(series: dict[str, Any]) -> list[tuple[str, ...]]:
-    """The projection at each count as the table shows it (`PROJECTION_COLUMNS`)."""
+def series_rows(series: dict[str, Any], unit: RateUnit = IMAGES) -> list[tuple[str, ...]]:
+    """The projection at each count as the table shows it (`projection_columns`), its rate in `unit`."""
     return [
         (
             str(point["devices"]),
             str(point["nodes"]),
             _shown(point["step_seconds"], "{:.1f}", 1e3),
-            _shown(point["samples_per_sec"], "{:.0f}"),
+            _shown(point["samples_per_sec"], "{:.0f}", unit.per_sample),
             _shown(point["efficiency"], "{:.1%}"),
             _shown(point["unfitted_efficiency"], "{:.1%}"),
             _duration(point["epoch_seconds"]),
@@ -59,8 +55,9 @@ def series_rows(series: dict[str, Any]) -> list[tuple[str, ...]]:
     ]
 
 
-def series_notes(series: dict[str, Any]) -> list[str]:
-    """What the series was projected from, how the calibration went, and where it stops scaling."""
+def series_notes(series: dict[str, Any], unit: RateUnit = IMAGES) -> list[str]:
+    """What the series was projected from (its input's rate in `unit`), how the calibration went,
+    and where it stops scaling."""
     inputs = series["inputs"]
     rate = inputs["input"]
     notes = [
@@ -69,7 +66,7 @@ def series_notes(series: dict[str, Any]) -> list[str]:
         f"gradients {inputs['gradient_bytes'] / 1e6:.3g} MB in {inputs['tensors']} tensors, exchanged as "
         f"{inputs['exchange']['text']}, which can hide behind "
         f"{inputs['overlap_share']:.0%} of the compute ({inputs['overlap_source']}), "
-        + InputRate(rate["kind"], rate["samples_per_sec_per_node"]).text(),
+        + InputRate(rate["kind"], rate["samples_per_sec_per_node"]).text(unit),
         f"host: the one-GPU step less its compute ({inputs['compute_source']}) and the loaders' wait where they "
         f"limit, {inputs['host_seconds'] * 1e3:.2f} ms, done by {inputs['dispatch']['text']}",
     ]

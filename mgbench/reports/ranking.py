@@ -1,11 +1,11 @@
 """What a compare's lines are ranked by, and how the verdict says who came first.
 
-A `--steps` compare measures throughput, so its lines rank by images/sec. A `--epochs` compare
-measures what a user training a model waits for: the time to train its epochs, or with
-`--target-metric` the time to the first validation that reached the target. There a framework
-with the most images/sec may still finish last (a slower loader between epochs, a longer
-validation, more epochs to the target), so its lines rank by that time, shortest first, with
-the test split's metric beside it. The compact table (`compact`) and the verdict (`verdict`)
+A `--steps` compare measures throughput, so its lines rank by their rate (shown in the model's
+unit: img/s, tokens/s). A `--epochs` compare measures what a user training a model waits for:
+the time to train its epochs, or with `--target-metric` the time to the first validation that
+reached the target. There a framework with the highest rate may still finish last (a slower
+loader between epochs, a longer validation, more epochs to the target), so its lines rank by
+that time, shortest first, with the test split's metric beside it. The compact table (`compact`) and the verdict (`verdict`)
 both read the ranking of the frame (`ranking_of`), so they always agree on the first line.
 
 The ranked figure and the steady rate carry their interval (`spread`): a line keeps
@@ -14,16 +14,19 @@ The ranked figure and the steady rate carry their interval (`spread`): a line ke
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pandas as pd
 
+from mgbench.core.inputs import IMAGES, RateUnit
 from mgbench.core.target import TargetMetric, metric_label
 from mgbench.reports.cells import number
 from mgbench.reports.columns import Col
 from mgbench.reports.spread import Spread, row_interval
+from mgbench.reports.units import MFU, frame_unit, language_model
 
 
 @dataclass(frozen=True)
@@ -41,11 +44,50 @@ class CountFigure:
     spread: bool = False
     """Whether the figure carries its interval (`<key>_low`, `<key>_high`) and is shown to the
     precision that interval supports (`Spread.text`) rather than by `pattern`."""
+    per_sample: int = 1
+    """What one sample counts in the unit the figure is shown in: a line holds a rate as the rows
+    do, per sample, and shows it in its model's unit (`RateUnit.per_sample`: tokens for a
+    language model); 1 for every other figure."""
+
+    def shown(self, spread: Spread) -> Spread:
+        """The figure with its interval (held per sample) in the unit it is shown in."""
+        return spread.times(self.per_sample)
+
+    def shown_value(self, value: object) -> object:
+        """A value of the figure (held per sample) in the unit it is shown in."""
+        return value * self.per_sample if isinstance(value, int | float) else value
 
 
 NOT_REACHED = "not reached"
 """What a line shows for a time to a target its run did not reach."""
-RATE = CountFigure("samples_per_sec", "rate", "img/s", "{:,.1f}", 0, 4, spread=True)
+
+
+def rate_figure(unit: RateUnit = IMAGES) -> CountFigure:
+    """The steady rate, shown in `unit` (`units.frame_unit`: img/s, tokens/s)."""
+    return CountFigure(
+        Col.SAMPLES_PER_SEC, "rate", unit.label, "{:,.1f}", 0, 4, spread=True, per_sample=unit.per_sample
+    )
+
+
+def language_model_figures(unit: RateUnit, device: str) -> tuple[CountFigure, ...]:
+    """What a language model's lines show beside the rate: the rate per device (`tokens/s per
+    GPU`) and the MFU, the share of the devices' dense peak its closed-form FLOPs reach."""
+    return (
+        CountFigure(
+            Col.SAMPLES_PER_SEC_PER_DEVICE,
+            "per_device",
+            f"{unit.label} per {device}",
+            "{:,.0f}",
+            3,
+            5,
+            per_sample=unit.per_sample,
+        ),
+        CountFigure(Col.PEAK_FRACTION, "mfu", MFU, "{:.0%}", 3, 5),
+    )
+
+
+RATE = rate_figure()
+"""The steady rate as a line holds it (its key, its cell); its header is its unit's."""
 ROUNDS = "rounds"
 """The per-count value of a line saying how many rounds its figures come from."""
 
@@ -151,18 +193,36 @@ class Ranking(Protocol):
 
 
 class Throughput:
-    """`--steps` compares: the most images/sec at the largest device count first."""
+    """`--steps` compares: the highest rate at the largest device count first, in the unit of the
+    model (`rate`), with what a language model's lines add (`beside`)."""
 
     ranked = RATE.key
     descending = True
     missing = "-"
-    figures = (RATE,)
-    keys = (RATE.key, *interval_keys((RATE,)))
     nothing = "No run finished: nothing to compare (the notes under the table say why)."
-    unit = "img/s"
+
+    def __init__(self, rate: CountFigure = RATE, beside: tuple[CountFigure, ...] = ()):
+        self.rate = rate
+        self.beside = beside
+
+    @property
+    def figures(self) -> tuple[CountFigure, ...]:
+        return (self.rate, *self.beside)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(figure.key for figure in self.figures) + interval_keys(self.figures)
+
+    @property
+    def unit(self) -> str:
+        return self.rate.header
 
     def line_figures(self, row: pd.Series) -> dict[str, float]:
-        return {RATE.key: float(row[Col.SAMPLES_PER_SEC]), **interval_values(row, self.figures)}
+        return {
+            RATE.key: float(row[Col.SAMPLES_PER_SEC]),
+            **{figure.key: _row_number(row, figure.key) for figure in self.beside},
+            **interval_values(row, self.figures),
+        }
 
     def vs_fastest(self, values: pd.Series) -> pd.Series:
         best = values.max()
@@ -196,17 +256,21 @@ class TimeToTrain:
     missing = "-"
     unit = "s"
 
-    def __init__(self, epochs: int, metric: str):
+    def __init__(self, epochs: int, metric: str, rate: CountFigure = RATE, beside: tuple[CountFigure, ...] = ()):
         self.epochs = epochs
         self.metric = metric
         """The test split's metric shown: `auc`, `top1` on class folders."""
+        self.rate = rate
+        self.beside = beside
 
     @property
     def figures(self) -> tuple[CountFigure, ...]:
+        steady = dataclasses.replace(self.rate, header=f"steady {self.rate.header}", drop_largest=2, drop_smaller=5)
         return (
             CountFigure(self.ranked, "time", self.header, "{:,.1f}", 0, 4, spread=True),
             CountFigure(f"test_{self.metric}", "test", f"test {metric_label(self.metric)}", "{:.3f}", 0, 4),
-            CountFigure(RATE.key, RATE.cell, f"steady {RATE.header}", RATE.pattern, 2, 5, spread=True),
+            steady,
+            *self.beside,
         )
 
     @property
@@ -222,6 +286,7 @@ class TimeToTrain:
             self.ranked: _row_number(row, self.ranked),
             f"test_{self.metric}": split_metric(row.get(Col.TEST_METRICS), self.metric),
             RATE.key: float(row[Col.SAMPLES_PER_SEC]),
+            **{figure.key: _row_number(row, figure.key) for figure in self.beside},
             **interval_values(row, self.figures),
             "compile_seconds": _row_number(row, "compile_seconds"),
         }
@@ -267,8 +332,15 @@ class TimeToTarget(TimeToTrain):
     header = "to target s"
     missing = NOT_REACHED
 
-    def __init__(self, target: TargetMetric, epochs: int, metric: str):
-        super().__init__(epochs, metric)
+    def __init__(
+        self,
+        target: TargetMetric,
+        epochs: int,
+        metric: str,
+        rate: CountFigure = RATE,
+        beside: tuple[CountFigure, ...] = (),
+    ):
+        super().__init__(epochs, metric, rate, beside)
         self.target = target
 
     @property
@@ -307,13 +379,17 @@ def test_metric(frame: pd.DataFrame) -> str:
     return "top1" if any(isinstance(test, dict) and "top1" in test for test in tests) else "auc"
 
 
-def ranking_of(frame: pd.DataFrame) -> Ranking:
+def ranking_of(frame: pd.DataFrame, device: str = "GPU") -> Ranking:
     """The ranking a results frame's compare asks for: by time where its rows trained in epochs
-    (to the target where one was set), else by throughput."""
+    (to the target where one was set), else by throughput; the rate in its model's unit
+    (`units.frame_unit`), and a language model's rate per `device` and MFU beside it."""
+    unit = frame_unit(frame)
+    rate = rate_figure(unit)
+    beside = language_model_figures(unit, device) if language_model(frame) is not None else ()
     if Col.EPOCHS not in frame or frame[Col.EPOCHS].isna().all():
-        return Throughput()
+        return Throughput(rate, beside)
     epochs = int(frame[Col.EPOCHS].max())
     metric = test_metric(frame)
     if Col.TARGET_METRIC in frame and len(targets := frame[Col.TARGET_METRIC].dropna()):
-        return TimeToTarget(TargetMetric.parse(str(targets.iloc[0])), epochs, metric)
-    return TimeToTrain(epochs, metric)
+        return TimeToTarget(TargetMetric.parse(str(targets.iloc[0])), epochs, metric, rate, beside)
+    return TimeToTrain(epochs, metric, rate, beside)

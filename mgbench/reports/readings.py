@@ -21,6 +21,7 @@ from mgbench.measure.timing import HOST_PHASES
 from mgbench.records.peak import MEASURED
 from mgbench.reports.cells import figure_text, number
 from mgbench.reports.columns import Col
+from mgbench.reports.units import MFU, row_language_model, row_unit
 
 LABELS = {
     "input_wait": "input wait",
@@ -181,18 +182,28 @@ def host_timing_text(shares: object) -> str:
 def _work_text(row: pd.Series) -> str:
     """`24.3 GFLOP per image, 135.0 TFLOP/s, 17% of 790 TFLOP/s (measured ...), 14% of the vendor's
     989.5 TFLOP/s`: the share of what this device reaches and, where that was measured, of its
-    datasheet's figure too, which a plain matmul never reaches ("" without a FLOP count)."""
+    datasheet's figure too, which a plain matmul never reaches ("" without a FLOP count). A
+    language model's work is per token, and its share of the peak its MFU (`units`):
+    `855.4 MFLOP per token, 98.5 TFLOP/s, MFU 10% of 990 TFLOP/s (...)`."""
     flops, tflops = number(row.get(Col.FLOPS_PER_SAMPLE)), number(row.get(Col.ACHIEVED_TFLOPS))
     if flops is None or tflops is None:
         return ""
-    text = f"{flops / 1e9:.1f} GFLOP per image, {tflops:.1f} TFLOP/s"
+    unit, language = row_unit(row), row_language_model(row) is not None
+    per = flops / unit.per_sample
+    text = f"{_flop_text(per) if language else f'{per / 1e9:.1f} GFLOP'} per {unit.one}, {tflops:.1f} TFLOP/s"
     peak, fraction = number(row.get(Col.PEAK_TFLOPS)), number(row.get(Col.PEAK_FRACTION))
     if peak and fraction:
-        text += f", {fraction:.0%} of {peak:.0f} TFLOP/s ({row.get(Col.PEAK_SOURCE)})"
+        share = f"{MFU} {fraction:.0%}" if language else f"{fraction:.0%}"
+        text += f", {share} of {peak:.0f} TFLOP/s ({row.get(Col.PEAK_SOURCE)})"
     vendor = number(row.get(Col.VENDOR_PEAK_TFLOPS))
     if vendor and row.get(Col.PEAK_SOURCE) == MEASURED:
         text += f", {tflops / (vendor * row[Col.DEVICES]):.0%} of the vendor's {vendor:g} TFLOP/s"
     return text
+
+
+def _flop_text(flops: float) -> str:
+    """`9.6 GFLOP`, or below a GFLOP `855.4 MFLOP` (a token's work)."""
+    return f"{flops / 1e9:.1f} GFLOP" if flops >= 1e9 else f"{flops / 1e6:.1f} MFLOP"
 
 
 def limits_details(row: pd.Series) -> list[tuple[str, str]]:
@@ -205,8 +216,14 @@ def limits_details(row: pd.Series) -> list[tuple[str, str]]:
         details.append(("work", work))
     ceiling, taken = number(row.get(Col.DEVICE_CEILING_SAMPLES_PER_SEC)), row.get(Col.CEILING_TAKEN)
     if ceiling is not None and isinstance(taken, dict):
-        parts = ", ".join(f"{name.replace('_', ' ')} {figure_text(value, '{:.0f}')}" for name, value in taken.items())
-        details.append(("device-busy ceiling", f"{ceiling:.0f} img/s; taken from it (img/s): {parts}"))
+        unit = row_unit(row)
+        parts = ", ".join(
+            f"{name.replace('_', ' ')} {figure_text(unit.of(value) if number(value) is not None else value, '{:.0f}')}"
+            for name, value in taken.items()
+        )
+        details.append(
+            ("device-busy ceiling", f"{unit.of(ceiling):.0f} {unit.label}; taken from it ({unit.label}): {parts}")
+        )
     if isinstance(row.get(Col.BOTTLENECK), str) and row[Col.BOTTLENECK] in BOUND_LABELS:
         details.append(("bound", BOUND_LABELS[row[Col.BOTTLENECK]]))
     if isinstance(row.get(Col.TIMING_METHOD), str):

@@ -30,6 +30,7 @@ from mgbench.measure.phases import (
 from mgbench.reports.cells import number
 from mgbench.reports.columns import Col
 from mgbench.reports.figures import bar_text, finite, legend_outside, new_figure, run_title, save, scale_of
+from mgbench.reports.units import row_unit
 
 
 def _device_label(kind: str, device: object) -> str:
@@ -105,17 +106,20 @@ def utilisation_chart(row: pd.Series, trace: pd.DataFrame, path: Path) -> Path:
 
 
 def step_throughput_chart(row: pd.Series, path: Path) -> Path:
-    """Images/sec of every step, the detected warm-up shaded, stalls marked, the steady rate as a line."""
+    """The rate of every step in its model's unit (img/s, tokens/s), the detected warm-up shaded,
+    stalls marked, the steady rate as a line."""
+    unit = row_unit(row)
     seconds = np.asarray(row[Col.STEP_SECONDS], dtype=float)
-    rate = finite(row[Col.GLOBAL_BATCH] / seconds)
-    rate_line = number(row[Col.SAMPLES_PER_SEC])
+    rate = finite(unit.of(row[Col.GLOBAL_BATCH]) / seconds)
+    steady_rate = number(row[Col.SAMPLES_PER_SEC])
+    rate_line = None if steady_rate is None else unit.of(steady_rate)
     scale, scaled = scale_of([*rate, rate_line])
     rate /= scale
     steps = np.arange(1, len(seconds) + 1)
     warmup = int(number(row[Col.WARMUP_STEPS]) or 0)
     figure = new_figure()
     axes = figure.subplots()
-    axes.plot(steps, rate, marker=".", linewidth=1, label="images/sec per step")
+    axes.plot(steps, rate, marker=".", linewidth=1, label=f"{unit.heading} per step")
     if warmup:
         detected = "detected" if row[Col.WARMUP_DETECTED] else "not detected: run too short or never steady"
         axes.axvspan(0.5, warmup + 0.5, color="tab:orange", alpha=0.2, label=f"warm-up, {warmup} steps ({detected})")
@@ -127,7 +131,7 @@ def step_throughput_chart(row: pd.Series, path: Path) -> Path:
         steady = f"{rate_line:.1f}" if scale == 1 else bar_text(rate_line)
         axes.axhline(rate_line / scale, color="tab:green", linestyle="--", label=f"steady rate {steady}")
     axes.set_xlabel("step")
-    axes.set_ylabel(f"images/sec{scaled}")
+    axes.set_ylabel(f"{unit.heading}{scaled}")
     axes.set_ylim(bottom=0)
     axes.set_xlim(0.5, len(steps) + 0.5)
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -41,6 +41,11 @@ class Spread:
         measured_high = value if high is None or math.isnan(high) else high
         return cls(value, min(measured_low, value - floor), max(measured_high, value + floor), rounds)
 
+    def times(self, factor: int) -> Spread:
+        """The same figure and interval counted in a unit `factor` to a sample (a rate held in
+        samples per second, shown in tokens per second): its digits scale with it."""
+        return Spread(self.value * factor, self.low * factor, self.high * factor, self.rounds)
+
     def ties(self, other: Spread) -> bool:
         """Whether the two intervals overlap: neither figure can be told from the other."""
         return self.low <= other.high and other.low <= self.high

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
+from mgbench.core.inputs import IMAGES, RateUnit
 from mgbench.measure.breakdown import CATEGORIES
 from mgbench.measure.timing import FIRST_STEP_KEPT, first_step_kept
 from mgbench.records.results import RunResult, figure_types
@@ -33,6 +34,7 @@ from mgbench.reports.ranking import NOT_REACHED, split_metric
 from mgbench.reports.readings import footnote_mark, held_back_cells, reading
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.spread import Spread, row_interval
+from mgbench.reports.units import MFU, frame_unit, language_model, mfu_sentence
 
 GROUP = ["framework", "strategy"]
 PIPED_WIDTH = 200
@@ -44,10 +46,12 @@ TABLE_COLUMNS = {
     "devices": "devices",
     "device_kind": "kind",
     "status": "status",
-    "samples_per_sec": "images/sec",
+    "samples_per_sec": IMAGES.heading,
     "interval": "range",
     "rounds": "rounds",
     "spread": "p10-p90",
+    "per_device": "per device",
+    "mfu": MFU,
     "speedup": "speedup",
     "efficiency": "efficiency",
     "utilisation": "GPU util % (p10-p90)",
@@ -60,7 +64,7 @@ TABLE_COLUMNS = {
     "compile_seconds": "compile s",
     "attention_kernel": "attention",
     "time_to_train_seconds": "train s",
-    "epoch_samples_per_sec": "epoch img/s (all in)",
+    "epoch_samples_per_sec": f"epoch {IMAGES.label} (all in)",
     "time_to_target_seconds": "to target s",
     "target_epoch": "target epoch",
     "test_auc": "test AUC",
@@ -172,10 +176,10 @@ def _stalls(row: pd.Series) -> str:
     return MISSING if steps is None else f"{steps:.0f} / {figure_text(row[Col.STALL_SECONDS], '{:.1f} s')}"
 
 
-def _spread(row: pd.Series) -> str:
-    """`p10-p90` of the steps' rates, `MISSING` where either end has no value."""
+def _spread(row: pd.Series, unit: RateUnit) -> str:
+    """`p10-p90` of the steps' rates in `unit`, `MISSING` where either end has no value."""
     low, high = number(row[Col.SAMPLES_PER_SEC_P10]), number(row[Col.SAMPLES_PER_SEC_P90])
-    return MISSING if low is None or high is None else f"{low:.0f}-{high:.0f}"
+    return MISSING if low is None or high is None else f"{unit.of(low):.0f}-{unit.of(high):.0f}"
 
 
 def _utilisation(row: pd.Series) -> str:
@@ -201,20 +205,37 @@ def measured_host(frame: pd.DataFrame) -> bool:
 
 
 def table_headers(frame: pd.DataFrame) -> dict[str, str]:
-    """Each table column's header: `TABLE_COLUMNS`, the utilisation's named as the host's where
-    CPU devices stood in."""
-    return {**TABLE_COLUMNS, **(HOST_HEADERS if measured_host(frame) else {})}
+    """Each table column's header: `TABLE_COLUMNS`, the rate's in its model's unit
+    (`units.frame_unit`), the utilisation's named as the host's where CPU devices stood in."""
+    unit = frame_unit(frame)
+    device = "device" if measured_host(frame) else "GPU"
+    rates = {
+        "samples_per_sec": unit.heading,
+        "per_device": f"{unit.label} per {device}",
+        "epoch_samples_per_sec": f"epoch {unit.label} (all in)",
+    }
+    return {**TABLE_COLUMNS, **rates, **(HOST_HEADERS if measured_host(frame) else {})}
 
 
-def _ok_cells(r: pd.Series) -> dict[str, str]:
-    """The figures only a finished row has, formatted (`MISSING` where one has no value)."""
+def _language_model_cells(r: pd.Series, unit: RateUnit) -> dict[str, str]:
+    """What a language model's finished row adds (`units`): its rate per device and its MFU."""
+    per_device = number(r.get(Col.SAMPLES_PER_SEC_PER_DEVICE))
+    return {
+        "per_device": figure_text(None if per_device is None else unit.of(per_device), "{:,.0f}"),
+        "mfu": figure_text(r.get(Col.PEAK_FRACTION), "{:.0%}"),
+    }
+
+
+def _ok_cells(r: pd.Series, unit: RateUnit) -> dict[str, str]:
+    """The figures only a finished row has, formatted (`MISSING` where one has no value), its
+    rates in `unit`."""
     peak, used = number(r[Col.PEAK_MEMORY_BYTES]), number(r.get(Col.MEMORY_USED_MIB))
-    rate = rate_spread(r)
+    rate = rate_spread(r).times(unit.per_sample)
     return {
         "samples_per_sec": rate.text(),
         "interval": rate.range_text,
         "rounds": f"{rate.rounds}",
-        "spread": _spread(r),
+        "spread": _spread(r, unit),
         "speedup": figure_text(r[Col.SPEEDUP], "{:.2f}x"),
         "efficiency": figure_text(r[Col.SCALING_EFFICIENCY_FRACTION], "{:.0%}"),
         "warmup": f"{figure_text(r[Col.WARMUP_STEPS], '{:.0f} st')} / {figure_text(r[Col.WARMUP_SECONDS], '{:.1f} s')}",
@@ -237,14 +258,16 @@ def _time_text(r: pd.Series, key: str) -> str:
     return MISSING if seconds is None else Spread.of(seconds, *row_interval(r, key)).text()
 
 
-def _epoch_cells(r: pd.Series) -> dict[str, str]:
+def _epoch_cells(r: pd.Series, unit: RateUnit) -> dict[str, str]:
     """What a row trained in epochs answers: its time to train (to `--target-metric`, and the
-    epoch that reached it) and the test split's metrics; nothing for a `--steps` row."""
+    epoch that reached it), its epoch rate in `unit` and the test split's metrics; nothing for a
+    `--steps` row."""
     if pd.isna(r.get(Col.EPOCHS)):
         return {}
+    epoch_rate = number(r.get(Col.EPOCH_SAMPLES_PER_SEC))
     cells = {
         "time_to_train_seconds": _time_text(r, "time_to_train_seconds"),
-        "epoch_samples_per_sec": figure_text(r.get(Col.EPOCH_SAMPLES_PER_SEC), "{:,.1f}"),
+        "epoch_samples_per_sec": figure_text(None if epoch_rate is None else unit.of(epoch_rate), "{:,.1f}"),
     }
     if isinstance(r.get(Col.TARGET_METRIC), str):
         reached = number(r[Col.TARGET_EPOCH]) is not None
@@ -261,7 +284,9 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The human table: formatted strings, `MISSING` for a figure an ok row has no value for,
     failures showing their status and first error line (and no figures); without speed-up and
     efficiency where every row ran on one device count (they would all read 1), and without any
-    other column empty in every row (`NAMING_COLUMNS`)."""
+    other column empty in every row (`NAMING_COLUMNS`). Rates are in the model's unit
+    (`units.frame_unit`); a language model's rows add their rate per device and their MFU."""
+    unit, language = frame_unit(frame), language_model(frame) is not None
     rows = []
     for _, r in frame.iterrows():
         ok = r[Col.STATUS] == "ok"
@@ -277,7 +302,8 @@ def display_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "devices": str(r[Col.DEVICES]),
                 "device_kind": r[Col.DEVICE_KIND],
                 "status": status,
-                **(_ok_cells(r) | _epoch_cells(r) if ok else {}),
+                **(_ok_cells(r, unit) | _epoch_cells(r, unit) if ok else {}),
+                **(_language_model_cells(r, unit) if ok and language else {}),
                 "reading": reading(r),
                 "warning": r[Col.WARNING],
             }
@@ -325,7 +351,7 @@ def _is_empty(value: object) -> bool:
 def markdown_summary(frame: pd.DataFrame) -> str:
     """What `summary.md` holds: the human table (`display_table`), what holds each run back a short
     label with its footnote's mark (`held_back_cells`), the footnotes under the table, each said
-    once, and the same-start sentence."""
+    once, the same-start sentence and, for a language model, what its MFU counts (`units.mfu_sentence`)."""
     table = display_table(frame)
     header = TABLE_COLUMNS["reading"]
     cells, footnotes = held_back_cells(frame)
@@ -333,10 +359,8 @@ def markdown_summary(frame: pd.DataFrame) -> str:
     if header in table:
         table[header] = cells
         said = "".join(f"- ({footnote_mark(index)}) {text}\n" for index, text in enumerate(footnotes))
-    sentence = same_start_sentence(frame)
-    return (
-        table.to_markdown(index=False) + "\n" + (f"\n{said}" if said else "") + (f"\n{sentence}\n" if sentence else "")
-    )
+    sentences = "".join(f"\n{sentence}\n" for sentence in (same_start_sentence(frame), mfu_sentence(frame)) if sentence)
+    return table.to_markdown(index=False) + "\n" + (f"\n{said}" if said else "") + sentences
 
 
 def write_summary(folder: Path, results: list[RunResult]) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """The comparison the seeds make with `--epochs`: time to train N epochs (validation included)
 and the test split's AUC (top-1 too for class folders), per framework, strategy and device count,
-with the compile seconds it includes and the epoch rate (the images of every epoch over the time
-to train: compile, warm-up, stalls and validation all in, unlike the steady rate).
+with the compile seconds it includes and the epoch rate (the samples of every epoch over the time
+to train, in the model's unit: compile, warm-up, stalls and validation all in, unlike the steady rate).
 
 A table (`training_table`) and a chart (`time_to_train_chart`) from the rows that trained in
 epochs; rows timed by `--steps` have no time to train and are left out.
@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mgbench.core.inputs import IMAGES
 from mgbench.reports.cells import figure_text, number, run_label
 from mgbench.reports.columns import Col
 from mgbench.reports.figures import job_title, new_figure, save
 from mgbench.reports.ranking import split_metric
+from mgbench.reports.units import frame_unit
 
 COLUMNS = {
     "framework": "framework",
@@ -29,19 +31,26 @@ COLUMNS = {
     "time_to_train_seconds": "time to train (s)",
     "compile_seconds": "of it compile (s)",
     "time_to_target_seconds": "time to target (s)",
-    "epoch_samples_per_sec": "epoch img/s (all in)",
+    "epoch_samples_per_sec": f"epoch {IMAGES.label} (all in)",
     "val_auc": "val AUC",
     "test_auc": "test AUC",
     "test_top1": "test top-1",
 }
-"""The table's columns and their headers in the report."""
+"""The table's columns and their headers in the report (`headers`: the epoch rate's in its model's unit)."""
+
+
+def headers(frame: pd.DataFrame) -> dict[str, str]:
+    """The table's headers for `frame`'s rows: `COLUMNS`, the epoch rate in its model's unit (`units.frame_unit`)."""
+    return {**COLUMNS, "epoch_samples_per_sec": f"epoch {frame_unit(frame).label} (all in)"}
 
 
 def training_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """One line per ok row that trained in epochs, fastest to train first (empty when none did)."""
+    """One line per ok row that trained in epochs, fastest to train first (empty when none did);
+    the epoch rate in its model's unit."""
     if Col.TIME_TO_TRAIN_SECONDS not in frame:
         return pd.DataFrame(columns=list(COLUMNS))
     rows = frame[(frame[Col.STATUS] == "ok") & frame[Col.TIME_TO_TRAIN_SECONDS].notna()]
+    unit = frame_unit(frame)
     lines = []
     for _, row in rows.iterrows():
         epochs = row[Col.EPOCH_METRICS] if isinstance(row[Col.EPOCH_METRICS], list) else []
@@ -56,7 +65,7 @@ def training_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "time_to_train_seconds": float(row[Col.TIME_TO_TRAIN_SECONDS]),
                 "compile_seconds": number(row.get(Col.COMPILE_SECONDS)) or np.nan,
                 "time_to_target_seconds": row.get(Col.TIME_TO_TARGET_SECONDS, np.nan),
-                "epoch_samples_per_sec": number(row.get(Col.EPOCH_SAMPLES_PER_SEC)) or np.nan,
+                "epoch_samples_per_sec": unit.of(number(row.get(Col.EPOCH_SAMPLES_PER_SEC)) or np.nan),
                 "val_auc": epochs[-1].get("val_auc", np.nan) if epochs else np.nan,
                 "test_auc": split_metric(row.get(Col.TEST_METRICS), "auc"),
                 "test_top1": split_metric(row.get(Col.TEST_METRICS), "top1"),

@@ -4,7 +4,7 @@ The per-run charts (`run_charts`) show one run each, far apart on the page. Thes
 together: one panel per run, stacked on one shared time axis (seconds since each run's launch)
 with its phases shaded (`phases.run_phases`: start-up, compile, warm-up, steady, stalls, the
 profile, evaluation), so that a GPU working alone while the others compile reads apart from
-training in spikes; and one bar per run of images/sec beside its utilisation over the steady
+training in spikes; and one bar per run of its rate (img/s, tokens/s) beside its utilisation over the steady
 window, for the reader who wants the answer at a glance.
 """
 
@@ -24,6 +24,7 @@ from mgbench.reports.columns import Col
 from mgbench.reports.figures import bar_text, job_title, new_figure, save, scale_of
 from mgbench.reports.run_charts import OTHER_ALPHA, PHASE_ALPHA, PHASE_COLORS, shade_phases
 from mgbench.reports.summary import measured_host
+from mgbench.reports.units import frame_unit
 
 DEVICE_COLORS = ("#1f3b73", "#8c1d40", "#2f6b2f", "#6b4c9a", "#b8860b", "#006d77", "#444444", "#c71585")
 """One line colour per device index, dark enough to read over every phase's shade."""
@@ -110,14 +111,17 @@ def _label_bars(axes: Axes, values: pd.Series, high: pd.Series, texts: list[str]
 
 
 def throughput_and_utilisation_chart(ok: pd.DataFrame, path: Path) -> Path:
-    """One bar per run, in the frame's order: images/sec (left) beside utilisation over the steady
+    """One bar per run, in the frame's order: its rate in its model's unit (left) beside utilisation over the steady
     window (right), each with its p10-p90; a run with much throughput for little utilisation, or
     busy devices and little throughput, stands out at a glance."""
     rows = ok.reset_index(drop=True)
     figure = new_figure(width_inches=SUMMARY_WIDTH_INCHES)
     rate_axes, use_axes = figure.subplots(1, 2, sharey=True)
     positions = np.arange(len(rows))
-    rate, rate_low, rate_high = (_column(rows, f"samples_per_sec{end}") for end in ("", "_p10", "_p90"))
+    unit = frame_unit(ok)
+    rate, rate_low, rate_high = (
+        _column(rows, f"samples_per_sec{end}") * unit.per_sample for end in ("", "_p10", "_p90")
+    )
     scale, scaled = scale_of(rate_high.fillna(rate))
     texts = [bar_text(value) for value in rate]
     rate, rate_low, rate_high = rate / scale, rate_low / scale, rate_high / scale
@@ -125,7 +129,7 @@ def throughput_and_utilisation_chart(ok: pd.DataFrame, path: Path) -> Path:
     rate_axes.errorbar(rate, positions, xerr=_whiskers(rate, rate_low, rate_high), fmt="none", ecolor="black")
     _label_bars(rate_axes, rate, rate_high, texts)
     rate_axes.set_xlim(0, float(np.nanmax(rate_high.fillna(rate))) * 1.3)
-    rate_axes.set_xlabel(f"images/sec{scaled}\n(whiskers: p10-p90\nof single steps)")
+    rate_axes.set_xlabel(f"{unit.heading}{scaled}\n(whiskers: p10-p90\nof single steps)")
     use, use_low, use_high = (_column(rows, f"utilisation{end}_pct") for end in ("", "_p10", "_p90"))
     use_axes.barh(positions, use.fillna(0), 0.6, color="tab:green")
     use_axes.errorbar(use.fillna(0), positions, xerr=_whiskers(use, use_low, use_high), fmt="none", ecolor="black")

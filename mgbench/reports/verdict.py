@@ -1,7 +1,7 @@
 """The report's verdict: which line is fastest (or which tie), by how much, how it scales, what holds
 it back, and what makes the answer mean little.
 
-Fastest is by the compare's ranking (`ranking`): images/sec for `--steps`, time to train (or
+Fastest is by the compare's ranking (`ranking`): the rate for `--steps`, time to train (or
 to the target) for `--epochs`, with the test metric beside it. Lines whose intervals overlap the
 fastest line's at the largest device count tie within noise (`spread`): the verdict names them
 together and ranks none of them.
@@ -207,7 +207,8 @@ def judge(summary: CompactSummary) -> Verdict:
 
     def figure(line: dict[str, Any], spread: Spread) -> LineFigure:
         framework, strategy = str(line["framework"]), str(line["strategy"])
-        return LineFigure(framework, strategy, top, spread, ranking.unit, ranking.detail(line, top))
+        shown = ranking.figures[0].shown(spread)  # the ranked figure, in the unit it is shown in
+        return LineFigure(framework, strategy, top, shown, ranking.unit, ranking.detail(line, top))
 
     others = [(line, spread) for line, spread in figures[1:] if spread is not None]
     ties = tuple(figure(line, spread) for line, spread in others if line.get("tie"))

@@ -16,7 +16,16 @@ from mgbench.core.errors import UsageError
 from mgbench.core.inputs import ImageInput
 from mgbench.core.job import Job
 from mgbench.core.models import MODELS, ModelSpec
-from mgbench.core.objective import AUC, LANGUAGE_MODEL, MULTI_LABEL_BCE, PERPLEXITY, SOFTMAX_CROSS_ENTROPY, TOP1, Metric
+from mgbench.core.objective import (
+    AUC,
+    LANGUAGE_MODEL,
+    LOSS,
+    MULTI_LABEL_BCE,
+    PERPLEXITY,
+    SOFTMAX_CROSS_ENTROPY,
+    TOP1,
+    Metric,
+)
 from mgbench.core.optimization import IMAGE_SGD, SGD, AdamW, LinearScalingWarmup, Optimization, RatePlan, WarmupCosine
 from mgbench.core.target import TargetMetric
 from mgbench.frameworks.pytorch.models import build_optimizer
@@ -42,7 +51,7 @@ def test_each_catalogue_model_declares_the_loss_metrics_and_optimizer_it_trains_
     }
     assert (MULTI_LABEL_BCE.loss, MULTI_LABEL_BCE.metrics) == ("sigmoid", (AUC,))
     assert (SOFTMAX_CROSS_ENTROPY.loss, SOFTMAX_CROSS_ENTROPY.metrics) == ("softmax", (AUC, TOP1))
-    assert (LANGUAGE_MODEL.loss, LANGUAGE_MODEL.metrics) == ("next_token", (PERPLEXITY,))
+    assert (LANGUAGE_MODEL.loss, LANGUAGE_MODEL.metrics) == ("next_token", (LOSS, PERPLEXITY))
     assert not PERPLEXITY.higher_is_better and PERPLEXITY.reached(20.0, 25.0) and not PERPLEXITY.reached(30.0, 25.0)
     for name in image:
         assert MODELS[name].optimization.learning_rate == 0.01
@@ -95,7 +104,7 @@ def test_warmup_cosine_climbs_to_the_given_rate_then_falls_by_half_a_cosine_to_i
 
 def test_a_metric_is_reached_in_its_direction_and_a_target_only_where_the_objective_gives_it():
     assert AUC.reached(0.8, 0.8) and not AUC.reached(0.79, 0.8) and not AUC.reached(math.nan, 0.8)
-    perplexity = Metric("perplexity", "perplexity", higher_is_better=False)
+    perplexity = Metric("perplexity", "perplexity", higher_is_better=False, levels=PERPLEXITY.levels)
     assert perplexity.reached(20.0, 25.0) and not perplexity.reached(30.0, 25.0)
     assert not perplexity.reached(math.nan, 25.0)
     TargetMetric.parse("top1=0.5").check_given(SOFTMAX_CROSS_ENTROPY)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 
+import numpy as np
 import pytest
 from rich.console import Console
 from test_cli import exit_code
@@ -68,10 +70,87 @@ def test_target_metric_without_epochs_is_one_line_and_exit_2(fake_plugin, capsys
     assert len(lines) == 1 and lines[0].startswith("mgbench: error: --target-metric needs --epochs"), lines
 
 
-@pytest.mark.parametrize("text", ["auc", "loss=0.3", "auc=80", "auc=high", "top1=0"])
-def test_a_target_is_a_rising_metric_at_a_share(text):
-    with pytest.raises(UsageError, match="--target-metric"):
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("auc", "NAME=VALUE"),
+        ("accuracy=0.3", "NAME=VALUE"),
+        ("auc=80", "auc= takes a share above 0 and at most 1, got '80'"),
+        ("auc=high", "auc= takes a share"),
+        ("top1=0", "top1= takes a share"),
+        ("perplexity=1", "perplexity= takes a number above 1, got '1'"),
+        ("perplexity=0.5", "perplexity= takes a number above 1"),
+        ("loss=0", "loss= takes a number above 0, got '0'"),
+        ("loss=-4.5", "loss= takes a number above 0"),
+    ],
+)
+def test_a_target_is_a_level_its_metric_takes(text, says):
+    with pytest.raises(UsageError, match="--target-metric") as refused:
         TargetMetric.parse(text)
+    assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_language_model_s_target_is_its_held_out_loss_or_perplexity_reached_from_above():
+    loss, perplexity = TargetMetric.parse("loss=4.5"), TargetMetric.parse("perplexity=90")
+    assert (loss.value, perplexity.value) == (4.5, 90.0)
+    assert loss.reached({"loss": 4.5}) and loss.reached({"loss": 4.2}) and not loss.reached({"loss": 4.6})
+    assert perplexity.reached({"perplexity": 89.0}) and not perplexity.reached({"perplexity": 91.0})
+    assert TargetMetric.parse("auc=0.5").reached({"auc": 0.6}) and not TargetMetric.parse("auc=0.7").reached(
+        {"auc": 0.6}
+    )
+    assert loss.label == "val loss 4.5" and perplexity.label == "val perplexity 90"
+
+
+def test_a_target_a_language_model_s_validation_does_not_give_is_refused_in_its_words(tmp_path):
+    from test_tokens import write_stream
+
+    from mgbench.core.job import Job
+    from mgbench.datasets.resolve import check_dataset
+
+    stream = write_stream(tmp_path / "stream", np.arange(4096) % 500, vocab_size=512)
+    job = Job("gpt2-tiny", "cpu", 1, 2, dataset=f"tokens:{stream}", epochs=2, target_metric="auc=0.8")
+    with pytest.raises(UsageError, match="auc: the validation of this language model gives loss, perplexity$"):
+        check_dataset(job, [])
+    for given in ("loss=4.5", "perplexity=90"):
+        assert check_dataset(dataclasses.replace(job, target_metric=given), []) is not None
+
+
+def test_a_loss_target_is_refused_for_an_image_dataset_whose_objective_lists_no_loss(tmp_path):
+    from mgbench.core.job import Job
+    from mgbench.datasets.resolve import check_dataset
+    from mgbench.datasets.sample import make_sample
+
+    make_sample(tmp_path / "xray", 20, 32, seed=1)
+    job = Job("densenet121", "cpu", 2, 1, dataset=f"chestxray:{tmp_path / 'xray'}", epochs=2, target_metric="loss=0.2")
+    with pytest.raises(UsageError, match="loss: the validation of this multi-label dataset gives auc$"):
+        check_dataset(job, [])
+
+
+class FallingLossAdapter(EpochAdapter):
+    """The epoch fake as a language model validates: its held-out loss falls by 0.5 an epoch from
+    5.0, and its perplexity is the loss's exp."""
+
+    def __init__(self, strategy: str):
+        super().__init__(strategy)
+        self.epochs_trained = 0
+
+    def epoch_batches(self, epoch: int):
+        self.epochs_trained += 1
+        return super().epoch_batches(epoch)
+
+    def evaluate(self, split: str = "val") -> dict[str, float]:
+        super().evaluate(split)
+        loss = 5.0 - 0.5 * self.epochs_trained
+        return {"loss": loss, "perplexity": math.exp(loss)}
+
+
+@pytest.mark.parametrize(("target", "epoch"), [("loss=4", 2), ("perplexity=30", 4)])
+def test_a_falling_target_stops_training_at_the_first_epoch_at_or_below_it(fake_plugin, capsys, target, epoch):
+    config = fake_config(dataset="chestxray:/data", epochs=5, target_metric=target)
+    result = run_training(FallingLossAdapter("steady"), config)
+    assert result.by_epoch.target_epoch == epoch and len(result.by_epoch.epoch_metrics) == epoch
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("epoch ")]
+    assert lines[-1].endswith(f"target {target} reached") and lines[-1].count("val loss") == 1
 
 
 def test_a_target_the_datasets_validation_does_not_give_is_refused_before_reading_images(tmp_path):

@@ -119,7 +119,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME=VALUE",
         help="with --epochs: stop after the first epoch whose validation reaches it, e.g. auc=0.80 "
-        "(top1=0.7 on class folders); compares then rank by time to it",
+        "(top1=0.7 on class folders; loss=4.5 or perplexity=90 for a language model); compares then rank by time to it",
     )
     job.add_argument(
         "--workers",

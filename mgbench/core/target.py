@@ -4,8 +4,9 @@ A compare in epochs answers "how long to train"; with a target it answers "how l
 this good", which is what a user choosing a framework wants when one framework's epochs are
 faster but another's reach the same AUC in fewer of them. The validation after each epoch gives
 the metrics of the model's objective as the dataset fits it (`core.objective`: `auc` on every
-dataset, `top1` on single-label ones), each read in its direction (`Metric.higher_is_better`):
-both rise as the model learns, so a target is reached by an epoch whose validation is at or above it.
+image dataset, `top1` on single-label ones, a language model's `loss` and `perplexity`), each
+read in its direction (`Metric.higher_is_better`): a target is reached by an epoch whose
+validation is at it or beyond it (at or above an AUC, at or below a perplexity).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ class TargetMetric:
 
     @classmethod
     def parse(cls, text: str) -> TargetMetric:
-        """`auc=0.80` as a target; anything else is one UsageError saying what it takes. A value
-        is a share (0 to 1], as every metric is: `auc=80` would never be reached."""
+        """`auc=0.80` (or `perplexity=90`) as a target; anything else is one UsageError saying what
+        it takes. A value is one its metric takes (`Metric.levels`: a share for AUC, above 1 for a
+        perplexity): `auc=80` would never be reached."""
         name, equals, value = text.partition("=")
         name = name.strip().lower()
         if not equals or name not in METRICS:
@@ -35,8 +37,8 @@ class TargetMetric:
             level = float(value)
         except ValueError:
             level = math.nan
-        if not 0 < level <= 1:
-            raise UsageError(f"--target-metric {name}= takes a share above 0 and at most 1, got {value.strip()!r}")
+        if not METRICS[name].levels.hold(level):
+            raise UsageError(f"--target-metric {name}= takes {METRICS[name].levels.described}, got {value.strip()!r}")
         return cls(name, level)
 
     @property
@@ -45,13 +47,12 @@ class TargetMetric:
 
     def check_given(self, objective: Objective) -> None:
         """Refuse a target the validation of the model's objective, as the dataset fits it, never
-        reports (top1 of a multi-label set), before any run launches: every run would train all
-        its epochs without reaching it."""
+        reports (top1 of a multi-label set, auc of a language model), before any run launches:
+        every run would train all its epochs without reaching it."""
         given = [metric.name for metric in objective.metrics]
         if self.name not in given:
-            kind = "multi-label" if objective.multi_label else "single-label"
             raise UsageError(
-                f"--target-metric {self.name}: the validation of this {kind} dataset gives {', '.join(given)}"
+                f"--target-metric {self.name}: the validation of this {objective.task} gives {', '.join(given)}"
             )
 
     def reached(self, metrics: dict[str, float]) -> bool:

@@ -37,7 +37,7 @@ import psutil
 
 from mgbench.core.config import RunConfig
 from mgbench.core.errors import UsageError
-from mgbench.core.objective import METRICS
+from mgbench.core.objective import LOSS, METRICS
 from mgbench.core.optimization import RatePlan
 from mgbench.core.safe_files import new_file_by_writer
 from mgbench.core.target import TargetMetric
@@ -314,7 +314,11 @@ def shown_validation(metrics: dict[str, float]) -> str:
     """A validation's figures as the epoch's progress line shows them: its loss, then each metric
     of the model's objective it gave (`objective.METRICS`: AUC and top-1, or perplexity)."""
     shown = [f"val loss {metrics['loss']:.4f}"]
-    shown += [f"val {METRICS[name].label} {value:.4f}" for name, value in metrics.items() if name in METRICS]
+    shown += [
+        f"val {METRICS[name].label} {value:.4f}"
+        for name, value in metrics.items()
+        if name in METRICS.keys() - {LOSS.name}
+    ]
     return ", ".join(shown)
 
 
@@ -415,7 +419,7 @@ def run_training(
         save_state(adapter, state_path)
     elif state_path is not None:
         adapter.share_state()
-    peak = adapter.peak_memory_bytes()
+    peak, reserved = adapter.peak_memory_bytes(), adapter.peak_reserved_bytes()
     versions = adapter.framework_versions()
     adapter.close()
     if not placement.is_primary:
@@ -457,6 +461,7 @@ def run_training(
         host_breakdown=host_phase_shares(steady_window(clock.step_seconds).steady(clock.host_phases)),
         profiled=ProfileFigures(profile=trained.profile, profile_seconds=trained.profile_seconds),
         peak_memory_bytes=peak,
+        peak_memory_reserved_bytes=reserved,
         series=StepSeries(clock.step_seconds, clock.waits, losses.losses, losses.step_losses),
         warnings=trained.warnings,
     )

@@ -13,6 +13,9 @@ class ReportsDeviceMemory(Adapter):
     def peak_device_memory_bytes(self) -> int | None:
         return 123
 
+    def peak_device_reserved_bytes(self) -> int | None:
+        return 456
+
 
 def adapter(cls: type[Adapter], device_kind: str) -> Adapter:
     adapter = cls("any")
@@ -28,6 +31,12 @@ def test_cpu_rows_report_the_process_peak_host_memory():
 def test_cuda_rows_report_the_framework_device_peak_or_none_where_it_gives_none():
     assert adapter(ReportsDeviceMemory, "cuda").peak_memory_bytes() == 123
     assert adapter(Adapter, "cuda").peak_memory_bytes() is None
+
+
+def test_reserved_memory_is_the_framework_allocator_on_cuda_and_none_on_cpu():
+    assert adapter(ReportsDeviceMemory, "cuda").peak_reserved_bytes() == 456
+    assert adapter(ReportsDeviceMemory, "cpu").peak_reserved_bytes() is None
+    assert adapter(Adapter, "cuda").peak_reserved_bytes() is None
 
 
 def test_optional_parts_of_the_contract_say_which_adapter_lacks_them():

@@ -190,6 +190,13 @@ class Limits:
     activation_bytes_estimate: int | None = None
     """What the forward keeps for the backward per device: the reference architecture's saved
     elements per sample x batch per device x bytes per element at the row's precision."""
+    largest_batch_estimate: int | None = None
+    """The largest batch per GPU that fits its memory, modelled, not measured: the peak allocated
+    taken as linear in the batch (`records.largest_batch`); None on CPU devices, and where the
+    row lacks its peak, its activation estimate or its GPUs' memory."""
+    largest_batch_basis: str | None = None
+    """What `largest_batch_estimate` stands on, in words: the peak and batch the line goes through,
+    its slope (the activation estimate's, or fitted to peaks at two batches) and the memory."""
 
 
 @dataclass(slots=True)

@@ -2,11 +2,11 @@
 
 A row of `results.jsonl` holds figures no single round measured: the run's row is its median
 round's, with every ok round's figure beside it and the steady rate's interval over every round
-(`combine_rounds`), and its speed-up, efficiency and rate per device against the other rows
-(`records.scaling`). They are computed here, from every round of every run each time the file is
-written, so `compare`, `run`, `--resume` and a compare driven from Python
-(`runner.compare_service`) write the same rows for the same rounds, and a resume that adds a
-round leaves no speed-up taken against a row that changed. The file is replaced atomically
+(`combine_rounds`), the largest batch per GPU its rounds' peaks model (`records.largest_batch`),
+and its speed-up, efficiency and rate per device against the other rows (`records.scaling`).
+They are computed here, from every round of every run each time the file is written, so
+`compare`, `run`, `--resume` and a compare driven from Python (`runner.compare_service`) write
+the same rows for the same rounds, and a resume that adds a round leaves no speed-up taken against a row that changed. The file is replaced atomically
 (`results.write_json_atomically`): a crash mid-write leaves the previous file whole.
 """
 
@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mgbench.records.figures import Rounds
+from mgbench.records.largest_batch import with_largest_batches
 from mgbench.records.results import RunResult, Status, write_json_atomically
 from mgbench.records.scaling import with_scaling
 
@@ -70,9 +71,11 @@ def combine_rounds(rounds: list[RunResult]) -> RunResult:
 
 def finished_rows(runs: Iterable[list[RunResult]]) -> list[RunResult]:
     """One row per run, in the order given, from each run's rounds (in the order they ran): its
-    combined row (`combine_rounds`) with its scaling figures against the other rows
+    combined row (`combine_rounds`) with its largest batch per GPU modelled from the rounds'
+    peaks (`largest_batch.with_largest_batches`) and its scaling figures against the other rows
     (`scaling.with_scaling`)."""
-    return with_scaling([combine_rounds(rounds) for rounds in runs if rounds])
+    ran = [rounds for rounds in runs if rounds]
+    return with_scaling(with_largest_batches([combine_rounds(rounds) for rounds in ran], ran))
 
 
 def write_results(path: Path, runs: Iterable[list[RunResult]]) -> list[RunResult]:

@@ -97,6 +97,12 @@ class RunResult:
     call), synchronize, loss_read (`mgbench.measure.timing.HOST_PHASES`)."""
     profiled: ProfileFigures = field(default_factory=ProfileFigures)
     peak_memory_bytes: int | None = None
+    """The most memory the framework allocated on any of the run's devices (on CPU devices the
+    primary process's peak resident host memory)."""
+    peak_memory_reserved_bytes: int | None = None
+    """The most memory the framework's allocator held from any of the run's GPUs, allocated or
+    cached (torch's `max_memory_reserved`, JAX's `peak_pool_bytes`); None on CPU devices and
+    where the framework does not say."""
     utilisation: UtilisationFigures = field(default_factory=UtilisationFigures)
     series: StepSeries = field(default_factory=StepSeries)
     warnings: list[str] = field(default_factory=list)

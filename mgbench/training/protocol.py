@@ -139,6 +139,18 @@ class Adapter:
         """The most any of this process's devices held; None where the framework does not say."""
         return None
 
+    def peak_reserved_bytes(self) -> int | None:
+        """Peak device memory the framework's allocator reserved on CUDA (what
+        `peak_device_reserved_bytes` reports); None on CPU devices, where no allocator of the
+        framework's own holds the host's memory."""
+        return self.peak_device_reserved_bytes() if self.config.job.device_kind.on_gpu else None
+
+    def peak_device_reserved_bytes(self) -> int | None:
+        """The most memory the framework's allocator held from any of this process's devices,
+        allocated or cached for reuse (at least `peak_device_memory_bytes`): what the device had
+        to have free. None where the framework does not say."""
+        return None
+
     def framework_versions(self) -> dict[str, str]:
         """Versions of the framework and libraries that shape performance (CUDA, cuDNN, NCCL)."""
         raise NotImplementedError

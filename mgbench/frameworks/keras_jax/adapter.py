@@ -233,9 +233,19 @@ class JaxDataParallelAdapter(Adapter):
             targets.append(labels)
         return self.real.metrics(np.concatenate(logits), np.concatenate(targets))
 
+    def _memory_stats(self) -> list[dict[str, int]]:
+        """Each of the run's GPUs' allocator figures (a CPU device has none: empty)."""
+        return [d.memory_stats() or {} for d in jax.devices("gpu")[: self.config.devices]]
+
     def peak_device_memory_bytes(self) -> int | None:
-        stats = [d.memory_stats() or {} for d in jax.devices("gpu")[: self.config.devices]]
-        return max(s.get("peak_bytes_in_use", 0) for s in stats)
+        return max(s.get("peak_bytes_in_use", 0) for s in self._memory_stats())
+
+    def peak_device_reserved_bytes(self) -> int | None:
+        """The BFC allocator's largest pool (`peak_pool_bytes`): what it took from the device, the
+        share XLA preallocates (75%) unless told to allocate as needed (`peak_bytes_reserved`
+        reads 0 on GPU). None where the client does not say."""
+        peaks = [s["peak_pool_bytes"] for s in self._memory_stats() if "peak_pool_bytes" in s]
+        return max(peaks) if peaks else None
 
     def profile(self, run_steps: Callable[..., None], trace_path: Path) -> None:
         """`run_steps` under `jax.profiler`, each step inside a `TraceAnnotation` span named

@@ -178,6 +178,10 @@ class TorchProcessAdapter(Adapter):
     def peak_device_memory_bytes(self) -> int | None:
         return max(torch.cuda.max_memory_allocated(d) for d in self.devices)
 
+    def peak_device_reserved_bytes(self) -> int | None:
+        """The caching allocator's high-water mark: allocated blocks and the cached ones it kept."""
+        return max(torch.cuda.max_memory_reserved(d) for d in self.devices)
+
     def close(self) -> None:
         self.parallel.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rich import box
 from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.table import Table
@@ -122,7 +123,12 @@ def print_listing(console: Console) -> None:
         console.print(
             f"--frameworks {family} runs {', '.join(members)} (those installed); --strategies all runs every strategy"
         )
-    models = Table(title="models", title_justify="left")
+    # Without borders, as the strategies' grid: the columns beside the description are as wide as
+    # their longest entry (a language model's "1024 tokens", "next_token"), and the description wraps
+    # in what the 100 columns leave it.
+    models = Table(
+        title="models", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0)
+    )
     for column in ("model", "input", "outputs", "loss", "optimizer"):
         models.add_column(column, no_wrap=True)
     models.add_column("description")

@@ -203,8 +203,7 @@ MODELS: dict[str, ModelSpec] = {
                 objective=LANGUAGE_MODEL,
                 description=(
                     f"GPT-2 {shape.parameters() / 1e6:.1f}M: {shape.layers} layers, {shape.heads} heads, "
-                    f"width {shape.width}, context {shape.context}, vocabulary {shape.vocabulary:,} "
-                    f"(padded to {shape.padded_vocabulary:,}), tied embeddings"
+                    f"width {shape.width}, tied embeddings, vocabulary padded to {shape.padded_vocabulary:,}"
                 ),
                 gpu_batch_per_device=16,
                 language_model=shape,

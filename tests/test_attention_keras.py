@@ -29,6 +29,7 @@ found = {{
     "fp32": attention_kernel(vit, 32, 2, device, "fp32"),
     "bf16": attention_kernel(vit, 32, 2, device, "bf16"),
     "tiny": attention_kernel(model_spec("tiny"), 32, 2, device, "fp32"),
+    "gpt2": attention_kernel(model_spec("gpt2-tiny"), 64, 2, device, "fp32"),
     "cudnn_hlo": kernel_in({CUDNN_HLO!r}),
 }}
 with mock.patch("keras.src.backend.jax.nn._can_use_flash_attention", return_value=True):
@@ -42,10 +43,18 @@ from unittest import mock
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from mgbench.core.models import model_spec
+from mgbench.frameworks.keras.attention import attention_of
 from mgbench.frameworks.keras_torch.attention import attention_kernel
 
-vit, cpu = model_spec("vit_b_16"), torch.device("cpu")
+vit, gpt2, cpu = model_spec("vit_b_16"), model_spec("gpt2-tiny"), torch.device("cpu")
 found = {"fp32": attention_kernel(vit, 32, 2, cpu, "fp32"), "tiny": attention_kernel(model_spec("tiny"), 32, 2, cpu, "fp32")}
+found["gpt2"] = attention_kernel(gpt2, 64, 2, cpu, "fp32")
+for name, spec, size in (("gpt2", gpt2, 8), ("vit", vit, 32)):
+    attention = attention_of(spec, size, 2)
+    query, key, value = (torch.randn(attention.size) for _ in range(3))
+    # Masked causally, the first token attends to itself alone: its output is its own value.
+    own = bool(torch.allclose(attention.attend(query, key, value)[:, 0], value[:, 0], atol=1e-6))
+    found[name + "_probe"] = [list(attention.size), attention.is_causal, own]
 with sdpa_kernel([SDPBackend.MATH]):
     found["math"] = attention_kernel(vit, 32, 2, cpu, "fp32")
     with mock.patch("torch.backends.cuda.can_use_flash_attention", return_value=True):
@@ -72,6 +81,7 @@ print(json.dumps({
     "eager": attention_kernel(model_spec("vit_b_16"), compiled=False),
     "compiled": attention_kernel(model_spec("vit_b_16"), compiled=True),
     "tiny": attention_kernel(model_spec("tiny"), compiled=False),
+    "gpt2": attention_kernel(model_spec("gpt2-tiny"), compiled=False),
     "ops": sorted({op.type for op in graph.get_operations()}),
     "flash": flash,
 }))
@@ -96,6 +106,7 @@ def test_keras_jax_names_xla_on_cpu_and_cudnn_where_the_hlo_calls_it() -> None:
     found = probe("keras-jax", JAX_PROBE)
     assert found["fp32"] == found["bf16"] == "XLA's own (dot, softmax, dot fusions); Keras left flash off"
     assert found["tiny"] is None
+    assert found["gpt2"] == "XLA's own (dot, softmax, dot fusions); Keras left flash off"
     assert found["cudnn_hlo"] == "cuDNN flash attention (__cudnn$fmhaSoftmax)"
     # Keras asks for cuDNN, which the CPU refuses: XLA's kernel runs, and the row says Keras asked.
     assert found["flash_asked"] == "XLA's own (dot, softmax, dot fusions); Keras asked for flash"
@@ -109,6 +120,10 @@ def test_keras_torch_names_the_sdpa_backend_it_reaches() -> None:
     # Keras restricting SDPA to flash overrides the caller's math-only restriction.
     assert found["flash_asked_over_math"] == "torch SDPA: flash (CPU); Keras asked for flash"
     assert found["tiny"] is None
+    # GPT-2's causal attention, probed as the model calls it: (batch, tokens, heads, head width).
+    assert found["gpt2"] == "torch SDPA: flash (CPU); Keras left flash off"
+    assert found["gpt2_probe"] == [[2, 8, 2, 32], True, True]
+    assert found["vit_probe"] == [[2, 5, 12, 64], False, False]
 
 
 @pytest.mark.slow
@@ -123,3 +138,4 @@ def test_keras_tf_names_the_unfused_ops_its_backend_writes() -> None:
     )
     assert found["compiled"] == "Keras' TF ops (einsum, softmax in float32, einsum), XLA-compiled; Keras left flash off"
     assert found["tiny"] is None
+    assert found["gpt2"] == found["eager"]

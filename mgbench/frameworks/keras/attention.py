@@ -1,6 +1,6 @@
 """What every Keras backend's attention probe shares (each backend's `attention.py` names its own
-kernel): the tensors a step's attention takes, the dtype it computes in, and whether Keras asked
-its backend for flash attention.
+kernel): the attention a step makes (its tensors, and whether it is causal: GPT-2's is, ViT's is
+not), the dtype it computes in, and whether Keras asked its backend for flash attention.
 
 `attend` (`transformer.py`) passes `flash_attention=None`, which lets Keras decide per call: over
 JAX it asks `jax.nn.dot_product_attention` for the cuDNN implementation when it judges the
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
@@ -19,18 +20,37 @@ import keras
 
 from mgbench.core.models import ModelSpec
 from mgbench.frameworks.keras.models import PRECISION_POLICIES
+from mgbench.frameworks.keras.transformer import attend
 
 FLASH_ASKED = "Keras asked for flash"
 FLASH_NOT_ASKED = "Keras left flash off"
 
 
-def attention_shape(spec: ModelSpec, image_size: int, batch: int) -> tuple[int, int, int, int] | None:
-    """The (batch, tokens, heads, head width) of each of q, k, v in a step of `spec` at
-    `image_size` px on `batch` images (Keras' layout); None for a model without attention."""
-    shape = spec.transformer
-    if shape is None:
-        return None
-    return batch, shape.tokens(image_size), shape.heads, shape.head_width
+@dataclass(frozen=True)
+class Attention:
+    """The attention call a step of a model makes, as `transformer.attend` takes it."""
+
+    size: tuple[int, int, int, int]
+    """(batch, tokens, heads, head width) of each of q, k, v (Keras' layout)."""
+    is_causal: bool
+    """Each token attends to those before it only (GPT-2), which some kernels serve and others
+    do not, so the probe asks for it as the model does."""
+
+    def attend(self, query: Any, key: Any, value: Any) -> Any:
+        """The model's call on these tensors."""
+        return attend(query, key, value, is_causal=self.is_causal)
+
+
+def attention_of(spec: ModelSpec, input_size: int, batch: int) -> Attention | None:
+    """The attention of a step of `spec` at `input_size` (an image's px, a sequence's tokens) on
+    `batch` samples; None for a model without attention."""
+    if spec.language_model is not None:
+        shape = spec.language_model
+        return Attention((batch, input_size, shape.heads, shape.head_width), is_causal=True)
+    if spec.transformer is not None:
+        vit = spec.transformer
+        return Attention((batch, vit.tokens(input_size), vit.heads, vit.head_width), is_causal=False)
+    return None
 
 
 def compute_dtype(precision: str) -> str:

@@ -3,8 +3,8 @@ architecture as the PyTorch build (`frameworks/pytorch/gpt2.py`), in keras.ops o
 
 The token embedding is a `ReversibleEmbedding` called twice: forward on the tokens, and in reverse
 (its matrix transposed) as the output projection, so the two are one variable as in PyTorch.
-Attention is `keras.ops.dot_product_attention(is_causal=True)`, leaving flash to Keras
-(`flash_attention=None`, as `transformer.attend` does for ViT). Each layer that holds weights is
+Attention is `transformer.attend(is_causal=True)`, ViT's call masked causally, leaving flash to
+Keras (`flash_attention=None`), so each backend's attention probe sizes the call GPT-2 makes. Each layer that holds weights is
 named after the PyTorch module holding them, "_" for "." (`keras_name`), and `weights.load_initial`
 maps the shared start onto them by those names (`torch_module`), as it does an image model's.
 
@@ -20,6 +20,7 @@ import keras
 
 from mgbench.core.errors import UsageError
 from mgbench.core.gpt2 import GPT2, INIT_STD
+from mgbench.frameworks.keras.transformer import attend
 
 
 def keras_name(module: str) -> str:
@@ -85,7 +86,7 @@ class CausalSelfAttention(keras.layers.Layer):
         length = tokens.shape[1]
         split = (-1, length, self.heads, self.width // self.heads)
         query, key, value = (keras.ops.reshape(part, split) for part in keras.ops.split(self.c_attn(tokens), 3, -1))
-        attended = keras.ops.dot_product_attention(query, key, value, is_causal=True, flash_attention=None)
+        attended = attend(query, key, value, is_causal=True)
         return self.c_proj(keras.ops.reshape(attended, (-1, length, self.width)))
 
     def compute_output_shape(self, input_shape: tuple[int | None, ...]) -> tuple[int | None, ...]:

@@ -2,7 +2,7 @@
 token and position embedding, the self-attention, and the pre-norm encoder block.
 
 The attention goes through one call, `attend` (Keras' `dot_product_attention`, letting Keras
-decide on flash), which the model and every backend's attention probe (`attention.py` of each
+decide on flash), which ViT, GPT-2 (causally, `gpt2.py`) and every backend's attention probe (`attention.py` of each
 Keras adapter package) share, so the kernel a row names is the one the model runs.
 """
 
@@ -15,10 +15,11 @@ import keras
 from mgbench.core.architectures import VisionTransformer
 
 
-def attend(query: Any, key: Any, value: Any) -> Any:
+def attend(query: Any, key: Any, value: Any, is_causal: bool = False) -> Any:
     """Scaled dot-product attention over (batch, tokens, heads, head width) tensors, scaled by
-    1/sqrt(head width), unmasked: torchvision's. `flash_attention=None` leaves flash to Keras."""
-    return keras.ops.dot_product_attention(query, key, value, flash_attention=None)
+    1/sqrt(head width): unmasked, torchvision's ViT; masked causally with `is_causal`, GPT-2's.
+    `flash_attention=None` leaves flash to Keras."""
+    return keras.ops.dot_product_attention(query, key, value, is_causal=is_causal, flash_attention=None)
 
 
 class ClassTokenAndPositions(keras.layers.Layer):

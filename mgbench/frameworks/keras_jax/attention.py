@@ -1,4 +1,4 @@
-"""Which kernel computes ViT's attention under Keras over JAX: Keras' JAX backend calls
+"""Which kernel computes a transformer's attention (ViT's, GPT-2's causal one) under Keras over JAX: Keras' JAX backend calls
 `jax.nn.dot_product_attention`, asking for its cuDNN implementation first when it judges the
 inputs fit (`flash_attention=None`; on refusal it falls back to XLA's), else for XLA's.
 Observed, not predicted: one `attend` call (with its gradients, as in training) is lowered and
@@ -13,8 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from mgbench.core.models import ModelSpec
-from mgbench.frameworks.keras.attention import attention_shape, calls_to, compute_dtype, named
-from mgbench.frameworks.keras.transformer import attend
+from mgbench.frameworks.keras.attention import attention_of, calls_to, compute_dtype, named
 
 CUDNN_ATTENTION = re.compile(r"__cudnn\$fmha\w*")
 """The custom calls of cuDNN's fused (flash) attention in XLA's HLO, forward and backward."""
@@ -30,15 +29,15 @@ def kernel_in(hlo: str) -> str:
     return f"cuDNN flash attention ({', '.join(calls)})" if calls else XLA_OWN
 
 
-def attention_kernel(spec: ModelSpec, image_size: int, batch: int, device: jax.Device, precision: str) -> str | None:
-    """The kernel a step of `spec` at `image_size` px on `batch` images runs its attention in on
-    `device` under `precision`'s policy, and whether Keras asked for flash; None for a model
-    without attention."""
-    size = attention_shape(spec, image_size, batch)
-    if size is None:
+def attention_kernel(spec: ModelSpec, input_size: int, batch: int, device: jax.Device, precision: str) -> str | None:
+    """The kernel a step of `spec` at `input_size` (px or tokens) on `batch` samples runs its
+    attention in on `device` under `precision`'s policy, and whether Keras asked for flash; None
+    for a model without attention."""
+    attention = attention_of(spec, input_size, batch)
+    if attention is None:
         return None
-    query, key, value = (jax.device_put(jnp.zeros(size, compute_dtype(precision)), device) for _ in range(3))
-    step = jax.grad(lambda q, k, v: attend(q, k, v).astype(jnp.float32).sum(), argnums=(0, 1, 2))
+    query, key, value = (jax.device_put(jnp.zeros(attention.size, compute_dtype(precision)), device) for _ in range(3))
+    step = jax.grad(lambda q, k, v: attention.attend(q, k, v).astype(jnp.float32).sum(), argnums=(0, 1, 2))
     with calls_to(jax.nn, "dot_product_attention") as calls:
         hlo = jax.jit(step).lower(query, key, value).compile().as_text()
     asked = any(call.get("implementation") == CUDNN_IMPLEMENTATION for call in calls)

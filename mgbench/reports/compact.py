@@ -38,7 +38,7 @@ from mgbench.reports.ranking import Ranking, Throughput, line_spread, ranking_of
 from mgbench.reports.readings import HOST_TIMING, HeldBack, held_back, line_held_back
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.summary import row_warnings, table_console
-from mgbench.reports.units import mfu_sentence
+from mgbench.reports.units import model_sentences
 from mgbench.reports.verdict import verdict
 
 FORMATS = ("table", "md", "csv", "json")
@@ -94,7 +94,8 @@ class CompactSummary:
     compiling: str | None = None
     """Where the lines differ in compiling their step, the sentence saying so (`hints`)."""
     mfu: str | None = None
-    """For a language model's lines, the FLOPs their MFU counts and the peak it is over (`units.mfu_sentence`)."""
+    """For a language model's lines, the FLOPs their MFU counts and the peak it is over, and what
+    their largest batch stands on (`units.model_sentences`)."""
 
     def to_records(self) -> list[dict[str, Any]]:
         """The lines as JSON-ready dicts (NaN as null; a count without a row holds nulls)."""
@@ -231,7 +232,7 @@ def compact_summary(frame: pd.DataFrame, title: str = "") -> CompactSummary:
     status_columns = [f"status_{count}dev" for count in counts]
     lines = table.drop(columns=status_columns)
     return CompactSummary(
-        title, lines, cells, columns, book.notes, on_gpus(frame), ranking, counts, compiling, mfu_sentence(frame)
+        title, lines, cells, columns, book.notes, on_gpus(frame), ranking, counts, compiling, model_sentences(frame)
     )
 
 

@@ -98,8 +98,30 @@ def _change(old: float | None, new: float | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class MemoryFigures:
+    """A row's memory per GPU: its peak allocated and reserved, in bytes, and the largest batch
+    per GPU it models (`records.largest_batch`); None where the row has none."""
+
+    peak: float | None = None
+    reserved: float | None = None
+    largest_batch: float | None = None
+
+    @classmethod
+    def of(cls, row: pd.Series) -> MemoryFigures:
+        return cls(
+            number(row.get(Col.PEAK_MEMORY_BYTES)),
+            number(row.get(Col.PEAK_MEMORY_RESERVED_BYTES)),
+            number(row.get(Col.LARGEST_BATCH_ESTIMATE)),
+        )
+
+    @property
+    def known(self) -> bool:
+        return any(figure is not None for figure in (self.peak, self.reserved, self.largest_batch))
+
+
+@dataclass(frozen=True)
 class RowChange:
-    """One run id found in both folders."""
+    """One run id found in both folders (with its memory figures beside its rate)."""
 
     run_id: str
     old_status: str
@@ -108,6 +130,8 @@ class RowChange:
     new_rate: Measured
     old_train: float | None
     new_train: float | None
+    old_memory: MemoryFigures = MemoryFigures()
+    new_memory: MemoryFigures = MemoryFigures()
 
     @property
     def rate_change(self) -> float | None:
@@ -274,6 +298,8 @@ def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
                 row_spread(new_row, interval),
                 _train_seconds(old_row),
                 _train_seconds(new_row),
+                MemoryFigures.of(old_row),
+                MemoryFigures.of(new_row),
             )
         )
     only_old = [run_id for run_id in before.index if run_id not in after.index]
@@ -282,7 +308,16 @@ def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
         if old_row[Col.STATUS] == "ok":  # measured in OLD, nowhere in NEW: worse (`NO_ROW`)
             rate = row_spread(old_row, has_interval(old_row))
             changes.append(
-                RowChange(run_id, "ok", NO_ROW, rate, Measured(None, of=rate.of), _train_seconds(old_row), None)
+                RowChange(
+                    run_id,
+                    "ok",
+                    NO_ROW,
+                    rate,
+                    Measured(None, of=rate.of),
+                    _train_seconds(old_row),
+                    None,
+                    MemoryFigures.of(old_row),
+                )
             )
     return FolderDiff(
         changes,

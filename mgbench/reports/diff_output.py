@@ -20,9 +20,9 @@ from rich.text import Text
 
 from mgbench.core.inputs import RateUnit
 from mgbench.core.wording import counted
-from mgbench.reports.diff import STEPS, FolderDiff, Measured, RowChange
+from mgbench.reports.diff import STEPS, FolderDiff, Measured, MemoryFigures, RowChange
 from mgbench.reports.folder_data import RunFolderData
-from mgbench.reports.units import frame_unit
+from mgbench.reports.units import frame_unit, language_model
 
 FORMATS = ("table", "md", "json")
 TABLE_PADDING = 3
@@ -91,6 +91,15 @@ class DiffAnswer:
         return any(change.old_train is not None or change.new_train is not None for change in self.diff.changes)
 
     @property
+    def memory(self) -> bool:
+        """Whether the folders trained a language model and a row holds its memory figures: they
+        get columns of their own (image rows' tables stay as they were)."""
+        changes = self.diff.changes
+        return language_model(self.new.frame) is not None and any(
+            change.old_memory.known or change.new_memory.known for change in changes
+        )
+
+    @property
     def unit(self) -> RateUnit:
         """The unit the rates are shown in: NEW's model's (`units.frame_unit`); the folders trained
         one job, or the diff says where they differ."""
@@ -117,6 +126,13 @@ class DiffAnswer:
                 Column("NEW train s", "new_train", drop_order=1),
             ]
             columns.append(Column("train change", "train_change"))
+        if self.memory:
+            columns += [
+                Column("OLD peak/reserved GiB per GPU", "old_memory", drop_order=3),
+                Column("NEW peak/reserved GiB per GPU", "new_memory", drop_order=3),
+                Column("OLD max batch per GPU (est.)", "old_largest_batch", drop_order=3),
+                Column("NEW max batch per GPU (est.)", "new_largest_batch", drop_order=3),
+            ]
         return [*columns, Column("NEW against OLD", "verdict", numeric=False)]
 
     def cells(self, change: RowChange) -> dict[str, str]:
@@ -132,6 +148,10 @@ class DiffAnswer:
             "old_train": seconds(change.old_train),
             "new_train": seconds(change.new_train),
             "train_change": percent(change.train_change),
+            "old_memory": memory_text(change.old_memory),
+            "new_memory": memory_text(change.new_memory),
+            "old_largest_batch": batch_text(change.old_memory.largest_batch),
+            "new_largest_batch": batch_text(change.new_memory.largest_batch),
             "verdict": verdict(change, self.fail_above),
         }
 
@@ -191,6 +211,13 @@ class DiffAnswer:
                 f"{prefix}_samples_per_sec_high": finite(measured.high),
             }
 
+        def memory(prefix: str, figures: MemoryFigures) -> dict[str, float | None]:
+            return {
+                f"{prefix}_peak_memory_bytes": finite(figures.peak),
+                f"{prefix}_peak_memory_reserved_bytes": finite(figures.reserved),
+                f"{prefix}_largest_batch_estimate": finite(figures.largest_batch),
+            }
+
         return {
             "run_id": change.run_id,
             "old_status": change.old_status,
@@ -202,6 +229,8 @@ class DiffAnswer:
             "old_time_to_train_seconds": finite(change.old_train),
             "new_time_to_train_seconds": finite(change.new_train),
             "train_change": finite(change.train_change),
+            **memory("old", change.old_memory),
+            **memory("new", change.new_memory),
             "reading": change.reading(),
             "regression": change.regression(self.fail_above),
         }
@@ -256,6 +285,17 @@ class DiffAnswer:
 def left_out_note(left_out: list[str]) -> str:
     """What a narrow terminal's table left out, and how to see it."""
     return f"left out at this width: {', '.join(left_out)}; see them with --format md (or a wider terminal)"
+
+
+def memory_text(figures: MemoryFigures) -> str:
+    """`peak/reserved` in GiB (`3.21/4.00`), a dash for either the row has none of."""
+    if figures.peak is None and figures.reserved is None:
+        return "-"
+    return "/".join("-" if value is None else f"{value / 2**30:.2f}" for value in (figures.peak, figures.reserved))
+
+
+def batch_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def finite(value: float | None) -> float | None:

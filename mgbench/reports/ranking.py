@@ -49,13 +49,17 @@ class CountFigure:
     do, per sample, and shows it in its model's unit (`RateUnit.per_sample`: tokens for a
     language model); 1 for every other figure."""
 
+    scale: float = 1
+    """What one of the units the figure is held in counts in the unit it is shown in (bytes
+    shown in GiB: 2**-30); 1 for every figure but a memory."""
+
     def shown(self, spread: Spread) -> Spread:
         """The figure with its interval (held per sample) in the unit it is shown in."""
         return spread.times(self.per_sample)
 
     def shown_value(self, value: object) -> object:
-        """A value of the figure (held per sample) in the unit it is shown in."""
-        return value * self.per_sample if isinstance(value, int | float) else value
+        """A value of the figure (held per sample, or in bytes) in the unit it is shown in."""
+        return value * self.per_sample * self.scale if isinstance(value, int | float) else value
 
 
 NOT_REACHED = "not reached"
@@ -84,6 +88,18 @@ def language_model_figures(unit: RateUnit, device: str) -> tuple[CountFigure, ..
         ),
         CountFigure(Col.PEAK_FRACTION, "mfu", MFU, "{:.0%}", 3, 5),
     )
+
+
+def memory_figures(frame: pd.DataFrame, device: str) -> tuple[CountFigure, ...]:
+    """What a language model's lines show of each device's memory, those some row has: the peak
+    allocated and reserved per device, and the largest batch per device that fits, which its row
+    models (`records.largest_batch`; GPUs only)."""
+    figures = (
+        CountFigure(Col.PEAK_MEMORY_BYTES, "peak_memory", f"peak GiB/{device}", "{:.2f}", 4, 5, scale=2**-30),
+        CountFigure(Col.PEAK_MEMORY_RESERVED_BYTES, "reserved", f"reserved GiB/{device}", "{:.2f}", 4, 5, scale=2**-30),
+        CountFigure(Col.LARGEST_BATCH_ESTIMATE, "largest_batch", f"max batch/{device} (est.)", "{:.0f}", 4, 5),
+    )
+    return tuple(figure for figure in figures if figure.key in frame and frame[figure.key].notna().any())
 
 
 RATE = rate_figure()
@@ -382,10 +398,11 @@ def test_metric(frame: pd.DataFrame) -> str:
 def ranking_of(frame: pd.DataFrame, device: str = "GPU") -> Ranking:
     """The ranking a results frame's compare asks for: by time where its rows trained in epochs
     (to the target where one was set), else by throughput; the rate in its model's unit
-    (`units.frame_unit`), and a language model's rate per `device` and MFU beside it."""
+    (`units.frame_unit`), and a language model's rate per `device`, MFU and memory beside it."""
     unit = frame_unit(frame)
     rate = rate_figure(unit)
-    beside = language_model_figures(unit, device) if language_model(frame) is not None else ()
+    language = language_model(frame) is not None
+    beside = (*language_model_figures(unit, device), *memory_figures(frame, device)) if language else ()
     if Col.EPOCHS not in frame or frame[Col.EPOCHS].isna().all():
         return Throughput(rate, beside)
     epochs = int(frame[Col.EPOCHS].max())

@@ -209,7 +209,8 @@ def _flop_text(flops: float) -> str:
 def limits_details(row: pd.Series) -> list[tuple[str, str]]:
     """How close the row is to its device and what stands between, for the run's details: the
     work and its share of the peak, the device-busy ceiling and what takes from it, the bound,
-    how the steps were timed, and the kernel and memory facts of a host-bound step."""
+    how the steps were timed, the kernel and memory facts of a host-bound step, and the largest
+    batch per GPU the row models with what it stands on (`records.largest_batch`)."""
     details = []
     work = _work_text(row)
     if work:
@@ -238,6 +239,9 @@ def limits_details(row: pd.Series) -> list[tuple[str, str]]:
     activations = number(row.get(Col.ACTIVATION_BYTES_ESTIMATE))
     if activations is not None:
         details.append(("activation memory (estimate)", f"{activations / 2**30:.2f} GiB per device"))
+    largest, basis = number(row.get(Col.LARGEST_BATCH_ESTIMATE)), row.get(Col.LARGEST_BATCH_BASIS)
+    if largest is not None and isinstance(basis, str):
+        details.append(("largest batch per GPU (estimate)", f"{largest:.0f}: {basis}"))
     return details
 
 

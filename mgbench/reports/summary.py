@@ -34,7 +34,7 @@ from mgbench.reports.ranking import NOT_REACHED, split_metric
 from mgbench.reports.readings import footnote_mark, held_back_cells, reading
 from mgbench.reports.same_start import same_start_sentence
 from mgbench.reports.spread import Spread, row_interval
-from mgbench.reports.units import MFU, frame_unit, language_model, mfu_sentence
+from mgbench.reports.units import MFU, frame_unit, language_model, model_sentences
 
 GROUP = ["framework", "strategy"]
 PIPED_WIDTH = 200
@@ -70,6 +70,8 @@ TABLE_COLUMNS = {
     "test_auc": "test AUC",
     "test_top1": "test top1",
     "peak_memory_gib": "peak mem GiB",
+    "peak_memory_reserved_gib": "reserved mem GiB",
+    "largest_batch": "max batch per GPU (est.)",
     "allreduce_pct": "all-reduce % (expected)",
     "reading": "what holds it back",
     "warning": "warning",
@@ -230,6 +232,7 @@ def _ok_cells(r: pd.Series, unit: RateUnit) -> dict[str, str]:
     """The figures only a finished row has, formatted (`MISSING` where one has no value), its
     rates in `unit`."""
     peak, used = number(r[Col.PEAK_MEMORY_BYTES]), number(r.get(Col.MEMORY_USED_MIB))
+    reserved = number(r.get(Col.PEAK_MEMORY_RESERVED_BYTES))
     rate = rate_spread(r).times(unit.per_sample)
     return {
         "samples_per_sec": rate.text(),
@@ -245,6 +248,8 @@ def _ok_cells(r: pd.Series, unit: RateUnit) -> dict[str, str]:
         "compile_seconds": figure_text(r[Col.COMPILE_SECONDS], "{:.1f}"),
         **({"attention_kernel": r[Col.ATTENTION_KERNEL]} if isinstance(r.get(Col.ATTENTION_KERNEL), str) else {}),
         "peak_memory_gib": figure_text(peak / 2**30 if peak else None, "{:.2f}"),
+        "peak_memory_reserved_gib": figure_text(reserved / 2**30 if reserved else None, "{:.2f}"),
+        "largest_batch": figure_text(r.get(Col.LARGEST_BATCH_ESTIMATE), "{:.0f}"),
         "utilisation": _utilisation(r),
         "device_utilisation": _per_device(r.get(Col.DEVICE_UTILISATION)),
         "memory_used_gib": figure_text(used / 1024 if used is not None else None, "{:.1f}"),
@@ -351,7 +356,8 @@ def _is_empty(value: object) -> bool:
 def markdown_summary(frame: pd.DataFrame) -> str:
     """What `summary.md` holds: the human table (`display_table`), what holds each run back a short
     label with its footnote's mark (`held_back_cells`), the footnotes under the table, each said
-    once, the same-start sentence and, for a language model, what its MFU counts (`units.mfu_sentence`)."""
+    once, the same-start sentence and, for a language model, what its MFU counts and what its
+    largest batch stands on (`units.model_sentences`)."""
     table = display_table(frame)
     header = TABLE_COLUMNS["reading"]
     cells, footnotes = held_back_cells(frame)
@@ -359,7 +365,9 @@ def markdown_summary(frame: pd.DataFrame) -> str:
     if header in table:
         table[header] = cells
         said = "".join(f"- ({footnote_mark(index)}) {text}\n" for index, text in enumerate(footnotes))
-    sentences = "".join(f"\n{sentence}\n" for sentence in (same_start_sentence(frame), mfu_sentence(frame)) if sentence)
+    sentences = "".join(
+        f"\n{sentence}\n" for sentence in (same_start_sentence(frame), model_sentences(frame)) if sentence
+    )
     return table.to_markdown(index=False) + "\n" + (f"\n{said}" if said else "") + sentences
 
 

@@ -5,7 +5,9 @@ unit, its model's (`core.units.rate_unit`): img/s for an image model, as reports
 tokens/s for a language model, whose sample is `seq_len` tokens. A language model's rows also
 show the rate per device and their model-FLOPs utilisation (MFU: `peak_fraction`, the achieved
 TFLOP/s of the closed-form FLOPs over the devices' dense peak, `records.peak`), and the report
-says under the table what those FLOPs are (`mfu_sentence`).
+says under the table what those FLOPs are (`mfu_sentence`). Their tables show each device's
+peak memory allocated and reserved, and the largest batch per GPU that fits, which is modelled,
+not measured, as the sentence under the table says (`memory_sentence`).
 """
 
 from __future__ import annotations
@@ -74,3 +76,25 @@ def mfu_sentence(frame: pd.DataFrame) -> str | None:
         return f"{counted}, {over}: none is known for these devices, so no row has an MFU."
     peak = peaks.iloc[0]
     return f"{counted}, {over} ({peak[Col.PEAK_TFLOPS]:g} TFLOP/s, {peak[Col.PEAK_SOURCE]})."
+
+
+LARGEST_BATCH_SENTENCE = (
+    "max batch/GPU (est.): modelled, not measured: the peak allocated taken as linear in the batch per "
+    "GPU, through each row's peak at its batch with the activation estimate's slope (or fitted to its "
+    "rounds' peaks at two batches), up to the GPU's memory (--gpu-memory-gb where lower); reserved is "
+    "what the framework's allocator held, allocated or cached."
+)
+
+
+def memory_sentence(frame: pd.DataFrame) -> str | None:
+    """For a language model's rows of which one has a largest batch, that it is an estimate and
+    what it stands on (`records.largest_batch`; each row's run details name its own basis)."""
+    if language_model(frame) is None or Col.LARGEST_BATCH_ESTIMATE not in frame:
+        return None
+    return LARGEST_BATCH_SENTENCE if frame[Col.LARGEST_BATCH_ESTIMATE].notna().any() else None
+
+
+def model_sentences(frame: pd.DataFrame) -> str | None:
+    """What a language model's table says under it: what its MFU counts and what its largest
+    batch stands on, a paragraph each (None for an image model's)."""
+    return "\n\n".join(s for s in (mfu_sentence(frame), memory_sentence(frame)) if s) or None

@@ -46,7 +46,8 @@ def register(verbs: argparse._SubParsersAction) -> None:
         "--epoch-images",
         type=int,
         default=IMAGENET_TRAIN_IMAGES,
-        help=f"images per epoch for the time per epoch (default {IMAGENET_TRAIN_IMAGES:,}: ImageNet-1k's training set)",
+        help=f"samples per epoch for the time per epoch: images, or a language model's sequences (of the run's "
+        f"sequence length) (default {IMAGENET_TRAIN_IMAGES:,}: ImageNet-1k's training set)",
     )
     parser.set_defaults(handler=handle)
 

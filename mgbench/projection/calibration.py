@@ -47,6 +47,7 @@ from mgbench.core.errors import UsageError
 from mgbench.core.inputs import IMAGES, RateUnit
 from mgbench.core.models import MODELS
 from mgbench.core.safe_files import read_regular
+from mgbench.core.units import rate_unit
 from mgbench.frameworks.exchange import DDP_EXCHANGE, PROCESS_PER_DEVICE, Dispatch, Exchange
 from mgbench.frameworks.registry import framework_spec
 from mgbench.measure.breakdown import COMMUNICATION, COMPUTE, OTHER_COPY, has_breakdown, intersect, length, union
@@ -421,8 +422,24 @@ def interconnect_record(interconnect: Interconnect) -> dict[str, Any]:
     }
 
 
-def assumptions(target: Interconnect, epoch_images: int) -> str:
-    """The projection's assumptions, on one line."""
+def epoch_text(samples: int, unit: RateUnit = IMAGES) -> str:
+    """An epoch of `samples` in the model's unit (`core.units`): `1,281,167 images`, or where a
+    sample holds several of the unit (a language model's sequence) `1,000 samples of 1024 tokens
+    (1,024,000 tokens)`."""
+    if unit.per_sample == 1:
+        return f"{samples:,} {unit.one}s"
+    return f"{samples:,} samples of {unit.per_sample} {unit.one}s ({samples * unit.per_sample:,} {unit.one}s)"
+
+
+def folder_unit(rows: pd.DataFrame) -> RateUnit:
+    """The unit a folder's rows show their rate in: its first row's model at its sequence length
+    (a folder trains one model)."""
+    first = rows.iloc[0]
+    return rate_unit(first.get("model"), first.get("seq_len"))
+
+
+def assumptions(target: Interconnect, epoch_images: int, unit: RateUnit = IMAGES) -> str:
+    """The projection's assumptions, on one line; the epoch in the model's `unit` (`epoch_text`)."""
     across = (
         f", across nodes {target.nics_per_node} x {target.across.name} ({target.across.bus_bytes_per_second / GB:g} GB/s)"
         if target.across
@@ -437,7 +454,7 @@ def assumptions(target: Interconnect, epoch_images: int) -> str:
         f"first bucket (measured where a multi-device row was profiled, else {ASSUMED_OVERLAP:.0%} of it), but for "
         f"the last bucket, one after the backward not at all; a process driving several devices pays the "
         f"one-device step's host time (the step less its compute) once for each; "
-        f"input per node as measured on real data, unlimited on synthetic; epoch of {epoch_images:,} images; "
+        f"input per node as measured on real data, unlimited on synthetic; epoch of {epoch_text(epoch_images, unit)}; "
         f"efficiency floor {EFFICIENCY_FLOOR:.0%}"
     )
 
@@ -451,12 +468,17 @@ class FolderRows(Protocol):
 
 def overflowing_step(rows: pd.DataFrame) -> str | None:
     """Why a series' step is no number the model can take: its smallest row so slow (1e-320
-    img/s) that its step's seconds pass a float's range; None where they do not."""
+    img/s) that its step's seconds pass a float's range; None where they do not. Said in the
+    model's unit (`folder_unit`)."""
     base = rows.sort_values("devices").iloc[0]
-    images = int(base["devices"]) * int(base["batch_per_device"])
-    if math.isfinite(images / float(base["samples_per_sec"])):  # a Python float: no numpy warning past the range
+    samples = int(base["devices"]) * int(base["batch_per_device"])
+    if math.isfinite(samples / float(base["samples_per_sec"])):  # a Python float: no numpy warning past the range
         return None
-    return f"{base['run_id']} at {base['samples_per_sec']:.3g} img/s takes longer for its {images} images than a float holds"
+    unit = folder_unit(rows)
+    return (
+        f"{base['run_id']} at {unit.of(float(base['samples_per_sec'])):.3g} {unit.label} takes longer for its "
+        f"{epoch_text(samples, unit)} than a float holds"
+    )
 
 
 def project_folder(data: FolderRows, target: Interconnect, counts: list[int], epoch_images: int) -> dict[str, Any]:
@@ -486,7 +508,7 @@ def project_folder(data: FolderRows, target: Interconnect, counts: list[int], ep
         "counts": counts,
         "interconnect": interconnect_record(target),
         "epoch_images": epoch_images,
-        "assumptions": assumptions(target, epoch_images),
+        "assumptions": assumptions(target, epoch_images, folder_unit(ok)),
         "series": series,
         "not_projected": not_projected,
     }

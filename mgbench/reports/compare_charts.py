@@ -19,6 +19,7 @@ from mgbench.measure.timing import HOST_PHASES
 from mgbench.reports.cells import number, run_label
 from mgbench.reports.columns import Col
 from mgbench.reports.figures import bar_text, finite, job_title, legend_outside, new_figure, save, scale_of
+from mgbench.reports.judged import curve_metric
 from mgbench.reports.readings import COLORS, HOST_COLORS, HOST_LABELS, LABELS, has_host_timing, held_back
 from mgbench.reports.scaling_loss import ScalingLoss
 from mgbench.reports.summary import GROUP
@@ -222,7 +223,9 @@ def scaling_loss_chart(ok: pd.DataFrame, losses: list[ScalingLoss], path: Path) 
 
 
 def epoch_chart(ok: pd.DataFrame, path: Path) -> Path:
-    """Loss (left) and validation AUC (right) per epoch, one line per run: does N devices learn like 1?"""
+    """Loss (left) and a validation metric (right: AUC, a language model's perplexity:
+    `judged.curve_metric`) per epoch, one line per run: does N devices learn like 1?"""
+    metric = curve_metric(ok)
     figure = new_figure()
     loss_axes, auc_axes = figure.subplots(1, 2)
     for _, row in ok.sort_values(GROUP + ["devices"]).iterrows():
@@ -237,10 +240,10 @@ def epoch_chart(ok: pd.DataFrame, path: Path) -> Path:
             loss_axes.plot(
                 epochs["epoch"], epochs["val_loss"], marker="s", linestyle="--", color=color, label=f"{label} val"
             )
-        if "val_auc" in epochs:
-            auc_axes.plot(epochs["epoch"], epochs["val_auc"], marker="o", color=color, label=label)
+        if f"val_{metric.name}" in epochs:
+            auc_axes.plot(epochs["epoch"], epochs[f"val_{metric.name}"], marker="o", color=color, label=label)
     loss_axes.set_ylabel("loss (solid: train, dashed: validation)")
-    auc_axes.set_ylabel("validation AUC")
+    auc_axes.set_ylabel(f"validation {metric.label}")
     for axes in (loss_axes, auc_axes):
         axes.set_xlabel("epoch")
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))

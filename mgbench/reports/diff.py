@@ -10,8 +10,9 @@ whole spread lies below OLD's: where the two would not tie in one compare; with 
 (`--fail-above PCT`) where it is slower by more than PCT percent, whatever the spread says, as
 pytest-benchmark's `--benchmark-compare-fail` does. A run ok in OLD that did not finish in NEW,
 or has no row there, is a regression too. Runs that trained other work (`WORK_FIELDS`: another
-model, image size, precision or batch) have images/sec that say nothing of each other: such
-folders are refused, naming what differs. What else sets the folders apart is named, since it
+model, image size or sequence length, precision or batch) have rates that say nothing of each
+other: such folders are refused, naming what differs in the model's terms (`image size` or
+`seq len`, `images/sec` or `tokens/s`). What else sets the folders apart is named, since it
 may explain the change: rows found in NEW only, the rest of the job (steps, dataset, ...), the
 machine (GPUs, driver, Python) and the versions (mgbench, each framework's packages), each set
 against the other folder's only where both recorded it.
@@ -31,13 +32,17 @@ from mgbench.records.results import RunResult
 from mgbench.reports.cells import number
 from mgbench.reports.columns import Col
 from mgbench.reports.folder_data import RunFolderData
+from mgbench.reports.judged import size_name
 from mgbench.reports.spread import Spread
+from mgbench.reports.units import frame_unit
 
 MACHINE_FIELDS = ("hostname", "platform", "python", "cpu_count", "memory_total_gib", "driver", "cuda_driver")
 """What a row's `environment` says of the machine, compared field by field (its GPUs too)."""
 WORK_COLUMNS = ("model", "image_size", "precision", "batch_per_device")
 WORK_FIELDS = tuple(column.replace("_", " ") for column in WORK_COLUMNS)
-"""What an image of a run's images/sec costs: runs that differ in one are not compared."""
+"""What a sample of a run's rate costs: runs that differ in one are not compared (the input's size,
+`image_size`, is named as the model's input sizes it: `judged.size_name`)."""
+SIZE_FIELD = WORK_FIELDS[WORK_COLUMNS.index("image_size")]
 JOB_FIELDS = tuple(
     name for name in COLUMNS if name not in ("framework", "strategy", "devices", "device_kind", *WORK_COLUMNS)
 )
@@ -249,8 +254,8 @@ def _value(value: object) -> str:
 
 
 def work(result: RunResult) -> dict[str, object]:
-    """What an image of a run costs (`WORK_FIELDS`): its model, its image side (the model's own
-    where the job left it), its precision and the batch per device it asked for (running out of
+    """What a sample of a run costs (`WORK_FIELDS`): its model, its input's size (image side or
+    sequence length, the model's own where the job left it), its precision and the batch per device it asked for (running out of
     memory halves the one that ran, which is NEW's own doing, not another job)."""
     job = result.config.job
     side: int | None
@@ -269,20 +274,22 @@ def other_work(old: dict[str, RunResult], new: dict[str, RunResult], matched: li
         before, after = work(old[run_id]), work(new[run_id])
         for name in WORK_FIELDS:
             if before[name] != after[name]:
-                differing.setdefault(f"{name} {_value(before[name])} -> {_value(after[name])}", []).append(run_id)
+                named = size_name(new[run_id].config.job.model) if name == SIZE_FIELD else name
+                differing.setdefault(f"{named} {_value(before[name])} -> {_value(after[name])}", []).append(run_id)
     return [f"{change} ({', '.join(runs)})" for change, runs in differing.items()]
 
 
 def diff_folders(old: RunFolderData, new: RunFolderData) -> FolderDiff:
     """Every run id of both folders: the changes of those in both, those in one only, and what
     else sets the folders apart. Folders whose matched runs trained other work (`other_work`)
-    are one UsageError naming it: their images/sec say nothing of each other."""
+    are one UsageError naming it: their rates (in the model's unit) say nothing of each other."""
     before, after = old.frame.set_index("run_id", drop=False), new.frame.set_index("run_id", drop=False)
     matched = [run_id for run_id in before.index if run_id in after.index]
     old_runs, new_runs = ({r.run_id: r for r in data.results} for data in (old, new))
     if differing := other_work(old_runs, new_runs, matched):
         raise UsageError(
-            f"{old.root} and {new.root} trained other work, whose images/sec do not compare: {'; '.join(differing)}"
+            f"{old.root} and {new.root} trained other work, whose {frame_unit(new.frame).heading} do not compare: "
+            f"{'; '.join(differing)}"
         )
     changes = []
     for run_id in matched:

@@ -103,3 +103,14 @@ def test_a_language_models_projection_counts_its_epoch_in_tokens():
     assert epoch_text(1000, tokens) == "1,000 samples of 32 tokens (32,000 tokens)"
     assert "epoch of 1,000 samples of 32 tokens (32,000 tokens); " in assumptions(target, 1000, tokens)
     assert "epoch of 1,000 images; " in assumptions(target, 1000)
+
+
+def test_a_language_models_epochs_are_ranked_by_its_held_out_loss_and_images_by_auc():
+    """The time-to-train ranking names the metric the rows are judged by: a language model's loss,
+    an image model's AUC (top-1 where class folders give it)."""
+    from test_verdict import epochs_row
+
+    from mgbench.reports.ranking import ranking_of
+
+    assert ranking_of(results_frame([lm_epochs_row(1, 4.0), lm_epochs_row(2, 4.5)])).metric == "loss"
+    assert ranking_of(results_frame([epochs_row(1, 0.8)])).metric == "auc"

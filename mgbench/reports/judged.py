@@ -16,7 +16,6 @@ from mgbench.core.inputs import IMAGES, SampleInput
 from mgbench.core.models import model_spec
 from mgbench.core.objective import AUC, LOSS, METRICS, Metric
 from mgbench.reports.columns import Col
-from mgbench.reports.ranking import test_metric
 from mgbench.reports.units import frame_unit
 
 
@@ -35,10 +34,17 @@ def size_name(model: object) -> str:
     return "image size" if native is None else native.size_field.replace("_", " ")
 
 
+def test_metric(frame: pd.DataFrame) -> str:
+    """The test split's metric an image model's epochs rows are judged by: `top1` where any row
+    has it (class folders), else `auc`."""
+    tests = frame[Col.TEST_METRICS] if Col.TEST_METRICS in frame else []
+    return "top1" if any(isinstance(test, dict) and "top1" in test for test in tests) else "auc"
+
+
 def frame_metric(frame: pd.DataFrame) -> Metric:
     """The test metric `frame`'s rows are judged by: its model objective's first where that
     objective has no AUC (a language model's loss), else the one the ranking reads
-    (`ranking.test_metric`: top-1 for class folders, else AUC)."""
+    (`test_metric`: top-1 for class folders, else AUC)."""
     metrics = _objective_metrics(frame)
     return METRICS[test_metric(frame)] if AUC in metrics else metrics[0]
 

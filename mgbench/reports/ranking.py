@@ -25,6 +25,7 @@ from mgbench.core.inputs import IMAGES, RateUnit
 from mgbench.core.target import TargetMetric, metric_label
 from mgbench.reports.cells import number
 from mgbench.reports.columns import Col
+from mgbench.reports.judged import frame_metric
 from mgbench.reports.spread import Spread, row_interval
 from mgbench.reports.units import MFU, frame_unit, language_model
 
@@ -275,7 +276,7 @@ class TimeToTrain:
     def __init__(self, epochs: int, metric: str, rate: CountFigure = RATE, beside: tuple[CountFigure, ...] = ()):
         self.epochs = epochs
         self.metric = metric
-        """The test split's metric shown: `auc`, `top1` on class folders."""
+        """The test split's metric shown: `auc`, `top1` on class folders, a language model's `loss`."""
         self.rate = rate
         self.beside = beside
 
@@ -388,13 +389,6 @@ def _row_number(row: pd.Series, key: str) -> float:
     return math.nan if value is None or pd.isna(value) else float(value)
 
 
-def test_metric(frame: pd.DataFrame) -> str:
-    """The test split's metric a frame's epochs rows are judged by: `top1` where any row has it
-    (class folders), else `auc`."""
-    tests = frame[Col.TEST_METRICS] if Col.TEST_METRICS in frame else []
-    return "top1" if any(isinstance(test, dict) and "top1" in test for test in tests) else "auc"
-
-
 def ranking_of(frame: pd.DataFrame, device: str = "GPU") -> Ranking:
     """The ranking a results frame's compare asks for: by time where its rows trained in epochs
     (to the target where one was set), else by throughput; the rate in its model's unit
@@ -406,7 +400,7 @@ def ranking_of(frame: pd.DataFrame, device: str = "GPU") -> Ranking:
     if Col.EPOCHS not in frame or frame[Col.EPOCHS].isna().all():
         return Throughput(rate, beside)
     epochs = int(frame[Col.EPOCHS].max())
-    metric = test_metric(frame)
+    metric = frame_metric(frame).name
     if Col.TARGET_METRIC in frame and len(targets := frame[Col.TARGET_METRIC].dropna()):
         return TimeToTarget(TargetMetric.parse(str(targets.iloc[0])), epochs, metric, rate, beside)
     return TimeToTrain(epochs, metric, rate, beside)

@@ -35,7 +35,8 @@ def configs(framework: str, folder: str) -> dict[str, RunConfig]:
     """The run's config on GPU devices (which the loader never asks about), by `--decode`."""
     devices = 2 if framework == "keras-jax" else 1
     config = RunConfig.flat(framework, STRATEGIES[framework], "tiny", devices, "cuda", 2, 1,
-                       dataset=f"imagefolder:{folder}", image_size=SIZE, workers=1)  # fmt: skip
+                       dataset=f"imagefolder:{folder}", image_size=SIZE, workers=1,
+                       data_format="channels_last")  # fmt: skip
     return {decode: config.with_changes(decode=decode) for decode in ("gpu", "cpu")}
 
 
@@ -47,7 +48,7 @@ def keras_torch_feeds(config: RunConfig, real, staged: bool):
     from mgbench.frameworks.pytorch.data import decoding_at
 
     adapter = KerasTorchAdapter(STRATEGIES["keras-torch"])
-    adapter.use_cuda, adapter.staged, adapter.nhwc = False, staged, True
+    adapter.use_cuda, adapter.staged, adapter.channels_last = False, staged, True
     adapter.decoding = decoding_at(real.site, config.job.input_size, torch.device("cpu"), channels_last=True)
     train = [(images.numpy(), labels.numpy()) for images, labels in adapter._fed(real.train(Shard(0, 2), 0))]
     val = [adapter.decoding.place(as_tensors(batch)) for batch in real.evaluation("val", 0, 1, 2)]

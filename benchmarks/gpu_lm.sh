@@ -41,7 +41,9 @@ part plain-compiled && plain plain-compiled --compile
 #             one start: each framework's loss at step 200 against pytorch's
 # xl          gpt2-xl (1.5B) on one GPU under pytorch's ddp, fsdp, fsdp-grad-op and zero1 and
 #             keras-jax's jax-dp and jax-fsdp, 10 steps: each strategy's peak memory (a batch of
-#             16 that does not fit is halved until one does: the row says so)
+#             16 that does not fit is halved until one does: the row says so), each framework's own
+#             initialiser (--init framework: the shared start of 1.56B parameters, drawn with numpy
+#             and written to the run folder, would take minutes)
 compare() {  # compare NAME OPTIONS...: one mgbench compare into $OUT/lm/NAME, its console kept
   local name=$1
   shift
@@ -59,6 +61,6 @@ part compiled && compare compiled-keras-jax --frameworks keras-jax --model gpt2 
 part parity && compare parity --frameworks pytorch,keras --model gpt2 --dataset tokens:runs/shakespeare-tokens \
   --steps 200 --repeat 1
 part xl && compare xl-pytorch --frameworks pytorch --strategies ddp,fsdp,fsdp-grad-op,zero1 --model gpt2-xl \
-  --steps 10 --repeat 1
+  --steps 10 --repeat 1 --init framework
 part xl && compare xl-keras-jax --frameworks keras-jax --strategies jax-dp,jax-fsdp --model gpt2-xl \
-  --steps 10 --repeat 1
+  --steps 10 --repeat 1 --init framework

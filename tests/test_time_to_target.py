@@ -126,20 +126,12 @@ def test_a_loss_target_is_refused_for_an_image_dataset_whose_objective_lists_no_
         check_dataset(job, [])
 
 
-class FallingLossAdapter(EpochAdapter):
+class FallingLossAdapter(LearningAdapter):
     """The epoch fake as a language model validates: its held-out loss falls by 0.5 an epoch from
     5.0, and its perplexity is the loss's exp."""
 
-    def __init__(self, strategy: str):
-        super().__init__(strategy)
-        self.epochs_trained = 0
-
-    def epoch_batches(self, epoch: int):
-        self.epochs_trained += 1
-        return super().epoch_batches(epoch)
-
     def evaluate(self, split: str = "val") -> dict[str, float]:
-        super().evaluate(split)
+        EpochAdapter.evaluate(self, split)
         loss = 5.0 - 0.5 * self.epochs_trained
         return {"loss": loss, "perplexity": math.exp(loss)}
 

@@ -235,6 +235,15 @@ def catalogue() -> dict[str, ModelSpec]:
     return models
 
 
+def known_model(name: object) -> ModelSpec | None:
+    """`name`'s spec, or None where the catalogue does not hold it: what a reader of rows asks,
+    since a folder may hold a plugin's model that is not loaded where it is read."""
+    try:
+        return model_spec(str(name))
+    except UsageError:
+        return None
+
+
 def model_spec(name: str) -> ModelSpec:
     """Look a model up in the catalogue, failing with the list of known names."""
     models = catalogue()

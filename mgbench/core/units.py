@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 import numbers
 
-from mgbench.core.errors import UsageError
 from mgbench.core.inputs import IMAGES, RateUnit, TokenInput
-from mgbench.core.models import model_spec
+from mgbench.core.models import known_model
 
 
 def rate_unit(model: object, seq_len: object = None) -> RateUnit:
@@ -21,10 +20,10 @@ def rate_unit(model: object, seq_len: object = None) -> RateUnit:
     input at `seq_len` tokens where the row's job gave one (a whole number; None or NaN: the
     model's context). A model the catalogue does not hold (a plugin's, not loaded where an old
     folder is read) is shown in images, the unit rates were written in before tokens were."""
-    try:
-        native = model_spec(str(model)).input
-    except UsageError:
+    spec = known_model(model)
+    if spec is None:
         return IMAGES
+    native = spec.input
     # A frame's column gives numpy's numbers (NaN where a row has none), a row's JSON Python's.
     length = float(seq_len) if isinstance(seq_len, numbers.Real) else math.nan
     if isinstance(native, TokenInput) and math.isfinite(length) and length >= 1:

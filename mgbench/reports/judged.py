@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mgbench.core.errors import UsageError
 from mgbench.core.inputs import IMAGES, SampleInput
-from mgbench.core.models import model_spec
+from mgbench.core.models import known_model
 from mgbench.core.objective import AUC, LOSS, METRICS, Metric
 from mgbench.reports.columns import Col
-from mgbench.reports.units import frame_unit
+from mgbench.reports.units import frame_model, frame_unit
 
 
 def model_input(model: object) -> SampleInput | None:
     """The native input of `model` (None: a model the catalogue does not hold, a plugin's not loaded here)."""
-    try:
-        return model_spec(str(model)).input
-    except UsageError:
-        return None
+    spec = known_model(model)
+    return None if spec is None else spec.input
 
 
 def size_name(model: object) -> str:
@@ -59,11 +56,8 @@ def curve_metric(frame: pd.DataFrame) -> Metric:
 def _objective_metrics(frame: pd.DataFrame) -> tuple[Metric, ...]:
     """The metrics of the objective `frame`'s model declares (a compare trains one model); AUC
     for a frame without rows or of a model the catalogue does not hold, as reports always read."""
-    model = frame[Col.MODEL].iloc[0] if not frame.empty and Col.MODEL in frame else None
-    try:
-        return model_spec(str(model)).objective.metrics
-    except UsageError:
-        return (AUC,)
+    spec = frame_model(frame)
+    return (AUC,) if spec is None else spec.objective.metrics
 
 
 def sample_noun(frame: pd.DataFrame) -> str:

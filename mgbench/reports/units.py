@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mgbench.core.errors import UsageError
 from mgbench.core.gpt2 import GPT2
 from mgbench.core.inputs import IMAGES, RateUnit
-from mgbench.core.models import model_spec
+from mgbench.core.models import ModelSpec, known_model
 from mgbench.core.units import rate_unit
 from mgbench.reports.columns import Col
 
@@ -41,19 +40,24 @@ def frame_unit(frame: pd.DataFrame) -> RateUnit:
     return IMAGES if first is None else row_unit(first)
 
 
+def frame_model(frame: pd.DataFrame) -> ModelSpec | None:
+    """The model `frame`'s rows trained (a compare trains one): its first row's, None for a frame
+    without rows or a model the catalogue does not hold."""
+    first = _first(frame)
+    return None if first is None else known_model(first[Col.MODEL])
+
+
 def row_language_model(row: pd.Series) -> GPT2 | None:
     """The shape of the language model a row trained (None: an image model, or a model the
     catalogue does not hold)."""
-    try:
-        return model_spec(str(row.get(Col.MODEL))).language_model
-    except UsageError:
-        return None
+    spec = known_model(row.get(Col.MODEL))
+    return None if spec is None else spec.language_model
 
 
 def language_model(frame: pd.DataFrame) -> GPT2 | None:
-    """The shape of the language model `frame`'s rows trained (`row_language_model` of its first)."""
-    first = _first(frame)
-    return None if first is None else row_language_model(first)
+    """The shape of the language model `frame`'s rows trained (None: an image model's, or unknown)."""
+    spec = frame_model(frame)
+    return None if spec is None else spec.language_model
 
 
 def mfu_sentence(frame: pd.DataFrame) -> str | None:
